@@ -1,0 +1,95 @@
+"""The one image preprocessing implementation.
+
+Training, in-app prediction, the local service and the deploy bundle all call these functions, so
+an exported model sees exactly the tensors the app trained on. This module depends on numpy and
+Pillow only, because the deploy bundle copies it verbatim.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from PIL import Image, ImageOps
+
+# Pillow's own bomb guard only warns below 2x its limit; we refuse anything over this many pixels.
+MAX_PIXELS = 80_000_000
+
+
+class ImageDecodeError(ValueError):
+    """An image could not be decoded; the message says why in plain words."""
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """How raw pixels become the network input. Stored in every model artifact."""
+
+    size: int = 224
+    mean: float = 127.0
+    std: float = 128.0
+    resize: str = "squash"  # the whole image is resized to size x size, nothing is cropped away
+    color: str = "RGB"
+    layout: str = "NCHW"
+
+    def to_dict(self) -> dict:
+        return {"kind": "image", **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ImageSpec":
+        fields = {k: data[k] for k in ("size", "mean", "std", "resize", "color", "layout") if k in data}
+        return cls(**fields)
+
+
+def load_image(source, *, max_pixels: int = MAX_PIXELS, draft_size: int | None = None) -> Image.Image:
+    """Decode ``source`` (a path, bytes or a binary file object) to an RGB image.
+
+    EXIF orientation is applied. ``draft_size`` lets JPEG decoding skip detail that a later resize
+    to that size would throw away (a 3024x3024 photo decodes about 8x faster).
+    Raises ImageDecodeError for anything that is not a complete image within ``max_pixels``.
+    """
+    name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "image"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        source = io.BytesIO(bytes(source))
+    try:
+        with Image.open(source) as image:
+            width, height = image.size
+            if width * height > max_pixels:
+                raise ImageDecodeError(
+                    f"{name}: {width}x{height} pixels is over the limit of {max_pixels:,} pixels"
+                )
+            if draft_size and image.format == "JPEG":
+                image.draft("RGB", (draft_size * 2, draft_size * 2))
+            image.load()
+            image = ImageOps.exif_transpose(image)
+            return image.convert("RGB")
+    except ImageDecodeError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise ImageDecodeError(f"{name}: image is too large ({exc})") from None
+    except Image.UnidentifiedImageError:
+        raise ImageDecodeError(f"{name}: not an image file (unknown or corrupt format)") from None
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise ImageDecodeError(f"{name}: damaged image ({exc})") from None
+
+
+def image_to_tensor(image: Image.Image, spec: ImageSpec) -> np.ndarray:
+    """Resize and normalise an RGB image to a float32 CHW array."""
+    if image.size != (spec.size, spec.size):
+        image = image.resize((spec.size, spec.size), Image.BILINEAR)
+    array = np.asarray(image, dtype=np.float32)
+    array = (array - spec.mean) / spec.std
+    return np.ascontiguousarray(array.transpose(2, 0, 1))
+
+
+def preprocess_image(source, spec: ImageSpec = ImageSpec()) -> np.ndarray:
+    """Decode and preprocess one image to a float32 (3, size, size) array."""
+    return image_to_tensor(load_image(source, draft_size=spec.size), spec)
+
+
+def preprocess_batch(sources, spec: ImageSpec = ImageSpec()) -> np.ndarray:
+    """Preprocess several images into one float32 (N, 3, size, size) batch."""
+    return np.stack([preprocess_image(s, spec) for s in sources]) if sources else np.zeros(
+        (0, 3, spec.size, spec.size), np.float32
+    )

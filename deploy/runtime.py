@@ -1,0 +1,79 @@
+"""The one place that creates ONNX Runtime inference sessions.
+
+Every session gets explicit SessionOptions and a provider list that always ends with the CPU
+provider, so a missing GPU library degrades to the CPU instead of silently doing nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import onnxruntime as ort
+
+log = logging.getLogger(__name__)
+
+# Preferred order when the caller does not choose.
+PROVIDER_PREFERENCE = (
+    "TensorrtExecutionProvider",
+    "CUDAExecutionProvider",
+    "ROCMExecutionProvider",
+    "DmlExecutionProvider",
+    "CoreMLExecutionProvider",
+    "OpenVINOExecutionProvider",
+    "CPUExecutionProvider",
+)
+
+DEVICE_PROVIDERS = {
+    "cpu": ["CPUExecutionProvider"],
+    "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"],
+    "tensorrt": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"],
+    "rocm": ["ROCMExecutionProvider", "CPUExecutionProvider"],
+    "directml": ["DmlExecutionProvider", "CPUExecutionProvider"],
+    "coreml": ["CoreMLExecutionProvider", "CPUExecutionProvider"],
+    "openvino": ["OpenVINOExecutionProvider", "CPUExecutionProvider"],
+}
+
+
+def providers_for(device: str = "auto") -> list[str]:
+    """Provider list for a device name (``auto``, ``cpu``, ``cuda``, ``cuda:1``...), CPU last."""
+    available = set(ort.get_available_providers())
+    base = device.split(":", 1)[0].lower()
+    if base == "auto":
+        wanted = [p for p in PROVIDER_PREFERENCE if p in available and p != "TensorrtExecutionProvider"]
+    elif base in DEVICE_PROVIDERS:
+        wanted = [p for p in DEVICE_PROVIDERS[base] if p in available]
+    else:
+        raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda, tensorrt, rocm, directml, coreml or openvino")
+    if "CPUExecutionProvider" not in wanted:
+        wanted.append("CPUExecutionProvider")
+    return wanted
+
+
+def create_session(model, *, device: str = "auto", threads: int | None = None,
+                   providers: list | None = None) -> ort.InferenceSession:
+    """Create an inference session for ``model`` (a path or serialized bytes).
+
+    ``threads`` caps intra-op threads (None lets ONNX Runtime use every core); ``providers``
+    overrides the list derived from ``device`` and gets the CPU provider appended if missing.
+    """
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = int(threads)
+        options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    chosen = list(providers) if providers else providers_for(device)
+    names = [p[0] if isinstance(p, tuple) else p for p in chosen]
+    if "CPUExecutionProvider" not in names:
+        chosen.append("CPUExecutionProvider")
+    if device.startswith("cuda:") and not providers:
+        index = int(device.split(":", 1)[1])
+        chosen = [("CUDAExecutionProvider", {"device_id": index}) if p == "CUDAExecutionProvider" else p
+                  for p in chosen]
+    source = os.fspath(model) if isinstance(model, os.PathLike) else model
+    session = ort.InferenceSession(source, sess_options=options, providers=chosen)
+    used = session.get_providers()
+    if names[0] != "CPUExecutionProvider" and used[0] == "CPUExecutionProvider":
+        log.warning("asked for %s but ONNX Runtime fell back to the CPU", names[0])
+    return session
