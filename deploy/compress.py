@@ -1,0 +1,267 @@
+"""Automatic compression: try several recipes, measure them here, keep the fastest that stays accurate.
+
+Candidates are static int8 quantization (uint8 activations, int8 weights; per-tensor or per-channel;
+QDQ or QOperator graphs), smaller input sizes (the graph is re-exported for 192 or 160 pixels when its
+pooling allows it) and their combinations. Each candidate's latency is measured on this machine (batch
+8, ms per image, at each thread count asked for) and its accuracy on the validation images given; the
+fastest one that loses at most ``max_loss`` accuracy against fp32 is kept, else fp32 is.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
+from .preprocess import ImageSpec, preprocess_batch
+from .quantize import quantize_model
+from .resize import ResizeError, resize_input
+from .runtime import create_session
+
+log = logging.getLogger(__name__)
+
+LATENCY_BATCH = 8
+# Float tolerance so that "exactly 1 point lost" counts as within 1 point.
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One compression recipe: an input size and optionally an int8 quantization format."""
+
+    size: int | None = None  # None keeps the model's own input size
+    quant: str | None = None  # None, "qdq" or "qop"
+    per_channel: bool = False
+
+    @property
+    def name(self) -> str:
+        parts = ["int8" if self.quant else "fp32"]
+        if self.quant:
+            parts.append(self.quant)
+            parts.append("perchannel" if self.per_channel else "pertensor")
+        if self.size:
+            parts.append(str(self.size))
+        return "-".join(parts)
+
+
+def default_candidates(base_size: int) -> list[Candidate]:
+    """fp32 and the four int8 variants at the model's size, then each at 192 and 160 pixels."""
+    quant = [Candidate(quant=q, per_channel=pc) for q in ("qdq", "qop") for pc in (False, True)]
+    sizes = [s for s in (192, 160) if s < base_size]
+    out = [Candidate()] + quant
+    for size in sizes:
+        out.append(Candidate(size=size))
+        out.extend(replace(c, size=size) for c in quant)
+    return out
+
+
+def parse_candidate(name: str) -> Candidate:
+    """Inverse of ``Candidate.name`` (``fp32``, ``fp32-160``, ``int8-qdq-perchannel-192``...)."""
+    parts = name.split("-")
+    size = int(parts[-1]) if parts[-1].isdigit() else None
+    if parts[0] == "fp32" and len(parts) <= 2:
+        return Candidate(size=size)
+    if parts[0] == "int8" and len(parts) >= 3 and parts[1] in ("qdq", "qop") \
+            and parts[2] in ("perchannel", "pertensor"):
+        return Candidate(size=size, quant=parts[1], per_channel=parts[2] == "perchannel")
+    raise ValueError(f"unknown compression candidate {name!r}")
+
+
+def _accuracy(probabilities: np.ndarray, labels: list[str], truth: list[str]) -> float:
+    if not truth:
+        return float("nan")
+    predicted = [labels[i] for i in np.argmax(probabilities, axis=1)]
+    return float(np.mean([p == t for p, t in zip(predicted, truth)]))
+
+
+def _run_all(session, input_name: str, output_name: str, tensors: np.ndarray, batch: int = 32) -> np.ndarray:
+    chunks = [session.run([output_name], {input_name: tensors[i:i + batch]})[0]
+              for i in range(0, len(tensors), batch)]
+    return np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
+
+
+def measure_latency(session, input_name: str, output_name: str, sample: np.ndarray, *, runs: int = 10,
+                    min_seconds: float = 0.3) -> float:
+    """Median milliseconds per image of ``session.run`` on one batch, after a warm-up."""
+    feeds = {input_name: sample}
+    for _ in range(2):
+        session.run([output_name], feeds)
+    times = []
+    start = time.perf_counter()
+    while len(times) < runs or (time.perf_counter() - start < min_seconds and len(times) < 10 * runs):
+        t0 = time.perf_counter()
+        session.run([output_name], feeds)
+        times.append(time.perf_counter() - t0)
+    return 1000.0 * statistics.median(times) / len(sample)
+
+
+class _TensorCache:
+    """Preprocessed calibration/validation tensors per input size, through ``deploy.preprocess``."""
+
+    def __init__(self, spec: ImageSpec, calibration: list, validation: list):
+        self.spec = spec
+        self.calibration = list(calibration)
+        self.validation = list(validation)
+        self._cache: dict[tuple[str, int], np.ndarray] = {}
+
+    def get(self, kind: str, size: int) -> np.ndarray:
+        key = (kind, size)
+        if key not in self._cache:
+            sources = self.calibration if kind == "calibration" else [p for p, _ in self.validation]
+            self._cache[key] = preprocess_batch(sources, replace(self.spec, size=size))
+        return self._cache[key]
+
+
+def compress_artifact(artifact, out_dir, *, calibration: list, validation: list, threads=(1, 2),
+                      max_loss: float = 0.01, candidates=None, progress=None, latency_runs: int = 10) -> dict:
+    """Try compression candidates, keep the fastest within ``max_loss`` accuracy, save it to ``out_dir``.
+
+    Parameters
+    ----------
+    artifact : ModelArtifact or path
+        The fp32 artifact.
+    out_dir : str or Path
+        Where the chosen model is saved as a normal artifact.
+    calibration : list of paths
+        Training images used to calibrate int8 activation ranges (64-200 is plenty).
+    validation : list of (path, label)
+        Held-out labelled images that decide which candidates keep accuracy.
+    threads : tuple of int
+        Thread counts at which latency is measured; the largest decides "fastest".
+    max_loss : float
+        Largest accepted accuracy drop against fp32 (0.01 = 1 point).
+    candidates : list of str or Candidate, optional
+        Restrict the search (names as in the result, e.g. ``"int8-qdq-pertensor-160"``).
+    progress : callable, optional
+        Called as ``progress(done, total, message)`` after each candidate.
+
+    Returns
+    -------
+    dict
+        ``path``, ``size_bytes``, ``candidates`` (each ``name``, ``size_bytes``, ``input_size``,
+        ``latency_ms`` (at the largest thread count), ``latency_ms_1t``, ``latency_ms_by_threads``,
+        ``accuracy``, ``kept``, ``reason``), ``chosen``, ``accuracy_fp32``, ``accuracy_compressed``,
+        ``speedup``, ``reason``.
+    """
+    artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
+    if not validation:
+        raise ValueError("compression needs labelled validation images to check accuracy")
+    threads = tuple(sorted({int(t) for t in threads}))
+    spec = artifact.spec
+    base = onnx.load(str(artifact.model_path))
+    wanted = default_candidates(spec.size) if candidates is None else [
+        c if isinstance(c, Candidate) else parse_candidate(c) for c in candidates]
+    wanted = [replace(c, size=None) if c.size == spec.size else c for c in wanted]
+    if Candidate() not in wanted:
+        wanted.insert(0, Candidate())
+    else:
+        wanted.remove(Candidate())
+        wanted.insert(0, Candidate())
+    data = _TensorCache(spec, calibration, validation)
+    truth = [str(label) for _, label in validation]
+    input_name, output_name, labels = artifact.input_name, artifact.output_name, artifact.labels
+    resized: dict[int, onnx.ModelProto | ResizeError] = {}
+    results, models = [], {}
+
+    for index, candidate in enumerate(wanted):
+        size = candidate.size or spec.size
+        row = {"name": candidate.name, "input_size": size, "quantization": candidate.quant,
+               "per_channel": candidate.per_channel, "size_bytes": None, "latency_ms": None,
+               "latency_ms_1t": None, "latency_ms_by_threads": {}, "accuracy": None, "kept": False,
+               "reason": ""}
+        results.append(row)
+        try:
+            if candidate.size:
+                if size not in resized:
+                    try:
+                        resized[size] = resize_input(base, size, input_name=input_name)
+                    except ResizeError as exc:
+                        resized[size] = exc
+                if isinstance(resized[size], ResizeError):
+                    row["reason"] = f"skipped: {resized[size]}"
+                    continue
+                graph = resized[size]
+            else:
+                graph = base
+            if candidate.quant:
+                if not calibration:
+                    row["reason"] = "skipped: no calibration images"
+                    continue
+                blob = quantize_model(graph, data.get("calibration", size), input_name=input_name,
+                                      fmt=candidate.quant, per_channel=candidate.per_channel)
+            else:
+                blob = graph.SerializeToString()
+            row["size_bytes"] = len(blob)
+            tensors = data.get("validation", size)
+            sample = np.ascontiguousarray(np.resize(tensors, (LATENCY_BATCH, *tensors.shape[1:])))
+            for t in threads:
+                session = create_session(blob, device="cpu", threads=t)
+                row["latency_ms_by_threads"][str(t)] = round(
+                    measure_latency(session, input_name, output_name, sample, runs=latency_runs), 4)
+            row["latency_ms"] = row["latency_ms_by_threads"][str(threads[-1])]
+            row["latency_ms_1t"] = row["latency_ms_by_threads"].get("1")
+            row["accuracy"] = _accuracy(_run_all(session, input_name, output_name, tensors), labels, truth)
+            models[candidate.name] = (blob, size, candidate)
+        except Exception as exc:  # one broken recipe must not end the search; it is reported
+            log.exception("compression candidate %s failed", candidate.name)
+            row["reason"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        finally:
+            if progress is not None:
+                progress(index + 1, len(wanted), candidate.name)
+
+    fp32 = results[0]
+    if fp32["accuracy"] is None:
+        raise RuntimeError(f"the fp32 model could not be measured: {fp32['reason']}")
+    floor = fp32["accuracy"] - max_loss - EPSILON
+    for row in results[1:]:
+        if row["accuracy"] is not None and not row["reason"]:
+            if row["accuracy"] < floor:
+                row["reason"] = (f"rejected: accuracy {row['accuracy']:.4f} is more than {max_loss * 100:g} "
+                                 f"point(s) below fp32 {fp32['accuracy']:.4f}")
+            elif row["latency_ms"] >= fp32["latency_ms"]:
+                row["reason"] = f"rejected: not faster than fp32 ({row['latency_ms']:.3f} >= {fp32['latency_ms']:.3f} ms)"
+    eligible = [r for r in results if r["accuracy"] is not None and not r["reason"]]
+    best = min(eligible, key=lambda r: r["latency_ms"])
+    best["kept"] = True
+    if best is fp32:
+        best["reason"] = "kept: no compressed candidate was faster within the accuracy limit"
+    else:
+        best["reason"] = "kept: fastest within the accuracy limit"
+        fp32["reason"] = "reference"
+    for row in eligible:
+        if row is not best:
+            row["reason"] = f"accurate enough but slower than {best['name']}"
+
+    blob, size, candidate = models[best["name"]]
+    card = dict(artifact.card)
+    card.update({
+        "id": new_model_id(),
+        "preprocessing": replace(spec, size=size).to_dict(),
+        "warnings": list(card.get("warnings", [])),
+        "compression": {
+            "source_id": artifact.id, "chosen": best["name"], "quantization": candidate.quant,
+            "per_channel": candidate.per_channel, "input_size": size,
+            "activations": "uint8" if candidate.quant else "float32",
+            "weights": "int8" if candidate.quant else "float32",
+            "accuracy_fp32": fp32["accuracy"], "accuracy": best["accuracy"],
+            "latency_ms": best["latency_ms"], "latency_ms_fp32": fp32["latency_ms"],
+            "validation_images": len(validation), "calibration_images": len(calibration),
+        },
+    })
+    path = save_artifact(Path(out_dir), blob, card)
+    return {
+        "path": str(path),
+        "size_bytes": load_artifact(path).size_bytes(),
+        "candidates": results,
+        "chosen": best["name"],
+        "accuracy_fp32": fp32["accuracy"],
+        "accuracy_compressed": best["accuracy"],
+        "speedup": round(fp32["latency_ms"] / best["latency_ms"], 3),
+        "reason": best["reason"],
+    }

@@ -1,0 +1,88 @@
+"""Re-export a classifier graph for another input size.
+
+A backbone that ends in global pooling accepts any input size, so shrinking the input is a cheap way
+to make a model faster. A head that pools a fixed spatial grid (``AveragePool`` with a fixed kernel
+followed by ``Flatten``/``Reshape``) would silently change meaning or fail; such graphs are refused
+with a reason instead.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import onnx
+
+GRID_POOLS = {"AveragePool", "MaxPool", "LpPool"}
+GLOBAL_REDUCTIONS = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "ReduceMean", "ReduceMax",
+                     "ReduceSum", "ReduceL2"}
+FLATTENERS = {"Flatten", "Reshape", "Gemm", "MatMul"}
+
+
+class ResizeError(ValueError):
+    """The graph cannot take another input size; the message says why."""
+
+
+def fixed_grid_pooling(model: onnx.ModelProto) -> list[str]:
+    """Names of fixed-kernel pooling nodes whose output reaches a flatten without global pooling."""
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    flagged = []
+    for node in model.graph.node:
+        if node.op_type not in GRID_POOLS:
+            continue
+        stack, seen = list(node.output), set()
+        while stack:
+            tensor = stack.pop()
+            for nxt in consumers.get(tensor, []):
+                if id(nxt) in seen or nxt.op_type in GLOBAL_REDUCTIONS:
+                    continue
+                seen.add(id(nxt))
+                if nxt.op_type in FLATTENERS:
+                    flagged.append(node.name or node.output[0])
+                    stack.clear()
+                    break
+                stack.extend(nxt.output)
+    return flagged
+
+
+def resize_input(model: onnx.ModelProto, size: int, *, input_name: str | None = None) -> onnx.ModelProto:
+    """Return a copy of ``model`` whose image input is (N, 3, size, size).
+
+    Raises ResizeError when the graph pools a fixed spatial grid or does not run at that size.
+    """
+    flagged = fixed_grid_pooling(model)
+    if flagged:
+        raise ResizeError(f"the graph pools a fixed spatial grid ({', '.join(flagged[:3])}); "
+                          "a different input size would change its meaning")
+    resized = copy.deepcopy(model)
+    inputs = [i for i in resized.graph.input if i.name not in {t.name for t in resized.graph.initializer}]
+    target = next((i for i in inputs if i.name == input_name), inputs[0]) if inputs else None
+    if target is None:
+        raise ResizeError("the graph has no image input")
+    dims = target.type.tensor_type.shape.dim
+    if len(dims) != 4:
+        raise ResizeError(f"the image input has rank {len(dims)}, expected 4 (N, 3, S, S)")
+    for axis in (2, 3):
+        dims[axis].ClearField("dim_param")
+        dims[axis].dim_value = int(size)
+    del resized.graph.value_info[:]
+    _check_runs(resized, target.name, size)
+    return resized
+
+
+def _check_runs(model: onnx.ModelProto, input_name: str, size: int) -> None:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    options.intra_op_num_threads = 1
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        outputs = session.run(None, {input_name: np.zeros((2, 3, size, size), np.float32)})
+    except Exception as exc:  # ORT raises several unrelated types for shape errors
+        raise ResizeError(f"the graph does not run at {size}x{size} ({str(exc).splitlines()[0][:200]})") from None
+    if outputs[0].ndim != 2 or outputs[0].shape[0] != 2:
+        raise ResizeError(f"at {size}x{size} the output has shape {outputs[0].shape}, expected (N, classes)")
