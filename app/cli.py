@@ -1,0 +1,245 @@
+"""The ``modeldesk`` command line: the headless face of the app (DESIGN.md, "Command line").
+
+Every command prints human text by default and one JSON object with ``--json``, and exits
+non-zero with a one-line message on error (the traceback goes to the workspace log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+from modeldesk import __version__
+from modeldesk.app import formatting
+from modeldesk.app.paths import ENV_WORKSPACE
+from modeldesk.app.progress import TerminalProgress
+
+log = logging.getLogger(__name__)
+
+TASK_CHOICES = ("image-classification", "image-multilabel", "object-detection",
+                "text-classification", "sound-classification")
+IMPORT_FORMATS = ("auto", "folder", "voc", "coco", "yolo", "csv")
+EXPORT_FORMATS = ("folder", "voc", "coco", "yolo", "csv")
+
+
+class CommandError(Exception):
+    """An error whose message is already the one line the user should read."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", metavar="DIR",
+                        help=f"workspace folder (default: ${ENV_WORKSPACE} or your user data folder)")
+    common.add_argument("--json", action="store_true", help="print one JSON object")
+
+    parser = argparse.ArgumentParser(
+        prog="modeldesk", parents=[common],
+        description="Build models from your own data, on your own machine. "
+                    "With no command, opens the desktop app.")
+    parser.add_argument("--version", action="version", version=f"modeldesk {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name, help_text):
+        return sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+
+    command("demo", "the whole flow in a terminal on data it makes")
+
+    project = command("project", "create or list projects")
+    project_sub = project.add_subparsers(dest="project_command", metavar="ACTION", required=True)
+    create = project_sub.add_parser("create", parents=[common], help="create a project")
+    create.add_argument("name")
+    create.add_argument("--task", required=True, choices=TASK_CHOICES)
+    project_sub.add_parser("list", parents=[common], help="list projects")
+
+    imp = command("import", "add files, folders or zip archives to a project")
+    imp.add_argument("name")
+    imp.add_argument("path")
+    imp.add_argument("--format", default="auto", choices=IMPORT_FORMATS)
+    imp.add_argument("--text-column", help="CSV column holding the text (default: text)")
+    imp.add_argument("--label-column", help="CSV column holding the label (default: label)")
+
+    stats = command("stats", "samples, labels, boxes and splits of a project")
+    stats.add_argument("name")
+
+    export_data = command("export-data", "write a project's dataset in a standard format")
+    export_data.add_argument("name")
+    export_data.add_argument("out")
+    export_data.add_argument("--format", required=True, choices=EXPORT_FORMATS)
+
+    train = command("train", "plan, train and evaluate a model")
+    train.add_argument("name")
+    train.add_argument("--template", required=True)
+    train.add_argument("--time-budget", type=float, metavar="SECONDS")
+    train.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
+
+    command("templates", "list training templates")
+
+    evaluate = command("evaluate", "evaluate a model on labeled data outside the project")
+    evaluate.add_argument("model")
+    evaluate.add_argument("path")
+    evaluate.add_argument("--format", default="auto", choices=IMPORT_FORMATS)
+
+    predict = command("predict", "predict files with a model")
+    predict.add_argument("model")
+    predict.add_argument("files", nargs="+", metavar="FILE")
+
+    export = command("export", "export a model as ONNX, compressed, or as a deploy bundle")
+    export.add_argument("model")
+    export.add_argument("out")
+    export.add_argument("--compress", action="store_true")
+    export.add_argument("--bundle", action="store_true")
+
+    serve = command("serve", "serve a model locally with a browser console")
+    serve.add_argument("model")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--token")
+
+    command("devices", "CPUs, memory, GPUs and execution providers")
+
+    worker = command("worker", "join a Dask cluster as a worker (pip install modeldesk[cluster])")
+    worker.add_argument("scheduler_address", metavar="SCHEDULER_ADDRESS")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        from modeldesk.ui.app import run
+
+        return run(args.workspace)
+    try:
+        result, text = dispatch(args)
+    except KeyboardInterrupt:
+        print("modeldesk: interrupted", file=sys.stderr)
+        return 130
+    except (CommandError, KeyError, ValueError, FileNotFoundError, RuntimeError, OSError) as exc:
+        log.exception("command %s failed", args.command)
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"modeldesk {args.command}: error: {message}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, default=str))
+    elif text:
+        print(text)
+    return 0
+
+
+def open_workspace(args):
+    from modeldesk.app.workspace import Workspace
+
+    return Workspace(args.workspace)
+
+
+def dispatch(args):
+    """Run one command; return (JSON-able result, human text)."""
+    if args.command == "demo":
+        from modeldesk.app.demo import run_demo
+
+        result = run_demo(args.workspace, quiet=args.json)
+        return result, formatting.demo_summary(result)
+    if args.command == "worker":
+        from modeldesk.scheduler.cluster import start_worker
+
+        start_worker(args.scheduler_address)
+        return {"stopped": True}, "worker stopped"
+    ws = open_workspace(args)
+    try:
+        return _dispatch_workspace(ws, args)
+    finally:
+        ws.close()
+
+
+def _progress(args, what: str):
+    return None if args.json else TerminalProgress(what)
+
+
+def _dispatch_workspace(ws, args):
+    command = args.command
+    if command == "project":
+        if args.project_command == "create":
+            result = ws.create_project(args.name, args.task)
+            return result, f"created project {result['name']} ({result['task']}) in {ws.paths.root}"
+        projects = ws.list_projects()
+        return {"projects": projects}, formatting.project_table(projects)
+    if command == "import":
+        bar = _progress(args, "importing")
+        try:
+            result = ws.import_data(args.name, args.path, args.format,
+                                    progress=bar and bar.update_counts,
+                                    text_column=args.text_column, label_column=args.label_column)
+        finally:
+            bar and bar.close()
+        return result, formatting.import_summary(result)
+    if command == "stats":
+        result = ws.stats(args.name)
+        return result, formatting.stats_text(args.name, result)
+    if command == "export-data":
+        result = ws.export_data(args.name, args.out, args.format)
+        return result, f"wrote {result['samples']} samples as {args.format} to {result['path']}"
+    if command == "templates":
+        templates = ws.templates()
+        return {"templates": templates}, formatting.templates_text(templates)
+    if command == "train":
+        return _train(ws, args)
+    if command == "evaluate":
+        result = ws.evaluate(args.model, args.path, args.format)
+        return result, formatting.metrics_text(result)
+    if command == "predict":
+        predictions = ws.predict(args.model, args.files)
+        return {"predictions": predictions}, formatting.predictions_text(predictions)
+    if command == "export":
+        bar = _progress(args, "exporting")
+        try:
+            result = ws.export_model(args.model, args.out, compress=args.compress, bundle=args.bundle,
+                                     progress=bar and bar.update_fraction)
+        finally:
+            bar and bar.close()
+        return result, formatting.export_text(result)
+    if command == "serve":
+        return _serve(ws, args)
+    if command == "devices":
+        from modeldesk.scheduler import format_resources
+
+        result = ws.devices()
+        return result, format_resources(result)
+    raise CommandError(f"unknown command {command}")
+
+
+def _train(ws, args):
+    estimate = ws.estimate_training(args.name, args.template, device=args.device)
+    if not args.json:
+        print(formatting.plan_text(estimate), file=sys.stderr)
+    bar = _progress(args, "training")
+
+    def on_event(event):
+        if bar:
+            bar.update_fraction(event.get("fraction") or 0.0, event.get("stage"), event.get("eta_s"))
+
+    try:
+        result = ws.train(args.name, args.template, time_budget=args.time_budget, device=args.device,
+                          progress=on_event)
+    finally:
+        bar and bar.close()
+    result.setdefault("plan", {})
+    if isinstance(result["plan"], dict):
+        result["plan"].setdefault("eta_s", estimate.get("eta_s"))
+    return result, formatting.train_text(result)
+
+
+def _serve(ws, args):
+    from modeldesk.deploy import serve
+
+    path = ws.model_path(args.model)
+    ws.close()
+    print(f"serving {path} at http://{args.host}:{args.port}/ (Ctrl+C stops)", file=sys.stderr)
+    serve(path, host=args.host, port=args.port, token=args.token or os.environ.get("MODELDESK_TOKEN"))
+    return {"stopped": True}, "service stopped"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

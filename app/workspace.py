@@ -1,0 +1,216 @@
+"""The Workspace facade: the one set of calls behind both the command line and the desktop app.
+
+It composes the core packages and holds no task logic of its own: datasets keep the data, the
+scheduler runs jobs, trainers train, deploy exports and serves.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from modeldesk.app.logs import setup_logging
+from modeldesk.app.paths import WorkspacePaths, default_workspace
+from modeldesk.datasets import Store, export_project, import_path
+
+log = logging.getLogger(__name__)
+
+TRAINING_TARGET = "modeldesk.app.jobs:run_training"
+
+
+class Workspace:
+    """One workspace folder: the data store, the models, the caches and the job queue.
+
+    Parameters
+    ----------
+    root : path-like, optional
+        The workspace folder; ``None`` uses ``MODELDESK_WORKSPACE`` or the platform's user data dir.
+    """
+
+    def __init__(self, root=None):
+        self.paths = WorkspacePaths(root if root is not None else default_workspace()).create()
+        setup_logging(self.paths.log)
+        self.store = Store(self.paths.root)
+        self._jobs = None
+        self._lock = threading.Lock()
+
+    # -- projects and data ------------------------------------------------------------------
+
+    def create_project(self, name: str, task: str) -> dict:
+        """Create a project for one of ``datasets.TASKS``."""
+        project = self.store.create_project(name, task)
+        log.info("created project %r (%s)", project.name, project.task)
+        return self._project_dict(project)
+
+    def list_projects(self) -> list[dict]:
+        return [self._project_dict(p) for p in self.store.list_projects()]
+
+    def _project_dict(self, project) -> dict:
+        return {
+            "name": project.name,
+            "task": project.task,
+            "created": project.created,
+            "samples": self.store.stats(project)["samples"],
+        }
+
+    def project(self, name):
+        """The project called ``name`` (KeyError with a readable message if there is none)."""
+        return self.store.get_project(name)
+
+    def import_data(self, project, path, format: str = "auto", *, progress=None, should_stop=None,
+                    text_column=None, label_column=None) -> dict:
+        """Import files, a folder or a zip archive; returns the import report as a dict."""
+        report = import_path(self.store, self.project(project), path, format=format,
+                             text_column=text_column, label_column=label_column,
+                             progress=progress, should_stop=should_stop)
+        for failure in report.failed:
+            log.warning("import refused %s: %s", failure["file"], failure["reason"])
+        log.info("imported %s into %r: %s added, %s duplicates, %s failed", path, project,
+                 report.added, report.duplicates, len(report.failed))
+        return report.to_dict()
+
+    def stats(self, project) -> dict:
+        return self.store.stats(self.project(project))
+
+    def export_data(self, project, out, format: str) -> dict:
+        return export_project(self.store, self.project(project), out, format)
+
+    # -- training -----------------------------------------------------------------------------
+
+    @property
+    def jobs(self):
+        """The persistent job queue (jobs run in worker processes)."""
+        with self._lock:
+            if self._jobs is None:
+                from modeldesk.scheduler import JobQueue
+
+                self._jobs = JobQueue(self.paths.db)
+            return self._jobs
+
+    def templates(self, task: str | None = None) -> list[dict]:
+        from modeldesk.trainers.templates import list_templates
+
+        return [t.to_dict() for t in list_templates(task)]
+
+    def estimate_training(self, project, template: str, device: str = "auto") -> dict:
+        """The plan and ETA the cost model gives before a run (probes the device the first time)."""
+        from modeldesk.app import jobs
+
+        return jobs.estimate(self, self.project(project), template, device=device)
+
+    def submit_training(self, project, template: str, *, time_budget=None, device: str = "auto") -> int:
+        """Queue a training job and start its worker process; returns the job id."""
+        project = self.project(project)
+        from modeldesk.app import jobs
+
+        jobs.check_trainable(self, project, template)
+        params = {
+            "workspace": str(self.paths.root),
+            "project": project.name,
+            "template": template,
+            "time_budget": time_budget,
+            "device": device,
+        }
+        job_id = self.jobs.submit("train", TRAINING_TARGET, params)
+        self.jobs.start(job_id)
+        log.info("submitted training job %s for %r with %s", job_id, project.name, template)
+        return job_id
+
+    def train(self, project, template: str, *, time_budget=None, device: str = "auto",
+              progress=None) -> dict:
+        """Train and wait: ``progress(event)`` gets every job event; returns the job's result."""
+        job_id = self.submit_training(project, template, time_budget=time_budget, device=device)
+        return self.wait_job(job_id, progress=progress)
+
+    def wait_job(self, job_id: int, *, progress=None) -> dict:
+        """Wait for a job; return its result or raise RuntimeError with its error message."""
+        try:
+            status = self.jobs.wait(job_id, on_event=progress)
+        except KeyboardInterrupt:
+            self.jobs.cancel(job_id)
+            raise
+        if status["state"] != "done":
+            raise RuntimeError(status.get("error") or f"job {job_id} ended as {status['state']}")
+        return status["result"]
+
+    # -- models -------------------------------------------------------------------------------
+
+    def list_models(self, project) -> list[dict]:
+        return self.store.list_models(self.project(project))
+
+    def model_path(self, model) -> Path:
+        """The artifact folder for a model id or an artifact path."""
+        candidate = Path(str(model)).expanduser()
+        if candidate.exists():
+            return candidate
+        try:
+            record = self.store.get_model(str(model))
+        except KeyError:
+            raise KeyError(f"no model {model!r}: give a model id from `modeldesk train` or the path "
+                           "of an exported model") from None
+        return Path(record["path"])
+
+    def model_report(self, model_id: str) -> dict:
+        """The evaluation JSON saved with the model."""
+        from modeldesk.deploy import load_artifact
+
+        artifact = load_artifact(self.model_path(model_id))
+        return artifact.card.get("metrics", {})
+
+    def report_html(self, model_id: str) -> Path:
+        path = self.model_path(model_id) / "report.html"
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: this model has no HTML report")
+        return path
+
+    def predict(self, model, files) -> list[dict]:
+        """Predictions as the service gives them, one dict per file (``file`` added)."""
+        predictor = self._predictor(model)
+        results = []
+        for file in files:
+            (prediction,) = predictor.predict([file])
+            results.append({"file": str(file), **prediction})
+        return results
+
+    def _predictor(self, model):
+        from modeldesk.deploy import Predictor
+
+        return Predictor(self.model_path(model))
+
+    def evaluate(self, model, path, format: str = "auto", *, progress=None) -> dict:
+        """Evaluate a model on labeled data outside the project (any import format)."""
+        from modeldesk.app import jobs
+
+        return jobs.evaluate_outside(self, self.model_path(model), path, format, progress=progress)
+
+    def export_model(self, model, out, *, compress: bool = False, bundle: bool = False,
+                     progress=None) -> dict:
+        from modeldesk.app import jobs
+
+        return jobs.export(self, model, out, compress=compress, bundle=bundle, progress=progress)
+
+    def start_service(self, model, host: str = "127.0.0.1", port: int = 0, token=None):
+        """Start the inference service in a background thread; returns a handle with url/stop()."""
+        from modeldesk.app.service_handle import ServiceHandle
+
+        return ServiceHandle.start(self.model_path(model), host=host, port=port, token=token)
+
+    def suggestions(self, project, model_id: str) -> dict:
+        """Pre-labels for the project's unlabeled samples: sample id -> (label, score)."""
+        predictions = self.store.predictions(model_id)
+        unlabeled = set(self.store.sample_ids(self.project(project), unlabeled=True))
+        return {sid: value for sid, value in predictions.items() if sid in unlabeled}
+
+    def uncertainty_order(self, project, model_id: str) -> list[int]:
+        """Unlabeled sample ids, least confident prediction first ("label these next")."""
+        suggestions = self.suggestions(project, model_id)
+        return sorted(suggestions, key=lambda sid: suggestions[sid][1])
+
+    def devices(self) -> dict:
+        from modeldesk.scheduler import detect_resources
+
+        return detect_resources(self.paths.root)
+
+    def close(self) -> None:
+        self.store.close()
