@@ -105,13 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv=None, *, open_window=None) -> int:
+    """Run one command; with none, ``open_window(workspace)`` opens the desktop app."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        from modeldesk.ui.app import run
-
-        return run(args.workspace)
+        if open_window is None:
+            parser.print_help()
+            return 2
+        return open_window(args.workspace)
     try:
         result, text = dispatch(args)
     except KeyboardInterrupt:
