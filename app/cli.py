@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("name")
     train.add_argument("--template", required=True)
     train.add_argument("--time-budget", type=float, metavar="SECONDS")
-    train.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
+    train.add_argument("--device", help="auto, cpu, cuda, cuda:1, ... (default: the workspace setting, auto)")
 
     command("templates", "list training templates")
 
@@ -94,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = command("serve", "serve a model locally with a browser console")
     serve.add_argument("model")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1; others need --token)")
+    serve.add_argument("--port", type=int, help="port (default 8000)")
     serve.add_argument("--token")
 
     command("devices", "CPUs, memory, GPUs and execution providers")
@@ -213,7 +213,8 @@ def _dispatch_workspace(ws, args):
 
 
 def _train(ws, args):
-    estimate = ws.estimate_training(args.name, args.template, device=args.device)
+    device = args.device or ws.settings.device
+    estimate = ws.estimate_training(args.name, args.template, device=device)
     if not args.json:
         print(formatting.plan_text(estimate), file=sys.stderr)
     bar = _progress(args, "training")
@@ -223,7 +224,7 @@ def _train(ws, args):
             bar.update_fraction(event.get("fraction") or 0.0, event.get("stage"), event.get("eta_s"))
 
     try:
-        result = ws.train(args.name, args.template, time_budget=args.time_budget, device=args.device,
+        result = ws.train(args.name, args.template, time_budget=args.time_budget, device=device,
                           progress=on_event)
     finally:
         bar and bar.close()
@@ -237,9 +238,11 @@ def _serve(ws, args):
     from modeldesk.deploy import serve
 
     path = ws.model_path(args.model)
+    host = args.host or ws.settings.service_host
+    port = args.port or ws.settings.service_port
     ws.close()
-    print(f"serving {path} at http://{args.host}:{args.port}/ (Ctrl+C stops)", file=sys.stderr)
-    serve(path, host=args.host, port=args.port, token=args.token or os.environ.get("MODELDESK_TOKEN"))
+    print(f"serving {path} at http://{host}:{port}/ (Ctrl+C stops)", file=sys.stderr)
+    serve(path, host=host, port=port, token=args.token or os.environ.get("MODELDESK_TOKEN"))
     return {"stopped": True}, "service stopped"
 
 

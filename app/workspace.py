@@ -12,6 +12,7 @@ from pathlib import Path
 
 from modeldesk.app.logs import setup_logging
 from modeldesk.app.paths import WorkspacePaths, default_workspace
+from modeldesk.app.settings import Settings
 from modeldesk.datasets import Store, export_project, import_path
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ class Workspace:
         self.paths = WorkspacePaths(root if root is not None else default_workspace()).create()
         setup_logging(self.paths.log)
         self.store = Store(self.paths.root)
+        self.settings = Settings.load(self.paths.root)
         self._jobs = None
         self._lock = threading.Lock()
 
