@@ -1,1 +1,11 @@
-"""datasets"""
+"""Projects, samples and annotations: the SQLite store, the media folder, importers and exporters.
+
+This package imports neither Qt nor any other ModelDesk package.
+"""
+
+from .records import SPLITS, TASK_KIND, TASKS, Box, Project, Sample
+from .store import NewSample, Store
+from .verify import MAX_IMAGE_PIXELS
+
+__all__ = ["Box", "MAX_IMAGE_PIXELS", "NewSample", "Project", "SPLITS", "Sample", "Store", "TASKS",
+           "TASK_KIND"]

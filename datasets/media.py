@@ -1,0 +1,65 @@
+"""The content-addressed media folder: ``media/ab/<sha256>.<ext>``, each file written atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary name in the same folder, then rename.
+
+    A reader (or a process killed midway) never sees a half-written file under ``path``. No fsync:
+    the rename is atomic against a process kill, which is the failure the app must survive.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+class MediaStore:
+    """Files keyed by their sha256, stored once however many samples use them.
+
+    Parameters
+    ----------
+    root : Path
+        The ``media`` folder of a workspace.
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def path(self, content_hash: str, ext: str) -> Path:
+        """Where the file with this hash and extension (``".jpg"``) lives."""
+        return self.root / content_hash[:2] / f"{content_hash}{ext}"
+
+    def put(self, data: bytes, ext: str, content_hash: str | None = None) -> tuple[str, Path]:
+        """Store ``data`` unless a file with the same hash is already there; return (hash, path)."""
+        content_hash = content_hash or sha256_bytes(data)
+        path = self.path(content_hash, ext)
+        if not path.exists():
+            atomic_write(path, data)
+        return content_hash, path
+
+    def remove(self, content_hash: str, ext: str) -> None:
+        """Delete one media file if it exists."""
+        try:
+            self.path(content_hash, ext).unlink()
+        except FileNotFoundError:
+            pass

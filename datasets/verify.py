@@ -1,0 +1,105 @@
+"""Checks every media file passes before it enters a workspace.
+
+Images are opened with Pillow: the pixel count is checked against :data:`MAX_IMAGE_PIXELS` from the
+header alone, before any decoding, and then the image is decoded (JPEG in draft mode, at 1/8 scale,
+which still reads every byte of the compressed data) so that truncated files are caught at import and
+not during training. Sounds must be WAV (PCM) files, read with the standard ``wave`` module; MP3, FLAC,
+OGG and other compressed formats are refused with a message asking for a conversion to WAV, because
+reading them needs codecs ModelDesk does not ship.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+import wave
+
+from PIL import Image
+
+# Matches modeldesk.deploy.preprocess.MAX_PIXELS (datasets may not import deploy): an image that the
+# predictor would refuse is refused at import too.
+MAX_IMAGE_PIXELS = 80_000_000
+
+IMAGE_EXTS = frozenset({".jpg", ".jpeg", ".jpe", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"})
+AUDIO_EXTS = frozenset({".wav", ".wave"})
+#: Sound formats we recognise but cannot read; the message asks for a WAV conversion.
+UNSUPPORTED_AUDIO_EXTS = frozenset({".mp3", ".flac", ".ogg", ".oga", ".opus", ".m4a", ".aac", ".wma",
+                                    ".aiff", ".aif"})
+
+_FORMAT_EXT = {"JPEG": ".jpg", "MPO": ".jpg", "PNG": ".png", "GIF": ".gif", "BMP": ".bmp",
+               "WEBP": ".webp", "TIFF": ".tif"}
+_ROTATED = (5, 6, 7, 8)  # EXIF orientations that swap width and height
+
+
+class MediaError(ValueError):
+    """A file cannot be imported; the message says why in plain words (without the file name)."""
+
+
+def media_kind(ext: str) -> str | None:
+    """``"image"``, ``"audio"`` or None for a lower-case extension such as ``".jpg"``."""
+    if ext in IMAGE_EXTS:
+        return "image"
+    if ext in AUDIO_EXTS or ext in UNSUPPORTED_AUDIO_EXTS:
+        return "audio"
+    return None
+
+
+def verify_image(data: bytes) -> tuple[str, int, int]:
+    """Check that ``data`` is a complete image within the pixel limit.
+
+    Returns
+    -------
+    (ext, width, height)
+        The extension matching the real format (a PNG named ``.jpg`` gets ``.png``) and the size
+        after EXIF orientation, which is the size training and prediction see.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as exc:
+        raise MediaError(f"image is too large to be safe to open ({exc})") from None
+    except Image.UnidentifiedImageError:
+        raise MediaError("not an image file (Pillow cannot identify its format)") from None
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise MediaError(f"damaged image ({exc})") from None
+    with image:
+        width, height = image.size
+        if width * height > MAX_IMAGE_PIXELS:
+            raise MediaError(f"{width}x{height} pixels is over the limit of {MAX_IMAGE_PIXELS:,} pixels "
+                             "(a decompression bomb or a huge scan); resize it first")
+        ext = _FORMAT_EXT.get(image.format or "")
+        if ext is None:
+            raise MediaError(f"unsupported image format {image.format}")
+        try:
+            if image.format == "JPEG":
+                image.draft(image.mode if image.mode in ("L", "RGB") else "RGB",
+                            (max(1, width // 8), max(1, height // 8)))
+            image.load()
+            orientation = image.getexif().get(0x0112) if image.format in ("JPEG", "MPO", "TIFF", "WEBP", "PNG") else None
+        except (OSError, ValueError, SyntaxError, EOFError) as exc:
+            raise MediaError(f"damaged or truncated image ({exc})") from None
+    if orientation in _ROTATED:
+        width, height = height, width
+    return ext, width, height
+
+
+def verify_wav(data: bytes, ext: str = ".wav") -> float:
+    """Check that ``data`` is a complete PCM WAV file; return its duration in seconds."""
+    if ext in UNSUPPORTED_AUDIO_EXTS:
+        raise MediaError(f"{ext.lstrip('.').upper()} files are not supported: convert them to WAV "
+                         "(PCM) first, for example with ffmpeg -i input output.wav")
+    try:
+        with wave.open(io.BytesIO(data), "rb") as reader:
+            frames, rate = reader.getnframes(), reader.getframerate()
+            width, channels = reader.getsampwidth(), reader.getnchannels()
+            payload = reader.readframes(frames)
+    except (wave.Error, EOFError) as exc:
+        raise MediaError(f"not a readable PCM WAV file ({exc}); convert it to 16-bit PCM WAV") from None
+    if rate <= 0 or channels <= 0:
+        raise MediaError("WAV header is invalid (no sample rate or channels)")
+    if frames == 0:
+        raise MediaError("WAV file has no audio")
+    if len(payload) < frames * width * channels:
+        raise MediaError(f"truncated WAV file ({len(payload)} of {frames * width * channels} bytes of audio)")
+    return frames / rate
