@@ -43,7 +43,8 @@
     var metrics = card.metrics || {};
     var comp = card.compression;
     var title = card.name || card.template || "Image classifier";
-    $("model-name").textContent = title + " · " + card.id;
+    $("model-name").textContent = title;
+    $("model-id").textContent = card.id;
     document.title = title + " · ModelDesk";
     labelsCount = (card.labels || []).length;
     var facts = [
@@ -94,15 +95,15 @@
       var li = document.createElement("li");
       var name = document.createElement("span"); name.className = "bar-label"; name.textContent = e[0]; name.title = e[0];
       var track = document.createElement("div"); track.className = "bar-track";
-      var fill = document.createElement("div"); fill.className = "bar-fill"; fill.style.width = "0%";
+      var fill = document.createElement("div"); fill.className = "bar-fill";
+      fill.style.width = Math.max(0, Math.min(100, e[1] * 100)) + "%";
       track.appendChild(fill);
       var value = document.createElement("span"); value.className = "bar-value"; value.textContent = pct(e[1]);
       li.appendChild(name); li.appendChild(track); li.appendChild(value); bars.appendChild(li);
-      requestAnimationFrame(function () { fill.style.width = Math.max(0, Math.min(100, e[1] * 100)) + "%"; });
     });
     $("more").textContent = entries.length > shown.length ? (entries.length - shown.length) + " more labels below 1%" : "";
     $("latency").hidden = false;
-    $("latency").textContent = latency.toFixed(1) + " ms model · " + roundTrip.toFixed(0) + " ms total";
+    $("latency").textContent = latency.toFixed(1) + " ms inference · " + roundTrip.toFixed(0) + " ms total";
   }
 
   function predict(file) {
@@ -114,7 +115,7 @@
     img.onload = function () {
       $("file-meta").textContent = file.name + " · " + img.naturalWidth + " × " + img.naturalHeight + " px · " + (file.size / 1024).toFixed(0) + " KB";
     };
-    img.src = url; img.hidden = false; $("drop-empty").hidden = true;
+    img.src = url; img.hidden = false; $("drop-empty").hidden = true; $("replace").hidden = false;
     $("busy").hidden = false;
     var form = new FormData();
     form.append("file", file, file.name);
