@@ -1,0 +1,106 @@
+"""The deploy bundle: a folder (or zip) that serves the model on a machine without ModelDesk.
+
+It holds the artifact, verbatim copies of the deploy modules the service runs on (``preprocess``,
+``runtime``, ``artifact``, ``predictor``, ``service`` and the console), a tiny ``server.py``, a pinned
+``requirements.txt`` (the versions installed here), a README with three commands, and clients (curl
+and a standard-library Python script).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from .artifact import CARD_FILE, MODEL_FILE, ModelArtifact, load_artifact
+
+HERE = Path(__file__).parent
+TEMPLATE = HERE / "bundle_template"
+PACKAGE = "modeldesk_server"
+# The service's code path, copied verbatim: these import only each other, numpy, Pillow,
+# onnxruntime and starlette.
+MODULES = ("preprocess.py", "runtime.py", "artifact.py", "predictor.py", "service.py")
+REQUIREMENTS = ("numpy", "Pillow", "onnxruntime", "starlette", "uvicorn", "python-multipart")
+
+
+def pinned_requirements() -> str:
+    """``requirements.txt`` text pinning the serving dependencies to the versions installed now."""
+    lines = []
+    for name in REQUIREMENTS:
+        try:
+            lines.append(f"{name}=={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            raise RuntimeError(f"{name} is not installed; it is needed to pin the bundle's requirements") from None
+    return "\n".join(lines) + "\n"
+
+
+def _write_tree(root: Path, artifact: ModelArtifact) -> None:
+    (root / "model").mkdir(parents=True)
+    for name in (MODEL_FILE, CARD_FILE):
+        shutil.copy2(artifact.path / name, root / "model" / name)
+    package = root / PACKAGE
+    (package / "static").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        '"""Serving code copied from ModelDesk\'s deploy package (same code paths as the app)."""\n',
+        encoding="utf-8")
+    for name in MODULES:
+        shutil.copy2(HERE / name, package / name)
+    for path in (HERE / "static").iterdir():
+        if path.is_file():
+            shutil.copy2(path, package / "static" / path.name)
+    # A copy of the one preprocessing at the top level too, for people who call the ONNX graph themselves.
+    shutil.copy2(HERE / "preprocess.py", root / "preprocess.py")
+    for path in TEMPLATE.iterdir():
+        if path.is_file() and path.suffix != ".pyc":
+            shutil.copy2(path, root / path.name)
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    labels = artifact.labels
+    readme = (readme.replace("{{MODEL_ID}}", artifact.id)
+              .replace("{{LABELS}}", ", ".join(labels[:30]) + (" …" if len(labels) > 30 else ""))
+              .replace("{{SIZE}}", str(artifact.spec.size)))
+    (root / "README.md").write_text(readme, encoding="utf-8")
+    (root / "requirements.txt").write_text(pinned_requirements(), encoding="utf-8")
+    os.chmod(root / "client.sh", 0o755)
+
+
+def build_bundle(artifact, out, *, zip: bool = False) -> Path:
+    """Write a self-contained deploy bundle for ``artifact`` and return its path.
+
+    Parameters
+    ----------
+    artifact : ModelArtifact or path
+    out : str or Path
+        The bundle folder, or with ``zip=True`` the zip file (``.zip`` is added when missing).
+    zip : bool
+        Write one zip archive instead of a folder.
+
+    The folder is assembled under a temporary name and renamed into place.
+    """
+    artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
+    out = Path(out)
+    if zip and out.suffix != ".zip":
+        out = out.with_name(out.name + ".zip")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".bundle-", dir=out.parent) as tmp:
+        root = Path(tmp) / "bundle"
+        _write_tree(root, artifact)
+        if zip:
+            staged = Path(tmp) / "bundle.zip"
+            top = out.stem
+            with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as archive:
+                for path in sorted(root.rglob("*")):
+                    if path.is_file():
+                        info = zipfile.ZipInfo.from_file(path, f"{top}/{path.relative_to(root).as_posix()}")
+                        with open(path, "rb") as handle:
+                            archive.writestr(info, handle.read(), zipfile.ZIP_DEFLATED)
+            os.replace(staged, out)
+        else:
+            if out.exists():
+                if not (out / "server.py").exists():
+                    raise FileExistsError(f"{out}: exists and is not a deploy bundle; not overwriting it")
+                shutil.rmtree(out)
+            os.replace(root, out)
+    return out

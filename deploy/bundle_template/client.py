@@ -1,0 +1,51 @@
+"""Classify images with the running service, using only Python's standard library.
+
+Usage: python client.py IMAGE [IMAGE ...] [--url http://127.0.0.1:8000] [--token TOKEN]
+Prints the service's JSON answer: one {"label", "score", "scores"} per image, and the latency.
+"""
+
+import argparse
+import base64
+import json
+import sys
+import urllib.error
+import urllib.request
+
+
+def predict(paths, url="http://127.0.0.1:8000", token=None, timeout=60.0) -> dict:
+    """POST the images as base64 JSON to ``url``/v1/predict and return the decoded answer."""
+    images = []
+    for path in paths:
+        with open(path, "rb") as handle:
+            images.append(base64.b64encode(handle.read()).decode("ascii"))
+    request = urllib.request.Request(
+        url.rstrip("/") + "/v1/predict", data=json.dumps({"images": images}).encode("utf-8"),
+        headers={"Content-Type": "application/json"}, method="POST")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read().decode("utf-8"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("images", nargs="+")
+    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    parser.add_argument("--token", default=None)
+    args = parser.parse_args(argv)
+    try:
+        answer = predict(args.images, args.url, args.token)
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode("utf-8", "replace")
+        sys.stderr.write(f"error {exc.code}: {body}\n")
+        return 1
+    except (OSError, urllib.error.URLError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    json.dump(answer, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

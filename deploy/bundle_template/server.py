@@ -1,0 +1,37 @@
+"""Serve this bundle's model on http://127.0.0.1:8000 (console at /, API at /v1/predict).
+
+Usage: python server.py [--host HOST] [--port PORT] [--token TOKEN] [--threads N]
+Binding an address other than 127.0.0.1 needs a token (or MODELDESK_TOKEN in the environment).
+"""
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from modeldesk_server.service import serve  # noqa: E402  (after the path setup above)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Serve the bundled image classifier.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--token", default=None, help="require 'Authorization: Bearer TOKEN'")
+    parser.add_argument("--threads", type=int, default=None, help="inference threads (default: all cores)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ...")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        serve(HERE / "model", host=args.host, port=args.port, token=args.token, threads=args.threads,
+              device=args.device)
+    except ValueError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
