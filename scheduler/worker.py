@@ -1,0 +1,118 @@
+"""Run one job: ``python -m modeldesk.scheduler.worker DB_PATH JOB_ID``.
+
+The job's target ("package.module:function") is imported and called as ``fn(params, ctx)``; its
+return value (a JSON-serialisable dict) becomes the job's result. A crash marks the job failed with
+the traceback in the job's log; a cancel the job saw marks it cancelled. Both can be resumed.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from modeldesk.scheduler.context import JobContext
+from modeldesk.scheduler.jobstore import JobStore
+
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(process)d]: %(message)s"
+
+
+def resolve(target: str):
+    """Import ``package.module:function`` and return the function."""
+    module_name, sep, attribute = target.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"job target {target!r} must look like 'package.module:function'")
+    obj = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"job target {target!r} is not callable")
+    return obj
+
+
+def _job_logger(job: dict) -> tuple[logging.Logger, logging.Handler]:
+    logger = logging.getLogger(f"modeldesk.jobs.{job['id']}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    path = Path(job["log_path"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+    logger.addHandler(handler)
+    return logger, handler
+
+
+def _is_cancel(exc: BaseException) -> bool:
+    from modeldesk.scheduler.partition import Cancelled
+
+    return isinstance(exc, Cancelled)
+
+
+def execute(db_path, job_id: int) -> str:
+    """Run job ``job_id`` in this process; returns its final state.
+
+    The job must be in state ``running`` (claimed by the queue); anything else is left alone.
+    """
+    store = JobStore(db_path)
+    job = store.get(job_id)
+    if job["state"] != "running":
+        return job["state"]
+    store.update(job_id, pid=os.getpid())
+    logger, handler = _job_logger(job)
+    ctx = JobContext(store, job, logger)
+    logger.info("job %s (%s) attempt %d: %s", job_id, job["kind"], ctx.attempt, job["target"])
+    try:
+        fn = resolve(job["target"])
+        result = fn(job["params"], ctx)
+        if result is None:
+            result = {}
+        if not isinstance(result, dict):
+            raise TypeError(f"the job function returned {type(result).__name__}; it must return a dict")
+        if ctx.stop_seen:
+            logger.info("stopped on request")
+            store.set_state(job_id, "cancelled", where_state="running", resumable=1, message="cancelled")
+            return "cancelled"
+        store.update(job_id, fraction=1.0)
+        store.set_state(job_id, "done", where_state="running", result=result, resumable=0, error=None)
+        logger.info("done")
+        return "done"
+    except BaseException as exc:  # noqa: BLE001 - a job's failure is recorded, never propagated
+        if isinstance(exc, KeyboardInterrupt) or _is_cancel(exc) or ctx.stop_seen:
+            logger.info("cancelled: %s", exc)
+            store.set_state(job_id, "cancelled", where_state="running", resumable=1, message=f"cancelled: {exc}")
+            return "cancelled"
+        text = traceback.format_exc()
+        logger.error("job failed:\n%s", text)
+        error = f"{type(exc).__name__}: {exc}"
+        store.set_state(job_id, "failed", where_state="running", error=error, resumable=1, message=error)
+        return "failed"
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the worker process; stdout and stderr are the job's log file."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: python -m modeldesk.scheduler.worker DB_PATH JOB_ID", file=sys.stderr)
+        return 2
+    faulthandler.enable()
+    logging.basicConfig(level=logging.INFO, format=_LOG_FORMAT, stream=sys.stderr)
+    state = execute(argv[0], int(argv[1]))
+    return 0 if state in ("done", "cancelled") else 1
+
+
+def spawn_entry(db_path: str, job_id: int, log_path: str) -> None:
+    """Target for a multiprocessing (spawn) worker, used when running frozen."""
+    with open(log_path, "a", encoding="utf-8") as stream:
+        sys.stdout = sys.stderr = stream
+        sys.exit(main([db_path, str(job_id)]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
