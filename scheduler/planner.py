@@ -50,6 +50,14 @@ class DeviceShare:
         """Device kind without index ("cpu", "cuda", "dask")."""
         return self.name.split(":", 1)[0]
 
+    @property
+    def local_device(self) -> str:
+        """The device on the machine that runs the chunk: "cpu" or "cuda:N" (also for cluster shares,
+        named "dask:ADDRESS" or "dask:ADDRESS/cuda:N")."""
+        if self.kind == "dask":
+            return "cuda:" + self.name.split("/cuda:", 1)[1] if "/cuda:" in self.name else "cpu"
+        return "cpu" if self.kind == "cpu" else self.name
+
 
 @dataclass
 class Plan:
@@ -283,9 +291,12 @@ def _probe(cost_model, work_key: str, share: DeviceShare, probe, backend) -> dic
     """Measure one configuration, on the backend's worker when it has one; a failing probe is noted."""
     try:
         if backend is not None and hasattr(backend, "run_probe"):
-            runner = lambda device, bs, threads: backend.run_probe(share, probe)  # noqa: E731
+            def runner(device, batch_size, threads):
+                return backend.run_probe(share, probe)
             return cost_model.measure(work_key, share.cost_device, share.batch_size, share.threads, runner)
-        return cost_model.measure(work_key, share.cost_device, share.batch_size, share.threads, probe)
+        def local(device, batch_size, threads):
+            return probe(share.local_device, batch_size, threads)
+        return cost_model.measure(work_key, share.cost_device, share.batch_size, share.threads, local)
     except Exception as exc:  # noqa: BLE001 - a device whose probe fails gets no figure; reported
         log.warning("probe of %s on %s failed: %s", work_key, share.name, exc)
         share.note = (share.note + "; " if share.note else "") + f"probe failed: {exc}"
