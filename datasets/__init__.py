@@ -3,9 +3,12 @@
 This package imports neither Qt nor any other ModelDesk package.
 """
 
+from .detect import FORMATS, detect_format
+from .importing import import_path
+from .items import ImportReport
 from .records import SPLITS, TASK_KIND, TASKS, Box, Project, Sample
 from .store import NewSample, Store
 from .verify import MAX_IMAGE_PIXELS
 
-__all__ = ["Box", "MAX_IMAGE_PIXELS", "NewSample", "Project", "SPLITS", "Sample", "Store", "TASKS",
-           "TASK_KIND"]
+__all__ = ["Box", "FORMATS", "ImportReport", "MAX_IMAGE_PIXELS", "NewSample", "Project", "SPLITS",
+           "Sample", "Store", "TASKS", "TASK_KIND", "detect_format", "import_path"]

@@ -1,0 +1,129 @@
+"""CSV text tables (``text,label``): encoding and delimiter are found, rows are streamed.
+
+Encodings tried: UTF-8 (with or without BOM), then GB18030 (a superset of GBK and GB2312, common for
+Chinese files saved by Excel) with a warning naming it; anything else is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+from pathlib import Path
+from typing import Iterator
+
+from .items import ImportReport, Item
+
+TEXT_COLUMNS = ("text", "sentence", "content", "review", "message", "comment", "document", "body",
+                "文本", "内容", "评论", "句子")
+LABEL_COLUMNS = ("label", "class", "category", "target", "sentiment", "tag", "y", "标签", "类别", "分类")
+_DELIMITERS = ",\t;|"
+_CHUNK = 1 << 16
+
+
+def _decodes(path: Path, encoding: str) -> bool:
+    decoder = codecs.getincrementaldecoder(encoding)("strict")
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                decoder.decode(chunk)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def sniff_encoding(path: Path, report: ImportReport) -> str:
+    """``"utf-8-sig"`` or ``"gb18030"`` (with a warning); ValueError for binary or other encodings."""
+    with path.open("rb") as handle:
+        head = handle.read(8192)
+    if b"\x00" in head:
+        raise ValueError(f"{path.name} is not a text file (it holds binary data); save it as CSV text")
+    if _decodes(path, "utf-8-sig"):
+        return "utf-8-sig"
+    if _decodes(path, "gb18030"):
+        report.warn(f"{path.name} is not UTF-8; read it as GB18030/GBK (Chinese). Check that the text "
+                    "looks right, or save the file as UTF-8")
+        return "gb18030"
+    raise ValueError(f"{path.name} is neither UTF-8 nor GBK/GB18030 text; save it as UTF-8 CSV")
+
+
+def _pick(columns: list[str], wanted: str | None, defaults: tuple[str, ...]) -> int | None:
+    folded = [c.strip().lower() for c in columns]
+    for name in ([wanted] if wanted else defaults):
+        if name.strip().lower() in folded:
+            return folded.index(name.strip().lower())
+    return None
+
+
+def _header(path: Path, encoding: str, text_column, label_column):
+    with path.open("r", encoding=encoding, newline="") as handle:
+        sample = handle.read(_CHUNK)
+    first_line = sample.splitlines()[0] if sample.strip() else ""
+    if not first_line:
+        raise ValueError(f"{path.name} is empty")
+    order = list("\t" if path.suffix.lower() == ".tsv" else "")
+    try:
+        order.append(csv.Sniffer().sniff(sample, delimiters=_DELIMITERS).delimiter)
+    except csv.Error:
+        pass
+    order += [d for d in _DELIMITERS if d not in order]
+    best = None
+    for delimiter in order:
+        columns = next(csv.reader([first_line], delimiter=delimiter))
+        text_i = _pick(columns, text_column, TEXT_COLUMNS)
+        if best is None or (len(columns) > 1 and len(best[1]) <= 1):
+            best = (delimiter, columns)
+        if text_i is not None:
+            return delimiter, columns, text_i, _pick(columns, label_column, LABEL_COLUMNS)
+    columns = ", ".join(repr(c) for c in best[1])
+    wanted = repr(text_column) if text_column else "a text column (" + ", ".join(TEXT_COLUMNS[:4]) + ", ...)"
+    raise ValueError(f"{path.name}: no {wanted} found; the columns are: {columns}. "
+                     "Name the text column (text_column / --text-column)")
+
+
+def read_table(path: Path, report: ImportReport, text_column=None, label_column=None) -> Iterator[Item]:
+    """Items, one per row of one CSV/TSV file. Problems with the whole file raise ValueError."""
+    encoding = sniff_encoding(path, report)
+    delimiter, columns, text_i, label_i = _header(path, encoding, text_column, label_column)
+    if label_i is None:
+        if label_column:
+            raise ValueError(f"{path.name}: no column {label_column!r}; the columns are: "
+                             + ", ".join(repr(c) for c in columns))
+        report.warn(f"{path.name}: no label column among {', '.join(columns)}; rows import unlabeled")
+    return _rows(path, encoding, delimiter, text_i, label_i)
+
+
+def _rows(path: Path, encoding: str, delimiter: str, text_i: int, label_i: int | None) -> Iterator[Item]:
+    with path.open("r", encoding=encoding, newline="") as handle:
+        reader = csv.reader(handle, delimiter=delimiter)
+        next(reader, None)
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                yield Item(source=f"{path.name} line {reader.line_num}", error=f"malformed CSV row ({exc})")
+                continue
+            source = f"{path.name} line {reader.line_num}"
+            if not any(cell.strip() for cell in row):
+                continue
+            if text_i >= len(row):
+                yield Item(source=source, error=f"row has {len(row)} fields, no text")
+                continue
+            label = row[label_i].strip() if label_i is not None and label_i < len(row) else ""
+            yield Item(source=source, text=row[text_i], labels=[label] if label else [])
+
+
+def read_csv(path: Path, report: ImportReport, *, text_column=None, label_column=None):
+    """Items from one CSV file or every CSV/TSV file at the top of a folder; total is unknown (None)."""
+    tables = [path] if path.is_file() else sorted(
+        p for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".csv", ".tsv"))
+    if not tables:
+        raise ValueError(f"no supported files found in {path}")
+    readers = [read_table(t, report, text_column, label_column) for t in tables]  # fail early
+
+    def chain():
+        for rows in readers:
+            yield from rows
+    return None, chain()

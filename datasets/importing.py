@@ -1,0 +1,255 @@
+"""``import_path``: the one entry point that brings files, folders and zip archives into a project.
+
+Readers (one module per format) turn a path into :class:`~.items.Item` objects; this module verifies
+each one, stores its media once by content hash, and commits rows in batches, so memory stays flat on
+10k+ files, a killed import loses at most one uncommitted batch, and a sample counts as added only
+once its row is committed.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import unicodedata
+from pathlib import Path
+from typing import Callable, Iterable
+
+from . import archive, coco, csvtext, folders, voc, yolo
+from .detect import FORMATS, scan
+from .items import ImportReport, Item
+from .media import sha256_bytes
+from .records import TASK_KIND, Box, Project
+from .store import NewSample, Store
+from .verify import MediaError, media_kind, verify_image, verify_wav
+
+BATCH_SIZE = 200  # rows per transaction
+BATCH_SECONDS = 1.0  # ... or whatever was read in this long
+_PROGRESS_SECONDS = 0.05
+
+_FORMAT_NAMES = {"folder": "folder-per-class", "flat": "unlabeled files", "voc": "Pascal VOC",
+                 "coco": "COCO", "yolo": "YOLO", "csv": "CSV text"}
+_DETECTION_FORMATS = {"voc", "coco", "yolo"}
+_SPACES = re.compile(r"\s+")
+
+Progress = Callable[[int, int | None, str], None]
+
+
+def normalise_text(text: str) -> str:
+    """The form two texts are compared in: NFC, runs of whitespace as one space, trimmed."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> None:
+    kind = TASK_KIND[project.task]
+    what = _FORMAT_NAMES.get(fmt, fmt)
+    if fmt in _DETECTION_FORMATS and project.task != "object-detection":
+        raise ValueError(f"{path} holds {what} object-detection data, but project {project.name!r} is "
+                         f"{project.task}: import it into an object-detection project")
+    if fmt == "csv":
+        if kind != "text":
+            raise ValueError(f"{path} is a CSV text table, but project {project.name!r} is {project.task}: "
+                             "import it into a text-classification project")
+        return
+    if kind == "text":
+        raise ValueError(f"{path} holds {media or 'media'} files ({what}), but project {project.name!r} is "
+                         "text-classification, which imports CSV files (text,label)")
+    if media != kind:
+        raise ValueError(f"{path} holds {media or 'no'} files, but project {project.name!r} "
+                         f"({project.task}) needs {kind} files")
+    if fmt == "folder" and project.task == "object-detection":
+        raise ValueError(f"{path} is a folder per class, which has no boxes; project {project.name!r} is "
+                         "object-detection: import VOC, COCO or YOLO data, or a flat folder to label")
+
+
+def import_path(store: Store, project, path, *, format: str = "auto", text_column: str | None = None,
+                label_column: str | None = None, progress: Progress | None = None,
+                should_stop: Callable[[], bool] | None = None,
+                on_commit: Callable[[ImportReport], None] | None = None) -> ImportReport:
+    """Import a file, a folder or a zip archive into ``project``.
+
+    Parameters
+    ----------
+    format : {"auto", "folder", "flat", "voc", "coco", "yolo", "csv", "zip"}
+    text_column, label_column : str, optional
+        CSV column names (default: ``text``/``label`` and common synonyms).
+    progress : callable(done, total, current_file), optional
+        Called every ~50 ms and at the end; ``total`` is None when unknown (CSV).
+    should_stop : callable() -> bool, optional
+        Polled between files; when true the import commits what it has and stops.
+    on_commit : callable(report), optional
+        Called after each committed batch with the running report.
+
+    Returns
+    -------
+    ImportReport
+        Per-file problems are reported in ``failed``/``warnings``; problems with the whole input (a
+        task mismatch, no supported files, a CSV without the needed columns) raise ValueError.
+    """
+    project = store.get_project(project)
+    path = Path(path)
+    if format != "auto" and format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; use auto or one of: {', '.join(FORMATS)}")
+    found = scan(path)
+    if format == "zip" or (format == "auto" and found.format == "zip"):
+        return _import_zip(store, project, path, text_column=text_column, label_column=label_column,
+                           progress=progress, should_stop=should_stop, on_commit=on_commit)
+    fmt = found.format if format == "auto" else format
+    media = found.media
+    if fmt in _DETECTION_FORMATS:
+        media = "image"
+    elif fmt in ("folder", "flat") and media is None:
+        raise ValueError(f"no supported files found in {path}")
+    _check_task(project, fmt, media, path)
+    report = ImportReport(format=fmt)
+    total, items = _read(path, fmt, report, TASK_KIND[project.task], text_column, label_column)
+    if total == 0:
+        raise ValueError(f"no supported files found in {path}")
+    _ingest(store, project, items, total, report, progress, should_stop, on_commit)
+    store.assign_splits(project)
+    return report
+
+
+def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, label_column):
+    if fmt == "folder":
+        return folders.read_class_folders(path, report, kind)
+    if fmt == "flat":
+        return folders.read_flat(path, report, kind)
+    if fmt == "voc":
+        return voc.read_voc(path, report)
+    if fmt == "coco":
+        return coco.read_coco(path, report)
+    if fmt == "yolo":
+        return yolo.read_yolo(path, report)
+    if fmt == "csv":
+        return csvtext.read_csv(path, report, text_column=text_column, label_column=label_column)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def _import_zip(store, project, path: Path, **options) -> ImportReport:
+    unsafe: list[dict] = []
+    with archive.extracted(path, store.tmp_dir, unsafe) as folder:
+        inner = import_path(store, project, folder, **options) if _has_files(folder) else None
+    if inner is None:
+        if unsafe:
+            raise ValueError(f"nothing could be imported from {path}: every member was refused "
+                             f"({unsafe[0]['reason']})")
+        raise ValueError(f"no supported files found in {path}")
+    inner.format = f"zip/{inner.format}"
+    for entry in inner.failed:
+        entry["file"] = f"{path.name}/{entry['file']}"
+    inner.failed[:0] = [{"file": f"{path.name}/{e['file']}", "reason": e["reason"]} for e in unsafe]
+    return inner
+
+
+def _has_files(folder: Path) -> bool:
+    return any(p.is_file() for p in folder.rglob("*"))
+
+
+def _prepare(store: Store, kind: str, item: Item, report: ImportReport) -> NewSample:
+    """Read, verify and store one item; MediaError or OSError when it cannot be imported."""
+    if item.error:
+        raise MediaError(item.error)
+    if kind == "text":
+        text = normalise_text(item.text or "")
+        if not text:
+            raise MediaError("empty text")
+        return NewSample(kind="text", content_hash=sha256_bytes(text.encode("utf-8")), source=item.source,
+                         text=text, labels=list(item.labels))
+    ext = item.path.suffix.lower()
+    if media_kind(ext) != kind:
+        raise MediaError(f"not {('an image' if kind == 'image' else 'a sound')} file ({ext or 'no extension'})")
+    data = item.path.read_bytes()
+    width = height = duration = None
+    if kind == "image":
+        ext, width, height = verify_image(data)
+    else:
+        duration = verify_wav(data, ext)
+        ext = ".wav"
+    content_hash, _ = store.media.put(data, ext)
+    boxes = _clip_boxes(item, width, height, report) if item.boxes else []
+    return NewSample(kind=kind, content_hash=content_hash, source=item.source, ext=ext, width=width,
+                     height=height, duration=duration, labels=list(item.labels), boxes=boxes)
+
+
+def _clip_boxes(item: Item, width: int, height: int, report: ImportReport) -> list[Box]:
+    kept, clipped, dropped = [], 0, 0
+    boxes = item.boxes
+    if item.normalised:
+        boxes = [Box(b.label, b.x0 * width, b.y0 * height, b.x1 * width, b.y1 * height) for b in boxes]
+    for box in boxes:
+        x0, x1 = sorted((box.x0, box.x1))
+        y0, y1 = sorted((box.y0, box.y1))
+        cx0, cy0 = min(max(x0, 0.0), width), min(max(y0, 0.0), height)
+        cx1, cy1 = min(max(x1, 0.0), width), min(max(y1, 0.0), height)
+        if cx1 - cx0 < 1e-6 or cy1 - cy0 < 1e-6:
+            dropped += 1
+            continue
+        if max(abs(cx0 - box.x0), abs(cy0 - box.y0), abs(cx1 - box.x1), abs(cy1 - box.y1)) > 0.01:
+            clipped += 1
+        kept.append(Box(box.label, cx0, cy0, cx1, cy1))
+    if clipped:
+        report.boxes_clipped += clipped
+        report.warn(f"{item.source}: {clipped} box(es) reached outside the {width}x{height} image and were clipped")
+    if dropped:
+        report.boxes_dropped += dropped
+        report.warn(f"{item.source}: {dropped} box(es) with no area inside the image were dropped")
+    return kept
+
+
+def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | None, report: ImportReport,
+            progress: Progress | None, should_stop, on_commit) -> None:
+    kind = TASK_KIND[project.task]
+    merge = project.task == "image-multilabel"
+    batch: list[NewSample] = []
+    first_labels: dict[str, tuple] = {}
+    conflicts = 0
+    last_commit = last_progress = time.monotonic()
+    done = 0
+
+    def flush():
+        nonlocal conflicts
+        if not batch:
+            return
+        results = store.add_samples(project, batch, merge_labels=merge)
+        for new, (_sid, is_new) in zip(batch, results):
+            if is_new:
+                report.added += 1
+                report.boxes += len(new.boxes)
+                report.count_labels([b.label for b in new.boxes] if new.boxes else new.labels)
+            else:
+                report.duplicates += 1
+        batch.clear()
+        if on_commit:
+            on_commit(report)
+
+    for item in items:
+        if should_stop is not None and should_stop():
+            report.stopped = True
+            report.warn(f"import stopped on request after {done} of {total if total is not None else '?'} items")
+            break
+        done += 1
+        try:
+            new = _prepare(store, kind, item, report)
+        except MediaError as exc:
+            report.fail(item.source, str(exc))
+        except OSError as exc:
+            report.fail(item.source, f"cannot read the file ({exc.strerror or exc})")
+        else:
+            labels = tuple(sorted(new.labels))
+            seen = first_labels.setdefault(new.content_hash, labels)
+            if seen != labels and not merge:
+                conflicts += 1
+            batch.append(new)
+        now = time.monotonic()
+        if len(batch) >= BATCH_SIZE or (batch and now - last_commit >= BATCH_SECONDS):
+            flush()
+            last_commit = now
+        if progress is not None and now - last_progress >= _PROGRESS_SECONDS:
+            progress(done, total, item.source)
+            last_progress = now
+    flush()
+    if progress is not None:
+        progress(done, total if total is not None else done, "")
+    if conflicts:
+        report.warn(f"{conflicts} duplicate item(s) carried a different label than their first copy; "
+                    "the first copy's label was kept")
