@@ -4,11 +4,12 @@ This package imports neither Qt nor any other ModelDesk package.
 """
 
 from .detect import FORMATS, detect_format
+from .exporting import EXPORT_FORMATS, export_project
 from .importing import import_path
 from .items import ImportReport
 from .records import SPLITS, TASK_KIND, TASKS, Box, Project, Sample
 from .store import NewSample, Store
 from .verify import MAX_IMAGE_PIXELS
 
-__all__ = ["Box", "FORMATS", "ImportReport", "MAX_IMAGE_PIXELS", "NewSample", "Project", "SPLITS",
-           "Sample", "Store", "TASKS", "TASK_KIND", "detect_format", "import_path"]
+__all__ = ["Box", "EXPORT_FORMATS", "FORMATS", "ImportReport", "MAX_IMAGE_PIXELS", "NewSample", "Project", "SPLITS",
+           "Sample", "Store", "TASKS", "TASK_KIND", "detect_format", "export_project", "import_path"]

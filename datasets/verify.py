@@ -58,7 +58,8 @@ def verify_image(data: bytes) -> tuple[str, int, int]:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
     except Image.DecompressionBombError as exc:
-        raise MediaError(f"image is too large to be safe to open ({exc})") from None
+        raise MediaError(f"image is over the limit of {MAX_IMAGE_PIXELS:,} pixels, refused before "
+                         f"decoding (a decompression bomb?): {exc}") from None
     except Image.UnidentifiedImageError:
         raise MediaError("not an image file (Pillow cannot identify its format)") from None
     except (OSError, ValueError, SyntaxError) as exc:

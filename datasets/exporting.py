@@ -1,0 +1,189 @@
+"""``export_project``: write a project's data in a standard format another tool (or ModelDesk) reads.
+
+Formats: ``folder`` (media in one folder per class, unlabeled media at the top; text as ``data.csv``),
+``csv`` (``text,label`` for text, ``path,label`` for media, one row per box for detection), ``voc``,
+``coco`` and ``yolo`` (detection). Media files are copied byte for byte; names come from the original
+file names, made unique with a piece of the content hash where two collide.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .coco import coco_document
+from .records import Sample
+from .store import Store
+from .voc import voc_xml
+from .yolo import yolo_line
+
+EXPORT_FORMATS = ("folder", "csv", "voc", "coco", "yolo")
+_PAGE = 500
+
+
+def _pages(store: Store, project) -> Iterator[Sample]:
+    offset = 0
+    while True:
+        page = store.samples(project, offset=offset, limit=_PAGE)
+        if not page:
+            return
+        yield from page
+        offset += len(page)
+
+
+class _Namer:
+    """Unique file names in one folder, from the original names."""
+
+    def __init__(self):
+        self.used: set[str] = set()
+
+    def __call__(self, sample: Sample) -> str:
+        stem = Path(sample.source.replace("\\", "/")).stem or "item"
+        stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+        ext = sample.path.suffix if sample.path else ""
+        name = f"{stem}{ext}"
+        if name.lower() in self.used:
+            name = f"{stem}_{sample.content_hash[:10]}{ext}"
+        self.used.add(name.lower())
+        return name
+
+
+def export_project(store: Store, project, out_dir, format: str, *,
+                   progress: Callable[[int, int | None, str], None] | None = None) -> dict:
+    """Write ``project`` to ``out_dir`` (created; must be empty) in ``format``.
+
+    Returns
+    -------
+    dict
+        ``{"path", "format", "samples", "files"}``: the folder, the format, how many samples and how
+        many files were written.
+    """
+    project = store.get_project(project)
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {format!r}; use one of: {', '.join(EXPORT_FORMATS)}")
+    detection = project.task == "object-detection"
+    if format in ("voc", "coco", "yolo") and not detection:
+        raise ValueError(f"{format.upper()} export is for object-detection projects; project "
+                         f"{project.name!r} is {project.task}: use folder or csv")
+    if format == "folder" and detection:
+        raise ValueError(f"project {project.name!r} is object-detection: a folder per class cannot hold "
+                         "boxes; use voc, coco, yolo or csv")
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"{out} is not empty; export into a new or empty folder")
+    out.mkdir(parents=True, exist_ok=True)
+    total = store.stats(project)["samples"]
+    writer = {"folder": _folder, "csv": _csv, "voc": _voc, "coco": _coco, "yolo": _yolo}[format]
+    samples, files = writer(store, project, out, _counted(_pages(store, project), total, progress))
+    return {"path": str(out), "format": format, "samples": samples, "files": files}
+
+
+def _counted(samples: Iterator[Sample], total: int, progress) -> Iterator[Sample]:
+    for done, sample in enumerate(samples, 1):
+        yield sample
+        if progress is not None and (done % 50 == 0 or done == total):
+            progress(done, total, sample.source)
+
+
+def _copy(sample: Sample, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sample.path, dest)
+
+
+def _write_text_csv(out: Path, samples) -> tuple[int, int]:
+    count = 0
+    with open(out / "data.csv", "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        for sample in samples:
+            writer.writerow([sample.text, ";".join(sample.labels)])
+            count += 1
+    return count, 1
+
+
+def _folder(store, project, out: Path, samples) -> tuple[int, int]:
+    if project.kind == "text":
+        return _write_text_csv(out, samples)
+    namers: dict[str, _Namer] = {}
+    count = files = 0
+    for sample in samples:
+        count += 1
+        for label in sample.labels or [""]:
+            namer = namers.setdefault(label, _Namer())
+            _copy(sample, (out / label if label else out) / namer(sample))
+            files += 1
+    return count, files
+
+
+def _csv(store, project, out: Path, samples) -> tuple[int, int]:
+    if project.kind == "text":
+        return _write_text_csv(out, samples)
+    namer, count, files = _Namer(), 0, 1
+    detection = project.task == "object-detection"
+    with open(out / "data.csv", "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["path", "width", "height", "label", "xmin", "ymin", "xmax", "ymax"] if detection
+                        else ["path", "label"])
+        for sample in samples:
+            name = f"files/{namer(sample)}"
+            _copy(sample, out / name)
+            count, files = count + 1, files + 1
+            if detection:
+                for b in sample.boxes or []:
+                    writer.writerow([name, sample.width, sample.height, b.label, b.x0, b.y0, b.x1, b.y1])
+                if not sample.boxes:
+                    writer.writerow([name, sample.width, sample.height, "", "", "", "", ""])
+            else:
+                writer.writerow([name, ";".join(sample.labels)])
+    return count, files
+
+
+def _voc(store, project, out: Path, samples) -> tuple[int, int]:
+    namer, count = _Namer(), 0
+    for sample in samples:
+        name = namer(sample)
+        _copy(sample, out / "JPEGImages" / name)
+        xml = voc_xml(name, sample.width, sample.height, sample.boxes)
+        (out / "Annotations").mkdir(exist_ok=True)
+        (out / "Annotations" / f"{Path(name).stem}.xml").write_text(xml, encoding="utf-8")
+        count += 1
+    return count, 2 * count
+
+
+def _coco(store, project, out: Path, samples) -> tuple[int, int]:
+    labels = store.labels(project)
+    category = {name: i + 1 for i, name in enumerate(labels)}
+    namer, images, annotations = _Namer(), [], []
+    for sample in samples:
+        name = namer(sample)
+        _copy(sample, out / "images" / name)
+        image_id = len(images) + 1
+        images.append({"id": image_id, "file_name": name, "width": sample.width, "height": sample.height})
+        for b in sample.boxes:
+            w, h = b.x1 - b.x0, b.y1 - b.y0
+            annotations.append({"id": len(annotations) + 1, "image_id": image_id,
+                                "category_id": category[b.label], "bbox": [b.x0, b.y0, w, h],
+                                "area": w * h, "iscrowd": 0})
+    (out / "annotations.json").write_text(coco_document(images, annotations, labels), encoding="utf-8")
+    return len(images), len(images) + 1
+
+
+def _yolo(store, project, out: Path, samples) -> tuple[int, int]:
+    labels = store.labels(project)
+    index = {name: i for i, name in enumerate(labels)}
+    (out / "labels").mkdir()
+    namer, count = _Namer(), 0
+    for sample in samples:
+        name = namer(sample)
+        _copy(sample, out / "images" / name)
+        lines = [yolo_line(index[b.label], b, sample.width, sample.height) for b in sample.boxes]
+        (out / "labels" / f"{Path(name).stem}.txt").write_text("".join(f"{l}\n" for l in lines), encoding="utf-8")
+        count += 1
+    (out / "classes.txt").write_text("".join(f"{n}\n" for n in labels), encoding="utf-8")
+    names = "".join(f"  {i}: {json.dumps(n, ensure_ascii=False)}\n" for i, n in enumerate(labels))
+    (out / "data.yaml").write_text(f"path: .\ntrain: images\nval: images\nnc: {len(labels)}\nnames:\n{names}",
+                                   encoding="utf-8")
+    return count, 2 * count + 2
