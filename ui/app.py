@@ -1,0 +1,64 @@
+"""Start the desktop app: QApplication setup (high-DPI, identity, theme, settings) and the main window."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from PySide6.QtCore import QCoreApplication, QSettings, Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
+
+from . import theme
+
+log = logging.getLogger(__name__)
+
+ORGANIZATION = "ModelDesk"
+APPLICATION = "ModelDesk"
+
+
+def settings() -> QSettings:
+    """The app's persistent settings (INI format, per user)."""
+    return QSettings(QSettings.IniFormat, QSettings.UserScope, ORGANIZATION, APPLICATION)
+
+
+def create_application(argv: list[str] | None = None) -> QApplication:
+    """Return the QApplication, creating and configuring it if needed.
+
+    High-DPI: Qt 6 scales by the screen's device pixel ratio; fractional factors are passed
+    through (no rounding) so 125 % and 150 % screens look right. The theme follows the
+    system's light/dark scheme unless the user picked one (setting ``ui/theme``).
+    """
+    app = QApplication.instance()
+    if app is None:
+        QGuiApplication.setHighDpiScaleFactorRoundingPolicy(
+            Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+        app = QApplication(list(argv) if argv is not None else sys.argv[:1])
+    if not QCoreApplication.organizationName():
+        QCoreApplication.setOrganizationName(ORGANIZATION)
+    if not QCoreApplication.applicationName() or QCoreApplication.applicationName() == "python3":
+        QCoreApplication.setApplicationName(APPLICATION)
+    QGuiApplication.setApplicationDisplayName(APPLICATION)
+    QGuiApplication.setDesktopFileName("modeldesk")
+    theme.apply_theme(app, str(settings().value("ui/theme", "system")))
+    return app
+
+
+def run(workspace=None) -> int:
+    """Open the desktop app on ``workspace`` (a Workspace, a folder, or None for the default).
+
+    Returns the exit code of the Qt event loop.
+    """
+    from modeldesk.app.workspace import Workspace
+
+    from .main_window import MainWindow
+
+    app = create_application()
+    ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+    window = MainWindow(ws)
+    window.show()
+    try:
+        return app.exec()
+    finally:
+        if not isinstance(workspace, Workspace):
+            ws.close()

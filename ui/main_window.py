@@ -1,0 +1,259 @@
+"""The main window: a frame with the sidebar and a stack of pages; no task logic of its own."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QWidget, QHBoxLayout
+
+from .app import settings
+from .status import project_status
+from .welcome import WelcomePage
+from .widgets.error_dialog import show_error
+from .widgets.new_project import NewProjectDialog
+from .widgets.sidebar import STEPS, Sidebar
+from .workers import run_task
+
+log = logging.getLogger(__name__)
+
+#: page key -> (module, class); the modules are imported when the page is first shown.
+PAGES = {
+    "data": ("modeldesk.ui.pages.data_page", "DataPage"),
+    "label": ("modeldesk.ui.pages.label_page", "LabelPage"),
+    "train": ("modeldesk.ui.pages.train_page", "TrainPage"),
+    "evaluate": ("modeldesk.ui.pages.evaluate_page", "EvaluatePage"),
+    "deploy": ("modeldesk.ui.pages.deploy_page", "DeployPage"),
+}
+
+
+class _Unavailable(QLabel):
+    """Stands in for a page whose module is not installed in this build."""
+
+    def __init__(self, title: str, parent=None):
+        super().__init__(f"The {title} step is not available in this build.", parent)
+        self.setAlignment(Qt.AlignCenter)
+        self.setObjectName("Muted")
+
+    def set_project(self, name):
+        pass
+
+
+class MainWindow(QMainWindow):
+    """Hosts the pages; keeps the sidebar in step with the current project.
+
+    Signals
+    -------
+    project_changed(name)
+        The current project changed (empty string for none).
+    """
+
+    project_changed = Signal(str)
+
+    def __init__(self, workspace, parent=None):
+        super().__init__(parent)
+        self.ws = workspace
+        self.project: str | None = None
+        self.current_page: str | None = None
+        self.pages: dict[str, QWidget] = {}
+        self._status_task = None
+        self._status_dirty = False
+        self.setWindowTitle("ModelDesk")
+        self.setAcceptDrops(True)
+        self.setMinimumSize(960, 620)
+
+        self.sidebar = Sidebar()
+        self.sidebar.footer.setText(f"Workspace: {self.ws.paths.root}")
+        self.sidebar.footer.setToolTip(str(self.ws.paths.root))
+        self.sidebar.page_requested.connect(self.show_page)
+        self.sidebar.project_requested.connect(self.set_project)
+        self.sidebar.new_project_requested.connect(self.new_project)
+        self.stack = QStackedWidget()
+        self.welcome = WelcomePage(self.ws)
+        self.welcome.project_created.connect(self._project_created)
+        self.welcome.new_project_requested.connect(self.new_project)
+        self.stack.addWidget(self.welcome)
+
+        central = QWidget()
+        layout = QHBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.sidebar)
+        layout.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
+        self.statusBar().setSizeGripEnabled(True)
+
+        self._restore()
+
+    # -- settings -----------------------------------------------------------------------------
+
+    def _restore(self) -> None:
+        s = settings()
+        geometry = s.value("window/geometry")
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(1280, 820)
+        names = [p["name"] for p in self.ws.list_projects()]
+        last = s.value("ui/last_project")
+        project = last if last in names else (names[0] if names else None)
+        self.sidebar.set_projects(names, project)
+        self.set_project(project, page=str(s.value("ui/last_page", "data")))
+
+    def closeEvent(self, event) -> None:
+        s = settings()
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("ui/last_project", self.project or "")
+        s.setValue("ui/last_page", self.current_page or "data")
+        s.sync()
+        for page in self.pages.values():
+            if hasattr(page, "shutdown"):
+                page.shutdown()
+        super().closeEvent(event)
+
+    # -- projects ----------------------------------------------------------------------------
+
+    def set_project(self, name: str | None, page: str | None = None) -> None:
+        """Make ``name`` the current project (None shows the first-run screen)."""
+        self.project = name or None
+        self.sidebar.set_steps_enabled(self.project is not None)
+        for widget in self.pages.values():
+            widget.set_project(self.project)
+        self.project_changed.emit(self.project or "")
+        if self.project is None:
+            self.current_page = None
+            self.sidebar.set_current_page(None)
+            self.stack.setCurrentWidget(self.welcome)
+            self.setWindowTitle("ModelDesk")
+            return
+        self.setWindowTitle(f"{self.project} – ModelDesk")
+        self.show_page(page or self.current_page or "data")
+        self.refresh_status()
+
+    def refresh_projects(self, current: str | None = None) -> None:
+        """Re-read the project list into the switcher, selecting ``current``."""
+        names = [p["name"] for p in self.ws.list_projects()]
+        self.sidebar.set_projects(names, current if current in names else self.project)
+
+    def _project_created(self, name: str) -> None:
+        self.refresh_projects(name)
+        self.set_project(name, page="data")
+
+    def new_project(self, paths=None) -> NewProjectDialog:
+        """Open the "New project" dialog (non-blocking); on accept, create it and import the data."""
+        names = [p["name"] for p in self.ws.list_projects()]
+        dialog = NewProjectDialog(names, paths=paths, parent=self)
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.accepted.connect(lambda: self._create_from_dialog(dialog))
+        dialog.open()
+        return dialog
+
+    def _create_from_dialog(self, dialog: NewProjectDialog) -> None:
+        try:
+            self.ws.create_project(dialog.name, dialog.task)
+        except (ValueError, KeyError) as exc:
+            show_error(self, "Could not create the project", str(exc), log_file=self.ws.paths.log)
+            return
+        self._project_created(dialog.name)
+        paths = dialog.import_paths()
+        if paths:
+            self.page("data").import_paths(paths)
+
+    # -- pages ---------------------------------------------------------------------------------
+
+    def page(self, key: str) -> QWidget:
+        """The page for ``key``, created on first use."""
+        if key not in self.pages:
+            module_name, class_name = PAGES[key]
+            try:
+                cls = getattr(importlib.import_module(module_name), class_name)
+            except ImportError as exc:
+                if exc.name != module_name:
+                    raise
+                log.warning("page %s is not available: %s", key, exc)
+                widget = _Unavailable(dict(STEPS)[key])
+            else:
+                widget = cls(self.ws, parent=self.stack)
+                widget.status_changed.connect(self.refresh_status)
+                if hasattr(widget, "navigate"):
+                    widget.navigate.connect(self.show_page)
+                if hasattr(widget, "relabel_requested"):
+                    widget.relabel_requested.connect(self.relabel)
+            widget.set_project(self.project)
+            self.pages[key] = widget
+            self.stack.addWidget(widget)
+        return self.pages[key]
+
+    def show_page(self, key: str) -> None:
+        """Show step ``key`` of the current project."""
+        if key not in PAGES:
+            key = "data"
+        if self.project is None:
+            return
+        widget = self.page(key)
+        self.current_page = key
+        self.stack.setCurrentWidget(widget)
+        self.sidebar.set_current_page(key)
+        if hasattr(widget, "refresh"):
+            widget.refresh()
+
+    def relabel(self, sample_id: int) -> None:
+        """Open the Label step on ``sample_id`` (asked by the Evaluate page)."""
+        self.show_page("label")
+        self.page("label").show_sample(int(sample_id))
+
+    # -- sidebar state ---------------------------------------------------------------------------
+
+    def refresh_status(self) -> None:
+        """Recompute the steps' state in the background (coalesces bursts of requests)."""
+        if self.project is None:
+            return
+        if self._status_task is not None:
+            self._status_dirty = True
+            return
+        project = self.project
+        self._status_task = run_task(lambda _state: (project, project_status(self.ws, project)),
+                                     parent=self)
+        self._status_task.finished.connect(self._status_ready)
+        self._status_task.failed.connect(lambda msg, _details: log.warning("status failed: %s", msg))
+        self._status_task.ended.connect(self._status_ended)
+
+    def _status_ready(self, result) -> None:
+        project, status = result
+        if project != self.project:
+            return
+        for key, (state, detail) in status.items():
+            self.sidebar.set_step_state(key, state, detail)
+
+    def _status_ended(self) -> None:
+        self._status_task = None
+        if self._status_dirty:
+            self._status_dirty = False
+            self.refresh_status()
+
+    # -- drag and drop -----------------------------------------------------------------------------
+
+    def dragEnterEvent(self, event) -> None:
+        if _local_paths(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        paths = _local_paths(event.mimeData())
+        if not paths:
+            return
+        event.acceptProposedAction()
+        self.import_paths(paths)
+
+    def import_paths(self, paths) -> None:
+        """Import dropped files/folders into the current project (asks for a new project if none)."""
+        if self.project is None:
+            self.new_project(paths)
+            return
+        self.show_page("data")
+        self.page("data").import_paths(paths)
+
+
+def _local_paths(mime) -> list[Path]:
+    if not mime.hasUrls():
+        return []
+    return [Path(url.toLocalFile()) for url in mime.urls() if url.isLocalFile()]

@@ -1,0 +1,113 @@
+"""The first-run screen: try a sample project made on the spot, or start your own."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from .sample_project import make_sample_project
+from .widgets.error_dialog import show_error
+from .widgets.progress_panel import ProgressPanel
+from .workers import run_task
+
+
+def _card(title: str, text: str, button: QPushButton) -> QFrame:
+    card = QFrame()
+    card.setObjectName("Card")
+    heading = QLabel(title)
+    heading.setStyleSheet("font-size: 16px; font-weight: 600;")
+    body = QLabel(text)
+    body.setWordWrap(True)
+    body.setObjectName("Muted")
+    layout = QVBoxLayout(card)
+    layout.setContentsMargins(22, 20, 22, 20)
+    layout.setSpacing(10)
+    layout.addWidget(heading)
+    layout.addWidget(body, 1)
+    layout.addWidget(button, 0, Qt.AlignLeft)
+    return card
+
+
+class WelcomePage(QWidget):
+    """Shown while the workspace has no project.
+
+    Signals
+    -------
+    project_created(name)
+        The sample project is ready.
+    new_project_requested()
+        The user wants the "New project" dialog.
+    """
+
+    project_created = Signal(str)
+    new_project_requested = Signal()
+
+    def __init__(self, workspace, parent=None):
+        super().__init__(parent)
+        self.ws = workspace
+        self.task = None
+        hero = QLabel("Teach your computer to recognise images")
+        hero.setObjectName("Hero")
+        hero.setWordWrap(True)
+        sub = QLabel("Add photos, label a few of them, and ModelDesk trains a model you can test, "
+                     "export and run here. Everything stays on this computer.")
+        sub.setObjectName("Muted")
+        sub.setWordWrap(True)
+
+        self.sample_button = QPushButton("Create the sample project")
+        self.sample_button.setObjectName("Primary")
+        self.sample_button.clicked.connect(self.create_sample)
+        self.new_button = QPushButton("New project…")
+        self.new_button.clicked.connect(self.new_project_requested)
+        cards = QHBoxLayout()
+        cards.setSpacing(16)
+        cards.addWidget(_card("Try it in five minutes",
+                              "A sample project with 60 pictures of circles, squares and triangles, "
+                              "drawn on your computer just now. Label, train and test a model "
+                              "without finding any data first.", self.sample_button), 1)
+        cards.addWidget(_card("Start your own project",
+                              "Choose a folder of your photos (one sub-folder per class works), "
+                              "some files or a zip archive. You can also drag images onto this "
+                              "window.", self.new_button), 1)
+
+        steps = QLabel("1  Add images    ›    2  Label    ›    3  Train    ›    4  Evaluate    ›    5  Deploy")
+        steps.setObjectName("Muted")
+        steps.setAlignment(Qt.AlignCenter)
+        self.progress = ProgressPanel()
+
+        column = QVBoxLayout()
+        column.setSpacing(14)
+        column.addStretch(2)
+        column.addWidget(hero)
+        column.addWidget(sub)
+        column.addSpacing(12)
+        column.addLayout(cards)
+        column.addSpacing(8)
+        column.addWidget(steps)
+        column.addWidget(self.progress)
+        column.addStretch(3)
+        outer = QHBoxLayout(self)
+        outer.addStretch(1)
+        holder = QWidget()
+        holder.setLayout(column)
+        holder.setMaximumWidth(820)
+        outer.addWidget(holder, 8)
+        outer.addStretch(1)
+
+    def create_sample(self) -> None:
+        """Make the sample project in the background; ``project_created`` follows."""
+        if self.task is not None:
+            return
+        self.sample_button.setEnabled(False)
+        self.task = run_task(lambda state: make_sample_project(
+            self.ws, progress=state.set_progress, should_stop=state.is_interruption_requested),
+            parent=self)
+        self.progress.attach(self.task, "Making the sample project")
+        self.task.finished.connect(lambda result: self.project_created.emit(result["project"]))
+        self.task.failed.connect(lambda message, details: show_error(
+            self, "Could not make the sample project", message, details, self.ws.paths.log))
+        self.task.ended.connect(self._ended)
+
+    def _ended(self) -> None:
+        self.task = None
+        self.sample_button.setEnabled(True)

@@ -1,0 +1,170 @@
+"""The sidebar: app title, project switcher, "New project", and the five steps with their state."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPen, QPixmap
+from PySide6.QtWidgets import (QComboBox, QLabel, QListWidget, QListWidgetItem, QPushButton,
+                               QVBoxLayout, QWidget)
+
+#: (key, title) of the steps, in order.
+STEPS = (("data", "Data"), ("label", "Label"), ("train", "Train"), ("evaluate", "Evaluate"),
+         ("deploy", "Deploy"))
+
+#: Step states and the colour of their dot.
+STATE_COLORS = {"done": "#3ccf7f", "active": "#f0b440", "todo": "#6b7587", "warn": "#f0b440"}
+
+
+def _state_icon(state: str, number: int, size: int = 22, ratio: float = 2.0) -> QIcon:
+    """A round badge: a check mark when done, the step number otherwise (drawn at 2x for high DPI)."""
+    pixmap = QPixmap(int(size * ratio), int(size * ratio))
+    pixmap.setDevicePixelRatio(ratio)
+    pixmap.fill(Qt.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.Antialiasing)
+    color = QColor(STATE_COLORS.get(state, STATE_COLORS["todo"]))
+    rect = QRectF(1.5, 1.5, size - 3, size - 3)
+    if state == "done":
+        painter.setBrush(color)
+        painter.setPen(Qt.NoPen)
+        painter.drawEllipse(rect)
+        pen = QPen(QColor("#10251a"), 2.2)
+        pen.setCapStyle(Qt.RoundCap)
+        painter.setPen(pen)
+        s = size
+        painter.drawLine(int(s * 0.30), int(s * 0.52), int(s * 0.45), int(s * 0.67))
+        painter.drawLine(int(s * 0.45), int(s * 0.67), int(s * 0.72), int(s * 0.36))
+    else:
+        painter.setBrush(Qt.NoBrush)
+        painter.setPen(QPen(color, 1.6))
+        painter.drawEllipse(rect)
+        painter.setPen(color)
+        font = QFont()
+        font.setPixelSize(int(size * 0.5))
+        font.setBold(True)
+        painter.setFont(font)
+        painter.drawText(rect, Qt.AlignCenter, str(number))
+    painter.end()
+    return QIcon(pixmap)
+
+
+class Sidebar(QWidget):
+    """Navigation for the frame.
+
+    Signals
+    -------
+    page_requested(key)
+        A step was clicked.
+    project_requested(name)
+        Another project was picked in the switcher.
+    new_project_requested()
+        "New project" was pressed.
+    """
+
+    page_requested = Signal(str)
+    project_requested = Signal(str)
+    new_project_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("Sidebar")
+        self.setAttribute(Qt.WA_StyledBackground, True)
+        self.setFixedWidth(236)
+        title = QLabel("ModelDesk")
+        title.setObjectName("AppTitle")
+        project_caption = QLabel("PROJECT")
+        project_caption.setObjectName("SidebarCaption")
+        self.switcher = QComboBox()
+        self.switcher.setObjectName("ProjectSwitcher")
+        self.switcher.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.switcher.setMinimumContentsLength(12)
+        self.switcher.currentIndexChanged.connect(self._switched)
+        self.new_button = QPushButton("+  New project")
+        self.new_button.setObjectName("SidebarButton")
+        self.new_button.clicked.connect(self.new_project_requested)
+        steps_caption = QLabel("STEPS")
+        steps_caption.setObjectName("SidebarCaption")
+        self.steps = QListWidget()
+        self.steps.setObjectName("Steps")
+        self.steps.setIconSize(QSize(22, 22))
+        self.steps.setFocusPolicy(Qt.NoFocus)
+        self.steps.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        for number, (key, name) in enumerate(STEPS, start=1):
+            item = QListWidgetItem(_state_icon("todo", number), name)
+            item.setData(Qt.UserRole, key)
+            item.setSizeHint(QSize(200, 52))
+            self.steps.addItem(item)
+        self.steps.currentItemChanged.connect(self._step_changed)
+        self.footer = QLabel()
+        self.footer.setObjectName("SidebarCaption")
+        self.footer.setWordWrap(True)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 16, 14, 12)
+        layout.setSpacing(8)
+        layout.addWidget(title)
+        layout.addSpacing(10)
+        layout.addWidget(project_caption)
+        layout.addWidget(self.switcher)
+        layout.addWidget(self.new_button)
+        layout.addSpacing(12)
+        layout.addWidget(steps_caption)
+        layout.addWidget(self.steps, 1)
+        layout.addWidget(self.footer)
+        self._updating = False
+
+    # -- projects -------------------------------------------------------------------------
+
+    def set_projects(self, names: list[str], current: str | None) -> None:
+        """Fill the switcher without emitting ``project_requested``."""
+        self._updating = True
+        self.switcher.clear()
+        self.switcher.addItems(names)
+        self.switcher.setEnabled(bool(names))
+        if current in names:
+            self.switcher.setCurrentIndex(names.index(current))
+        else:
+            self.switcher.setCurrentIndex(-1)
+            self.switcher.setPlaceholderText("No project yet")
+        self._updating = False
+
+    def _switched(self, index: int) -> None:
+        if not self._updating and index >= 0:
+            self.project_requested.emit(self.switcher.itemText(index))
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def set_current_page(self, key: str | None) -> None:
+        """Highlight step ``key`` (None clears) without emitting ``page_requested``."""
+        self._updating = True
+        self.steps.setCurrentRow(-1)
+        for row in range(self.steps.count()):
+            if self.steps.item(row).data(Qt.UserRole) == key:
+                self.steps.setCurrentRow(row)
+        self._updating = False
+
+    def set_steps_enabled(self, enabled: bool) -> None:
+        self.steps.setEnabled(enabled)
+
+    def set_step_state(self, key: str, state: str, detail: str) -> None:
+        """Show ``state`` (``done``/``active``/``todo``/``warn``) and a one-line ``detail`` for a step."""
+        for row in range(self.steps.count()):
+            item = self.steps.item(row)
+            if item.data(Qt.UserRole) == key:
+                name = dict(STEPS)[key]
+                item.setText(f"{name}\n{detail}" if detail else name)
+                item.setIcon(_state_icon(state, row + 1))
+                item.setData(Qt.UserRole + 1, state)
+                item.setToolTip(detail)
+
+    def step_state(self, key: str) -> tuple[str, str]:
+        """(state, detail) currently shown for ``key``."""
+        for row in range(self.steps.count()):
+            item = self.steps.item(row)
+            if item.data(Qt.UserRole) == key:
+                return item.data(Qt.UserRole + 1) or "todo", item.toolTip()
+        raise KeyError(key)
+
+    def _step_changed(self, current, _previous) -> None:
+        if current is not None and not self._updating:
+            self.page_requested.emit(current.data(Qt.UserRole))
