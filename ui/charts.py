@@ -1,0 +1,412 @@
+"""Small QPainter-drawn charts: training curves, a confusion-matrix heatmap and horizontal bars.
+
+They hold plain Python data (no model objects), draw with the widget palette so they follow the app
+theme, and never do work beyond painting: feed them numbers computed elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+
+from modeldesk.ui import theme
+
+SECOND = QColor("#e07b24")
+OTHERS = (QColor("#8e44ad"), QColor("#16a085"), QColor("#c0392b"))
+
+
+def series_color(index: int) -> QColor:
+    """The colour of the ``index``-th series: the theme accent, then fixed distinct hues."""
+    colors = (QColor(theme.current().accent), SECOND, QColor(theme.current().good)) + OTHERS
+    return colors[index % len(colors)]
+
+
+def _muted(widget: QWidget) -> QColor:
+    color = QColor(widget.palette().color(widget.foregroundRole()))
+    color.setAlphaF(0.55)
+    return color
+
+
+def _grid(widget: QWidget) -> QColor:
+    color = QColor(widget.palette().color(widget.foregroundRole()))
+    color.setAlphaF(0.12)
+    return color
+
+
+def _nice_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
+    """About ``count`` round tick values covering ``[lo, hi]``."""
+    if not math.isfinite(lo) or not math.isfinite(hi):
+        return []
+    if hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / max(count, 1)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = min((m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw), default=raw)
+    first = math.ceil(lo / step) * step
+    ticks, value = [], first
+    while value <= hi + step * 1e-6:
+        ticks.append(round(value, 10))
+        value += step
+    return ticks
+
+
+def _fmt(value: float) -> str:
+    if value == 0:
+        return "0"
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:.0f}"
+    if abs(value) >= 1:
+        return f"{value:.1f}"
+    return f"{value:.2g}"
+
+
+class TrainingChart(QWidget):
+    """Loss (left axis) and accuracy (right axis, 0-100 %) against the training step.
+
+    Feed it with :meth:`add_metrics` using the ``metrics`` dict of each job event; numeric keys whose
+    name contains ``loss`` are drawn on the left axis, keys containing ``acc`` on the right axis.
+    ``epoch`` or ``step`` (when present) is the x value, otherwise the running count of updates.
+    """
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.series: dict[str, list[tuple[float, float]]] = {}
+        self._count = 0
+        self.x_name = "training progress"
+        self.setMinimumSize(320, 200)
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+
+    def sizeHint(self) -> QSize:
+        return QSize(520, 240)
+
+    def clear(self) -> None:
+        """Forget every point."""
+        self.series.clear()
+        self._count = 0
+        self.update()
+
+    def add_metrics(self, metrics: dict | None) -> bool:
+        """Add one point per loss/accuracy value in ``metrics``; True when anything was added."""
+        if not metrics:
+            return False
+        values = {k: float(v) for k, v in metrics.items()
+                  if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                  and ("loss" in k.lower() or self._is_accuracy(k))}
+        if not values:
+            return False
+        self._count += 1
+        x = float(self._count)
+        for name in ("epoch", "step"):
+            if isinstance(metrics.get(name), (int, float)):
+                x, self.x_name = float(metrics[name]), name
+                break
+        for key, value in values.items():
+            points = self.series.setdefault(key, [])
+            if points and points[-1][0] == x:
+                points[-1] = (x, value)
+            else:
+                points.append((x, value))
+        self.update()
+        return True
+
+    @staticmethod
+    def _is_accuracy(key: str) -> bool:
+        """Accuracy-like values (0..1) go on the right axis."""
+        return "acc" in key.lower() or "f1" in key.lower()
+
+    @staticmethod
+    def _pretty(key: str) -> str:
+        known = {"cv_accuracy": "Accuracy in tuning", "accuracy": "Test accuracy", "macro_f1": "Balanced F1",
+                 "val_accuracy": "Validation accuracy", "val_loss": "Validation loss", "loss": "Loss",
+                 "train_loss": "Training loss"}
+        if key in known:
+            return known[key]
+        words = key.replace("_", " ")
+        return words[:1].upper() + words[1:]
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.Antialiasing)
+        metrics = QFontMetrics(self.font())
+        line_h = metrics.height()
+        plot = QRectF(self.rect()).adjusted(metrics.horizontalAdvance("0.000") + 14, line_h + 12,
+                                            -(metrics.horizontalAdvance("100%") + 14), -(line_h + 10))
+        if not self.series:
+            painter.setPen(_muted(self))
+            painter.drawText(self.rect(), Qt.AlignCenter, "The training curve appears here once training starts.")
+            return
+        xs = [x for pts in self.series.values() for x, _ in pts]
+        x_lo, x_hi = min(xs), max(xs)
+        if x_hi <= x_lo:
+            x_hi = x_lo + 1
+        losses = [y for k, pts in self.series.items() if not self._is_accuracy(k) for _, y in pts]
+        l_lo, l_hi = (0.0, max(losses) * 1.05) if losses else (0.0, 1.0)
+        if l_hi <= l_lo:
+            l_hi = l_lo + 1
+        has_acc = any(self._is_accuracy(k) for k in self.series)
+
+        def to_px(x, y, lo, hi):
+            return QPointF(plot.left() + (x - x_lo) / (x_hi - x_lo) * plot.width(),
+                           plot.bottom() - (y - lo) / (hi - lo) * plot.height())
+
+        painter.setPen(QPen(_grid(self), 1))
+        for tick in _nice_ticks(l_lo, l_hi):
+            p = to_px(x_lo, tick, l_lo, l_hi)
+            painter.drawLine(QPointF(plot.left(), p.y()), QPointF(plot.right(), p.y()))
+        painter.setPen(_muted(self))
+        if losses:
+            for tick in _nice_ticks(l_lo, l_hi):
+                p = to_px(x_lo, tick, l_lo, l_hi)
+                painter.drawText(QRectF(0, p.y() - line_h / 2, plot.left() - 6, line_h),
+                                 Qt.AlignRight | Qt.AlignVCenter, _fmt(tick))
+        if has_acc:
+            for tick in (0, 0.25, 0.5, 0.75, 1.0):
+                p = to_px(x_lo, tick, 0, 1)
+                painter.drawText(QRectF(plot.right() + 6, p.y() - line_h / 2, 60, line_h),
+                                 Qt.AlignLeft | Qt.AlignVCenter, f"{tick:.0%}")
+        painter.drawText(QRectF(plot.left(), plot.bottom() + 4, plot.width(), line_h),
+                         Qt.AlignCenter, self.x_name)
+        painter.setPen(QPen(_grid(self), 1))
+        painter.drawRect(plot)
+
+        legend_x = plot.left()
+        for index, (key, points) in enumerate(sorted(self.series.items())):
+            color = series_color(index)
+            lo, hi = (0.0, 1.0) if self._is_accuracy(key) else (l_lo, l_hi)
+            pen = QPen(color, 2)
+            if key.lower().startswith(("val", "test")):
+                pen.setStyle(Qt.DashLine)
+            painter.setPen(pen)
+            if len(points) == 1:
+                painter.setBrush(color)
+                painter.drawEllipse(to_px(*points[0], lo, hi), 3, 3)
+            else:
+                path = QPainterPath(to_px(*points[0], lo, hi))
+                for x, y in points[1:]:
+                    path.lineTo(to_px(x, y, lo, hi))
+                painter.setBrush(Qt.NoBrush)
+                painter.drawPath(path)
+            suffix = " (right axis)" if self._is_accuracy(key) and losses else ""
+            text = f"{self._pretty(key)}{suffix}: {_fmt(points[-1][1]) if not self._is_accuracy(key) else f'{points[-1][1]:.0%}'}"
+            painter.drawLine(QPointF(legend_x, line_h / 2 + 4), QPointF(legend_x + 16, line_h / 2 + 4))
+            painter.setPen(self.palette().color(self.foregroundRole()))
+            painter.drawText(QPointF(legend_x + 20, line_h), text)
+            legend_x += 20 + metrics.horizontalAdvance(text) + 18
+
+
+def heat_color(fraction: float, base: QColor, zero: QColor) -> QColor:
+    """``zero`` (fraction 0) blended towards ``base`` (fraction 1)."""
+    f = min(max(float(fraction), 0.0), 1.0)
+    return QColor(round(zero.red() + (base.red() - zero.red()) * f),
+                  round(zero.green() + (base.green() - zero.green()) * f),
+                  round(zero.blue() + (base.blue() - zero.blue()) * f))
+
+
+class ConfusionMatrixView(QWidget):
+    """A confusion-matrix heatmap: rows are the true labels, columns the predictions.
+
+    Cell colour is the row-normalised share (so small classes read as clearly as big ones), the text is
+    the count. Clicking a cell emits :attr:`cell_clicked` with the (true, predicted) label names.
+    """
+
+    cell_clicked = Signal(str, str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.labels: list[str] = []
+        self.matrix: list[list[int]] = []
+        self.setMouseTracking(True)
+        self.setMinimumSize(260, 220)
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+
+    def sizeHint(self) -> QSize:
+        return QSize(420, 360)
+
+    def set_data(self, labels, matrix) -> None:
+        """Show ``matrix[i][j]`` = how many samples labeled ``labels[i]`` were predicted ``labels[j]``."""
+        labels = [str(label) for label in labels]
+        matrix = [[int(v) for v in row] for row in matrix]
+        if len(matrix) != len(labels) or any(len(row) != len(labels) for row in matrix):
+            raise ValueError(f"confusion matrix must be {len(labels)}x{len(labels)}")
+        self.labels, self.matrix = labels, matrix
+        self.updateGeometry()
+        self.update()
+
+    def _layout(self):
+        metrics = QFontMetrics(self.font())
+        shown = [self._elide(label, metrics, 120) for label in self.labels]
+        left = max((metrics.horizontalAdvance(s) for s in shown), default=0) + metrics.height() + 14
+        top = metrics.height() * 2 + 10
+        bottom_room = metrics.height() + 6
+        n = max(len(self.labels), 1)
+        side = min((self.width() - left - 8) / n, (self.height() - top - bottom_room) / n, 90.0)
+        side = max(side, 4.0)
+        return left, top, side, shown
+
+    @staticmethod
+    def _elide(text: str, metrics: QFontMetrics, width: int) -> str:
+        return metrics.elidedText(text, Qt.ElideRight, width)
+
+    def cell_at(self, pos) -> tuple[int, int] | None:
+        """(row, column) under a widget position, or None."""
+        if not self.labels:
+            return None
+        left, top, side, _ = self._layout()
+        col = int((pos.x() - left) // side)
+        row = int((pos.y() - top) // side)
+        n = len(self.labels)
+        if 0 <= row < n and 0 <= col < n and pos.x() >= left and pos.y() >= top:
+            return row, col
+        return None
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+        cell = self.cell_at(event.position())
+        if cell is None:
+            QToolTip.hideText()
+            return
+        row, col = cell
+        count = self.matrix[row][col]
+        total = sum(self.matrix[row]) or 1
+        verb = "correctly recognised" if row == col else f"taken for {self.labels[col]}"
+        QToolTip.showText(event.globalPosition().toPoint(),
+                          f"{count} of {total} '{self.labels[row]}' samples {verb} ({count / total:.0%})", self)
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802
+        cell = self.cell_at(event.position())
+        if cell is not None and event.button() == Qt.LeftButton:
+            self.cell_clicked.emit(self.labels[cell[0]], self.labels[cell[1]])
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.Antialiasing)
+        if not self.labels:
+            painter.setPen(_muted(self))
+            painter.drawText(self.rect(), Qt.AlignCenter, "No evaluation yet")
+            return
+        metrics = QFontMetrics(self.font())
+        left, top, side, shown = self._layout()
+        n = len(self.labels)
+        grid = QRectF(left, top, side * n, side * n)
+        painter.setPen(_muted(self))
+        painter.drawText(QRectF(left, 0, grid.width(), metrics.height()), Qt.AlignCenter, "What the model said")
+        painter.save()
+        painter.translate(metrics.height() / 2 + 2, top + grid.height() / 2)
+        painter.rotate(-90)
+        painter.drawText(QRectF(-grid.height() / 2, -metrics.height() / 2, grid.height(), metrics.height()),
+                         Qt.AlignCenter, "The right answer")
+        painter.restore()
+        colors = theme.current()
+        zero = QColor(colors.base)
+        count_font = QFont(self.font())
+        count_font.setBold(True)
+        for j in range(n):
+            rect = QRectF(left + j * side, metrics.height() + 6, side, metrics.height())
+            painter.setPen(self.palette().color(self.foregroundRole()))
+            painter.drawText(rect, Qt.AlignCenter, metrics.elidedText(self.labels[j], Qt.ElideRight, int(side) - 2))
+        for i in range(n):
+            total = sum(self.matrix[i]) or 1
+            painter.setPen(self.palette().color(self.foregroundRole()))
+            painter.drawText(QRectF(metrics.height() + 6, top + i * side, left - metrics.height() - 12, side),
+                             Qt.AlignRight | Qt.AlignVCenter, shown[i])
+            for j in range(n):
+                value = self.matrix[i][j]
+                share = value / total
+                base = QColor(colors.good if i == j else colors.bad)
+                cell = QRectF(left + j * side, top + i * side, side, side).adjusted(1, 1, -1, -1)
+                painter.setPen(Qt.NoPen)
+                painter.setBrush(heat_color(0.15 + 0.85 * share, base, zero) if value else QColor(colors.alt_base))
+                painter.drawRoundedRect(cell, 3, 3)
+                if side >= 18:
+                    painter.setFont(count_font)
+                    painter.setPen(QColor("white") if share > 0.5 else QColor(colors.text))
+                    painter.drawText(cell, Qt.AlignCenter, str(value))
+                    painter.setFont(self.font())
+
+
+class BarChart(QWidget):
+    """Horizontal bars, one group per row: per-class precision/recall, or prediction scores.
+
+    Parameters
+    ----------
+    series : names of the values drawn for each row (one bar each), e.g. ``("Precision", "Recall")``.
+    highlight_first : draw the first row's bars in the accent colour and the rest muted (predictions).
+    """
+
+    def __init__(self, series=("Score",), parent=None, *, highlight_first: bool = False):
+        super().__init__(parent)
+        self.series = tuple(series)
+        self.rows: list[tuple[str, tuple[float, ...]]] = []
+        self.highlight_first = highlight_first
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+
+    def set_rows(self, rows) -> None:
+        """``rows``: iterable of ``(label, values)`` with one value in 0..1 per series."""
+        cleaned = []
+        for label, values in rows:
+            values = tuple(float(v) for v in (values if isinstance(values, (list, tuple)) else (values,)))
+            if len(values) != len(self.series):
+                raise ValueError(f"{label!r}: expected {len(self.series)} values, got {len(values)}")
+            cleaned.append((str(label), values))
+        self.rows = cleaned
+        self.updateGeometry()
+        self.update()
+
+    def _row_height(self) -> float:
+        line = QFontMetrics(self.font()).height()
+        return max(line + 4, len(self.series) * (line * 0.8) + 8)
+
+    def sizeHint(self) -> QSize:
+        legend = QFontMetrics(self.font()).height() + 8 if len(self.series) > 1 else 0
+        return QSize(360, int(legend + max(len(self.rows), 1) * self._row_height() + 8))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(220, self.sizeHint().height())
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.Antialiasing)
+        metrics = QFontMetrics(self.font())
+        if not self.rows:
+            painter.setPen(_muted(self))
+            painter.drawText(self.rect(), Qt.AlignCenter, "Nothing to show yet")
+            return
+        y = 4.0
+        if len(self.series) > 1:
+            x = 4.0
+            for index, name in enumerate(self.series):
+                color = series_color(index)
+                painter.setPen(Qt.NoPen)
+                painter.setBrush(color)
+                painter.drawRoundedRect(QRectF(x, y + 3, 12, metrics.height() - 6), 2, 2)
+                painter.setPen(self.palette().color(self.foregroundRole()))
+                painter.drawText(QPointF(x + 16, y + metrics.ascent()), name)
+                x += 16 + metrics.horizontalAdvance(name) + 16
+            y += metrics.height() + 8
+        label_w = min(max(metrics.horizontalAdvance(label) for label, _ in self.rows) + 12, self.width() * 0.35)
+        value_w = metrics.horizontalAdvance("100%") + 10
+        bar_x = label_w
+        bar_w = max(self.width() - label_w - value_w - 4, 10)
+        row_h = self._row_height()
+        bar_h = (row_h - 8) / len(self.series)
+        for row_index, (label, values) in enumerate(self.rows):
+            painter.setPen(self.palette().color(self.foregroundRole()))
+            painter.drawText(QRectF(0, y, label_w - 8, row_h), Qt.AlignRight | Qt.AlignVCenter,
+                             metrics.elidedText(label, Qt.ElideRight, int(label_w) - 8))
+            for index, value in enumerate(values):
+                color = series_color(index)
+                if self.highlight_first and row_index > 0:
+                    color = QColor(theme.current().muted)
+                track = QRectF(bar_x, y + 4 + index * bar_h, bar_w, bar_h - 2)
+                painter.setPen(Qt.NoPen)
+                painter.setBrush(_grid(self))
+                painter.drawRoundedRect(track, 3, 3)
+                painter.setBrush(color)
+                painter.drawRoundedRect(QRectF(track.x(), track.y(), max(track.width() * min(max(value, 0), 1), 2),
+                                               track.height()), 3, 3)
+                painter.setPen(self.palette().color(self.foregroundRole()))
+                painter.drawText(QRectF(bar_x + bar_w + 4, track.y() - 2, value_w, track.height() + 4),
+                                 Qt.AlignLeft | Qt.AlignVCenter, f"{value:.0%}")
+            y += row_h

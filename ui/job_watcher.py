@@ -1,0 +1,196 @@
+"""Follow long work from the UI: queued jobs (:class:`JobWatcher`) and a page's thread-pool tasks
+(:class:`TaskGroup`), reported through Qt signals.
+
+The job queue writes events to SQLite; reading the new ones is a cheap indexed query, so the watcher
+polls ``jobs.events(job_id, after_seq)`` from a QTimer on the UI thread (every 200 ms by default) and
+re-emits them. Watching a job that already ran replays its events, so a page opened mid-run redraws
+its whole curve.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from modeldesk.ui.workers import run_task
+
+log = logging.getLogger(__name__)
+
+DONE_STATES = frozenset({"done"})
+FAILED_STATES = frozenset({"failed"})
+CANCELLED_STATES = frozenset({"cancelled"})
+TERMINAL_STATES = DONE_STATES | FAILED_STATES | CANCELLED_STATES
+
+
+def event_state(event: dict) -> str | None:
+    """The job state a queue event announces (``type == "state"`` events carry it in ``stage``)."""
+    if event.get("type") == "state":
+        return event.get("stage")
+    return event.get("state")
+
+#: Ask the queue for the job's status every this many polls even without events (a crashed worker
+#: process writes no final event; the queue's status notices it).
+STATUS_EVERY = 5
+
+
+class JobWatcher(QObject):
+    """Poll one job's events and emit them on the UI thread.
+
+    Parameters
+    ----------
+    jobs : the job queue (``ws.jobs``): ``events(job_id, after_seq)`` and ``get(job_id)``.
+    interval_ms : polling period.
+
+    Signals
+    -------
+    progress(event)
+        Every new event dict (``seq``, ``type``, ``stage``, ``fraction``, ``eta_s``, ``metrics``, ``message``).
+    finished(job)
+        The job ended well; ``job`` is ``jobs.get(job_id)`` (its ``result`` holds the model id).
+    failed(message)
+        The job failed; the message is the job's error, readable.
+    cancelled()
+        The job was cancelled.
+    """
+
+    progress = Signal(dict)
+    finished = Signal(dict)
+    failed = Signal(str)
+    cancelled = Signal()
+
+    def __init__(self, jobs, interval_ms: int = 200, parent: QObject | None = None):
+        super().__init__(parent)
+        self.jobs = jobs
+        self.job_id: int | None = None
+        self.after_seq = 0
+        self._polls = 0
+        self._timer = QTimer(self)
+        self._timer.setInterval(int(interval_ms))
+        self._timer.timeout.connect(self.poll)
+
+    @property
+    def active(self) -> bool:
+        """True while a job is being followed."""
+        return self._timer.isActive()
+
+    def watch(self, job_id: int, after_seq: int = 0) -> None:
+        """Start following ``job_id`` from the event after ``after_seq`` (0 replays them all)."""
+        self.job_id = int(job_id)
+        self.after_seq = int(after_seq)
+        self._polls = 0
+        self._timer.start()
+        self.poll()
+
+    def stop(self) -> None:
+        """Stop following (the job itself goes on)."""
+        self._timer.stop()
+
+    def poll(self) -> None:
+        """Read new events once; emit them, and the outcome when the job has ended."""
+        if self.job_id is None:
+            return
+        job_id = self.job_id
+        self._polls += 1
+        try:
+            events = self.jobs.events(job_id, self.after_seq)
+        except Exception as exc:  # the database went away: report, do not loop on it
+            log.exception("reading events of job %s failed", job_id)
+            self.stop()
+            self.failed.emit(f"Could not read the progress of job {job_id}: {exc}")
+            return
+        state = None
+        for event in events:
+            self.after_seq = max(self.after_seq, int(event.get("seq", self.after_seq)))
+            self.progress.emit(dict(event))
+            if self.job_id != job_id:  # a slot switched to another job
+                return
+            state = event_state(event) or state
+        if state not in TERMINAL_STATES and (events or self._polls % STATUS_EVERY):
+            return
+        try:
+            status = self.jobs.get(job_id)
+        except Exception as exc:
+            log.exception("reading the status of job %s failed", job_id)
+            self.stop()
+            self.failed.emit(f"Could not read the status of job {job_id}: {exc}")
+            return
+        self._finish(status)
+
+    def _finish(self, status: dict) -> None:
+        state = status.get("state")
+        if state not in TERMINAL_STATES:
+            return
+        # Read events written between the last poll and the end, so no metric is lost.
+        try:
+            for event in self.jobs.events(self.job_id, self.after_seq):
+                self.after_seq = max(self.after_seq, int(event.get("seq", self.after_seq)))
+                self.progress.emit(dict(event))
+        except Exception:
+            log.exception("reading the last events of job %s failed", self.job_id)
+        self.stop()
+        if state in DONE_STATES:
+            self.finished.emit(dict(status))
+        elif state in CANCELLED_STATES:
+            self.cancelled.emit()
+        else:
+            self.failed.emit(status.get("error") or f"Training job {self.job_id} stopped with an error.")
+
+
+class TaskGroup(QObject):
+    """The thread-pool tasks of one page: starts them, keeps their handles, reports their errors.
+
+    Parameters
+    ----------
+    report_error : callable(title, message, details)
+        Shows a failure (the pages pass one that opens the error dialog with the log file).
+
+    Signals
+    -------
+    idle() : the last running task ended.
+    """
+
+    idle = Signal()
+
+    def __init__(self, report_error, parent: QObject | None = None):
+        super().__init__(parent)
+        self.report_error = report_error
+        self.handles = set()
+
+    @property
+    def busy(self) -> bool:
+        """True while any task of the group runs."""
+        return bool(self.handles)
+
+    def run(self, fn, on_done=None, *, title: str = "Something went wrong", on_failed=None,
+            on_cancelled=None, panel=None, panel_title: str = ""):
+        """Run ``fn(state)`` off the UI thread; ``on_done(result)`` runs on the UI thread.
+
+        A failure goes to ``on_failed(message, details)`` when given, else to the error dialog
+        titled ``title``. With ``panel`` (a ProgressPanel) the task shows progress and can be cancelled.
+        """
+        handle = run_task(fn, parent=self)
+        self.handles.add(handle)
+        if on_done is not None:
+            handle.finished.connect(on_done)
+        if on_failed is not None:
+            handle.failed.connect(on_failed)
+        else:
+            handle.failed.connect(lambda message, details: self.report_error(title, message, details))
+        if on_cancelled is not None:
+            handle.cancelled.connect(on_cancelled)
+        if panel is not None:
+            panel.attach(handle, panel_title)
+        handle.ended.connect(lambda: self._ended(handle))
+        return handle
+
+    def cancel_all(self) -> None:
+        """Ask every running task to stop."""
+        for handle in list(self.handles):
+            handle.cancel()
+
+    def _ended(self, handle) -> None:
+        self.handles.discard(handle)
+        handle.deleteLater()
+        if not self.handles:
+            self.idle.emit()

@@ -1,0 +1,601 @@
+"""The Deploy page: try the model on a photo, serve it locally, export, compress and bundle it.
+
+Everything that takes time (prediction, export, compression, bundle, starting and stopping the
+service) runs in the thread pool with a progress panel; export and compression stop at the next
+candidate when the user cancels.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QPixmap
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QComboBox, QFileDialog, QFrame,
+                               QGridLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
+                               QScrollArea, QStackedWidget, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
+
+from modeldesk.ui.charts import BarChart
+from modeldesk.ui.job_watcher import TaskGroup
+from modeldesk.ui.pages.evaluate_page import model_title
+from modeldesk.ui.widgets import ProgressPanel, show_error
+from modeldesk.ui.workers import TaskCancelled
+
+log = logging.getLogger(__name__)
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+TOP_SCORES = 5
+
+
+def human_size(n_bytes) -> str:
+    """``1_234_567`` -> ``1.2 MB``."""
+    if not isinstance(n_bytes, (int, float)):
+        return "–"
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n_bytes < 1000 or unit == "GB":
+            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1000
+    return ""
+
+
+def candidate_words(name: str) -> str:
+    """``int8-qdq-pertensor-160`` -> ``8-bit, 160 px``; ``fp32`` -> ``Original``."""
+    parts = name.split("-")
+    words = []
+    if parts[0] in ("fp32", "float32"):
+        words.append("Original")
+    elif parts[0].startswith("int8"):
+        words.append("8-bit")
+    elif parts[0].startswith("fp16"):
+        words.append("16-bit")
+    else:
+        words.append(parts[0])
+    if parts[-1].isdigit():
+        words.append(f"{parts[-1]} px")
+    return ", ".join(words)
+
+
+def top_scores(prediction: dict, k: int = TOP_SCORES) -> list[tuple[str, float]]:
+    """The ``k`` best ``(label, score)`` of a prediction, best first."""
+    scores = prediction.get("scores") or {prediction.get("label"): prediction.get("score", 0.0)}
+    return sorted(((str(label), float(score)) for label, score in scores.items()), key=lambda x: -x[1])[:k]
+
+
+def cancellable_progress(state):
+    """A ``progress(done, total, message)`` callback that also stops the call when the user cancels."""
+    def progress(done, total=0, message=""):
+        if state.is_interruption_requested():
+            raise TaskCancelled()
+        state.set_progress(int(done), int(total or 0), str(message or ""))
+    return progress
+
+
+class DropArea(QLabel):
+    """A dashed box that accepts one dropped image file and emits its path."""
+
+    dropped = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setAcceptDrops(True)
+        self.setAlignment(Qt.AlignCenter)
+        self.setMinimumSize(240, 200)
+        self.setWordWrap(True)
+        self.setObjectName("DropArea")
+        self._idle_style()
+        self.setText("Drop a photo here")
+
+    def _idle_style(self, hover: bool = False) -> None:
+        border = "#2f6fed" if hover else "#9aa4b5"
+        self.setStyleSheet(f"QLabel#DropArea {{ border: 2px dashed {border}; border-radius: 10px; padding: 6px; }}")
+
+    @staticmethod
+    def _image_path(event) -> str | None:
+        for url in event.mimeData().urls():
+            path = url.toLocalFile()
+            if path and path.lower().endswith(IMAGE_SUFFIXES):
+                return path
+        return None
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if self._image_path(event):
+            self._idle_style(True)
+            event.acceptProposedAction()
+
+    def dragLeaveEvent(self, event) -> None:  # noqa: N802
+        self._idle_style()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        self._idle_style()
+        path = self._image_path(event)
+        if path:
+            event.acceptProposedAction()
+            self.dropped.emit(path)
+
+    def show_image(self, path: str) -> None:
+        """Show ``path`` scaled into the box."""
+        pixmap = QPixmap(path)
+        if pixmap.isNull():
+            self.setText(f"Cannot show {Path(path).name}")
+            return
+        self.setPixmap(pixmap.scaled(self.size() - QSize(16, 16), Qt.KeepAspectRatio, Qt.SmoothTransformation))
+
+
+def cameras() -> list:
+    """The video inputs Qt Multimedia finds (empty when there is none or no backend)."""
+    try:
+        from PySide6.QtMultimedia import QMediaDevices
+    except ImportError:
+        return []
+    return list(QMediaDevices.videoInputs())
+
+
+class CameraDialog:
+    """Take one photo with the first camera; calls ``on_photo(path)`` with a temporary JPEG."""
+
+    def __init__(self, parent, on_photo, on_error):
+        from PySide6.QtMultimedia import QCamera, QImageCapture, QMediaCaptureSession
+        from PySide6.QtMultimediaWidgets import QVideoWidget
+        from PySide6.QtWidgets import QDialog
+
+        self.dialog = QDialog(parent)
+        self.dialog.setWindowTitle("Take a photo")
+        self.on_photo, self.on_error = on_photo, on_error
+        self.camera = QCamera(cameras()[0])
+        self.session = QMediaCaptureSession()
+        self.capture = QImageCapture()
+        self.video = QVideoWidget()
+        self.video.setMinimumSize(480, 360)
+        self.session.setCamera(self.camera)
+        self.session.setImageCapture(self.capture)
+        self.session.setVideoOutput(self.video)
+        self.capture.imageCaptured.connect(self._captured)
+        self.capture.errorOccurred.connect(lambda _id, _err, text: self._fail(text))
+        self.camera.errorOccurred.connect(lambda _err, text: self._fail(text))
+        shoot = QPushButton("Take photo")
+        shoot.setObjectName("Primary")
+        shoot.clicked.connect(self.capture.capture)
+        layout = QVBoxLayout(self.dialog)
+        layout.addWidget(self.video, 1)
+        layout.addWidget(shoot, 0, Qt.AlignRight)
+        self.dialog.finished.connect(lambda _: self.camera.stop())
+        self.camera.start()
+        self.dialog.show()
+
+    def _captured(self, _request_id, image) -> None:
+        fd, path = tempfile.mkstemp(prefix="modeldesk-camera-", suffix=".jpg")
+        os.close(fd)
+        if not image.save(path, "JPG", 92):
+            self._fail("the photo could not be saved")
+            return
+        self.dialog.accept()
+        self.on_photo(path)
+
+    def _fail(self, text: str) -> None:
+        self.dialog.reject()
+        self.on_error("The camera did not work", text or "unknown camera error")
+
+
+class DeployPage(QWidget):
+    """Try, serve and export the project's models.
+
+    Signals
+    -------
+    status_changed() : the service started or stopped.
+    navigate(str) : go to another page ("train").
+    """
+
+    status_changed = Signal()
+    navigate = Signal(str)
+
+    def __init__(self, workspace, parent=None):
+        super().__init__(parent)
+        self.ws = workspace
+        self.project: str | None = None
+        self.models: list[dict] = []
+        self.model_id: str | None = None
+        self.service = None
+        self.service_model: str | None = None
+        self.last_prediction: dict | None = None
+        self.last_export: dict | None = None
+        self.tasks = TaskGroup(self._error, self)
+        self._camera = None
+        self._build()
+        app = QApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)
+
+    # -- layout ------------------------------------------------------------------------------------
+
+    def _card(self, title: str, subtitle: str = ""):
+        card = QFrame()
+        card.setObjectName("Card")
+        layout = QVBoxLayout(card)
+        layout.setContentsMargins(16, 12, 16, 14)
+        layout.setSpacing(8)
+        heading = QLabel(f"<b>{title}</b>")
+        heading.setStyleSheet("font-size: 15px;")
+        layout.addWidget(heading)
+        if subtitle:
+            note = QLabel(subtitle)
+            note.setObjectName("Muted")
+            note.setWordWrap(True)
+            layout.addWidget(note)
+        return card, layout
+
+    def _build(self) -> None:
+        title = QLabel("Use your model")
+        title.setObjectName("PageTitle")
+        self.picker = QComboBox()
+        self.picker.setMinimumWidth(280)
+        self.picker.currentIndexChanged.connect(self._picked)
+        self.picker_label = QLabel("Model")
+        top = QHBoxLayout()
+        top.addWidget(title)
+        top.addStretch(1)
+        top.addWidget(self.picker_label)
+        top.addWidget(self.picker)
+
+        # Try it
+        try_card, try_layout = self._card("Try it", "Drop a photo to see what the model says.")
+        self.drop = DropArea()
+        self.drop.dropped.connect(self.try_file)
+        self.choose_button = QPushButton("Choose a photo…")
+        self.choose_button.clicked.connect(self._choose_photo)
+        self.camera_button = QPushButton("Take a photo")
+        self.camera_button.clicked.connect(self._take_photo)
+        self.camera_button.setVisible(bool(cameras()))
+        self.answer = QLabel()
+        self.answer.setObjectName("Hero")
+        self.answer.setWordWrap(True)
+        self.scores = BarChart(("Score",), highlight_first=True)
+        left = QVBoxLayout()
+        left.addWidget(self.drop, 1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.choose_button)
+        buttons.addWidget(self.camera_button)
+        buttons.addStretch(1)
+        left.addLayout(buttons)
+        right = QVBoxLayout()
+        right.addWidget(self.answer)
+        right.addWidget(self.scores)
+        right.addStretch(1)
+        row = QHBoxLayout()
+        row.addLayout(left, 1)
+        row.addSpacing(12)
+        row.addLayout(right, 1)
+        try_layout.addLayout(row)
+
+        # Service
+        service_card, service_layout = self._card(
+            "Local service", "Other programs on this computer can send photos to the model over HTTP.")
+        self.service_state = QLabel("Not running")
+        self.service_url = QLabel()
+        self.service_url.setTextInteractionFlags(Qt.TextBrowserInteraction)
+        self.service_url.setOpenExternalLinks(True)
+        self.service_button = QPushButton("Start service")
+        self.service_button.setObjectName("Primary")
+        self.service_button.clicked.connect(self.toggle_service)
+        self.console_button = QPushButton("Open console in browser")
+        self.console_button.clicked.connect(self.open_console)
+        self.copy_button = QPushButton("Copy address")
+        self.copy_button.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.service.url if self.service else ""))
+        service_row = QHBoxLayout()
+        service_row.addWidget(self.service_state)
+        service_row.addWidget(self.service_url, 1)
+        service_row.addWidget(self.copy_button)
+        service_row.addWidget(self.console_button)
+        service_row.addWidget(self.service_button)
+        service_layout.addLayout(service_row)
+
+        # Export, compress, bundle
+        export_card, export_layout = self._card(
+            "Export", "Save the model as one ONNX file with its card, make a smaller and faster copy, "
+                      "or build a bundle that runs on a computer without ModelDesk.")
+        self.out_dir = QLineEdit()
+        self.out_dir.setPlaceholderText("Choose a folder…")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._choose_folder)
+        self.export_button = QPushButton("Export")
+        self.export_button.clicked.connect(lambda: self.export(compress=False, bundle=False))
+        self.compress_button = QPushButton("Make smaller && faster")
+        self.compress_button.setToolTip("Tries 8-bit and smaller-input versions; keeps the fastest that "
+                                        "loses at most 1 point of accuracy.")
+        self.compress_button.clicked.connect(lambda: self.export(compress=True, bundle=False))
+        self.bundle_button = QPushButton("Build deploy bundle")
+        self.bundle_button.clicked.connect(lambda: self.export(compress=False, bundle=True))
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(QLabel("Folder"))
+        folder_row.addWidget(self.out_dir, 1)
+        folder_row.addWidget(browse)
+        action_row = QHBoxLayout()
+        action_row.addWidget(self.export_button)
+        action_row.addWidget(self.compress_button)
+        action_row.addWidget(self.bundle_button)
+        action_row.addStretch(1)
+        self.progress = ProgressPanel()
+        self.export_result = QLabel()
+        self.export_result.setWordWrap(True)
+        self.export_result.setTextInteractionFlags(Qt.TextBrowserInteraction)
+        self.export_result.linkActivated.connect(lambda link: QDesktopServices.openUrl(QUrl(link)))
+        self.candidates = QTableWidget(0, 5)
+        self.candidates.setHorizontalHeaderLabels(["Version", "Size", "Time per photo", "Accuracy", "Kept"])
+        self.candidates.verticalHeader().hide()
+        self.candidates.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.candidates.setSelectionMode(QAbstractItemView.NoSelection)
+        self.candidates.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.candidates.hide()
+        export_layout.addLayout(folder_row)
+        export_layout.addLayout(action_row)
+        export_layout.addWidget(self.progress)
+        export_layout.addWidget(self.export_result)
+        export_layout.addWidget(self.candidates)
+
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(24, 12, 24, 20)
+        layout.setSpacing(12)
+        layout.addWidget(try_card)
+        layout.addWidget(service_card)
+        layout.addWidget(export_card)
+        layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(content)
+
+        empty = QWidget()
+        empty_layout = QGridLayout(empty)
+        text = QLabel("No model yet.\nTrain one, then try it, serve it and export it here.")
+        text.setObjectName("Muted")
+        text.setAlignment(Qt.AlignCenter)
+        go = QPushButton("Go to training")
+        go.setObjectName("Primary")
+        go.clicked.connect(lambda: self.navigate.emit("train"))
+        empty_layout.addWidget(text, 0, 0, Qt.AlignBottom | Qt.AlignHCenter)
+        empty_layout.addWidget(go, 1, 0, Qt.AlignTop | Qt.AlignHCenter)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(empty)
+        self.stack.addWidget(scroll)
+
+        header = QWidget()
+        header_layout = QVBoxLayout(header)
+        header_layout.setContentsMargins(24, 20, 24, 0)
+        header_layout.addLayout(top)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(header)
+        outer.addWidget(self.stack, 1)
+        self._update_service_widgets()
+        self._set_empty(True)
+
+    def _error(self, title: str, message: str, details: str | None = None) -> None:
+        show_error(self, title, message, details, self.ws.paths.log)
+
+    def _set_empty(self, empty: bool) -> None:
+        self.stack.setCurrentIndex(0 if empty else 1)
+        several = len(self.models) > 1
+        self.picker.setVisible(several)
+        self.picker_label.setVisible(several)
+
+    # -- project and model --------------------------------------------------------------------------
+
+    def set_project(self, name: str | None) -> None:
+        """Show project ``name``'s newest model (a running service keeps running)."""
+        self.project = name
+        self.model_id = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the project's models."""
+        self.models = list(reversed(self.ws.list_models(self.project))) if self.project else []
+        keep = self.model_id if any(m["id"] == self.model_id for m in self.models) else None
+        self.picker.blockSignals(True)
+        self.picker.clear()
+        for model in self.models:
+            self.picker.addItem(model_title(model), model["id"])
+        self.picker.blockSignals(False)
+        self._set_empty(not self.models)
+        if not self.models:
+            self.model_id = None
+            return
+        self.model_id = keep or self.models[0]["id"]
+        self.picker.setCurrentIndex(self.picker.findData(self.model_id))
+        if not self.out_dir.text():
+            self.out_dir.setText(str(Path.home() / "ModelDesk exports" / (self.project or "model")))
+
+    def _picked(self, index: int) -> None:
+        model_id = self.picker.itemData(index)
+        if model_id:
+            self.model_id = model_id
+            self.answer.setText("")
+            self.scores.set_rows([])
+
+    # -- try it ---------------------------------------------------------------------------------------
+
+    def _choose_photo(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a photo", str(Path.home()),
+                                              "Images (" + " ".join(f"*{s}" for s in IMAGE_SUFFIXES) + ")")
+        if path:
+            self.try_file(path)
+
+    def _take_photo(self) -> None:
+        if cameras():
+            self._camera = CameraDialog(self, self.try_file, self._error)
+
+    def try_file(self, path: str) -> None:
+        """Predict ``path`` with the current model (off the UI thread) and show the scores."""
+        if self.model_id is None:
+            return
+        model_id = self.model_id
+        self.drop.show_image(path)
+        self.answer.setText("Looking…")
+        self.scores.set_rows([])
+
+        def done(results):
+            prediction = results[0]
+            self.last_prediction = prediction
+            self.answer.setText(f"{prediction['label']}  <span style='font-size:15px; font-weight:400'>"
+                                f"({prediction['score']:.0%} sure)</span>")
+            self.scores.set_rows((label, (score,)) for label, score in top_scores(prediction))
+
+        def failed(message, details):
+            self.answer.setText("")
+            self._error("Could not read this photo", message, details)
+
+        self.tasks.run(lambda state: self.ws.predict(model_id, [path]), done, on_failed=failed)
+
+    # -- service ----------------------------------------------------------------------------------------
+
+    def _update_service_widgets(self, starting: bool = False) -> None:
+        running = self.service is not None
+        self.service_button.setText("Stop service" if running else "Start service")
+        self.service_button.setEnabled(not starting and (running or self.model_id is not None))
+        self.console_button.setEnabled(running)
+        self.copy_button.setEnabled(running)
+        if starting:
+            self.service_state.setText("Starting…")
+            self.service_url.setText("")
+        elif running:
+            self.service_state.setText("<span style='color:#1e9e5a'>●</span> Running at")
+            self.service_url.setText(f"<a href='{self.service.url}'>{self.service.url}</a>")
+        else:
+            self.service_state.setText("<span style='color:#9aa4b5'>●</span> Not running")
+            self.service_url.setText("")
+
+    def toggle_service(self) -> None:
+        """Start the service on the current model, or stop the running one."""
+        if self.service is not None:
+            self.stop_service()
+        elif self.model_id is not None:
+            self.start_service()
+
+    def start_service(self) -> None:
+        """Start the local service for the current model (off the UI thread)."""
+        model_id = self.model_id
+        self._update_service_widgets(starting=True)
+
+        def done(handle):
+            self.service, self.service_model = handle, model_id
+            self._update_service_widgets()
+            self.status_changed.emit()
+
+        def failed(message, details):
+            self._update_service_widgets()
+            self._error("The service did not start", message, details)
+
+        self.tasks.run(lambda state: self.ws.start_service(model_id), done, on_failed=failed)
+
+    def stop_service(self) -> None:
+        """Stop the running service (off the UI thread)."""
+        handle, self.service = self.service, None
+        self._update_service_widgets(starting=True)
+        self.service_state.setText("Stopping…")
+
+        def done(_):
+            self._update_service_widgets()
+            self.status_changed.emit()
+
+        self.tasks.run(lambda state: handle.stop(), done, title="The service did not stop cleanly")
+
+    def open_console(self) -> None:
+        """Open the service's browser console."""
+        if self.service is not None:
+            QDesktopServices.openUrl(QUrl(self.service.url))
+
+    def shutdown(self) -> None:
+        """Stop the service now (the app is closing)."""
+        if self.service is not None:
+            handle, self.service = self.service, None
+            handle.stop(timeout=3.0)
+
+    # -- export -------------------------------------------------------------------------------------------
+
+    def _choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Export to folder", self.out_dir.text() or str(Path.home()))
+        if folder:
+            self.out_dir.setText(folder)
+
+    def _set_export_enabled(self, enabled: bool) -> None:
+        for button in (self.export_button, self.compress_button, self.bundle_button):
+            button.setEnabled(enabled)
+
+    def export(self, *, compress: bool, bundle: bool) -> None:
+        """Export the current model to the chosen folder; ``compress``/``bundle`` as in ``ws.export_model``."""
+        if self.model_id is None:
+            return
+        folder = self.out_dir.text().strip()
+        if not folder:
+            self._choose_folder()
+            folder = self.out_dir.text().strip()
+            if not folder:
+                return
+        model_id = self.model_id
+        what = "Building the bundle" if bundle else "Trying smaller versions" if compress else "Exporting"
+        self._set_export_enabled(False)
+        self.export_result.setText("")
+        if compress:
+            self.candidates.hide()
+
+        def work(state):
+            return self.ws.export_model(model_id, folder, compress=compress, bundle=bundle,
+                                        progress=cancellable_progress(state))
+
+        def done(result):
+            self.last_export = result
+            self._show_export(result, compress=compress, bundle=bundle)
+
+        def ended():
+            self._set_export_enabled(True)
+
+        def cancelled():
+            self.export_result.setText("Cancelled. Nothing was written.")
+
+        handle = self.tasks.run(work, done, title="Export failed", on_cancelled=cancelled,
+                                panel=self.progress, panel_title=what)
+        handle.ended.connect(ended)
+
+    def _show_export(self, result: dict, *, compress: bool, bundle: bool) -> None:
+        path = result.get("path") or self.out_dir.text()
+        folder_link = QUrl.fromLocalFile(str(Path(path) if Path(path).is_dir() else Path(path).parent)).toString()
+        text = f"Saved to <a href='{folder_link}'>{path}</a> ({human_size(result.get('size_bytes'))})."
+        if bundle:
+            text = f"Bundle ready in <a href='{folder_link}'>{path}</a>. Copy the folder to another computer; its README says how to run it."
+        if compress and result.get("candidates"):
+            speedup = result.get("speedup")
+            before, after = result.get("accuracy_fp32"), result.get("accuracy_compressed")
+            kept = candidate_words(str(result.get("chosen", "")))
+            text = f"Kept <b>{kept}</b>"
+            if isinstance(speedup, (int, float)):
+                text += f": {speedup:.1f}× faster"
+            if isinstance(before, (int, float)) and isinstance(after, (int, float)):
+                text += f", accuracy {before:.0%} → {after:.0%}"
+            text += f". Saved to <a href='{folder_link}'>{path}</a>."
+            self._fill_candidates(result["candidates"])
+        self.export_result.setText(text)
+
+    def _fill_candidates(self, candidates: list[dict]) -> None:
+        self.candidates.setRowCount(len(candidates))
+        for row, candidate in enumerate(candidates):
+            latency = candidate.get("latency_ms")
+            accuracy = candidate.get("accuracy")
+            cells = [candidate_words(candidate.get("name", "")), human_size(candidate.get("size_bytes")),
+                     f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "–",
+                     f"{accuracy:.1%}" if isinstance(accuracy, (int, float)) else "–",
+                     "✓ kept" if candidate.get("kept") else ""]
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(f"{candidate.get('name', '')}: {candidate.get('reason', '')}")
+                if candidate.get("kept"):
+                    font = item.font()
+                    font.setBold(True)
+                    item.setFont(font)
+                self.candidates.setItem(row, col, item)
+        height = self.candidates.horizontalHeader().height() + sum(
+            self.candidates.rowHeight(r) for r in range(len(candidates))) + 4
+        self.candidates.setFixedHeight(height)
+        self.candidates.show()

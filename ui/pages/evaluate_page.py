@@ -1,0 +1,380 @@
+"""The Evaluate page: how good the model is, in plain words, and where it goes wrong.
+
+Shows the headline accuracy on the held-out photos, the confusion matrix, per-class precision and
+recall, and the misclassified photos as thumbnails; clicking one asks the frame to open it for
+relabeling (``relabel_requested``). The report is read and the thumbnails are made off the UI thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QIcon, QPixmap
+from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QListView, QListWidget,
+                               QListWidgetItem, QPushButton, QScrollArea, QStackedWidget, QVBoxLayout,
+                               QWidget)
+
+from modeldesk.ui.charts import BarChart, ConfusionMatrixView
+from modeldesk.ui.job_watcher import TaskGroup
+from modeldesk.ui.widgets import show_error
+
+log = logging.getLogger(__name__)
+
+THUMB = 112
+MAX_MISTAKES = 200
+
+
+def headline(accuracy: float | None, n: int | None = None) -> str:
+    """``0.97`` -> ``Right 97 times out of 100``; with few test photos, the real counts."""
+    if not isinstance(accuracy, (int, float)):
+        return "No accuracy measured yet"
+    if n and n < 100:
+        right = round(accuracy * n)
+        return f"Right {right} times out of {n}"
+    return f"Right {round(accuracy * 100)} times out of 100"
+
+
+def per_class_rows(report: dict) -> list[tuple[str, tuple[float, float]]]:
+    """``(label, (precision, recall))`` rows from the report's ``per_class`` (a dict or a list)."""
+    per_class = report.get("per_class") or {}
+    if isinstance(per_class, dict):
+        items = per_class.items()
+    else:
+        items = ((entry.get("label"), entry) for entry in per_class)
+    rows = []
+    for label, values in items:
+        rows.append((str(label), (float(values.get("precision", 0.0)), float(values.get("recall", 0.0)))))
+    return rows
+
+
+def most_confused(report: dict) -> tuple[str, str, int] | None:
+    """The (true, predicted, count) pair the model mixes up most, or None when it makes no mistake."""
+    labels, matrix = report.get("labels") or [], report.get("confusion") or []
+    best = None
+    for i, row in enumerate(matrix):
+        for j, value in enumerate(row):
+            if i != j and value and (best is None or value > best[2]):
+                best = (labels[i], labels[j], int(value))
+    return best
+
+
+def model_title(model: dict) -> str:
+    """A picker line: date, recipe and accuracy."""
+    created = model.get("created")
+    when = datetime.fromtimestamp(created).strftime("%d %b %H:%M") if isinstance(created, (int, float)) else ""
+    accuracy = (model.get("metrics") or {}).get("accuracy")
+    score = f" · right {accuracy:.0%}" if isinstance(accuracy, (int, float)) else ""
+    return f"{when} · {model.get('template', '')}{score}".strip(" ·")
+
+
+class EvaluatePage(QWidget):
+    """Evaluation of the project's models.
+
+    Signals
+    -------
+    status_changed() : nothing the sidebar tracks changes here; kept for the page contract.
+    navigate(str) : go to another page ("train").
+    relabel_requested(int) : the user clicked a misclassified photo (its sample id).
+    """
+
+    status_changed = Signal()
+    navigate = Signal(str)
+    relabel_requested = Signal(int)
+
+    def __init__(self, workspace, parent=None):
+        super().__init__(parent)
+        self.ws = workspace
+        self.project: str | None = None
+        self.models: list[dict] = []
+        self.model_id: str | None = None
+        self.report: dict | None = None
+        self.tasks = TaskGroup(self._error, self)
+        self._generation = 0
+        self._build()
+
+    # -- layout ----------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        title = QLabel("How good is the model?")
+        title.setObjectName("PageTitle")
+        self.picker = QComboBox()
+        self.picker.setMinimumWidth(280)
+        self.picker.currentIndexChanged.connect(self._picked)
+        self.picker_label = QLabel("Model")
+        self.report_button = QPushButton("Open full report")
+        self.report_button.setToolTip("The whole evaluation as a web page you can save or share.")
+        self.report_button.clicked.connect(self.open_report)
+        top = QHBoxLayout()
+        top.addWidget(title)
+        top.addStretch(1)
+        top.addWidget(self.picker_label)
+        top.addWidget(self.picker)
+        top.addWidget(self.report_button)
+
+        self.hero = QLabel()
+        self.hero.setObjectName("Hero")
+        self.hero_detail = QLabel()
+        self.hero_detail.setObjectName("Muted")
+        self.hero_detail.setWordWrap(True)
+        self.advice = QLabel()
+        self.advice.setWordWrap(True)
+        hero_card = QFrame()
+        hero_card.setObjectName("Card")
+        hero_layout = QVBoxLayout(hero_card)
+        hero_layout.setContentsMargins(16, 14, 16, 14)
+        hero_layout.addWidget(self.hero)
+        hero_layout.addWidget(self.hero_detail)
+        hero_layout.addWidget(self.advice)
+
+        self.matrix = ConfusionMatrixView()
+        self.matrix.cell_clicked.connect(self._filter_mistakes)
+        matrix_card = QFrame()
+        matrix_card.setObjectName("Card")
+        matrix_layout = QVBoxLayout(matrix_card)
+        matrix_layout.addWidget(QLabel("<b>What it answered, for each right answer</b>"))
+        hint = QLabel("Green: right. Red: mixed up. Click a square to see those photos.")
+        hint.setObjectName("Muted")
+        hint.setWordWrap(True)
+        matrix_layout.addWidget(hint)
+        matrix_layout.addWidget(self.matrix, 1)
+
+        self.bars = BarChart(("Precision", "Recall"))
+        bars_card = QFrame()
+        bars_card.setObjectName("Card")
+        bars_layout = QVBoxLayout(bars_card)
+        bars_layout.addWidget(QLabel("<b>Per class</b>"))
+        explain = QLabel("Precision: when it says this class, how often it is right.\n"
+                         "Recall: of the photos of this class, how many it finds.")
+        explain.setObjectName("Muted")
+        explain.setWordWrap(True)
+        bars_layout.addWidget(explain)
+        bars_layout.addWidget(self.bars)
+        bars_layout.addStretch(1)
+        middle = QHBoxLayout()
+        middle.setSpacing(12)
+        middle.addWidget(matrix_card, 3)
+        middle.addWidget(bars_card, 2)
+
+        self.mistakes_title = QLabel("<b>Photos it got wrong</b>")
+        self.show_all = QPushButton("Show all")
+        self.show_all.clicked.connect(lambda: self._filter_mistakes(None, None))
+        self.show_all.hide()
+        self.mistakes_hint = QLabel("Click a photo to check its label: a wrong label teaches the model wrong.")
+        self.mistakes_hint.setObjectName("Muted")
+        self.mistakes = QListWidget()
+        self.mistakes.setObjectName("Gallery")
+        self.mistakes.setViewMode(QListView.IconMode)
+        self.mistakes.setIconSize(QSize(THUMB, THUMB))
+        self.mistakes.setGridSize(QSize(THUMB + 36, THUMB + 44))
+        self.mistakes.setResizeMode(QListView.Adjust)
+        self.mistakes.setMovement(QListView.Static)
+        self.mistakes.setWordWrap(True)
+        self.mistakes.setUniformItemSizes(True)
+        self.mistakes.setMinimumHeight(THUMB + 70)
+        self.mistakes.itemClicked.connect(self._mistake_clicked)
+        mistakes_card = QFrame()
+        mistakes_card.setObjectName("Card")
+        mistakes_layout = QVBoxLayout(mistakes_card)
+        row = QHBoxLayout()
+        row.addWidget(self.mistakes_title)
+        row.addStretch(1)
+        row.addWidget(self.show_all)
+        mistakes_layout.addLayout(row)
+        mistakes_layout.addWidget(self.mistakes_hint)
+        mistakes_layout.addWidget(self.mistakes, 1)
+
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(24, 20, 24, 20)
+        layout.setSpacing(12)
+        layout.addWidget(hero_card)
+        layout.addLayout(middle, 3)
+        layout.addWidget(mistakes_card, 2)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(content)
+
+        self.empty = QWidget()
+        empty_layout = QVBoxLayout(self.empty)
+        empty_layout.addStretch(1)
+        self.empty_text = QLabel("No model yet.\nTrain one and its evaluation appears here.")
+        self.empty_text.setAlignment(Qt.AlignCenter)
+        self.empty_text.setObjectName("Muted")
+        self.empty_button = QPushButton("Go to training")
+        self.empty_button.setObjectName("Primary")
+        self.empty_button.clicked.connect(lambda: self.navigate.emit("train"))
+        empty_layout.addWidget(self.empty_text)
+        empty_layout.addWidget(self.empty_button, 0, Qt.AlignCenter)
+        empty_layout.addStretch(2)
+
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty)
+        self.stack.addWidget(scroll)
+        outer = QVBoxLayout(self)
+        header = QWidget()
+        header_layout = QVBoxLayout(header)
+        header_layout.setContentsMargins(24, 20, 24, 0)
+        header_layout.addLayout(top)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(header)
+        outer.addWidget(self.stack, 1)
+        self._set_empty(True)
+
+    def _error(self, title: str, message: str, details: str | None = None) -> None:
+        show_error(self, title, message, details, self.ws.paths.log)
+
+    def _set_empty(self, empty: bool) -> None:
+        self.stack.setCurrentIndex(0 if empty else 1)
+        self.report_button.setVisible(not empty)
+        several = len(self.models) > 1
+        self.picker.setVisible(several)
+        self.picker_label.setVisible(several)
+
+    # -- project and models -----------------------------------------------------------------------
+
+    def set_project(self, name: str | None) -> None:
+        """Show the newest model of project ``name`` (None: nothing)."""
+        self.project = name
+        self.model_id = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the project's models; keep the picked one if it still exists, else the newest."""
+        self.models = list(reversed(self.ws.list_models(self.project))) if self.project else []
+        keep = self.model_id if any(m["id"] == self.model_id for m in self.models) else None
+        self.picker.blockSignals(True)
+        self.picker.clear()
+        for model in self.models:
+            self.picker.addItem(model_title(model), model["id"])
+        self.picker.blockSignals(False)
+        if not self.models:
+            self.model_id = None
+            self.report = None
+            self._set_empty(True)
+            return
+        self._set_empty(False)
+        target = keep or self.models[0]["id"]
+        self.picker.setCurrentIndex(self.picker.findData(target))
+        if target != self.model_id or self.report is None:
+            self.show_model(target)
+
+    def _picked(self, index: int) -> None:
+        model_id = self.picker.itemData(index)
+        if model_id and model_id != self.model_id:
+            self.show_model(model_id)
+
+    def show_model(self, model_id: str) -> None:
+        """Load and show the evaluation of ``model_id`` (read off the UI thread)."""
+        self.model_id = model_id
+        self._generation += 1
+        generation = self._generation
+        self.hero.setText("Reading the evaluation…")
+        self.hero_detail.setText("")
+        self.advice.setText("")
+
+        def done(report):
+            if generation == self._generation:
+                self._show_report(report)
+
+        self.tasks.run(lambda state: self.ws.model_report(model_id), done, title="Could not read the evaluation")
+
+    def _show_report(self, report: dict) -> None:
+        self.report = report
+        n = report.get("n") or sum(sum(row) for row in report.get("confusion") or [])
+        self.hero.setText(headline(report.get("accuracy"), n or None))
+        self.hero_detail.setText(f"on {n} photos it never saw during training." if n else
+                                 "on photos it never saw during training.")
+        confused = most_confused(report)
+        if confused:
+            true, predicted, count = confused
+            times = "once" if count == 1 else f"{count} times"
+            self.advice.setText(f"It mixes up <b>{true}</b> and <b>{predicted}</b> most often ({times}). "
+                                f"More varied photos of both would help.")
+        else:
+            self.advice.setText("It made no mistake on the test photos.")
+        labels = report.get("labels") or []
+        if labels and report.get("confusion"):
+            self.matrix.set_data(labels, report["confusion"])
+        self.bars.set_rows(per_class_rows(report))
+        self._filter_mistakes(None, None)
+
+    # -- mistakes ---------------------------------------------------------------------------------
+
+    def _filter_mistakes(self, true: str | None, predicted: str | None) -> None:
+        mistakes = [m for m in (self.report or {}).get("mistakes") or []
+                    if (true is None or m.get("true") == true) and (predicted is None or m.get("predicted") == predicted)]
+        if true is not None and true == predicted:
+            self.mistakes_title.setText(f"<b>'{true}' photos it got right</b> are not listed; "
+                                        "pick a red square")
+        elif true is not None:
+            self.mistakes_title.setText(f"<b>'{true}' photos it took for '{predicted}'</b> ({len(mistakes)})")
+        else:
+            total = len((self.report or {}).get("mistakes") or [])
+            self.mistakes_title.setText(f"<b>Photos it got wrong</b> ({total})")
+        self.show_all.setVisible(true is not None)
+        self.mistakes.clear()
+        items = {}
+        for mistake in mistakes[:MAX_MISTAKES]:
+            sample_id = mistake.get("sample_id")
+            score = mistake.get("score")
+            text = f"{mistake.get('true')} → {mistake.get('predicted')}"
+            item = QListWidgetItem(text)
+            item.setData(Qt.UserRole, sample_id)
+            tip = f"Labeled '{mistake.get('true')}', the model said '{mistake.get('predicted')}'"
+            if isinstance(score, (int, float)):
+                tip += f" ({score:.0%} sure)"
+            item.setToolTip(tip + ("\nClick to check its label." if sample_id is not None else ""))
+            item.setSizeHint(QSize(THUMB + 30, THUMB + 40))
+            self.mistakes.addItem(item)
+            if sample_id is not None:
+                items[int(sample_id)] = item
+        self.mistakes_hint.setVisible(bool(mistakes))
+        if items:
+            self._load_thumbnails(items)
+
+    def _load_thumbnails(self, items: dict) -> None:
+        generation = self._generation
+        store = self.ws.store
+
+        def make(state):
+            paths = {}
+            for done, sample_id in enumerate(items):
+                if state.is_interruption_requested():
+                    break
+                try:
+                    paths[sample_id] = str(store.thumbnail(sample_id, THUMB))
+                except (KeyError, ValueError, OSError) as exc:
+                    log.warning("no thumbnail for sample %s: %s", sample_id, exc)
+            return paths
+
+        def done(paths):
+            if generation != self._generation:
+                return
+            for sample_id, path in paths.items():
+                item = items.get(sample_id)
+                if item is not None and self.mistakes.row(item) >= 0:
+                    item.setIcon(QIcon(QPixmap(path)))
+
+        self.tasks.run(make, done, on_failed=lambda message, details: log.warning("thumbnails: %s", message))
+
+    def _mistake_clicked(self, item: QListWidgetItem) -> None:
+        sample_id = item.data(Qt.UserRole)
+        if sample_id is not None:
+            self.relabel_requested.emit(int(sample_id))
+
+    # -- report -----------------------------------------------------------------------------------
+
+    def open_report(self) -> None:
+        """Open the self-contained HTML report in the browser."""
+        if self.model_id is None:
+            return
+        model_id = self.model_id
+
+        def done(path):
+            if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+                self._error("Could not open the report", f"No program opened {path}. Open the file yourself.")
+
+        self.tasks.run(lambda state: self.ws.report_html(model_id), done, title="Could not open the report")
