@@ -1,0 +1,298 @@
+"""Feature extraction: backbone outputs pooled into one vector per image and view, cached on disk.
+
+The pooling is built as ONNX nodes appended to the backbone graph, and the exported model reuses the
+very same nodes, so the features a head is trained on are exactly the ones the exported graph computes.
+Decoding runs in a thread pool a few batches ahead of inference (ONNX Runtime releases the GIL).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from modeldesk.deploy.preprocess import ImageDecodeError, preprocess_image
+from modeldesk.deploy.runtime import create_session
+from modeldesk.trainers.backbones import Backbone
+from modeldesk.trainers.feature_cache import FeatureCache
+
+log = logging.getLogger(__name__)
+
+FEATURES_OUTPUT = "features"
+VIEWS = ("identity", "hflip")
+_STRIDES = {"stride8": 8, "stride16": 16, "stride32": 32}
+
+
+class Cancelled(RuntimeError):
+    """The caller asked to stop (``should_stop()`` returned True)."""
+
+
+@dataclass(frozen=True)
+class Pool:
+    """How one backbone output becomes part of the feature vector.
+
+    ``output`` is a backbone output; for a feature map, ``grid`` g averages it over a g x g grid of
+    (possibly overlapping) cells, like adaptive average pooling, giving channels * g * g values;
+    ``mode="max"`` takes the global maximum per channel instead. A vector output is used as is.
+    """
+
+    output: str
+    grid: int = 1
+    mode: str = "avg"
+
+    def __post_init__(self):
+        if self.mode not in ("avg", "max"):
+            raise ValueError(f"pool mode must be 'avg' or 'max', not {self.mode!r}")
+        if self.grid < 1:
+            raise ValueError("pool grid must be at least 1")
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """A named feature vector made of pooled backbone outputs; ``name`` is part of the cache key."""
+
+    name: str
+    parts: tuple[Pool, ...]
+
+    def dim(self, backbone: Backbone) -> int:
+        """Length of the feature vector."""
+        total = 0
+        for part in self.parts:
+            channels = backbone.outputs[part.output]
+            total += channels * (part.grid ** 2 if part.output in _STRIDES and part.mode == "avg" else 1)
+        return total
+
+
+EMBEDDING = FeatureSpec("embedding", (Pool("embedding"),))
+
+
+def grid_pool_matrix(height: int, width: int, grid: int) -> np.ndarray:
+    """(height*width, grid*grid) matrix averaging a map over a grid of adaptive-pooling cells."""
+    def bins(length):
+        return [(math.floor(i * length / grid), math.ceil((i + 1) * length / grid)) for i in range(grid)]
+
+    matrix = np.zeros((height, width, grid, grid), np.float64)
+    for gy, (y0, y1) in enumerate(bins(height)):
+        for gx, (x0, x1) in enumerate(bins(width)):
+            matrix[y0:y1, x0:x1, gy, gx] = 1.0 / ((y1 - y0) * (x1 - x0))
+    return matrix.reshape(height * width, grid * grid).astype(np.float32)
+
+
+def view_nodes(view: str, source: str, prefix: str) -> tuple[list, list, str]:
+    """Nodes turning image tensor ``source`` into ``view`` of it; returns (nodes, initializers, name)."""
+    if view == "identity":
+        return [], [], source
+    if view == "hflip":
+        inits = [numpy_helper.from_array(np.array(v, np.int64), f"{prefix}{n}")
+                 for n, v in (("starts", [-1]), ("ends", [-(2 ** 62)]), ("axes", [3]), ("steps", [-1]))]
+        out = f"{prefix}flipped"
+        node = helper.make_node("Slice", [source] + [i.name for i in inits], [out], name=f"{prefix}flip")
+        return [node], inits, out
+    raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
+
+
+def apply_view(batch: np.ndarray, view: str) -> np.ndarray:
+    """The numpy twin of ``view_nodes`` for an (N, 3, H, W) batch."""
+    if view == "identity":
+        return batch
+    if view == "hflip":
+        return np.ascontiguousarray(batch[..., ::-1])
+    raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
+
+
+def feature_nodes(spec: FeatureSpec, backbone: Backbone, prefix: str = "feat/") -> tuple[list, list]:
+    """Nodes and initializers computing output ``features`` from the backbone's outputs."""
+    nodes, inits, pieces = [], [], []
+    size = backbone.spec.size
+    for index, part in enumerate(spec.parts):
+        p = f"{prefix}{index}/"
+        if part.output not in backbone.outputs:
+            raise ValueError(f"backbone {backbone.name} has no output {part.output!r}")
+        if part.output not in _STRIDES:
+            pieces.append(part.output)
+            continue
+        side = -(-size // _STRIDES[part.output])
+        if part.mode == "max":
+            nodes.append(helper.make_node("GlobalMaxPool", [part.output], [p + "max"], name=p + "max"))
+            nodes.append(helper.make_node("Flatten", [p + "max"], [p + "out"], name=p + "flatten", axis=1))
+        else:
+            inits.append(numpy_helper.from_array(np.array([0, 0, side * side], np.int64), p + "shape"))
+            inits.append(numpy_helper.from_array(grid_pool_matrix(side, side, part.grid), p + "pool"))
+            nodes.append(helper.make_node("Reshape", [part.output, p + "shape"], [p + "flat"], name=p + "reshape"))
+            nodes.append(helper.make_node("MatMul", [p + "flat", p + "pool"], [p + "grid"], name=p + "grid"))
+            nodes.append(helper.make_node("Flatten", [p + "grid"], [p + "out"], name=p + "flatten", axis=1))
+        pieces.append(p + "out")
+    if len(pieces) == 1:
+        nodes.append(helper.make_node("Identity", pieces, [FEATURES_OUTPUT], name=prefix + "out"))
+    else:
+        nodes.append(helper.make_node("Concat", pieces, [FEATURES_OUTPUT], name=prefix + "concat", axis=1))
+    return nodes, inits
+
+
+def feature_model(backbone: Backbone, spec: FeatureSpec, graph_dir) -> onnx.ModelProto:
+    """The backbone graph with ``features`` (N, spec.dim) as its only output."""
+    model = backbone.load_onnx(graph_dir)
+    nodes, inits = feature_nodes(spec, backbone)
+    graph = model.graph
+    graph.node.extend(nodes)
+    graph.initializer.extend(inits)
+    del graph.output[:]
+    graph.output.append(helper.make_tensor_value_info(
+        FEATURES_OUTPUT, onnx.TensorProto.FLOAT, ["N", spec.dim(backbone)]))
+    return model
+
+
+@dataclass
+class ExtractionResult:
+    """Features of every item that decoded, in input order, and the items that did not."""
+
+    keys: list[str]
+    features: np.ndarray
+    skipped: list[dict] = field(default_factory=list)
+    computed: int = 0
+
+
+class FeatureExtractor:
+    """Computes missing feature vectors for (key, path) items and stores them in a FeatureCache.
+
+    ``process_chunk(share, chunk)`` is the per-device unit of work that a scheduler can call with a
+    share of the devices (an object or dict with ``device`` and ``threads``) and a list of items.
+    """
+
+    def __init__(self, backbone: Backbone, cache: FeatureCache, *, features: FeatureSpec = EMBEDDING,
+                 view: str = "identity", graph_dir=None, batch_size: int = 32, decode_threads: int = 2,
+                 progress: Callable[[int], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None):
+        if view not in VIEWS:
+            raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
+        self.backbone = backbone
+        self.cache = cache
+        self.features = features
+        self.view = view
+        self.graph_dir = Path(graph_dir) if graph_dir is not None else cache.root / "graphs"
+        self.batch_size = batch_size
+        self.decode_threads = decode_threads
+        self.progress = progress
+        self.should_stop = should_stop
+        self._model_bytes: bytes | None = None
+
+    @property
+    def namespace(self) -> tuple[str, str, str]:
+        return (self.backbone.key, self.features.name, self.view)
+
+    def model_bytes(self) -> bytes:
+        """The serialized feature graph (built once per extractor)."""
+        if self._model_bytes is None:
+            self._model_bytes = feature_model(self.backbone, self.features, self.graph_dir).SerializeToString()
+        return self._model_bytes
+
+    def _decode(self, item):
+        key, path = item
+        try:
+            return key, path, preprocess_image(path, self.backbone.spec), None
+        except ImageDecodeError as exc:
+            return key, path, None, str(exc)
+        except OSError as exc:
+            return key, path, None, f"{path}: cannot read file ({exc.strerror or exc})"
+
+    def process_chunk(self, share, chunk: Sequence[tuple[str, str]]) -> list[dict]:
+        """Compute and cache features for ``chunk`` on ``share``'s device; returns skipped items."""
+        get = share.get if isinstance(share, dict) else lambda name, default=None: getattr(share, name, default)
+        session = create_session(self.model_bytes(), device=get("device", "auto") or "auto",
+                                 threads=get("threads", None))
+        input_name = session.get_inputs()[0].name
+        batches = [list(chunk[i:i + self.batch_size]) for i in range(0, len(chunk), self.batch_size)]
+        skipped: list[dict] = []
+        with ThreadPoolExecutor(max_workers=max(1, self.decode_threads), thread_name_prefix="decode") as pool:
+            pending: deque = deque()
+            ahead = 2
+            for batch in batches[:ahead]:
+                pending.append([pool.submit(self._decode, item) for item in batch])
+            next_batch = ahead
+            while pending:
+                if self.should_stop is not None and self.should_stop():
+                    for futures in pending:
+                        for future in futures:
+                            future.cancel()
+                    raise Cancelled("feature extraction was stopped")
+                decoded = [f.result() for f in pending.popleft()]
+                if next_batch < len(batches):
+                    pending.append([pool.submit(self._decode, item) for item in batches[next_batch]])
+                    next_batch += 1
+                good = [(key, tensor) for key, _, tensor, _ in decoded if tensor is not None]
+                for key, path, tensor, reason in decoded:
+                    if tensor is None:
+                        log.warning("skipping %s", reason)
+                        skipped.append({"file": str(path), "reason": reason})
+                if good:
+                    batch = apply_view(np.stack([t for _, t in good]), self.view)
+                    vectors = session.run([FEATURES_OUTPUT], {input_name: batch})[0]
+                    for (key, _), vector in zip(good, vectors):
+                        self.cache.put(self.namespace, key, vector)
+                if self.progress is not None:
+                    self.progress(len(decoded))
+        return skipped
+
+
+def extract_features(backbone: Backbone, items, cache: FeatureCache, *, view: str = "identity",
+                     features: FeatureSpec = EMBEDDING, device: str = "auto", threads: int | None = None,
+                     batch_size: int = 32, graph_dir=None, progress=None, should_stop=None) -> ExtractionResult:
+    """Features for (key, path) items, computing only those not already in ``cache``.
+
+    Parameters
+    ----------
+    backbone : the frozen network (``get_backbone(...)``).
+    items : iterable of (key, path); key is the media content hash.
+    cache : where vectors are stored, per (key, backbone, features, view).
+    view : ``"identity"`` or ``"hflip"`` (mirrored image).
+    features : which pooled outputs make the vector.
+    device, threads : passed to ``deploy.runtime.create_session``.
+    progress : ``progress(done, total)`` after each batch (done counts cached items too).
+    should_stop : polled between batches; when it returns True, ``Cancelled`` is raised and every
+        finished vector stays cached.
+
+    Returns
+    -------
+    ExtractionResult with the keys that have features (input order), an (n, d) array, and
+    ``skipped``: [{file, reason}] for items that could not be decoded.
+    """
+    items = [(str(key), str(path)) for key, path in items]
+    namespace = (backbone.key, features.name, view)
+    todo_keys = set(cache.missing(namespace, [key for key, _ in items]))
+    todo, seen = [], set()
+    for key, path in items:
+        if key in todo_keys and key not in seen:
+            seen.add(key)
+            todo.append((key, path))
+    total, done = len(items), len(items) - len(todo)
+    if progress is not None:
+        progress(done, total)
+
+    def advance(count):
+        nonlocal done
+        done += count
+        if progress is not None:
+            progress(min(done, total), total)
+
+    started = time.perf_counter()
+    skipped: list[dict] = []
+    if todo:
+        extractor = FeatureExtractor(backbone, cache, features=features, view=view, graph_dir=graph_dir,
+                                     batch_size=batch_size, progress=advance, should_stop=should_stop)
+        skipped = extractor.process_chunk({"device": device, "threads": threads}, todo)
+        log.info("extracted %d %s/%s feature vectors in %.1f s", len(todo), features.name, view,
+                 time.perf_counter() - started)
+    bad = {entry["file"] for entry in skipped}
+    have = cache.cached_keys(namespace)
+    keys = [key for key, path in items if key in have and path not in bad]
+    vectors = cache.get_many(namespace, keys) if keys else np.zeros((0, features.dim(backbone)), np.float32)
+    return ExtractionResult(keys=keys, features=vectors, skipped=skipped, computed=len(todo) - len(skipped))

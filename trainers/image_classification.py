@@ -1,0 +1,383 @@
+"""The image-classification trainer: features from a frozen backbone, a small head, one ONNX model.
+
+``train_image_classifier`` extracts (cached) features, searches the template's hyperparameters by
+cross-validation on the training split within the time budget, trains the head with early stopping
+on the validation split, evaluates on the test split and writes the artifact: ``model.onnx`` (the
+backbone, the feature pooling, the head and any test-time views in one graph) and ``model.json``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import helper, numpy_helper
+
+from modeldesk.deploy.artifact import new_model_id, save_artifact
+from modeldesk.deploy.runtime import create_session
+from modeldesk.trainers import heads
+from modeldesk.trainers.backbones import Backbone, get_backbone
+from modeldesk.trainers.data import LabeledImage
+from modeldesk.trainers.feature_cache import FeatureCache
+from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, extract_features, feature_model,
+                                         view_nodes)
+from modeldesk.trainers.templates import Template, get_template
+
+log = logging.getLogger(__name__)
+
+OUTPUT_NAME = "probabilities"
+# Seconds per image and view for feature extraction on a CPU, used before anything was measured.
+DEFAULT_SECONDS_PER_IMAGE = 0.006
+PARITY_TOLERANCE = 1e-4
+
+Progress = Callable[[str, float, "float | None", "dict | None"], None]
+
+
+@dataclass
+class TrainResult:
+    """What a training run produced."""
+
+    artifact_dir: Path
+    metrics: dict
+    warnings: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    plan: dict = field(default_factory=dict)
+
+
+def _make_head(template: Template, params: dict):
+    merged = {**template.head_params, **params}
+    if template.head == "logistic":
+        return heads.LogisticRegressionHead(**merged)
+    if template.head == "mlp":
+        return heads.MLPHead(**merged)
+    raise ValueError(f"template {template.name}: unknown head {template.head!r}")
+
+
+def check_samples(samples: Sequence[LabeledImage]) -> tuple[list[LabeledImage], list[str], list[str]]:
+    """Validate training input; returns (labeled samples, sorted labels, warnings).
+
+    Raises ValueError with a plain sentence when there is nothing to train on, a single class, or a
+    class with only one image. A class with no image in the training split gets its held-out
+    images moved into training, with a warning.
+    """
+    labeled = [s for s in samples if s.label is not None and str(s.label) != ""]
+    if not samples:
+        raise ValueError("no images to train on")
+    if not labeled:
+        raise ValueError(f"none of the {len(samples)} images has a label: label some images first")
+    counts = Counter(s.label for s in labeled)
+    if len(counts) < 2:
+        (only,) = counts
+        raise ValueError(f"all labeled images are in one class ({only!r}): a model needs at least two classes")
+    lonely = sorted(label for label, n in counts.items() if n < 2)
+    if lonely:
+        names = ", ".join(repr(label) for label in lonely)
+        raise ValueError(f"class {names} has only one image: add at least one more image per class "
+                         "(better: ten or more)")
+    warnings = []
+    train_labels = {s.label for s in labeled if s.split == "train"}
+    moved = sorted(set(counts) - train_labels)
+    if moved:
+        warnings.append(f"class {', '.join(map(repr, moved))} had no training images; its held-out "
+                        "images were used for training, so its metrics are optimistic")
+        labeled = [LabeledImage(s.key, s.path, s.label, "train") if s.label in moved else s for s in labeled]
+    few = sorted(label for label, n in counts.items() if 2 <= n < 5)
+    if few:
+        warnings.append(f"class {', '.join(map(repr, few))} has fewer than 5 images; expect unreliable "
+                        "predictions for it")
+    return labeled, sorted(counts), warnings
+
+
+def _basic_metrics(y_true: np.ndarray, proba: np.ndarray, labels: list[str]) -> dict:
+    """Accuracy, macro F1, per-class precision/recall/F1 and the confusion matrix."""
+    try:
+        from modeldesk.trainers.metrics import classification_report
+    except ImportError:
+        classification_report = None
+    if classification_report is not None:
+        return classification_report(list(map(int, y_true)), np.asarray(proba).tolist(), labels)
+    pred = proba.argmax(axis=1)
+    k = len(labels)
+    confusion = np.zeros((k, k), int)
+    np.add.at(confusion, (y_true, pred), 1)
+    per_class, f1s = {}, []
+    for i, label in enumerate(labels):
+        tp = confusion[i, i]
+        precision = tp / confusion[:, i].sum() if confusion[:, i].sum() else 0.0
+        recall = tp / confusion[i].sum() if confusion[i].sum() else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        per_class[label] = {"precision": float(precision), "recall": float(recall), "f1": float(f1),
+                            "support": int(confusion[i].sum())}
+        if confusion[i].sum():
+            f1s.append(f1)
+    return {"accuracy": float((pred == y_true).mean()) if len(y_true) else 0.0,
+            "macro_f1": float(np.mean(f1s)) if f1s else 0.0, "per_class": per_class,
+            "confusion": confusion.tolist(), "labels": list(labels), "n": int(len(y_true))}
+
+
+class _Features:
+    """Cached features of the usable samples for each view, row-aligned with ``samples``."""
+
+    def __init__(self, samples, by_view: dict):
+        self.samples = samples
+        self.by_view = by_view
+
+    def rows(self, indices, views):
+        """(stacked features over views, view count) for sample ``indices``."""
+        return np.concatenate([self.by_view[v][indices] for v in views]), len(views)
+
+
+def _predict_views(head, feats: _Features, indices, views) -> np.ndarray:
+    return np.mean([head.predict_proba(feats.by_view[v][indices]) for v in views], axis=0)
+
+
+def _cross_validate(template, params, views, feats, y, train_idx, folds) -> float:
+    scores = []
+    for fit_part, score_part in heads.stratified_folds(y[train_idx], folds, random_state=0):
+        fit_idx, score_idx = train_idx[fit_part], train_idx[score_part]
+        X, n_views = feats.rows(fit_idx, views)
+        head = _make_head(template, params).fit(X, np.tile(y[fit_idx], n_views))
+        proba = _predict_views(head, feats, score_idx, views)
+        scores.append(float((head.classes_[proba.argmax(1)] == y[score_idx]).mean()))
+    return float(np.mean(scores))
+
+
+def _search(template, feats, y, train_idx, deadline, report) -> tuple[dict, tuple, list]:
+    """Best (head params, views) by cross-validation, stopping at ``deadline``; also the trials."""
+    space = {k: v for k, v in template.search_space.items() if k != "views"}
+    grid = [dict(zip(space, values)) for values in itertools.product(*space.values())] or [{}]
+    candidates = [(params, views) for views in template.candidate_views() for params in grid]
+    counts = np.bincount(np.unique(y[train_idx], return_inverse=True)[1])
+    folds = min(template.cv_folds, int(counts.min()))
+    if len(candidates) == 1 or folds < 2:
+        return candidates[0][0], candidates[0][1], []
+    trials = []
+    for number, (params, views) in enumerate(candidates):
+        if trials and time.monotonic() > deadline:
+            log.info("time budget reached after %d of %d hyperparameter trials", len(trials), len(candidates))
+            break
+        score = _cross_validate(template, params, views, feats, y, train_idx, folds)
+        trials.append({"params": dict(params), "views": list(views), "cv_accuracy": score})
+        report((number + 1) / len(candidates), {"cv_accuracy": max(t["cv_accuracy"] for t in trials)})
+    best = max(trials, key=lambda t: t["cv_accuracy"])  # first best wins ties: the cheaper default
+    return best["params"], tuple(best["views"]), trials
+
+
+def build_classifier_graph(backbone: Backbone, template: Template, head, views: Sequence[str],
+                           graph_dir) -> onnx.ModelProto:
+    """One graph: ``image`` (N, 3, S, S) -> views -> backbone -> pooling -> head -> ``probabilities``."""
+    model = feature_model(backbone, template.features, graph_dir)
+    graph = model.graph
+    source = backbone.input_name
+    batch_name = "views/batch"
+    nodes, inits, pieces = [], [], []
+    for view in views:
+        v_nodes, v_inits, out = view_nodes(view, source, f"views/{view}/")
+        nodes += v_nodes
+        inits += v_inits
+        pieces.append(out)
+    if len(views) > 1:
+        nodes.append(helper.make_node("Concat", pieces, [batch_name], name="views/concat", axis=0))
+    else:
+        batch_name = pieces[0]
+    if batch_name != source:
+        for node in graph.node:
+            node.input[:] = [batch_name if name == source else name for name in node.input]
+    head_out = OUTPUT_NAME if len(views) == 1 else "head/probabilities"
+    h_nodes, h_inits = head.to_onnx(FEATURES_OUTPUT, head_out, prefix="head/")
+    tail = []
+    if len(views) > 1:
+        inits.append(numpy_helper.from_array(np.array([len(views), -1, len(head.classes_)], np.int64),
+                                             "views/shape"))
+        tail.append(helper.make_node("Reshape", [head_out, "views/shape"], ["views/stacked"], name="views/reshape"))
+        tail.append(helper.make_node("ReduceMean", ["views/stacked"], [OUTPUT_NAME], name="views/mean",
+                                     axes=[0], keepdims=0))
+    all_nodes = nodes + list(graph.node) + h_nodes + tail
+    del graph.node[:]
+    graph.node.extend(all_nodes)
+    graph.initializer.extend(inits + h_inits)
+    del graph.output[:]
+    graph.output.append(helper.make_tensor_value_info(OUTPUT_NAME, onnx.TensorProto.FLOAT,
+                                                      ["N", len(head.classes_)]))
+    graph.name = "modeldesk_image_classifier"
+    onnx.checker.check_model(model)
+    return model
+
+
+def _check_parity(model: onnx.ModelProto, backbone: Backbone, head, feats: _Features, indices,
+                  views) -> float:
+    """Max abs difference between the exported graph and head(features) on a few samples."""
+    from modeldesk.deploy.preprocess import preprocess_batch
+
+    indices = np.asarray(indices[:4])
+    if not len(indices):
+        return 0.0
+    session = create_session(model.SerializeToString(), device="cpu")
+    batch = preprocess_batch([feats.samples[i].path for i in indices], backbone.spec)
+    exported = session.run([OUTPUT_NAME], {backbone.input_name: batch})[0]
+    expected = _predict_views(head, feats, indices, views)
+    return float(np.abs(exported - expected).max())
+
+
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        modeldesk_version = version("modeldesk")
+    except PackageNotFoundError:
+        modeldesk_version = "unknown"
+    return {"modeldesk": modeldesk_version, "onnxruntime": onnxruntime.__version__,
+            "onnx": onnx.__version__, "numpy": np.__version__}
+
+
+def estimate_training(samples, template, cache_dir, *, device: str = "auto") -> dict:
+    """A rough ETA before training: uncached feature vectors times a per-image cost, plus the head."""
+    template = get_template(template)
+    backbone = get_backbone(template.backbone)
+    cache = FeatureCache(cache_dir)
+    labeled = [s for s in samples if s.label is not None]
+    missing = sum(len(cache.missing((backbone.key, template.features.name, view), [s.key for s in labeled]))
+                  for view in template.all_views())
+    seconds_per_image = DEFAULT_SECONDS_PER_IMAGE if device in ("auto", "cpu") else DEFAULT_SECONDS_PER_IMAGE / 4
+    head_s = min(template.time_budget_s, 2.0 + 0.002 * len(labeled) * (len(template.search_space) + 1))
+    eta = missing * seconds_per_image + head_s
+    return {"eta_s": round(eta, 1), "plan": {"devices": [{"name": device}], "eta_s": round(eta, 1),
+                                            "features_to_compute": missing}}
+
+
+def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, cache_dir, *,
+                           time_budget: float | None = None, device: str = "auto",
+                           threads: int | None = None, progress: Progress | None = None,
+                           should_stop: Callable[[], bool] | None = None,
+                           model_id: str | None = None) -> TrainResult:
+    """Train an image classifier and write its artifact to ``out_dir``.
+
+    Parameters
+    ----------
+    samples : LabeledImage items; unlabeled ones are ignored.
+    template : a Template or its name (``"image-classification/accurate"``).
+    out_dir : artifact folder to write (replaced atomically).
+    cache_dir : the workspace feature cache folder (backbone graphs are cached there too).
+    time_budget : seconds for the whole run (default: the template's); the hyperparameter search
+        stops early when it runs out.
+    device, threads : where features are computed (see ``deploy.runtime.create_session``).
+    progress : ``progress(stage, fraction, eta_s, metrics)``.
+    should_stop : polled regularly; when True, ``Cancelled`` is raised (finished features stay cached).
+    model_id : id written to the model card (default: a new one).
+
+    Returns
+    -------
+    TrainResult with ``artifact_dir``, ``metrics`` (on the test split, else the validation split),
+    ``warnings`` and ``skipped`` ([{file, reason}] for images that could not be decoded).
+    """
+    started = time.monotonic()
+    template = get_template(template)
+    budget = float(time_budget or template.time_budget_s)
+    backbone = get_backbone(template.backbone)
+    labeled, labels, warnings = check_samples(samples)
+    cache = FeatureCache(cache_dir)
+
+    def report(stage, fraction, metrics=None):
+        if should_stop is not None and should_stop():
+            raise Cancelled("training was stopped")
+        if progress is not None:
+            elapsed = time.monotonic() - started
+            eta = elapsed * (1 - fraction) / fraction if fraction > 0.02 else None
+            progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
+
+    # 1. features for every view any candidate needs (0 .. 0.7 of the progress bar)
+    views_needed = template.all_views()
+    skipped: list[dict] = []
+    by_view = {}
+    items = [(s.key, s.path) for s in labeled]
+    for v_index, view in enumerate(views_needed):
+        def on_progress(done, total, v_index=v_index, view=view):
+            report(f"Extracting features ({view})" if view != "identity" else "Extracting features",
+                   0.7 * (v_index + done / max(total, 1)) / len(views_needed))
+
+        result = extract_features(backbone, items, cache, view=view, features=template.features,
+                                  device=device, threads=threads, progress=on_progress,
+                                  should_stop=should_stop)
+        if v_index == 0:
+            skipped = result.skipped
+            good = set(result.keys)
+            labeled = [s for s in labeled if s.key in good and s.path not in {e["file"] for e in skipped}]
+        index = {key: row for row, key in enumerate(result.keys)}
+        by_view[view] = result.features[[index[s.key] for s in labeled]] if labeled else result.features[:0]
+    if skipped:
+        warnings.append(f"{len(skipped)} image(s) could not be read and were left out")
+        labeled, labels, more = check_samples(labeled)
+        warnings += [w for w in more if w not in warnings]
+    feats = _Features(labeled, by_view)
+    label_index = {label: i for i, label in enumerate(labels)}
+    y = np.array([label_index[s.label] for s in labeled])
+    split = np.array([s.split for s in labeled])
+    train_idx, val_idx, test_idx = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
+
+    # 2. hyperparameter search by cross-validation on the training split (0.7 .. 0.9)
+    deadline = started + 0.8 * budget
+    params, views, trials = _search(template, feats, y, train_idx, deadline,
+                                    lambda f, m: report("Tuning", 0.7 + 0.2 * f, m))
+
+    # 3. final head, early stopping on the validation split (0.9 .. 0.95)
+    report("Training", 0.9)
+    X, n_views = feats.rows(train_idx, views)
+    head = _make_head(template, params)
+    if len(val_idx) and len(np.unique(y[val_idx])) > 1:
+        Xv, nv = feats.rows(val_idx, views)
+        head.fit(X, np.tile(y[train_idx], n_views), Xv, np.tile(y[val_idx], nv))
+    else:
+        head.fit(X, np.tile(y[train_idx], n_views))
+
+    # 4. evaluation on the test split, else the validation split (0.95)
+    report("Evaluating", 0.95)
+    eval_idx, eval_split = (test_idx, "test") if len(test_idx) else (val_idx, "val")
+    if len(eval_idx):
+        metrics = _basic_metrics(y[eval_idx], _predict_views(head, feats, eval_idx, views), labels)
+    else:
+        warnings.append("no validation or test images: the metrics are measured on the training images")
+        eval_idx, eval_split = train_idx, "train"
+        metrics = _basic_metrics(y[train_idx], _predict_views(head, feats, train_idx, views), labels)
+    metrics["split"] = eval_split
+    if trials:
+        metrics["search"] = {"trials": trials, "best": {"params": params, "views": list(views)}}
+
+    # 5. one graph, checked against the training path, written as an artifact
+    report("Exporting", 0.97)
+    model = build_classifier_graph(backbone, template, head, views, cache.root / "graphs")
+    parity = _check_parity(model, backbone, head, feats, eval_idx, views)
+    metrics["export_max_abs_diff"] = parity
+    if parity > PARITY_TOLERANCE:
+        raise RuntimeError(f"exported graph disagrees with the training path by {parity:.2e}")
+    card = {
+        "id": model_id or new_model_id(),
+        "task": "image-classification",
+        "labels": labels,
+        "preprocessing": backbone.spec.to_dict(),
+        "template": template.name,
+        "backbone": backbone.key,
+        "features": template.features.name,
+        "views": list(views),
+        "head": {"kind": template.head, "params": {**template.head_params, **params}},
+        "metrics": metrics,
+        "versions": _versions(),
+        "input_name": backbone.input_name,
+        "output_name": OUTPUT_NAME,
+        "warnings": warnings,
+        "training": {"samples": {name: int(len(idx)) for name, idx in
+                                 (("train", train_idx), ("val", val_idx), ("test", test_idx))},
+                     "seconds": round(time.monotonic() - started, 2), "skipped": skipped},
+    }
+    artifact_dir = save_artifact(out_dir, model, card)
+    elapsed = time.monotonic() - started
+    report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1") if k in metrics})
+    return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=skipped,
+                       plan={"devices": [{"name": device}], "actual_s": round(elapsed, 2)})
