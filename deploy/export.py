@@ -15,7 +15,8 @@ def _size(path: Path) -> int:
 
 
 def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = False, calibration=None,
-                    validation=None, zip_bundle: bool | None = None, progress=None) -> dict:
+                    validation=None, zip_bundle: bool | None = None, candidates=None,
+                    progress=None) -> dict:
     """Export ``artifact`` to ``out`` and describe the result.
 
     Parameters
@@ -30,6 +31,8 @@ def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = Fal
         Write a deploy bundle that runs without ModelDesk.
     zip_bundle : bool, optional
         Write the bundle as one zip (default: when ``out`` ends with ``.zip``).
+    candidates, progress
+        Passed to :func:`compress_artifact` (restrict the search; progress callback).
 
     Returns
     -------
@@ -50,7 +53,7 @@ def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = Fal
                 raise ValueError("compression needs calibration images and labelled validation images")
             target = Path(tmp) / "compressed" if bundle else out
             result.update(compress_artifact(artifact, target, calibration=calibration, validation=validation,
-                                            progress=progress))
+                                            candidates=candidates, progress=progress))
             source = load_artifact(target)
         if bundle:
             path = build_bundle(source, out, zip=bool(zip_bundle))

@@ -1,0 +1,105 @@
+import ast
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from modeldesk.deploy import Predictor, build_bundle
+from modeldesk.deploy.bundle import MODULES, REQUIREMENTS
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+ALLOWED_THIRD_PARTY = {"numpy", "PIL", "onnxruntime", "starlette", "uvicorn"}
+
+
+def test_bundle_layout_and_pins(standin_artifact, tmp_path):
+    out = build_bundle(standin_artifact, tmp_path / "b")
+    for name in ("server.py", "client.py", "client.sh", "README.md", "requirements.txt", "preprocess.py",
+                 "model/model.onnx", "model/model.json", "modeldesk_server/service.py",
+                 "modeldesk_server/static/index.html"):
+        assert (out / name).is_file(), name
+    pins = (out / "requirements.txt").read_text().split()
+    assert [p.split("==")[0] for p in pins] == list(REQUIREMENTS) and all("==" in p for p in pins)
+    assert (out / "preprocess.py").read_bytes() == (DEPLOY / "preprocess.py").read_bytes()
+    readme = (out / "README.md").read_text()
+    block = readme.split("```sh\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert block == ["python3 -m venv .venv", ".venv/bin/pip install -r requirements.txt", ".venv/bin/python server.py"]
+    assert "{{" not in readme
+
+
+def test_bundle_zip(standin_artifact, tmp_path):
+    out = build_bundle(standin_artifact, tmp_path / "b", zip=True)
+    assert out.name == "b.zip"
+    names = zipfile.ZipFile(out).namelist()
+    assert "b/server.py" in names and "b/model/model.onnx" in names
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_copied_modules_import_only_each_other_and_serving_packages(name):
+    tree = ast.parse((DEPLOY / name).read_text())
+    siblings = {m[:-3] for m in MODULES}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            assert node.module in siblings, f"{name} imports .{node.module}, which the bundle does not copy"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            roots = [a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import) else [node.module.split(".")[0]]
+            for root in roots:
+                assert root in ALLOWED_THIRD_PARTY or root in sys.stdlib_module_names, f"{name} imports {root}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(url, process, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stdout.read().decode(errors='replace')}")
+        try:
+            with urllib.request.urlopen(url + "/readyz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("server did not become ready")
+
+
+@pytest.mark.slow
+def test_bundle_runs_in_a_fresh_venv_without_modeldesk(standin_artifact, deploy_helpers, tmp_path):
+    bundle = build_bundle(standin_artifact, tmp_path / "bundle")
+    subprocess.run([sys.executable, "-m", "venv", str(bundle / ".venv")], check=True)
+    python = bundle / ".venv" / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
+                    str(bundle / "requirements.txt")], check=True, timeout=600)
+    check = subprocess.run([str(python), "-c", "import modeldesk"], capture_output=True)
+    assert check.returncode != 0  # ModelDesk is really absent
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELDESK_TOKEN")}
+    process = subprocess.Popen([str(python), "server.py", "--port", str(port), "--threads", "1"], cwd=bundle,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_ready(url, process)
+        image = tmp_path / "blue.png"
+        image.write_bytes(deploy_helpers.color_image_bytes("blue", 11))
+        answer = subprocess.run([str(python), "client.py", str(image), "--url", url], cwd=bundle,
+                                capture_output=True, text=True, env=env, timeout=60)
+        assert answer.returncode == 0, answer.stderr
+        prediction = json.loads(answer.stdout)["predictions"][0]
+        expected = Predictor(standin_artifact, device="cpu").predict([image])[0]
+        assert prediction["label"] == expected["label"] == "blue"
+        assert prediction["scores"] == pytest.approx(expected["scores"], abs=1e-6)
+        with urllib.request.urlopen(url + "/", timeout=5) as page:
+            assert b"v1/predict" in page.read()
+    finally:
+        process.terminate()
+        process.wait(timeout=20)

@@ -1,0 +1,92 @@
+import pytest
+
+from modeldesk.deploy import Predictor, compress_artifact, load_artifact, save_artifact
+from modeldesk.deploy.compress import Candidate, default_candidates, parse_candidate
+from modeldesk.deploy.resize import ResizeError, fixed_grid_pooling, resize_input
+
+KEYS = {"path", "size_bytes", "candidates", "chosen", "accuracy_fp32", "accuracy_compressed", "speedup"}
+
+
+@pytest.fixture(scope="module")
+def compressed(standin_artifact, color_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("compressed") / "model"
+    calls = []
+    result = compress_artifact(
+        standin_artifact, out, calibration=[p for p, _ in color_data["train"]], validation=color_data["val"],
+        candidates=["int8-qdq-pertensor", "int8-qop-perchannel", "fp32-160", "int8-qdq-pertensor-160"],
+        latency_runs=2, progress=lambda done, total, name: calls.append((done, total, name)))
+    return result, calls
+
+
+def test_result_has_the_export_keys_and_one_kept_candidate(compressed):
+    result, calls = compressed
+    assert KEYS <= set(result)
+    names = [c["name"] for c in result["candidates"]]
+    assert names == ["fp32", "int8-qdq-pertensor", "int8-qop-perchannel", "fp32-160", "int8-qdq-pertensor-160"]
+    assert [c["name"] for c in result["candidates"] if c["kept"]] == [result["chosen"]]
+    for c in result["candidates"]:
+        assert set(c["latency_ms_by_threads"]) == {"1", "2"}
+        assert c["latency_ms"] == c["latency_ms_by_threads"]["2"] and c["latency_ms_1t"] > 0
+        assert 0 <= c["accuracy"] <= 1 and c["size_bytes"] > 0 and c["reason"]
+    assert [c[0] for c in calls] == [1, 2, 3, 4, 5]
+
+
+def test_kept_candidate_is_the_fastest_within_one_point(compressed):
+    result, _ = compressed
+    rows = result["candidates"]
+    fp32 = rows[0]
+    ok = [r for r in rows if r["accuracy"] >= fp32["accuracy"] - 0.01]
+    assert result["chosen"] == min(ok, key=lambda r: r["latency_ms"])["name"]
+    assert result["accuracy_compressed"] >= result["accuracy_fp32"] - 0.01
+    chosen = next(r for r in rows if r["kept"])
+    assert result["speedup"] == pytest.approx(fp32["latency_ms"] / chosen["latency_ms"], rel=1e-2)
+
+
+def test_compressed_artifact_is_a_normal_artifact_with_its_own_preprocessing(compressed, color_data):
+    result, _ = compressed
+    artifact = load_artifact(result["path"])
+    chosen = next(r for r in result["candidates"] if r["kept"])
+    assert artifact.spec.size == chosen["input_size"]
+    assert artifact.card["compression"]["chosen"] == result["chosen"]
+    predictions = Predictor(artifact, device="cpu").predict([p for p, _ in color_data["val"]])
+    accuracy = sum(p["label"] == label for p, (_, label) in zip(predictions, color_data["val"])) / len(predictions)
+    assert accuracy == pytest.approx(result["accuracy_compressed"])
+
+
+def test_falls_back_to_fp32_when_nothing_keeps_accuracy(standin_artifact, color_data, tmp_path):
+    result = compress_artifact(standin_artifact, tmp_path / "m", calibration=[p for p, _ in color_data["train"]],
+                               validation=color_data["val"], candidates=["int8-qdq-pertensor"], threads=(1,),
+                               max_loss=-0.5, latency_runs=2)
+    assert result["chosen"] == "fp32" and result["speedup"] == 1.0
+    assert "no compressed candidate" in result["candidates"][0]["reason"]
+    assert result["candidates"][1]["reason"].startswith("rejected")
+    assert load_artifact(result["path"]).card["compression"]["chosen"] == "fp32"
+
+
+def test_fixed_grid_pooling_skips_resize_candidates_with_the_reason(deploy_helpers, color_data, tmp_path):
+    model = deploy_helpers.build_fixed_pool_model()
+    assert fixed_grid_pooling(model)
+    with pytest.raises(ResizeError, match="fixed spatial grid"):
+        resize_input(model, 160)
+    path = save_artifact(tmp_path / "fixed", model, deploy_helpers.standin_card())
+    result = compress_artifact(path, tmp_path / "out", calibration=[p for p, _ in color_data["train"]],
+                               validation=color_data["val"], candidates=["fp32-160", "int8-qdq-pertensor-192"],
+                               threads=(1,), latency_runs=2)
+    skipped = result["candidates"][1:]
+    assert all(r["reason"].startswith("skipped") and "fixed spatial grid" in r["reason"] for r in skipped)
+    assert result["chosen"] == "fp32"
+
+
+def test_resize_keeps_a_globally_pooled_graph_working(deploy_helpers):
+    model = resize_input(deploy_helpers.build_standin_model(), 160)
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    assert [dims[2].dim_value, dims[3].dim_value] == [160, 160]
+
+
+def test_candidate_names_round_trip():
+    for candidate in default_candidates(224):
+        assert parse_candidate(candidate.name) == candidate
+    assert len(default_candidates(224)) == 15
+    assert Candidate(size=160, quant="qop", per_channel=True).name == "int8-qop-perchannel-160"
+    with pytest.raises(ValueError):
+        parse_candidate("int4-magic")

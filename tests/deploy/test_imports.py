@@ -1,0 +1,26 @@
+"""deploy/ must run without the app: no imports of other ModelDesk packages, no Qt."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+FORBIDDEN = {"PySide6", "PyQt5", "PyQt6", "shiboken6"}
+OTHERS = {"app", "ui", "trainers", "scheduler", "datasets"}
+
+
+@pytest.mark.parametrize("path", sorted(DEPLOY.rglob("*.py")), ids=lambda p: p.name)
+def test_deploy_modules_import_no_other_package_and_no_qt(path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module]
+        elif isinstance(node, ast.ImportFrom) and node.level > 1:
+            raise AssertionError(f"{path.name} reaches out of deploy/ with a relative import")
+        for name in names:
+            parts = name.split(".")
+            assert parts[0] not in FORBIDDEN, f"{path.name} imports {name}"
+            assert not (parts[0] == "modeldesk" and len(parts) > 1 and parts[1] in OTHERS), f"{path.name} imports {name}"
