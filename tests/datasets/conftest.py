@@ -1,0 +1,82 @@
+"""Small generated data for the datasets tests."""
+
+from __future__ import annotations
+
+import io
+import struct
+import wave
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from modeldesk.datasets import Store
+
+BENCHDATA = Path("/work/shared/benchdata")
+
+
+def jpeg_bytes(width=32, height=24, color=(200, 30, 30), quality=90) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buffer, "JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+def png_bytes(width=32, height=24, color=(10, 200, 30)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def wav_bytes(frames=800, rate=8000) -> bytes:
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(rate)
+        writer.writeframes(struct.pack(f"<{frames}h", *[(i * 37) % 2000 - 1000 for i in range(frames)]))
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "ws") as s:
+        yield s
+
+
+@pytest.fixture
+def write():
+    """write(path, data) -> path: create parents and write bytes or text."""
+
+    def _write(path: Path, data) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            path.write_text(data, encoding="utf-8")
+        else:
+            path.write_bytes(data)
+        return path
+
+    return _write
+
+
+@pytest.fixture
+def make_images(write):
+    """make_images(folder, {label: n}, size=(32, 24)) writes distinct JPEGs in folder/label/."""
+
+    def _make(folder: Path, counts: dict, size=(32, 24)) -> list[Path]:
+        paths, k = [], 0
+        for label, n in counts.items():
+            for i in range(n):
+                k += 1
+                color = (k * 7 % 256, k * 13 % 256, (k * 29 + 1) % 256)
+                sub = folder / label if label else folder
+                paths.append(write(sub / f"{label or 'img'}_{i}.jpg", jpeg_bytes(*size, color=color)))
+        return paths
+
+    return _make
+
+
+@pytest.fixture
+def benchdata():
+    if not BENCHDATA.is_dir():
+        pytest.skip("benchdata not available")
+    return BENCHDATA
