@@ -12,6 +12,8 @@ import copy
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
+import onnx.shape_inference
 
 GRID_POOLS = {"AveragePool", "MaxPool", "LpPool"}
 GLOBAL_REDUCTIONS = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "ReduceMean", "ReduceMax",
@@ -23,8 +25,37 @@ class ResizeError(ValueError):
     """The graph cannot take another input size; the message says why."""
 
 
+def _spatial_reshapes(model: onnx.ModelProto) -> list[str]:
+    """Reshape nodes that fold a 4-D map's fixed H*W into a constant shape (grid pooling by MatMul)."""
+    constants = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.attribute:
+            constants[node.output[0]] = node.attribute[0].t
+    candidates = [n for n in model.graph.node if n.op_type == "Reshape" and n.input[1] in constants]
+    if not candidates:
+        return []
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # shape inference is best effort; the run check still follows
+        return []
+    shapes = {}
+    for info in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        dims = info.type.tensor_type.shape.dim
+        shapes[info.name] = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+    flagged = []
+    for node in candidates:
+        shape = shapes.get(node.input[0])
+        if not shape or len(shape) != 4 or None in shape[2:] or shape[2] * shape[3] <= 1:
+            continue
+        target = onnx.numpy_helper.to_array(constants[node.input[1]]).tolist()
+        if shape[2] * shape[3] in target:
+            flagged.append(node.name or node.output[0])
+    return flagged
+
+
 def fixed_grid_pooling(model: onnx.ModelProto) -> list[str]:
-    """Names of fixed-kernel pooling nodes whose output reaches a flatten without global pooling."""
+    """Nodes that pool a fixed spatial grid: fixed-kernel pooling that reaches a flatten without
+    global pooling, or a Reshape that folds a fixed H*W (grid pooling done by MatMul)."""
     consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in model.graph.node:
         for name in node.input:
@@ -45,7 +76,7 @@ def fixed_grid_pooling(model: onnx.ModelProto) -> list[str]:
                     stack.clear()
                     break
                 stack.extend(nxt.output)
-    return flagged
+    return flagged + _spatial_reshapes(model)
 
 
 def resize_input(model: onnx.ModelProto, size: int, *, input_name: str | None = None) -> onnx.ModelProto:

@@ -148,7 +148,37 @@ def deploy_helpers():
         pass
 
     h = Helpers()
-    for fn in (build_standin_model, build_fixed_pool_model, color_image_bytes, write_color_dataset, standin_card):
+    for fn in (build_standin_model, build_fixed_pool_model, build_matmul_grid_model, color_image_bytes, write_color_dataset, standin_card):
         setattr(h, fn.__name__, staticmethod(fn))
     h.LABELS = LABELS
     return h
+
+
+def build_matmul_grid_model(size: int = 224) -> onnx.ModelProto:
+    """A classifier that pools a 2x2 grid by Reshape(H*W) + MatMul, as grid-feature heads do."""
+    rng = np.random.default_rng(2)
+    side = size // 8
+    w1 = rng.normal(0, 0.2, (4, 3, 3, 3)).astype(np.float32)
+    pool = np.zeros((side * side, 4), np.float32)
+    for y in range(side):
+        for x in range(side):
+            pool[y * side + x, (y * 2 // side) * 2 + x * 2 // side] = 4.0 / (side * side)
+    wf = rng.normal(0, 0.1, (3, 16)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["image", "w1"], ["c1"], kernel_shape=[3, 3], strides=[8, 8], pads=[1, 1, 1, 1]),
+        helper.make_node("Reshape", ["c1", "shape"], ["flat"], name="grid/reshape"),
+        helper.make_node("MatMul", ["flat", "pool"], ["grid"]),
+        helper.make_node("Flatten", ["grid"], ["feat"], axis=1),
+        helper.make_node("Gemm", ["feat", "wf"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "matmulgrid",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, size, size])],
+        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 3])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(np.array([0, 0, side * side], np.int64), "shape"),
+         numpy_helper.from_array(pool, "pool"), numpy_helper.from_array(wf, "wf")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model

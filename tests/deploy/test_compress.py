@@ -90,3 +90,11 @@ def test_candidate_names_round_trip():
     assert Candidate(size=160, quant="qop", per_channel=True).name == "int8-qop-perchannel-160"
     with pytest.raises(ValueError):
         parse_candidate("int4-magic")
+
+
+def test_grid_pooling_by_reshape_and_matmul_is_detected(deploy_helpers):
+    model = deploy_helpers.build_matmul_grid_model()
+    assert fixed_grid_pooling(model) == ["grid/reshape"]
+    with pytest.raises(ResizeError, match="fixed spatial grid"):
+        resize_input(model, 192)
+    assert fixed_grid_pooling(deploy_helpers.build_standin_model()) == []

@@ -1,4 +1,5 @@
 import base64
+import json
 import io
 import struct
 import zlib
@@ -137,13 +138,20 @@ def test_unknown_routes_and_methods_are_json_4xx(client):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
                     lambda children: st.lists(children, max_size=4)
                     | st.dictionaries(st.sampled_from(["image", "images", "x"]) | st.text(max_size=5), children, max_size=3),
                     max_leaves=10))
 def test_fuzzed_json_bodies_never_cause_a_5xx(client, body):
-    response = client.post("/v1/predict", json=body)
+    response = client.post("/v1/predict", content=json.dumps(body), headers={"content-type": "application/json"})
     assert response.status_code < 500, response.text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=200), st.sampled_from(["application/json", "multipart/form-data; boundary=b", "image/png"]))
+def test_fuzzed_raw_bodies_never_cause_a_5xx(client, body, content_type):
+    response = client.post("/v1/predict", content=body, headers={"content-type": content_type})
+    assert 400 <= response.status_code < 500, response.text
 
 
 def test_unexpected_errors_are_a_generic_500(standin_artifact, deploy_helpers, caplog):
