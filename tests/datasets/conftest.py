@@ -6,6 +6,7 @@ import io
 import struct
 import wave
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from PIL import Image
@@ -35,6 +36,12 @@ def wav_bytes(frames=800, rate=8000) -> bytes:
         writer.setframerate(rate)
         writer.writeframes(struct.pack(f"<{frames}h", *[(i * 37) % 2000 - 1000 for i in range(frames)]))
     return buffer.getvalue()
+
+
+@pytest.fixture
+def gen():
+    """Generators of small media bytes: gen.jpeg(w, h, color), gen.png(w, h), gen.wav(frames, rate)."""
+    return SimpleNamespace(jpeg=jpeg_bytes, png=png_bytes, wav=wav_bytes)
 
 
 @pytest.fixture
