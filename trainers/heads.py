@@ -271,12 +271,16 @@ class _Adam:
         self.t = 0
 
     def step(self, theta, grad):
+        """Update ``theta`` in place (bias correction folded into the step size)."""
         self.t += 1
-        self.m = self.beta1 * self.m + (1 - self.beta1) * grad
-        self.v = self.beta2 * self.v + (1 - self.beta2) * grad * grad
-        m_hat = self.m / (1 - self.beta1**self.t)
-        v_hat = self.v / (1 - self.beta2**self.t)
-        theta -= (self.lr * m_hat / (np.sqrt(v_hat) + self.eps)).astype(theta.dtype, copy=False)
+        self.m *= self.beta1
+        self.m += (1 - self.beta1) * grad
+        self.v *= self.beta2
+        self.v += (1 - self.beta2) * (grad * grad)
+        lr_t = self.lr * np.sqrt(1 - self.beta2**self.t) / (1 - self.beta1**self.t)
+        denom = np.sqrt(self.v)
+        denom += self.eps * np.sqrt(1 - self.beta2**self.t)
+        theta -= (lr_t * self.m / denom).astype(theta.dtype, copy=False)
 
 
 class _EarlyStopper:
@@ -800,7 +804,7 @@ class MLPHead(_SoftmaxHeadMixin, _Head):
         dropout=0.2,
         lr=1e-3,
         epochs=100,
-        batch_size=64,
+        batch_size=128,
         class_weight=None,
         patience=10,
         tol=1e-4,
