@@ -26,10 +26,10 @@ _COPY_CHUNK = 1 << 20
 def member_problem(info: zipfile.ZipInfo) -> str | None:
     """Why a member must not be extracted, or None when it is safe."""
     name = info.filename.replace("\\", "/")
-    mode = info.external_attr >> 16
-    if stat.S_ISLNK(mode):
+    kind = stat.S_IFMT(info.external_attr >> 16)  # 0 when the archiver stored no Unix mode
+    if kind == stat.S_IFLNK:
         return "refused: the archive member is a symbolic link"
-    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
         return "refused: the archive member is not a regular file"
     path = PurePosixPath(name)
     if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
