@@ -99,8 +99,14 @@ def import_path(store: Store, project, path, *, format: str = "auto", text_colum
         media = "image"
     elif fmt in ("folder", "flat") and media is None:
         raise ValueError(f"no supported files found in {path}")
+    nested = format == "auto" and fmt == "folder" and project.task == "object-detection"
+    if nested:  # sub-folders of photos to label with boxes: their names are not classes
+        fmt = "flat"
     _check_task(project, fmt, media, path)
     report = ImportReport(format=fmt)
+    if nested:
+        report.warn(f"{path}: sub-folder names are not used as labels in an object-detection project; "
+                    "the images import without boxes")
     total, items = _read(path, fmt, report, TASK_KIND[project.task], text_column, label_column)
     if total == 0:
         raise ValueError(f"no supported files found in {path}")
