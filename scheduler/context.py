@@ -55,9 +55,7 @@ class JobContext:
             return
         self._last_progress, self._last_stage = now, stage
         eta = None if eta_s is None else float(eta_s)
-        self._store.update(self.job_id, stage=stage, fraction=fraction, eta_s=eta)
-        self._store.add_event(self.job_id, "progress", stage=stage, fraction=fraction, eta_s=eta, metrics=metrics,
-                              message=message)
+        self._store.progress(self.job_id, stage, fraction, eta, metrics, message)
 
     def should_stop(self) -> bool:
         """True once a cancel was requested (checked in the database at most every 0.2 s)."""

@@ -182,8 +182,8 @@ class JobQueue:
             pid = process.pid
         self.store.update(job_id, pid=pid, pid_started=_create_time(pid))
         self._processes[job_id] = process
-        threading.Thread(target=self._monitor, args=(job_id, process), name=f"modeldesk-job-{job_id}",
-                         daemon=True).start()
+        threading.Thread(target=self._monitor, args=(job_id, job["attempts"], process),
+                         name=f"modeldesk-job-{job_id}", daemon=True).start()
         log.info("job %d runs in process %d", job_id, pid)
 
     def _launch_spawn(self, job_id: int, log_path: Path):
@@ -196,29 +196,35 @@ class JobQueue:
         process.start()
         return process
 
-    def _monitor(self, job_id: int, process) -> None:
+    def _monitor(self, job_id: int, attempt: int, process) -> None:
         """Wait for a worker to exit; a job it left 'running' died: mark it and start the next."""
         if hasattr(process, "wait"):
             code = process.wait()
         else:
             process.join()
             code = process.exitcode
-        self._processes.pop(job_id, None)
-        self._finish_dead(job_id, code)
+        with self._lock:
+            if self._processes.get(job_id) is process:
+                del self._processes[job_id]
+        self._finish_dead(job_id, code, attempt)
         if self.autostart:
             self._dispatch()
 
-    def _finish_dead(self, job_id: int, code: int | None) -> None:
+    def _finish_dead(self, job_id: int, code: int | None, attempt: int | None = None) -> None:
+        """Mark a job whose worker is gone, unless it already finished or was restarted since."""
         job = self.store.get(job_id)
-        if job["state"] != "running":
+        attempt = job["attempts"] if attempt is None else attempt
+        if job["state"] != "running" or job["attempts"] != attempt:
             return
         reason = _exit_reason(code)
-        if job["cancel_requested"]:
-            self.store.set_state(job_id, "cancelled", where_state="running", resumable=1,
+        state = "cancelled" if job["cancel_requested"] else "failed"
+        self._append_log(job, f"{reason}; job marked {state} (resumable)")  # before the state, which ends waits
+        if state == "cancelled":
+            self.store.set_state(job_id, state, where_state="running", where_attempts=attempt, resumable=1,
                                  message=f"cancelled: stopped after the grace period ({reason})")
         else:
-            self.store.set_state(job_id, "failed", where_state="running", resumable=1, error=reason, message=reason)
-        self._append_log(job, f"{reason}; job marked {self.store.get(job_id)['state']} (resumable)")
+            self.store.set_state(job_id, state, where_state="running", where_attempts=attempt,
+                                 resumable=1, error=reason, message=reason)
 
     @staticmethod
     def _append_log(job: dict, line: str) -> None:

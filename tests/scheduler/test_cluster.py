@@ -1,0 +1,51 @@
+"""The Dask cluster backend (skipped when dask[distributed] is not installed)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from modeldesk.scheduler import CostModel, plan, run_partitioned
+from modeldesk.scheduler.cluster import INSTALL_HINT, DaskBackend, worker_resources
+
+
+def test_importing_the_scheduler_does_not_import_dask():
+    code = "import sys, modeldesk.scheduler; print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_without_dask_the_message_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ImportError, match=r"pip install modeldesk\[cluster\]"):
+        DaskBackend().start()
+    assert "modeldesk[cluster]" in INSTALL_HINT
+
+
+def test_worker_resources_declare_cores_gpus_and_memory():
+    found = {"cpu": {"usable_cores": 6}, "memory": {"available_bytes": 2**30},
+             "gpus": [{"index": 0}, {"index": 1}], "providers": {"CUDAExecutionProvider": True}}
+    assert worker_resources(found) == {"CPU": 6.0, "MEMORY": float(2**30), "GPU": 2.0}
+    found["providers"] = {"CUDAExecutionProvider": False}
+    assert "GPU" not in worker_resources(found)
+
+
+def test_partitions_run_on_a_two_worker_local_cluster():
+    pytest.importorskip("distributed")
+
+    def process_chunk(share, chunk):
+        from distributed import get_worker
+
+        return [(item * 3, get_worker().address, share.local_device) for item in chunk]
+
+    with DaskBackend(local_workers=2) as backend:
+        work = plan("triple", 60, devices=backend, cost_model=CostModel(None), probe=lambda d, b, t: 0.001,
+                    batch_size=3)
+        assert len(work.devices) == 2 and all(d.name.startswith("dask:") for d in work.devices)
+        assert work.eta_s == pytest.approx(60 / 2000)
+        out = run_partitioned(work, range(60), process_chunk)
+    assert [value for value, _, _ in out] == [3 * i for i in range(60)]
+    assert {device for _, _, device in out} == {"cpu"}
+    used = {address for _, address, _ in out}
+    assert {f"dask:{address}" for address in used} == {d.name for d in work.devices}
+    assert sum(s["items"] for s in work.run_stats.values()) == 60
