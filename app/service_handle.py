@@ -32,7 +32,7 @@ class ServiceHandle:
         """Start serving ``artifact_path`` and return once the service accepts requests."""
         import uvicorn
 
-        from modeldesk.deploy import check_bind, create_app
+        from modeldesk.deploy.service import check_bind, create_app
 
         check_bind(host, token)
         port = port or free_port(host)

@@ -102,7 +102,7 @@ class Workspace:
         return jobs.estimate(self, self.project(project), template, device=device)
 
     def submit_training(self, project, template: str, *, time_budget=None, device: str = "auto") -> int:
-        """Queue a training job and start its worker process; returns the job id."""
+        """Queue a training job (it starts in a worker process as soon as the queue is free)."""
         project = self.project(project)
         from modeldesk.app import jobs
 
@@ -115,7 +115,6 @@ class Workspace:
             "device": device,
         }
         job_id = self.jobs.submit("train", TRAINING_TARGET, params)
-        self.jobs.start(job_id)
         log.info("submitted training job %s for %r with %s", job_id, project.name, template)
         return job_id
 
