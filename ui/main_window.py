@@ -6,7 +6,7 @@ import importlib
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QThreadPool, Signal
 from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QWidget, QHBoxLayout
 
 from .app import settings
@@ -60,6 +60,8 @@ class MainWindow(QMainWindow):
         self.pages: dict[str, QWidget] = {}
         self._status_task = None
         self._status_dirty = False
+        self.pool = QThreadPool(self)  # the frame's own background reads; waited for on close
+        self.pool.setMaxThreadCount(1)
         self.setWindowTitle("ModelDesk")
         self.setAcceptDrops(True)
         self.setMinimumSize(960, 620)
@@ -106,10 +108,16 @@ class MainWindow(QMainWindow):
         s.setValue("ui/last_project", self.project or "")
         s.setValue("ui/last_page", self.current_page or "data")
         s.sync()
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        """Stop and wait for the pages' background work (the store must outlive it)."""
+        self.welcome.shutdown()
         for page in self.pages.values():
             if hasattr(page, "shutdown"):
                 page.shutdown()
-        super().closeEvent(event)
+        self.pool.waitForDone()
 
     # -- projects ----------------------------------------------------------------------------
 
@@ -213,7 +221,7 @@ class MainWindow(QMainWindow):
             return
         project = self.project
         self._status_task = run_task(lambda _state: (project, project_status(self.ws, project)),
-                                     parent=self)
+                                     pool=self.pool, parent=self)
         self._status_task.finished.connect(self._status_ready)
         self._status_task.failed.connect(lambda msg, _details: log.warning("status failed: %s", msg))
         self._status_task.ended.connect(self._status_ended)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QThreadPool, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from .sample_project import make_sample_project
@@ -46,6 +46,8 @@ class WelcomePage(QWidget):
         super().__init__(parent)
         self.ws = workspace
         self.task = None
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)
         hero = QLabel("Teach your computer to recognise images")
         hero.setObjectName("Hero")
         hero.setWordWrap(True)
@@ -101,7 +103,7 @@ class WelcomePage(QWidget):
         self.sample_button.setEnabled(False)
         self.task = run_task(lambda state: make_sample_project(
             self.ws, progress=state.set_progress, should_stop=state.is_interruption_requested),
-            parent=self)
+            pool=self.pool, parent=self)
         self.progress.attach(self.task, "Making the sample project")
         self.task.finished.connect(lambda result: self.project_created.emit(result["project"]))
         self.task.failed.connect(lambda message, details: show_error(
@@ -111,3 +113,9 @@ class WelcomePage(QWidget):
     def _ended(self) -> None:
         self.task = None
         self.sample_button.setEnabled(True)
+
+    def shutdown(self) -> None:
+        """Stop making the sample project and wait for the worker."""
+        if self.task is not None:
+            self.task.cancel()
+        self.pool.waitForDone()

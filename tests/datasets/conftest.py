@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from modeldesk.datasets import Store
 
@@ -65,18 +65,32 @@ def write():
     return _write
 
 
+def pattern_jpeg(index: int, width=32, height=24) -> bytes:
+    """A JPEG whose 4x4 grid of black/white cells spells ``index`` in binary: distinct bytes per index."""
+    image = Image.new("RGB", (width, height), (90, 140, 200))
+    draw = ImageDraw.Draw(image)
+    cw, ch = width / 4, height / 4
+    for bit in range(16):
+        fill = (255, 255, 255) if index >> bit & 1 else (0, 0, 0)
+        x, y = bit % 4 * cw, bit // 4 * ch
+        draw.rectangle([x, y, x + cw - 1, y + ch - 1], fill=fill)
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=90)
+    return buffer.getvalue()
+
+
 @pytest.fixture
 def make_images(write):
-    """make_images(folder, {label: n}, size=(32, 24)) writes distinct JPEGs in folder/label/."""
+    """make_images(folder, {label: n}, size=(32, 24)) writes distinct JPEGs in folder/label/
+    (label "" writes into folder itself)."""
 
     def _make(folder: Path, counts: dict, size=(32, 24)) -> list[Path]:
         paths, k = [], 0
         for label, n in counts.items():
             for i in range(n):
                 k += 1
-                color = (k * 7 % 256, k * 13 % 256, (k * 29 + 1) % 256)
                 sub = folder / label if label else folder
-                paths.append(write(sub / f"{label or 'img'}_{i}.jpg", jpeg_bytes(*size, color=color)))
+                paths.append(write(sub / f"{label or 'img'}_{i}.jpg", pattern_jpeg(k, *size)))
         return paths
 
     return _make

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QMenu,
                                QPushButton, QStackedWidget, QVBoxLayout, QWidget)
 
@@ -70,6 +70,8 @@ class DataPage(QWidget):
         self._queued: list[list[Path]] = []
         self.last_report: dict | None = None
         self.summary_dialog: ImportSummaryDialog | None = None
+        self.pool = QThreadPool(self)  # imports and queries; waited for on shutdown
+        self.pool.setMaxThreadCount(2)
 
         title = QLabel("Data")
         title.setObjectName("PageTitle")
@@ -223,7 +225,7 @@ class DataPage(QWidget):
             query.model_id = models[-1]["id"] if models else None
             return project, stats, query.model_id, query_rows(ws.store, project, query)
 
-        self.refresh_task = run_task(work, parent=self)
+        self.refresh_task = run_task(work, pool=self.pool, parent=self)
         self.refresh_task.finished.connect(self._refreshed)
         self.refresh_task.failed.connect(lambda message, details: log.error("refresh failed: %s", message))
         self.refresh_task.ended.connect(self._refresh_ended)
@@ -292,7 +294,8 @@ class DataPage(QWidget):
             return
         project, ws = self.project, self.ws
         self.result_line.hide()
-        self.import_task = run_task(lambda state: import_many(ws, project, paths, state), parent=self)
+        self.import_task = run_task(lambda state: import_many(ws, project, paths, state),
+                                    pool=self.pool, parent=self)
         title = f"Adding {paths[0].name}" + (f" and {len(paths) - 1} more" if len(paths) > 1 else "")
         self.progress.attach(self.import_task, title)
         self.import_task.finished.connect(self._imported)
@@ -324,7 +327,10 @@ class DataPage(QWidget):
             self.import_paths(self._queued.pop(0))
 
     def shutdown(self) -> None:
-        """Stop background work before the window closes."""
+        """Stop background work and wait for it, before the window closes and the store with it."""
         self.cancel_import()
+        self._timer.stop()
         self.model.loader.cancel_all()
+        self.model.loader.wait()
+        self.pool.waitForDone()
 

@@ -43,20 +43,30 @@ def human_size(n_bytes) -> str:
 
 
 def candidate_words(name: str) -> str:
-    """``int8-qdq-pertensor-160`` -> ``8-bit, 160 px``; ``fp32`` -> ``Original``."""
+    """``int8-qdq-perchannel-160`` -> ``8-bit, 160 px (qdq, per channel)``; ``fp32`` -> ``Original``."""
     parts = name.split("-")
-    words = []
-    if parts[0] in ("fp32", "float32"):
-        words.append("Original")
-    elif parts[0].startswith("int8"):
-        words.append("8-bit")
-    elif parts[0].startswith("fp16"):
-        words.append("16-bit")
-    else:
-        words.append(parts[0])
-    if parts[-1].isdigit():
-        words.append(f"{parts[-1]} px")
-    return ", ".join(words)
+    size = f"{parts.pop()} px" if parts and parts[-1].isdigit() else ""
+    kind = parts[0] if parts else name
+    words = ["Original" if kind in ("fp32", "float32") else "8-bit" if kind == "int8" else
+             "16-bit" if kind == "fp16" else kind]
+    if size:
+        words.append(size)
+    detail = ", ".join(p.replace("perchannel", "per channel").replace("pertensor", "per tensor") for p in parts[1:])
+    return ", ".join(words) + (f" ({detail})" if detail else "")
+
+
+def verdict(candidate: dict) -> str:
+    """What happened to a compression candidate, in two words."""
+    reason = str(candidate.get("reason") or "")
+    if candidate.get("kept"):
+        return "✓ Kept"
+    if reason == "reference":
+        return "Original"
+    for prefix, words in (("rejected: accuracy", "Less accurate"), ("rejected: not faster", "Not faster"),
+                          ("accurate enough", "Slower"), ("failed", "Failed"), ("skipped", "Skipped")):
+        if reason.startswith(prefix):
+            return words
+    return reason.split(":")[0].capitalize()
 
 
 def top_scores(prediction: dict, k: int = TOP_SCORES) -> list[tuple[str, float]]:
@@ -323,11 +333,12 @@ class DeployPage(QWidget):
         self.export_result.setTextInteractionFlags(Qt.TextBrowserInteraction)
         self.export_result.linkActivated.connect(lambda link: QDesktopServices.openUrl(QUrl(link)))
         self.candidates = QTableWidget(0, 5)
-        self.candidates.setHorizontalHeaderLabels(["Version", "Size", "Time per photo", "Accuracy", "Kept"])
+        self.candidates.setHorizontalHeaderLabels(["Version", "Size", "Time per photo", "Accuracy", "Result"])
         self.candidates.verticalHeader().hide()
         self.candidates.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.candidates.setSelectionMode(QAbstractItemView.NoSelection)
-        self.candidates.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.candidates.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.candidates.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
         self.candidates.hide()
         export_layout.addLayout(folder_row)
         export_layout.addLayout(action_row)
@@ -535,6 +546,9 @@ class DeployPage(QWidget):
             if not folder:
                 return
         model_id = self.model_id
+        name = self.project or model_id
+        target = str(Path(folder) / (f"{name}-bundle" if bundle else f"{name}-model-small" if compress
+                                     else f"{name}-model"))
         what = "Building the bundle" if bundle else "Trying smaller versions" if compress else "Exporting"
         self._set_export_enabled(False)
         self.export_result.setText("")
@@ -542,7 +556,7 @@ class DeployPage(QWidget):
             self.candidates.hide()
 
         def work(state):
-            return self.ws.export_model(model_id, folder, compress=compress, bundle=bundle,
+            return self.ws.export_model(model_id, target, compress=compress, bundle=bundle,
                                         progress=cancellable_progress(state))
 
         def done(result):
@@ -553,7 +567,7 @@ class DeployPage(QWidget):
             self._set_export_enabled(True)
 
         def cancelled():
-            self.export_result.setText("Cancelled. Nothing was written.")
+            self.export_result.setText("Cancelled.")
 
         handle = self.tasks.run(work, done, title="Export failed", on_cancelled=cancelled,
                                 panel=self.progress, panel_title=what)
@@ -586,7 +600,7 @@ class DeployPage(QWidget):
             cells = [candidate_words(candidate.get("name", "")), human_size(candidate.get("size_bytes")),
                      f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "–",
                      f"{accuracy:.1%}" if isinstance(accuracy, (int, float)) else "–",
-                     "✓ kept" if candidate.get("kept") else ""]
+                     verdict(candidate)]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(f"{candidate.get('name', '')}: {candidate.get('reason', '')}")

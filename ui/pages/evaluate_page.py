@@ -184,6 +184,9 @@ class EvaluatePage(QWidget):
         mistakes_layout.addLayout(row)
         mistakes_layout.addWidget(self.mistakes_hint)
         mistakes_layout.addWidget(self.mistakes, 1)
+        self.no_mistakes = QLabel("None: every test photo was recognised correctly.")
+        self.no_mistakes.setObjectName("Muted")
+        mistakes_layout.addWidget(self.no_mistakes)
 
         content = QWidget()
         layout = QVBoxLayout(content)
@@ -191,7 +194,7 @@ class EvaluatePage(QWidget):
         layout.setSpacing(12)
         layout.addWidget(hero_card)
         layout.addLayout(middle, 3)
-        layout.addWidget(mistakes_card, 2)
+        layout.addWidget(mistakes_card)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
@@ -285,8 +288,12 @@ class EvaluatePage(QWidget):
         self.report = report
         n = report.get("n") or sum(sum(row) for row in report.get("confusion") or [])
         self.hero.setText(headline(report.get("accuracy"), n or None))
-        self.hero_detail.setText(f"on {n} photos it never saw during training." if n else
-                                 "on photos it never saw during training.")
+        detail = (f"on {n} photos it never saw during training." if n else
+                  "on photos it never saw during training.")
+        if n and n < 20:
+            detail += (f" With only {n} test photos this number is rough: label more photos for a "
+                       "reliable one.")
+        self.hero_detail.setText(detail)
         confused = most_confused(report)
         if confused:
             true, predicted, count = confused
@@ -332,6 +339,8 @@ class EvaluatePage(QWidget):
             if sample_id is not None:
                 items[int(sample_id)] = item
         self.mistakes_hint.setVisible(bool(mistakes))
+        self.mistakes.setVisible(bool(mistakes))
+        self.no_mistakes.setVisible(not mistakes)
         if items:
             self._load_thumbnails(items)
 

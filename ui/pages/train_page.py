@@ -12,9 +12,10 @@ from datetime import datetime
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFrame, QGridLayout,
-                               QHBoxLayout, QHeaderView, QLabel, QPushButton, QScrollArea,
+                               QHBoxLayout, QHeaderView, QLabel, QPushButton, QRadioButton, QScrollArea,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from modeldesk.ui import theme
 from modeldesk.ui.charts import TrainingChart
 from modeldesk.ui.job_watcher import CANCELLED_STATES, DONE_STATES, FAILED_STATES, JobWatcher, TaskGroup
 from modeldesk.ui.widgets import ProgressPanel, show_error
@@ -79,7 +80,7 @@ def plan_device_words(plan: dict | None) -> str:
             name = device.get("name") or device.get("device") or device.get("kind")
         else:
             name = str(device)
-        if name:
+        if name and str(name).lower() != "auto":
             names.append("the CPU" if str(name).lower() == "cpu" else str(name))
     return f"on {' + '.join(dict.fromkeys(names))}" if names else ""
 
@@ -99,16 +100,17 @@ class TemplateCard(QFrame):
         self.setObjectName("Card")
         self.setCursor(Qt.PointingHandCursor)
         self.setMinimumWidth(220)
-        self.button = QPushButton(template_title(template))
-        self.button.setCheckable(True)
-        self.button.setObjectName("ClassButton")
+        self.button = QRadioButton(template_title(template))
+        self.button.setStyleSheet("QRadioButton { font-size: 15px; font-weight: 600; }")
         self.button.setToolTip(f"Recipe '{self.name}'")
+        self.button.toggled.connect(self.set_selected)
         self.description = QLabel(template.get("description") or "")
         self.description.setWordWrap(True)
         self.description.setObjectName("Muted")
         self.description.setAlignment(Qt.AlignTop | Qt.AlignLeft)
-        self.eta = QLabel("Estimating time on this computer…")
+        self.eta = QLabel("Estimating the time on this computer…")
         self.eta.setWordWrap(True)
+        self.set_selected(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 12, 12, 12)
         layout.addWidget(self.button)
@@ -118,7 +120,6 @@ class TemplateCard(QFrame):
     def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt name): the whole card selects
         if event.button() == Qt.LeftButton:
             self.button.setChecked(True)
-            self.button.clicked.emit()
         super().mouseReleaseEvent(event)
 
     def set_estimates(self, estimates: dict) -> None:
@@ -129,8 +130,15 @@ class TemplateCard(QFrame):
                 lines.append(f"{label}: {estimate}")
                 continue
             where = plan_device_words(estimate.get("plan")) or label
-            lines.append(f"⏱ {describe_duration(estimate.get('eta_s'))} {where}")
-        self.eta.setText("\n".join(lines) or "No estimate")
+            lines.append(f"{describe_duration(estimate.get('eta_s'))} {where}")
+        text = " · ".join(lines) or "No estimate"
+        self.eta.setText(f"<b>Time:</b> {text[:1].upper() + text[1:]}")
+
+    def set_selected(self, selected: bool) -> None:
+        """Draw the card as the chosen one (accent border)."""
+        colors = theme.current()
+        border = f"2px solid {colors.accent}" if selected else f"1px solid {colors.border}"
+        self.setStyleSheet(f"QFrame#Card {{ border: {border}; border-radius: 10px; background: {colors.base}; }}")
 
 
 class TrainPage(QWidget):
@@ -160,6 +168,7 @@ class TrainPage(QWidget):
         self._estimate_generation = 0
         self._watcher: JobWatcher | None = None
         self._template_budgets: dict = {}
+        self._needs_labels = False
         self._build()
         self._jobs_timer = QTimer(self)
         self._jobs_timer.setInterval(2000)
@@ -241,7 +250,7 @@ class TrainPage(QWidget):
         self.result_banner.hide()
 
         self.chart = TrainingChart()
-        self.chart.setMinimumHeight(220)
+        self.chart.setMinimumHeight(180)
         chart_card = QFrame()
         chart_card.setObjectName("Card")
         chart_layout = QVBoxLayout(chart_card)
@@ -257,7 +266,8 @@ class TrainPage(QWidget):
         header = self.jobs_table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.Stretch)
-        self.jobs_table.setMinimumHeight(140)
+        self.jobs_table.setMinimumHeight(90)
+        self.jobs_table.setMaximumHeight(220)
         self.jobs_table.itemSelectionChanged.connect(self._show_selected_job)
         jobs_card = QFrame()
         jobs_card.setObjectName("Card")
@@ -393,7 +403,7 @@ class TrainPage(QWidget):
         for template in templates:
             card = TemplateCard(template)
             self.card_group.addButton(card.button)
-            card.button.clicked.connect(self._template_changed)
+            card.button.toggled.connect(lambda on: on and self._template_changed())
             self.cards[card.name] = card
             self.cards_row.addWidget(card, 1)
         if templates:
@@ -421,6 +431,7 @@ class TrainPage(QWidget):
 
     def refresh(self) -> None:
         """Re-read the data summary and the runs."""
+        self._needs_labels = False
         if self.project is None:
             self.data_summary.setText("Open or create a project first.")
             self.go_label.hide()
@@ -440,6 +451,7 @@ class TrainPage(QWidget):
                 self.data_summary.setText(
                     f"{labeled:,} labeled of {stats.get('samples', 0):,}. A model needs at least two "
                     "classes with labeled examples.")
+                self._needs_labels = True
                 self.go_label.show()
         self._update_start()
         self.refresh_jobs()
@@ -451,7 +463,7 @@ class TrainPage(QWidget):
             return False, "Pick a recipe."
         if self.job_id is not None and self._watcher is not None and self._watcher.active:
             return False, ""
-        if self.go_label.isVisible():
+        if self._needs_labels:
             return False, "Label examples of at least two classes first."
         return True, ""
 
