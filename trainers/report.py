@@ -125,7 +125,7 @@ def _classification_summary(metrics: dict, noun: str) -> tuple[str, list[str]]:
     )
     if worst[0] > 0:
         facts.append(
-            f"Its most common mistake is calling <b>{_e(labels[worst[1]])}</b> "
+            f"Its most common mistake: <b>{_e(labels[worst[1]])}</b> taken for "
             f"<b>{_e(labels[worst[2]])}</b> ({worst[0]} time{'s' if worst[0] != 1 else ''})."
         )
     return headline, facts
@@ -342,8 +342,9 @@ def render_html_report(*, title, metrics, mistakes=None, thumbnails=None, model_
     if not multilabel:
         parts += [
             "<h2>Where the model gets confused</h2>",
-            '<p class="note">Each row is what the picture really is; each column is what the model said. '
-            "Blue on the diagonal is right, red is wrong; the darker, the larger the share of that row.</p>",
+            '<p class="note">Each row is the true label; each column is what the model said. '
+            "Blue on the diagonal is right, red is wrong; the darker, the larger the share of that row. "
+            "Hover a cell for details.</p>",
             f'<div class="chart">{_confusion_svg(metrics["confusion"], [str(x) for x in metrics["labels"]])}</div>',
         ]
     bars, note = _bars_svg(per, word)
@@ -358,7 +359,7 @@ def render_html_report(*, title, metrics, mistakes=None, thumbnails=None, model_
     if mistakes:
         parts += [
             "<h2>Mistakes the model was most sure about</h2>",
-            '<p class="note">Worth a look: often the label is wrong, or the picture is unusual.</p>',
+            '<p class="note">Worth a look: often the label itself is wrong, or the example is unusual.</p>',
             _mistakes_block(mistakes, thumbnails),
         ]
     if card:
