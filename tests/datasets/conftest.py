@@ -84,11 +84,13 @@ def make_images(write):
     """make_images(folder, {label: n}, size=(32, 24)) writes distinct JPEGs in folder/label/
     (label "" writes into folder itself)."""
 
+    counter = iter(range(1, 1 << 16))  # distinct across calls in one test
+
     def _make(folder: Path, counts: dict, size=(32, 24)) -> list[Path]:
-        paths, k = [], 0
+        paths = []
         for label, n in counts.items():
             for i in range(n):
-                k += 1
+                k = next(counter)
                 sub = folder / label if label else folder
                 paths.append(write(sub / f"{label or 'img'}_{i}.jpg", pattern_jpeg(k, *size)))
         return paths
