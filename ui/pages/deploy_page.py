@@ -413,9 +413,11 @@ class DeployPage(QWidget):
         self._set_empty(not self.models)
         if not self.models:
             self.model_id = None
+            self._update_service_widgets()
             return
         self.model_id = keep or self.models[0]["id"]
         self.picker.setCurrentIndex(self.picker.findData(self.model_id))
+        self._update_service_widgets()
         if not self.out_dir.text():
             self.out_dir.setText(str(Path.home() / "ModelDesk exports" / (self.project or "model")))
 

@@ -1,0 +1,142 @@
+"""The Deploy page on a really trained model: try it, serve it, export, bundle, cancel a compression."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import pytest
+from PIL import Image
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+from modeldesk.app.workspace import Workspace
+from modeldesk.ui.pages.deploy_page import DeployPage, cameras, candidate_words, human_size, top_scores, verdict
+
+COLORS = {"red": (200, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 200)}
+
+
+def make_folder(root, per_class=8, size=64, seed=0):
+    rng = np.random.default_rng(seed)
+    for label, rgb in COLORS.items():
+        (root / label).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            pixels = np.clip(np.array(rgb) + rng.normal(0, 25, (size, size, 3)), 0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(root / label / f"{label}_{i}.png")
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A workspace with project 'colors' and one model trained by the real trainer; a fresh photo."""
+    root = tmp_path_factory.mktemp("deploy")
+    ws = Workspace(root / "ws")
+    ws.create_project("colors", "image-classification")
+    ws.import_data("colors", make_folder(root / "data"))
+    model = ws.train("colors", "image-classification/fast")["model"]
+    photo = root / "new_green.png"
+    Image.fromarray(np.full((80, 80, 3), COLORS["green"], np.uint8)).save(photo)
+    yield ws, model, photo
+    ws.jobs.close()
+    ws.close()
+
+
+@pytest.fixture
+def page(qtbot, trained):
+    ws = trained[0]
+    widget = DeployPage(ws)
+    qtbot.addWidget(widget)
+    widget.show()
+    widget.set_project("colors")
+    yield widget
+    if widget.service is not None:
+        widget.shutdown()
+    qtbot.waitUntil(lambda: not widget.tasks.busy, timeout=60000)
+
+
+def test_plain_words():
+    assert human_size(18_561_059) == "18.6 MB"
+    assert human_size(512) == "512 bytes"
+    assert candidate_words("fp32") == "Original"
+    assert candidate_words("int8-qdq-perchannel-192") == "8-bit, 192 px (qdq, per channel)"
+    assert verdict({"kept": True, "reason": "kept: fastest"}) == "✓ Kept"
+    assert verdict({"reason": "rejected: accuracy 0.5 is more than 1 point(s) below"}) == "Less accurate"
+    assert top_scores({"label": "a", "score": 0.6, "scores": {"b": 0.3, "a": 0.6, "c": 0.1}}, k=2) == [
+        ("a", 0.6), ("b", 0.3)]
+
+
+def test_dropping_a_photo_shows_the_prediction(qtbot, page, trained):
+    _, _, photo = trained
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(photo))])
+    event = QDropEvent(QPointF(10, 10), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    page.drop.dropEvent(event)
+    qtbot.waitUntil(lambda: page.last_prediction is not None, timeout=30000)
+    assert page.last_prediction["label"] == "green"
+    assert page.answer.text().startswith("green")
+    assert page.scores.rows[0][0] == "green"
+    assert [score for _, (score,) in page.scores.rows] == sorted(
+        (score for _, (score,) in page.scores.rows), reverse=True)
+
+
+def test_service_starts_answers_and_stops(qtbot, page, trained):
+    _, _, photo = trained
+    assert page.camera_button.isVisible() == bool(cameras())
+    with qtbot.waitSignal(page.status_changed, timeout=30000):
+        qtbot.mouseClick(page.service_button, Qt.LeftButton)
+    url = page.service.url
+    assert url.startswith("http://127.0.0.1:")
+    assert url in page.service_url.text()
+    assert page.service_button.text() == "Stop service" and page.console_button.isEnabled()
+    with open(photo, "rb") as stream:
+        answer = httpx.post(url + "v1/predict", files={"file": ("photo.png", stream, "image/png")}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert "green" in answer.text
+    with qtbot.waitSignal(page.status_changed, timeout=30000):
+        qtbot.mouseClick(page.service_button, Qt.LeftButton)
+    assert page.service is None and page.service_button.text() == "Start service"
+    with pytest.raises(httpx.TransportError):
+        httpx.get(url + "healthz", timeout=2)
+
+
+def test_export_and_bundle_write_into_the_chosen_folder(qtbot, page, tmp_path):
+    page.out_dir.setText(str(tmp_path / "out"))
+    qtbot.mouseClick(page.export_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: page.last_export is not None, timeout=60000)
+    exported = tmp_path / "out" / "colors-model"
+    assert (exported / "model.onnx").is_file() and (exported / "model.json").is_file()
+    assert str(exported) in page.export_result.text()
+    qtbot.waitUntil(lambda: page.export_button.isEnabled(), timeout=10000)
+    page.last_export = None
+    qtbot.mouseClick(page.bundle_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: page.last_export is not None, timeout=60000)
+    assert (tmp_path / "out" / "colors-bundle").is_dir()
+    assert "Bundle ready" in page.export_result.text()
+
+
+def test_compression_can_be_cancelled(qtbot, page, tmp_path):
+    page.out_dir.setText(str(tmp_path / "out"))
+    qtbot.mouseClick(page.compress_button, Qt.LeftButton)
+    assert not page.compress_button.isEnabled()
+    qtbot.waitUntil(lambda: page.progress.isVisible(), timeout=5000)
+    qtbot.mouseClick(page.progress.cancel_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: page.compress_button.isEnabled(), timeout=120000)
+    assert page.export_result.text() == "Cancelled."
+    assert page.last_export is None
+    assert not (tmp_path / "out" / "colors-model-small").exists()
+
+
+def test_candidates_table_from_a_compression_result(qtbot, page):
+    result = {"path": "/x/colors-model-small", "size_bytes": 5_079_629, "chosen": "int8-qdq-perchannel-192",
+              "accuracy_fp32": 1.0, "accuracy_compressed": 1.0, "speedup": 3.5, "candidates": [
+                  {"name": "fp32", "size_bytes": 18_559_379, "latency_ms": 17.2, "accuracy": 1.0, "kept": False,
+                   "reason": "accurate enough but slower than int8-qdq-perchannel-192"},
+                  {"name": "int8-qdq-pertensor", "size_bytes": 4_791_073, "latency_ms": 9.2, "accuracy": 0.83,
+                   "kept": False, "reason": "rejected: accuracy 0.8333 is more than 1 point(s) below fp32"},
+                  {"name": "int8-qdq-perchannel-192", "size_bytes": 5_077_552, "latency_ms": 4.9, "accuracy": 1.0,
+                   "kept": True, "reason": "kept: fastest within the accuracy limit"}]}
+    page._show_export(result, compress=True, bundle=False)
+    assert page.candidates.isVisible() and page.candidates.rowCount() == 3
+    assert page.candidates.item(2, 4).text() == "✓ Kept"
+    assert page.candidates.item(1, 4).text() == "Less accurate"
+    assert page.candidates.item(0, 1).text() == "18.6 MB"
+    assert "3.5× faster" in page.export_result.text()

@@ -1,0 +1,121 @@
+"""The Evaluate page on a really trained model: headline, matrix, per-class bars, mistakes, report."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QDesktopServices
+
+from modeldesk.app.workspace import Workspace
+from modeldesk.ui.pages.evaluate_page import EvaluatePage, headline, most_confused, per_class_rows
+
+COLORS = {"red": (200, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 200)}
+
+
+def make_folder(root, per_class=8, size=64, seed=0):
+    rng = np.random.default_rng(seed)
+    for label, rgb in COLORS.items():
+        (root / label).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            pixels = np.clip(np.array(rgb) + rng.normal(0, 25, (size, size, 3)), 0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(root / label / f"{label}_{i}.png")
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A workspace whose project 'colors' has two models trained by the real trainer."""
+    root = tmp_path_factory.mktemp("evaluate")
+    ws = Workspace(root / "ws")
+    ws.create_project("colors", "image-classification")
+    ws.import_data("colors", make_folder(root / "data"))
+    first = ws.train("colors", "image-classification/fast")["model"]
+    second = ws.train("colors", "image-classification/fast")["model"]
+    yield ws, first, second
+    ws.jobs.close()
+    ws.close()
+
+
+def test_plain_words():
+    assert headline(0.97) == "Right 97 times out of 100"
+    assert headline(0.9, n=30) == "Right 27 times out of 30"
+    assert headline(None) == "No accuracy measured yet"
+    report = {"labels": ["a", "b", "c"], "confusion": [[5, 2, 0], [1, 6, 0], [0, 3, 4]],
+              "per_class": {"a": {"precision": 0.8, "recall": 0.7}, "b": {"precision": 0.5, "recall": 0.9}}}
+    assert most_confused(report) == ("c", "b", 3)
+    assert per_class_rows(report) == [("a", (0.8, 0.7)), ("b", (0.5, 0.9))]
+    assert most_confused({"labels": ["a", "b"], "confusion": [[3, 0], [0, 2]]}) is None
+
+
+def test_shows_the_newest_model_with_a_picker(qtbot, trained):
+    ws, first, second = trained
+    page = EvaluatePage(ws)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_project("colors")
+    qtbot.waitUntil(lambda: page.report is not None, timeout=10000)
+    assert page.model_id == second
+    assert page.picker.isVisible() and page.picker.count() == 2
+    report = ws.model_report(second)
+    n = sum(map(sum, report["confusion"]))
+    assert page.hero.text() == headline(report["accuracy"], n)
+    assert page.matrix.labels == report["labels"] == ["blue", "green", "red"]
+    assert page.matrix.matrix == report["confusion"]
+    assert [label for label, _ in page.bars.rows] == ["blue", "green", "red"]
+    page.picker.setCurrentIndex(page.picker.findData(first))
+    qtbot.waitUntil(lambda: page.model_id == first and page.report is not None, timeout=10000)
+
+
+def test_no_model_points_to_training(qtbot, tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    try:
+        ws.create_project("empty", "image-classification")
+        page = EvaluatePage(ws)
+        qtbot.addWidget(page)
+        page.show()
+        page.set_project("empty")
+        assert page.stack.currentIndex() == 0
+        with qtbot.waitSignal(page.navigate) as blocker:
+            qtbot.mouseClick(page.empty_button, Qt.LeftButton)
+        assert blocker.args == ["train"]
+    finally:
+        ws.close()
+
+
+def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, trained, monkeypatch):
+    ws, _, second = trained
+    project = ws.project("colors")
+    red, blue = ws.store.sample_ids(project, label="red")[:2]
+    report = dict(ws.model_report(second))
+    report["mistakes"] = [{"key": "x", "sample_id": red, "true": "red", "predicted": "blue", "score": 0.7},
+                          {"key": "y", "sample_id": blue, "true": "red", "predicted": "green", "score": 0.6}]
+    monkeypatch.setattr(ws, "model_report", lambda model_id: report)
+    page = EvaluatePage(ws)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_project("colors")
+    qtbot.waitUntil(lambda: page.mistakes.count() == 2, timeout=10000)
+    qtbot.waitUntil(lambda: all(not page.mistakes.item(i).icon().isNull() for i in range(2)), timeout=10000)
+    assert page.mistakes.item(0).text() == "red → blue"
+    page.matrix.cell_clicked.emit("red", "green")
+    assert page.mistakes.count() == 1 and page.show_all.isVisible()
+    item = page.mistakes.item(0)
+    with qtbot.waitSignal(page.relabel_requested) as blocker:
+        rect = page.mistakes.visualItemRect(item)
+        qtbot.mouseClick(page.mistakes.viewport(), Qt.LeftButton, pos=rect.center())
+    assert blocker.args == [blue]
+
+
+def test_report_button_opens_the_html_report(qtbot, trained, monkeypatch):
+    ws, _, second = trained
+    opened = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url) or True)
+    page = EvaluatePage(ws)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_project("colors")
+    qtbot.mouseClick(page.report_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: bool(opened), timeout=10000)
+    assert opened[0].toLocalFile() == str(ws.report_html(second))

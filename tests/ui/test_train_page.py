@@ -1,0 +1,129 @@
+"""The Train page: recipe cards with estimates, hardware line, training through the real job queue."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+from PySide6.QtCore import Qt
+
+from modeldesk.app.workspace import Workspace
+from modeldesk.ui.pages.train_page import (TrainPage, describe_duration, describe_hardware,
+                                           template_title, training_devices)
+
+FAST = "image-classification/fast"
+COLORS = {"red": (200, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 200)}
+
+
+def make_folder(root, per_class=8, size=64, seed=0, classes=COLORS):
+    """``root/<class>/*.png``: noisy solid-colour images, easy to tell apart."""
+    rng = np.random.default_rng(seed)
+    for label, rgb in classes.items():
+        (root / label).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            pixels = np.clip(np.array(rgb) + rng.normal(0, 25, (size, size, 3)), 0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(root / label / f"{label}_{i}.png")
+    return root
+
+
+@pytest.fixture
+def ws(tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    workspace.create_project("colors", "image-classification")
+    workspace.import_data("colors", make_folder(tmp_path / "data"))
+    yield workspace
+    workspace.jobs.close(cancel_running=True, timeout=20)
+    workspace.close()
+
+
+def test_plain_words_for_hardware_and_time():
+    resources = {"cpu": {"model": "Intel(R) Xeon(R) Processor", "physical_cores": 2},
+                 "memory": {"total_bytes": 23e9}, "gpus": [],
+                 "providers": {"CPUExecutionProvider": True, "CUDAExecutionProvider": False}}
+    assert describe_hardware(resources) == "Intel Xeon, 2 cores, 23 GB memory, no GPU found"
+    assert [d for d, _ in training_devices(resources)] == ["auto", "cpu"]
+    resources["gpus"] = [{"name": "NVIDIA H200", "memory_total_bytes": 141e9}]
+    resources["providers"]["CUDAExecutionProvider"] = True
+    assert "NVIDIA H200 (141 GB)" in describe_hardware(resources)
+    assert [d for d, _ in training_devices(resources)] == ["auto", "cpu", "cuda"]
+    assert describe_duration(3) == "about 5 s"
+    assert describe_duration(75) == "about 1 min"
+    assert describe_duration(5400) == "about 1.5 h"
+    assert template_title({"name": "image-classification/fast"}) == "Fast"
+
+
+def test_cards_show_each_recipe_with_its_estimate_and_the_hardware(qtbot, ws):
+    page = TrainPage(ws)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_project("colors")
+    names = {t["name"] for t in ws.templates("image-classification")}
+    assert set(page.cards) == names
+    assert page.selected_template() == FAST
+    qtbot.waitUntil(lambda: "cores" in page.hardware.text(), timeout=20000)
+    qtbot.waitUntil(lambda: all("Time:" in c.eta.text() for c in page.cards.values()), timeout=20000)
+    assert "24 labeled of 24 in 3 classes" in page.data_summary.text()
+    assert page.start_button.isEnabled()
+    page.select_template("image-classification/accurate")
+    assert page.selected_template() == "image-classification/accurate"
+
+
+def test_one_class_cannot_train_and_points_to_labeling(qtbot, tmp_path):
+    workspace = Workspace(tmp_path / "ws")
+    try:
+        workspace.create_project("one", "image-classification")
+        workspace.import_data("one", make_folder(tmp_path / "data", classes={"red": COLORS["red"]}))
+        page = TrainPage(workspace)
+        qtbot.addWidget(page)
+        page.set_project("one")
+        assert not page.start_button.isEnabled()
+        assert "two classes" in page.start_hint.text()
+        with qtbot.waitSignal(page.navigate) as blocker:
+            qtbot.mouseClick(page.go_label, Qt.LeftButton)
+        assert blocker.args == ["label"]
+    finally:
+        workspace.close()
+
+
+def test_training_runs_in_the_queue_and_reports_its_model(qtbot, ws):
+    page = TrainPage(ws)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_project("colors")
+    progress = []
+    page.watcher.progress.connect(progress.append)
+    with qtbot.waitSignal(page.model_trained, timeout=120000) as blocker:
+        qtbot.mouseClick(page.start_button, Qt.LeftButton)
+        qtbot.waitUntil(lambda: page.progress.isVisible(), timeout=5000)
+    model_id = blocker.args[0]
+    assert [m["id"] for m in ws.list_models("colors")] == [model_id]
+    assert not page.progress.isVisible()
+    assert page.result_banner.isVisible()
+    assert "times out of 100" in page.result_text.text()
+    assert any(e.get("fraction") for e in progress)
+    assert page.chart.series, "the final accuracy reaches the chart"
+    assert page.jobs_table.rowCount() == 1
+    assert page.jobs_table.item(0, 2).text().startswith("Finished")
+    assert page.start_button.isEnabled()
+    with qtbot.waitSignal(page.navigate) as nav:
+        qtbot.mouseClick(page.result_button, Qt.LeftButton)
+    assert nav.args == ["evaluate"]
+
+
+def test_cancel_then_resume_from_the_runs_table(qtbot, ws):
+    page = TrainPage(ws)
+    qtbot.addWidget(page)
+    page.show()
+    page.set_project("colors")
+    with qtbot.waitSignal(page.watcher.cancelled, timeout=60000):
+        qtbot.mouseClick(page.start_button, Qt.LeftButton)
+        qtbot.waitUntil(lambda: page.job_id is not None, timeout=10000)
+        qtbot.mouseClick(page.progress.cancel_button, Qt.LeftButton)
+    assert ws.jobs.get(page.job_id)["state"] == "cancelled"
+    assert page.jobs_table.item(0, 2).text() == "Cancelled"
+    resume = page.jobs_table.cellWidget(0, 4)
+    assert resume is not None and resume.text() == "Resume"
+    with qtbot.waitSignal(page.model_trained, timeout=120000):
+        qtbot.mouseClick(resume, Qt.LeftButton)
+    assert ws.jobs.get(page.job_id)["state"] == "done"
+    assert len(ws.list_models("colors")) == 1
