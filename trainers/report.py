@@ -12,6 +12,7 @@ import base64
 import io
 import json
 import logging
+import unicodedata
 from html import escape
 from pathlib import Path
 
@@ -75,9 +76,27 @@ def _e(value) -> str:
     return escape(str(value), quote=True)
 
 
+def _units(char: str) -> int:
+    """Display width of a character in 'narrow' units (CJK and other wide characters count 2)."""
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def _width(text: str) -> int:
+    return sum(_units(ch) for ch in text)
+
+
 def _short(label, limit=18) -> str:
+    """``label`` cut to at most ``limit`` display units, with an ellipsis when cut."""
     text = str(label)
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+    if _width(text) <= limit:
+        return text
+    out, used = [], 1
+    for ch in text:
+        if used + _units(ch) > limit:
+            break
+        out.append(ch)
+        used += _units(ch)
+    return "".join(out) + "\u2026"
 
 
 def _pct(x: float) -> str:
@@ -161,7 +180,7 @@ def _confusion_svg(confusion: list, labels: list) -> str:
     c = len(labels)
     cell = max(10, min(48, int(560 / max(c, 1))))
     names = [_short(lab, 16) for lab in labels]
-    label_px = min(150, 12 + 7 * max((len(s) for s in names), default=1))
+    label_px = min(150, 12 + 7 * max((_width(s) for s in names), default=1))
     left, top = label_px + 26, int(label_px * 0.72) + 30
     width, height = left + c * cell + int(label_px * 0.65) + 12, top + c * cell + 12  # room for slanted names
     font = 12 if cell >= 20 else 9
@@ -215,7 +234,7 @@ def _bars_svg(per: dict, note_word: str) -> tuple[str, str]:
         note = f"The {MAX_BAR_ROWS} weakest of {len(rows)} {note_word}s (lowest F1); all are in the table below."
         rows = rows[:MAX_BAR_ROWS]
     names = [_short(k, 22) for k, _ in rows]
-    label_px = min(170, 14 + 7 * max((len(s) for s in names), default=1))
+    label_px = min(170, 14 + 7 * max((_width(s) for s in names), default=1))
     bar_max, row_h, top = 420, 34, 30
     width, height = label_px + bar_max + 70, top + row_h * len(rows) + 6
     out = [

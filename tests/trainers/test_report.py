@@ -185,3 +185,16 @@ def test_many_classes_keep_the_page_readable():
     bars = re.search(r'<svg class="bars".*?</svg>', html, re.S).group(0)
     assert "40 weakest of 60" in html
     assert len(re.findall(r"<title>class-\d+</title>", bars)) == 40
+
+
+def test_long_labels_are_shortened_in_charts_but_kept_whole_in_tooltips_and_table():
+    long_cjk, long_latin = "这是一个非常非常长的中文标签名字", "an extremely long label name indeed"
+    labels = [long_cjk, long_latin]
+    metrics = classification_report([0, 1, 1], np.eye(2)[[0, 1, 0]], labels)
+    html = render_html_report(title="t", metrics=metrics)
+    svg = re.search(r'<svg class="confusion".*?</svg>', html, re.S).group(0)
+    assert f"<title>{long_cjk}</title>" in svg and f"<title>{long_latin}</title>" in svg
+    shown = re.findall(r"</title>([^<]*)</text>", svg)
+    assert shown and all(s.endswith("\u2026") for s in shown)
+    assert all(len(s) <= 9 for s in shown if s[0] == "这")  # wide characters count double
+    assert f"<td>{long_cjk}</td>" in html
