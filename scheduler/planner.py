@@ -258,7 +258,9 @@ def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe
             share.batch_size = cost_model.pick_batch_size(
                 work_key, share.cost_device, share.memory_bytes or float("inf"), bytes_per_item=bytes_per_item,
                 default=8 if is_cpu else 32, max_batch=max_batch or (32 if is_cpu else 128))
-        rate = cost_model.items_per_s(work_key, share.cost_device, share.batch_size, share.threads)
+        # With a probe, measure this exact configuration; without one, the nearest known will do.
+        rate = cost_model.items_per_s(work_key, share.cost_device, share.batch_size, share.threads,
+                                      exact=probe is not None)
         if rate is None and probe is not None:
             entry = _probe(cost_model, work_key, share, probe, backends.get(share.name))
             rate = entry["items_per_s"] if entry else None
