@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -164,36 +165,56 @@ class ExtractionResult:
 class FeatureExtractor:
     """Computes missing feature vectors for (key, path) items and stores them in a FeatureCache.
 
-    ``process_chunk(share, chunk)`` is the per-device unit of work that a scheduler can call with a
-    share of the devices (an object or dict with ``device`` and ``threads``) and a list of items.
+    Each image is decoded once for all ``views``. ``process_chunk(share, chunk)`` is the per-device
+    unit of work a scheduler calls with a device share (an object or dict with ``name`` or
+    ``device``, and ``threads``) and a list of items; it returns one entry per item: None when its
+    features are cached, else ``{"file", "reason"}``. Sessions are created once per share.
     """
 
     def __init__(self, backbone: Backbone, cache: FeatureCache, *, features: FeatureSpec = EMBEDDING,
-                 view: str = "identity", graph_dir=None, batch_size: int = 32, decode_threads: int = 2,
-                 progress: Callable[[int], None] | None = None,
+                 views: Sequence[str] = ("identity",), graph_dir=None, batch_size: int = 32,
+                 decode_threads: int = 2, progress: Callable[[int], None] | None = None,
                  should_stop: Callable[[], bool] | None = None):
-        if view not in VIEWS:
-            raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
+        for view in views:
+            if view not in VIEWS:
+                raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
         self.backbone = backbone
         self.cache = cache
         self.features = features
-        self.view = view
+        self.views = tuple(views)
         self.graph_dir = Path(graph_dir) if graph_dir is not None else cache.root / "graphs"
         self.batch_size = batch_size
         self.decode_threads = decode_threads
         self.progress = progress
         self.should_stop = should_stop
         self._model_bytes: bytes | None = None
+        self._sessions: dict = {}
+        self._lock = threading.Lock()
 
-    @property
-    def namespace(self) -> tuple[str, str, str]:
-        return (self.backbone.key, self.features.name, self.view)
+    def namespace(self, view: str) -> tuple[str, str, str]:
+        """The cache namespace of ``view``'s vectors."""
+        return (self.backbone.key, self.features.name, view)
 
     def model_bytes(self) -> bytes:
         """The serialized feature graph (built once per extractor)."""
-        if self._model_bytes is None:
-            self._model_bytes = feature_model(self.backbone, self.features, self.graph_dir).SerializeToString()
-        return self._model_bytes
+        with self._lock:
+            if self._model_bytes is None:
+                model = feature_model(self.backbone, self.features, self.graph_dir)
+                self._model_bytes = model.SerializeToString()
+            return self._model_bytes
+
+    def session(self, share):
+        """The ONNX Runtime session for a device share, created on first use."""
+        get = share.get if isinstance(share, dict) else lambda name, default=None: getattr(share, name, default)
+        device = get("device", None) or get("name", None) or "auto"
+        threads = get("threads", None)
+        with self._lock:
+            session = self._sessions.get((device, threads))
+        if session is None:
+            session = create_session(self.model_bytes(), device=device, threads=threads)
+            with self._lock:
+                self._sessions[(device, threads)] = session
+        return session
 
     def _decode(self, item):
         key, path = item
@@ -204,43 +225,101 @@ class FeatureExtractor:
         except OSError as exc:
             return key, path, None, f"{path}: cannot read file ({exc.strerror or exc})"
 
-    def process_chunk(self, share, chunk: Sequence[tuple[str, str]]) -> list[dict]:
-        """Compute and cache features for ``chunk`` on ``share``'s device; returns skipped items."""
-        get = share.get if isinstance(share, dict) else lambda name, default=None: getattr(share, name, default)
-        session = create_session(self.model_bytes(), device=get("device", "auto") or "auto",
-                                 threads=get("threads", None))
+    def _store(self, view, keys, vectors):
+        namespace = self.namespace(view)
+        for key, vector in zip(keys, vectors):
+            self.cache.put(namespace, key, vector)
+
+    def process_chunk(self, share, chunk: Sequence[tuple[str, str]]) -> list:
+        """Compute and cache features of ``chunk`` on ``share``'s device; one result per item."""
+        session = self.session(share)
         input_name = session.get_inputs()[0].name
-        batches = [list(chunk[i:i + self.batch_size]) for i in range(0, len(chunk), self.batch_size)]
-        skipped: list[dict] = []
+        chunk = list(chunk)
+        batches = [chunk[i:i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
+        results: dict = {}
         with ThreadPoolExecutor(max_workers=max(1, self.decode_threads), thread_name_prefix="decode") as pool:
-            pending: deque = deque()
-            ahead = 2
-            for batch in batches[:ahead]:
-                pending.append([pool.submit(self._decode, item) for item in batch])
-            next_batch = ahead
-            while pending:
-                if self.should_stop is not None and self.should_stop():
-                    for futures in pending:
-                        for future in futures:
-                            future.cancel()
-                    raise Cancelled("feature extraction was stopped")
-                decoded = [f.result() for f in pending.popleft()]
-                if next_batch < len(batches):
-                    pending.append([pool.submit(self._decode, item) for item in batches[next_batch]])
-                    next_batch += 1
-                good = [(key, tensor) for key, _, tensor, _ in decoded if tensor is not None]
-                for key, path, tensor, reason in decoded:
-                    if tensor is None:
-                        log.warning("skipping %s", reason)
-                        skipped.append({"file": str(path), "reason": reason})
-                if good:
-                    batch = apply_view(np.stack([t for _, t in good]), self.view)
-                    vectors = session.run([FEATURES_OUTPUT], {input_name: batch})[0]
-                    for (key, _), vector in zip(good, vectors):
-                        self.cache.put(self.namespace, key, vector)
-                if self.progress is not None:
-                    self.progress(len(decoded))
-        return skipped
+            pending: deque = deque(
+                [pool.submit(self._decode, item) for item in batch] for batch in batches[:2])
+            next_batch = len(pending)
+            writes = []
+            try:
+                while pending:
+                    if self.should_stop is not None and self.should_stop():
+                        raise Cancelled("feature extraction was stopped")
+                    decoded = [f.result() for f in pending.popleft()]
+                    if next_batch < len(batches):
+                        pending.append([pool.submit(self._decode, item) for item in batches[next_batch]])
+                        next_batch += 1
+                    good = [(key, tensor) for key, _, tensor, _ in decoded if tensor is not None]
+                    for key, path, tensor, reason in decoded:
+                        results[key] = None
+                        if tensor is None:
+                            log.warning("skipping %s", reason)
+                            results[key] = {"file": str(path), "reason": reason}
+                    if good:
+                        keys = [key for key, _ in good]
+                        batch = np.stack([t for _, t in good])
+                        for view in self.views:
+                            vectors = session.run([FEATURES_OUTPUT], {input_name: apply_view(batch, view)})[0]
+                            writes.append(pool.submit(self._store, view, keys, vectors))
+                    if self.progress is not None:
+                        self.progress(len(decoded))
+            finally:
+                for futures in pending:
+                    for future in futures:
+                        future.cancel()
+            for write in writes:
+                write.result()
+        return [results.get(key) for key, _ in chunk]
+
+
+def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
+                          views: Sequence[str] = ("identity",), features: FeatureSpec = EMBEDDING,
+                          device: str = "auto", threads: int | None = None, batch_size: int = 32,
+                          graph_dir=None, progress=None, should_stop=None) -> dict:
+    """Like :func:`extract_features` for several views at once (each image is decoded once).
+
+    Returns a dict view -> ExtractionResult; every result has the same keys and ``skipped``.
+    """
+    items = [(str(key), str(path)) for key, path in items]
+    views = tuple(views)
+    missing = set()
+    for view in views:
+        missing.update(cache.missing((backbone.key, features.name, view), [key for key, _ in items]))
+    todo, seen = [], set()
+    for key, path in items:
+        if key in missing and key not in seen:
+            seen.add(key)
+            todo.append((key, path))
+    total, done = len(items), len(items) - len(todo)
+    if progress is not None:
+        progress(done, total)
+
+    def advance(count):
+        nonlocal done
+        done += count
+        if progress is not None:
+            progress(min(done, total), total)
+
+    skipped: list[dict] = []
+    if todo:
+        started = time.perf_counter()
+        extractor = FeatureExtractor(backbone, cache, features=features, views=views, graph_dir=graph_dir,
+                                     batch_size=batch_size, progress=advance, should_stop=should_stop)
+        outcome = extractor.process_chunk({"device": device, "threads": threads}, todo)
+        skipped = [entry for entry in outcome if entry is not None]
+        log.info("extracted %d %s feature vectors (%s) in %.1f s", len(todo), features.name,
+                 "+".join(views), time.perf_counter() - started)
+    bad = {entry["file"] for entry in skipped}
+    out = {}
+    for view in views:
+        namespace = (backbone.key, features.name, view)
+        have = cache.cached_keys(namespace)
+        keys = [key for key, path in items if key in have and path not in bad]
+        vectors = cache.get_many(namespace, keys) if keys else np.zeros((0, features.dim(backbone)), np.float32)
+        out[view] = ExtractionResult(keys=keys, features=vectors, skipped=list(skipped),
+                                     computed=len(todo) - len(skipped))
+    return out
 
 
 def extract_features(backbone: Backbone, items, cache: FeatureCache, *, view: str = "identity",
@@ -265,34 +344,6 @@ def extract_features(backbone: Backbone, items, cache: FeatureCache, *, view: st
     ExtractionResult with the keys that have features (input order), an (n, d) array, and
     ``skipped``: [{file, reason}] for items that could not be decoded.
     """
-    items = [(str(key), str(path)) for key, path in items]
-    namespace = (backbone.key, features.name, view)
-    todo_keys = set(cache.missing(namespace, [key for key, _ in items]))
-    todo, seen = [], set()
-    for key, path in items:
-        if key in todo_keys and key not in seen:
-            seen.add(key)
-            todo.append((key, path))
-    total, done = len(items), len(items) - len(todo)
-    if progress is not None:
-        progress(done, total)
-
-    def advance(count):
-        nonlocal done
-        done += count
-        if progress is not None:
-            progress(min(done, total), total)
-
-    started = time.perf_counter()
-    skipped: list[dict] = []
-    if todo:
-        extractor = FeatureExtractor(backbone, cache, features=features, view=view, graph_dir=graph_dir,
-                                     batch_size=batch_size, progress=advance, should_stop=should_stop)
-        skipped = extractor.process_chunk({"device": device, "threads": threads}, todo)
-        log.info("extracted %d %s/%s feature vectors in %.1f s", len(todo), features.name, view,
-                 time.perf_counter() - started)
-    bad = {entry["file"] for entry in skipped}
-    have = cache.cached_keys(namespace)
-    keys = [key for key, path in items if key in have and path not in bad]
-    vectors = cache.get_many(namespace, keys) if keys else np.zeros((0, features.dim(backbone)), np.float32)
-    return ExtractionResult(keys=keys, features=vectors, skipped=skipped, computed=len(todo) - len(skipped))
+    return extract_feature_views(backbone, items, cache, views=(view,), features=features, device=device,
+                                 threads=threads, batch_size=batch_size, graph_dir=graph_dir,
+                                 progress=progress, should_stop=should_stop)[view]

@@ -27,7 +27,7 @@ from modeldesk.trainers import heads
 from modeldesk.trainers.backbones import Backbone, get_backbone
 from modeldesk.trainers.data import LabeledImage
 from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, extract_features, feature_model,
+from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, extract_feature_views, feature_model,
                                          view_nodes)
 from modeldesk.trainers.templates import Template, get_template
 
@@ -295,23 +295,21 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
 
     # 1. features for every view any candidate needs (0 .. 0.7 of the progress bar)
     views_needed = template.all_views()
-    skipped: list[dict] = []
-    by_view = {}
     items = [(s.key, s.path) for s in labeled]
-    for v_index, view in enumerate(views_needed):
-        def on_progress(done, total, v_index=v_index, view=view):
-            report(f"Extracting features ({view})" if view != "identity" else "Extracting features",
-                   0.7 * (v_index + done / max(total, 1)) / len(views_needed))
-
-        result = extract_features(backbone, items, cache, view=view, features=template.features,
-                                  device=device, threads=threads, progress=on_progress,
-                                  should_stop=should_stop)
-        if v_index == 0:
-            skipped = result.skipped
-            good = set(result.keys)
-            labeled = [s for s in labeled if s.key in good and s.path not in {e["file"] for e in skipped}]
+    extracted = extract_feature_views(
+        backbone, items, cache, views=views_needed, features=template.features, device=device,
+        threads=threads, should_stop=should_stop,
+        progress=lambda done, total: report("Extracting features", 0.7 * done / max(total, 1)))
+    skipped = extracted[views_needed[0]].skipped
+    good = set(extracted[views_needed[0]].keys)
+    bad_files = {entry["file"] for entry in skipped}
+    labeled = [s for s in labeled if s.key in good and s.path not in bad_files]
+    if not labeled:
+        raise ValueError(f"none of the {len(items)} images could be read (first: {skipped[0]['reason']})")
+    by_view = {}
+    for view, result in extracted.items():
         index = {key: row for row, key in enumerate(result.keys)}
-        by_view[view] = result.features[[index[s.key] for s in labeled]] if labeled else result.features[:0]
+        by_view[view] = result.features[[index[s.key] for s in labeled]]
     if skipped:
         warnings.append(f"{len(skipped)} image(s) could not be read and were left out")
         labeled, labels, more = check_samples(labeled)
