@@ -12,7 +12,9 @@ import re
 import time
 import unicodedata
 from pathlib import Path
-from typing import Callable, Iterable
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator
 
 from . import archive, coco, csvtext, folders, voc, yolo
 from .detect import FORMATS, scan
@@ -25,6 +27,7 @@ from .verify import MediaError, media_kind, verify_image, verify_wav
 BATCH_SIZE = 200  # rows per transaction
 BATCH_SECONDS = 1.0  # ... or whatever was read in this long
 _PROGRESS_SECONDS = 0.05
+WORKERS = 4  # threads reading, verifying and storing media files
 
 _FORMAT_NAMES = {"folder": "folder-per-class", "flat": "unlabeled files", "voc": "Pascal VOC",
                  "coco": "COCO", "yolo": "YOLO", "csv": "CSV text"}
@@ -151,16 +154,13 @@ def _has_files(folder: Path) -> bool:
     return any(p.is_file() for p in folder.rglob("*"))
 
 
-def _prepare(store: Store, kind: str, item: Item, report: ImportReport) -> NewSample:
-    """Read, verify and store one item; MediaError or OSError when it cannot be imported."""
+def _store_media(store: Store, kind: str, item: Item) -> tuple[str, str, int | None, int | None, float | None]:
+    """Read, verify and store one media file: (hash, ext, width, height, duration).
+
+    Thread-safe (it touches no report); raises MediaError or OSError when the file cannot be imported.
+    """
     if item.error:
         raise MediaError(item.error)
-    if kind == "text":
-        text = normalise_text(item.text or "")
-        if not text:
-            raise MediaError("empty text")
-        return NewSample(kind="text", content_hash=sha256_bytes(text.encode("utf-8")), source=item.source,
-                         text=text, labels=list(item.labels))
     ext = item.path.suffix.lower()
     if media_kind(ext) != kind:
         raise MediaError(f"not {('an image' if kind == 'image' else 'a sound')} file ({ext or 'no extension'})")
@@ -172,9 +172,63 @@ def _prepare(store: Store, kind: str, item: Item, report: ImportReport) -> NewSa
         duration = verify_wav(data, ext)
         ext = ".wav"
     content_hash, _ = store.media.put(data, ext)
+    return content_hash, ext, width, height, duration
+
+
+def _to_sample(kind: str, item: Item, stored, report: ImportReport) -> NewSample:
+    """The row for one item (text is normalised here; media was stored by :func:`_store_media`)."""
+    if kind == "text":
+        if item.error:
+            raise MediaError(item.error)
+        text = normalise_text(item.text or "")
+        if not text:
+            raise MediaError("empty text")
+        return NewSample(kind="text", content_hash=sha256_bytes(text.encode("utf-8")), source=item.source,
+                         text=text, labels=list(item.labels))
+    content_hash, ext, width, height, duration = stored
     boxes = _clip_boxes(item, width, height, report) if item.boxes else []
     return NewSample(kind=kind, content_hash=content_hash, source=item.source, ext=ext, width=width,
                      height=height, duration=duration, labels=list(item.labels), boxes=boxes)
+
+
+def _stored(store: Store, kind: str, items: Iterable[Item], should_stop, stopped: list
+            ) -> Iterator[tuple[Item, object]]:
+    """(item, stored media or the exception) in input order.
+
+    Media files are read, verified and written by a few threads (file I/O, hashing and Pillow decoding
+    release the GIL), with a bounded look-ahead so memory stays flat. ``should_stop`` is polled before
+    each item is started; items already started are finished. A stop is noted in ``stopped``.
+    """
+    def poll():
+        if should_stop is not None and should_stop():
+            stopped.append(True)
+            return True
+        return False
+
+    if kind == "text":
+        for item in items:
+            if poll():
+                return
+            yield item, None
+        return
+    pending: deque = deque()
+    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="import") as pool:
+        iterator = iter(items)
+        stopping = False
+        while True:
+            while not stopping and len(pending) < 4 * WORKERS:
+                item = next(iterator, None)
+                if item is None or poll():
+                    stopping = True
+                    break
+                pending.append((item, pool.submit(_store_media, store, kind, item)))
+            if not pending:
+                return
+            item, future = pending.popleft()
+            try:
+                yield item, future.result()
+            except (MediaError, OSError) as exc:
+                yield item, exc
 
 
 def _clip_boxes(item: Item, width: int, height: int, report: ImportReport) -> list[Box]:
@@ -228,14 +282,13 @@ def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | 
         if on_commit:
             on_commit(report)
 
-    for item in items:
-        if should_stop is not None and should_stop():
-            report.stopped = True
-            report.warn(f"import stopped on request after {done} of {total if total is not None else '?'} items")
-            break
+    stopped: list = []
+    for item, stored in _stored(store, kind, items, should_stop, stopped):
         done += 1
         try:
-            new = _prepare(store, kind, item, report)
+            if isinstance(stored, BaseException):
+                raise stored
+            new = _to_sample(kind, item, stored, report)
         except MediaError as exc:
             report.fail(item.source, str(exc))
         except OSError as exc:
@@ -253,6 +306,9 @@ def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | 
         if progress is not None and now - last_progress >= _PROGRESS_SECONDS:
             progress(done, total, item.source)
             last_progress = now
+    if stopped:
+        report.stopped = True
+        report.warn(f"import stopped on request after {done} of {total if total is not None else '?'} items")
     flush()
     if progress is not None:
         progress(done, total if total is not None else done, "")

@@ -13,13 +13,14 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, make_parent: bool = True) -> None:
     """Write ``data`` to ``path`` through a temporary name in the same folder, then rename.
 
     A reader (or a process killed midway) never sees a half-written file under ``path``. No fsync:
     the rename is atomic against a process kill, which is the failure the app must survive.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if make_parent:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -44,6 +45,7 @@ class MediaStore:
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        self._made: set[str] = set()  # shard folders known to exist
 
     def path(self, content_hash: str, ext: str) -> Path:
         """Where the file with this hash and extension (``".jpg"``) lives."""
@@ -54,7 +56,11 @@ class MediaStore:
         content_hash = content_hash or sha256_bytes(data)
         path = self.path(content_hash, ext)
         if not path.exists():
-            atomic_write(path, data)
+            shard = content_hash[:2]
+            if shard not in self._made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._made.add(shard)
+            atomic_write(path, data, make_parent=False)
         return content_hash, path
 
     def remove(self, content_hash: str, ext: str) -> None:

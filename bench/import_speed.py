@@ -1,0 +1,97 @@
+"""Import speed against a plain file copy, measured in the same run.
+
+For each data set: the time ``import_path`` takes (verify, hash, store media, commit rows) next to the
+time to ``shutil.copy`` the same files one by one into an empty folder, and files per second for both.
+
+Run: ``python bench/import_speed.py [--generated 10000] [--benchdata /work/shared/benchdata]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from modeldesk.datasets import Store, import_path
+from modeldesk.datasets.detect import iter_files
+
+
+def generate_images(folder: Path, count: int, size: int = 64, classes: int = 10) -> None:
+    """``count`` distinct small JPEGs in ``classes`` class folders."""
+    for k in range(count):
+        image = Image.new("RGB", (size, size), (k * 37 % 256, k * 11 % 256, 120))
+        draw = ImageDraw.Draw(image)
+        cell = size // 4
+        for bit in range(16):  # the index in binary as black/white cells: every file differs
+            fill = (255, 255, 255) if k >> bit & 1 else (0, 0, 0)
+            x, y = bit % 4 * cell, bit // 4 * cell
+            draw.rectangle([x, y, x + cell - 1, y + cell - 1], fill=fill)
+        buffer = io.BytesIO()
+        image.save(buffer, "JPEG", quality=90)
+        target = folder / f"class{k % classes}" / f"img{k:05d}.jpg"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(buffer.getvalue())
+
+
+def time_copy(src: Path, dest: Path) -> tuple[int, float]:
+    """Copy every file under ``src`` into ``dest`` with shutil.copy; return (files, seconds)."""
+    dest.mkdir(parents=True)
+    start = time.perf_counter()
+    count = 0
+    for count, path in enumerate(iter_files(src), 1):
+        shutil.copy(path, dest / f"{count}_{path.name}")
+    return count, time.perf_counter() - start
+
+
+def time_import(src: Path, workspace: Path, task: str) -> tuple[int, float, dict]:
+    """Import ``src`` into a fresh workspace; return (files seen, seconds, report)."""
+    with Store(workspace) as store:
+        project = store.create_project("bench", task)
+        start = time.perf_counter()
+        report = import_path(store, project, src)
+        seconds = time.perf_counter() - start
+    files = report.added + report.duplicates + len(report.failed)
+    return files, seconds, report.to_dict()
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--benchdata", type=Path, default=Path("/work/shared/benchdata"))
+    parser.add_argument("--generated", type=int, default=10_000, help="how many small images to generate")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="md-bench-") as tmp:
+        tmp = Path(tmp)
+        sets = [(args.benchdata / "sign_digits", "image-classification", "sign_digits"),
+                (args.benchdata / "raccoon_voc", "object-detection", "raccoon_voc")]
+        sets = [s for s in sets if s[0].is_dir()]
+        if args.generated:
+            start = time.perf_counter()
+            generate_images(tmp / "generated", args.generated)
+            print(f"generated {args.generated} images of 64x64 in {time.perf_counter() - start:.1f} s")
+            sets.append((tmp / "generated", "image-classification", f"generated {args.generated}"))
+        rows = []
+        for index, (src, task, name) in enumerate(sets):
+            copied, copy_s = time_copy(src, tmp / f"copy{index}")
+            files, import_s, report = time_import(src, tmp / f"ws{index}", task)
+            rows.append((name, files, report["added"], import_s, files / import_s, copied, copy_s,
+                         copied / copy_s, import_s / copy_s))
+            shutil.rmtree(tmp / f"copy{index}")
+        header = ("data set", "items", "added", "import s", "items/s", "files copied", "copy s",
+                  "files/s", "import/copy")
+        print(f"{header[0]:<18}{header[1]:>7}{header[2]:>7}{header[3]:>10}{header[4]:>9}"
+              f"{header[5]:>14}{header[6]:>8}{header[7]:>9}{header[8]:>13}")
+        for name, files, added, import_s, ips, copied, copy_s, cps, ratio in rows:
+            print(f"{name:<18}{files:>7}{added:>7}{import_s:>10.2f}{ips:>9.0f}{copied:>14}{copy_s:>8.2f}"
+                  f"{cps:>9.0f}{ratio:>12.1f}x")
+        print(f"({os.cpu_count()} logical CPUs; copy = shutil.copy of each file of the set, "
+              "annotations included; import = verify + hash + store + commit)")
+
+
+if __name__ == "__main__":
+    main()
