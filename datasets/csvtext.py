@@ -55,7 +55,11 @@ def _pick(columns: list[str], wanted: str | None, defaults: tuple[str, ...]) -> 
     return None
 
 
-def _header(path: Path, encoding: str, text_column, label_column):
+def sniff_header(path: Path, encoding: str, accept) -> tuple[str, list[str] | None, list[str]]:
+    """Find the delimiter: the first candidate whose header row ``accept(columns)`` likes.
+
+    Returns (delimiter, columns, best_guess_columns); columns is None when no delimiter was accepted.
+    """
     with path.open("r", encoding=encoding, newline="") as handle:
         sample = handle.read(_CHUNK)
     first_line = sample.splitlines()[0] if sample.strip() else ""
@@ -70,15 +74,27 @@ def _header(path: Path, encoding: str, text_column, label_column):
     best = None
     for delimiter in order:
         columns = next(csv.reader([first_line], delimiter=delimiter))
-        text_i = _pick(columns, text_column, TEXT_COLUMNS)
-        if best is None or (len(columns) > 1 and len(best[1]) <= 1):
-            best = (delimiter, columns)
-        if text_i is not None:
-            return delimiter, columns, text_i, _pick(columns, label_column, LABEL_COLUMNS)
-    columns = ", ".join(repr(c) for c in best[1])
-    wanted = repr(text_column) if text_column else "a text column (" + ", ".join(TEXT_COLUMNS[:4]) + ", ...)"
-    raise ValueError(f"{path.name}: no {wanted} found; the columns are: {columns}. "
-                     "Name the text column (text_column / --text-column)")
+        if best is None or (len(columns) > 1 and len(best) <= 1):
+            best = columns
+        if accept(columns):
+            return delimiter, columns, columns
+    return order[0], None, best
+
+
+def find_column(columns: list[str], wanted: str | None, defaults: tuple[str, ...]) -> int | None:
+    """Index of the ``wanted`` column (or the first of ``defaults``), ignoring case and spaces."""
+    return _pick(columns, wanted, defaults)
+
+
+def _header(path: Path, encoding: str, text_column, label_column):
+    delimiter, columns, best = sniff_header(
+        path, encoding, lambda cols: _pick(cols, text_column, TEXT_COLUMNS) is not None)
+    if columns is None:
+        found = ", ".join(repr(c) for c in best)
+        wanted = repr(text_column) if text_column else "a text column (" + ", ".join(TEXT_COLUMNS[:4]) + ", ...)"
+        raise ValueError(f"{path.name}: no {wanted} found; the columns are: {found}. "
+                         "Name the text column (text_column / --text-column)")
+    return delimiter, columns, _pick(columns, text_column, TEXT_COLUMNS), _pick(columns, label_column, LABEL_COLUMNS)
 
 
 def read_table(path: Path, report: ImportReport, text_column=None, label_column=None) -> Iterator[Item]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .csvpaths import table_media
 from .verify import media_kind
 
 #: Formats import_path understands; "folder" is folder-per-class, "flat" is unlabeled media files.
@@ -44,9 +45,9 @@ def _is_coco(path: Path) -> bool:
     try:
         with path.open("rb") as handle:
             head = handle.read(1 << 20)
-        if b'"images"' not in head and b'"annotations"' not in head and path.stat().st_size > (1 << 20):
-            return False
-        data = json.loads(path.read_bytes())
+        if path.stat().st_size > len(head):  # too big to parse just to look: trust the keys in the head
+            return b'"images"' in head or b'"annotations"' in head
+        data = json.loads(head)
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "images" in data and "annotations" in data
@@ -97,7 +98,7 @@ def scan(path) -> Scan:
         if ext == ".zip":
             return Scan("zip", None, path)
         if ext in _TEXT_TABLE_EXTS:
-            return Scan("csv", None, path)
+            return Scan("csv", table_media(path), path)
         if ext == ".json" and _is_coco(path):
             return Scan("coco", "image", path)
         if ext == ".xml" and _is_voc(path):
@@ -110,6 +111,7 @@ def scan(path) -> Scan:
     sub_media: dict[str, int] = {}
     xml = json_files = txt = 0
     tables = []
+    sub_files: list[Path] = []
     yolo_names = False
     coco = voc = False
     for file in iter_files(path):
@@ -117,6 +119,8 @@ def scan(path) -> Scan:
         name = file.name.lower()
         at_root = file.parent == path
         kind = media_kind(ext)
+        if kind and not at_root:
+            sub_files.append(file)
         if kind:
             target = root_media if at_root else sub_media
             target[kind] = target.get(kind, 0) + 1
@@ -139,12 +143,18 @@ def scan(path) -> Scan:
         return Scan("voc", "image", path)
     if yolo_names and txt:
         return Scan("yolo", "image", path)
+    class_dirs = {f.relative_to(path).parts[0] for f in sub_files}
+    if sub_media and len(class_dirs) == 1:  # an exported "files/" folder listed by a table?
+        for table in tables:
+            listed = table_media(table)
+            if listed:
+                return Scan("csv", listed, path)
     if sub_media:
         return Scan("folder", media, path)
     if root_media:
         return Scan("flat", media, path)
     if tables:
-        return Scan("csv", None, path)
+        return Scan("csv", next((m for m in map(table_media, tables) if m), None), path)
     raise ValueError(f"no supported files found in {path}")
 
 

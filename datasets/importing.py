@@ -16,7 +16,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
-from . import archive, coco, csvtext, folders, voc, yolo
+from . import archive, coco, csvpaths, csvtext, folders, voc, yolo
 from .detect import FORMATS, scan
 from .items import ImportReport, Item
 from .media import sha256_bytes
@@ -49,10 +49,11 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
         raise ValueError(f"{path} holds {what} object-detection data, but project {project.name!r} is "
                          f"{project.task}: import it into an object-detection project")
     if fmt == "csv":
-        if kind != "text":
+        if media is None and kind != "text":
             raise ValueError(f"{path} is a CSV text table, but project {project.name!r} is {project.task}: "
                              "import it into a text-classification project")
-        return
+        if media is None or kind == media:
+            return
     if kind == "text":
         raise ValueError(f"{path} holds {media or 'media'} files ({what}), but project {project.name!r} is "
                          "text-classification, which imports CSV files (text,label)")
@@ -110,7 +111,8 @@ def import_path(store: Store, project, path, *, format: str = "auto", text_colum
     if nested:
         report.warn(f"{path}: sub-folder names are not used as labels in an object-detection project; "
                     "the images import without boxes")
-    total, items = _read(path, fmt, report, TASK_KIND[project.task], text_column, label_column)
+    total, items = _read(path, fmt, report, TASK_KIND[project.task], text_column, label_column,
+                         project.task == "image-multilabel")
     if total == 0:
         raise ValueError(f"no supported files found in {path}")
     _ingest(store, project, items, total, report, progress, should_stop, on_commit)
@@ -118,7 +120,16 @@ def import_path(store: Store, project, path, *, format: str = "auto", text_colum
     return report
 
 
-def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, label_column):
+def _single_table(path: Path) -> Path:
+    if path.is_file():
+        return path
+    tables = [p for p in sorted(path.iterdir()) if p.suffix.lower() in (".csv", ".tsv") and csvpaths.table_media(p)]
+    if not tables:
+        raise ValueError(f"no CSV table listing media files found in {path}")
+    return tables[0]
+
+
+def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, label_column, multi: bool):
     if fmt == "folder":
         return folders.read_class_folders(path, report, kind)
     if fmt == "flat":
@@ -129,8 +140,11 @@ def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, la
         return coco.read_coco(path, report)
     if fmt == "yolo":
         return yolo.read_yolo(path, report)
-    if fmt == "csv":
+    if fmt == "csv" and kind == "text":
         return csvtext.read_csv(path, report, text_column=text_column, label_column=label_column)
+    if fmt == "csv":
+        return csvpaths.read_path_table(_single_table(path), report, label_column=label_column,
+                                        multi=multi)
     raise ValueError(f"unknown format {fmt!r}")
 
 

@@ -93,3 +93,29 @@ def test_text_export_and_refusals(store, tmp_path, write):
         export_project(store, project, tmp_path / "v", "voc")
     with pytest.raises(ValueError, match="not empty"):
         export_project(store, project, tmp_path / "out", "csv")
+
+
+def test_csv_of_paths_round_trips_for_images_and_boxes(store, tmp_path, generated, make_images):
+    export_project(store, generated, tmp_path / "det", "csv")
+    again = store.create_project("again", "object-detection")
+    report = import_path(store, again, tmp_path / "det")
+    assert report.format == "csv" and report.added == 4
+    _assert_same(_snapshot(store, generated), _snapshot(store, again), 1e-9)
+    make_images(tmp_path / "d", {"cat": 2, "dog": 1})
+    tags = store.create_project("tags", "image-multilabel")
+    import_path(store, tags, tmp_path / "d")
+    store.set_tags(store.sample_ids(tags)[0], ["cat", "indoor"])
+    export_project(store, tags, tmp_path / "c", "csv")
+    back = store.create_project("back", "image-multilabel")
+    assert import_path(store, back, tmp_path / "c").format == "csv"
+    labels = lambda p: {s.content_hash: s.labels for s in store.samples(p)}  # noqa: E731
+    assert labels(tags) == labels(back)
+
+
+def test_raccoon_boxes_csv_matches_its_voc(store, benchdata):
+    voc = store.create_project("voc", "object-detection")
+    import_path(store, voc, benchdata / "raccoon_voc")
+    table = store.create_project("table", "object-detection")
+    report = import_path(store, table, benchdata / "raccoon_voc", format="csv")
+    assert (report.added, report.boxes) == (103, 112)
+    _assert_same(_snapshot(store, voc), _snapshot(store, table), 0)
