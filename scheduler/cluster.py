@@ -7,6 +7,7 @@ imported only when a backend starts or a worker is started, never by ``import mo
 from __future__ import annotations
 
 import logging
+import threading
 
 from modeldesk.scheduler.planner import DeviceShare
 
@@ -43,6 +44,10 @@ def _run_probe_remote(probe, device: str, batch_size: int, threads: int):
     return probe(device, batch_size, threads)
 
 
+def _call(fn, *args):
+    return fn(*args)
+
+
 class DaskBackend:
     """A set of cluster workers the planner can place work on.
 
@@ -72,6 +77,8 @@ class DaskBackend:
         self.processes = processes
         self.client_ = None
         self.cluster_ = None
+        self._sent = None
+        self._lock = threading.Lock()
 
     def start(self) -> "DaskBackend":
         """Connect to the scheduler (or start the local cluster); returns self."""
@@ -89,6 +96,7 @@ class DaskBackend:
 
     def close(self) -> None:
         """Disconnect, and shut the local cluster down if this backend started it."""
+        self._sent = None
         if self.client_ is not None:
             self.client_.close()
             self.client_ = None
@@ -136,10 +144,18 @@ class DaskBackend:
                                      pure=False, resources=resources)
         return future.result()
 
+    def _on_workers(self, fn):
+        """``fn`` sent once to every worker (so state it caches, such as a session, lives on there),
+        as a future the tasks refer to; re-sent only when a different function comes."""
+        with self._lock:
+            if self._sent is None or self._sent[0] is not fn:
+                self._sent = (fn, self.client_.scatter(fn, broadcast=True, hash=False))
+            return self._sent[1]
+
     def run_chunk(self, share: DeviceShare, process_chunk, chunk: list) -> list:
         """Run ``process_chunk(share, chunk)`` on the share's worker; returns its results."""
         self.start()
-        return self._submit(process_chunk, share, list(chunk), share=share)
+        return self._submit(_call, self._on_workers(process_chunk), share, list(chunk), share=share)
 
     def run_probe(self, share: DeviceShare, probe):
         """Run ``probe(device, batch_size, threads)`` on the share's worker."""

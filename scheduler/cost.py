@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 
 FILENAME = "cost_model.json"
 FORMAT_VERSION = 1
+PROBE_SUPERSEDED = 0.8  # weight of the first real run against a probe's figure
 
 
 def config_key(work_key: str, device: str, batch_size: int, threads: int) -> str:
@@ -43,7 +44,8 @@ class CostModel:
     cache_dir : path-like or None
         Folder for ``cost_model.json``; None keeps figures in memory only.
     alpha : float
-        Weight of a new measurement in the moving average (0 < alpha <= 1).
+        Weight of a new run in the moving average (0 < alpha <= 1); the first run after a probe
+        gets at least 0.8, as it measures far more items than the probe.
 
     Examples
     --------
@@ -159,7 +161,9 @@ class CostModel:
             old = self._entries.get(key)
             rate = 1.0 / max(seconds_per_item, 1e-12)
             if old and source == "run":
-                rate = (1 - self.alpha) * old["items_per_s"] + self.alpha * rate
+                # A real run outweighs a short probe; later runs refine with the moving average.
+                weight = max(self.alpha, PROBE_SUPERSEDED) if old.get("source") == "probe" else self.alpha
+                rate = (1 - weight) * old["items_per_s"] + weight * rate
             entry = {"work_key": work_key, "device": device, "batch_size": int(batch_size), "threads": int(threads),
                      "items_per_s": rate, "bytes_per_item": bytes_per_item if bytes_per_item is not None
                      else (old or {}).get("bytes_per_item"),

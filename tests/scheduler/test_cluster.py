@@ -49,3 +49,24 @@ def test_partitions_run_on_a_two_worker_local_cluster():
     used = {address for _, address, _ in out}
     assert {f"dask:{address}" for address in used} == {d.name for d in work.devices}
     assert sum(s["items"] for s in work.run_stats.values()) == 60
+
+
+class CountsItsCopies:
+    """A unit of work that remembers, per copy, how many chunks it ran (like a cached session)."""
+
+    def __init__(self):
+        self.chunks = 0
+
+    def __call__(self, share, chunk):
+        self.chunks += 1
+        return [(id(self), self.chunks) for _ in chunk]
+
+
+def test_the_work_function_is_sent_once_so_its_state_lives_on_the_workers():
+    pytest.importorskip("distributed")
+    with DaskBackend(local_workers=2) as backend:
+        work = plan("copies", 40, devices=backend, cost_model=CostModel(None), batch_size=2)
+        out = run_partitioned(work, range(40), CountsItsCopies(), chunk_size=2)
+    copies = {copy for copy, _ in out}
+    assert len(copies) <= 2  # one copy per worker at most, not one per chunk
+    assert max(count for _, count in out) > 1

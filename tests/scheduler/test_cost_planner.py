@@ -40,9 +40,11 @@ def test_real_runs_refine_the_figure_with_a_moving_average(tmp_path):
     model = CostModel(tmp_path, alpha=0.5)
     model.measure("net", "cpu", 8, 2, lambda d, b, t: 0.01)  # 100 items/s
     entry = model.record("net", "cpu", 8, 2, n_items=100, seconds=0.5)  # 200 items/s
-    assert entry["items_per_s"] == pytest.approx(150)
+    assert entry["items_per_s"] == pytest.approx(180)  # the first run outweighs the probe (0.8)
     assert entry["samples"] == 2 and entry["source"] == "run"
-    assert CostModel(tmp_path).get("net", "cpu", 8, 2)["items_per_s"] == pytest.approx(150)
+    entry = model.record("net", "cpu", 8, 2, n_items=100, seconds=1.0)  # 100 items/s
+    assert entry["items_per_s"] == pytest.approx(140)  # then the moving average (alpha 0.5)
+    assert CostModel(tmp_path).get("net", "cpu", 8, 2)["items_per_s"] == pytest.approx(140)
 
 
 def test_nearest_configuration_is_used_and_cpu_scales_with_threads():
