@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sqlite3
 import threading
 import time
@@ -535,6 +536,46 @@ class Store:
         return {sid: (label, score) for sid, label, score in rows}
 
     # ------------------------------------------------------------------ maintenance
+    def cleanup(self, max_age_s: float = 3600.0) -> dict:
+        """Remove what interrupted work left behind, if older than ``max_age_s``.
+
+        That is: temporary files of unfinished writes (``.tmp-*``), unzip folders under ``tmp/``, and
+        media files no sample refers to (written by an import that was killed before its commit).
+        The age limit keeps files an import running right now is still using. Returns counts.
+        """
+        cutoff = time.time() - max_age_s
+        removed = {"temp_files": 0, "unzip_folders": 0, "orphan_media": 0}
+
+        def old(path: Path) -> bool:
+            try:
+                return path.stat().st_mtime < cutoff
+            except FileNotFoundError:
+                return False
+
+        if self.tmp_dir.is_dir():
+            for folder in self.tmp_dir.iterdir():
+                if folder.is_dir() and old(folder):
+                    shutil.rmtree(folder, ignore_errors=True)
+                    removed["unzip_folders"] += 1
+        conn = self._conn()
+        for base in (self.media.root, self.thumbs_dir):
+            if not base.is_dir():
+                continue
+            for shard in base.iterdir():
+                if not shard.is_dir():
+                    continue
+                for path in shard.iterdir():
+                    if path.name.startswith(".tmp-"):
+                        if old(path):
+                            path.unlink(missing_ok=True)
+                            removed["temp_files"] += 1
+                    elif base == self.media.root and old(path) and conn.execute(
+                            "SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1",
+                            (path.name.split(".")[0],)).fetchone() is None:
+                        path.unlink(missing_ok=True)
+                        removed["orphan_media"] += 1
+        return removed
+
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` result (``"ok"`` when sound)."""
         return self._conn().execute("PRAGMA integrity_check").fetchone()[0]

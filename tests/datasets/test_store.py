@@ -203,3 +203,27 @@ def test_reads_from_other_threads_while_writing(store):
 def test_tasks_tuple():
     assert TASKS == ("image-classification", "image-multilabel", "object-detection",
                      "text-classification", "sound-classification")
+
+
+def test_cleanup_removes_leftovers_of_killed_work_only_when_old(store):
+    p = store.create_project("t", "image-classification")
+    kept_hash, kept = store.media.put(b"kept", ".jpg")
+    store.add_samples(p, [NewSample(kind="image", content_hash=kept_hash, source="k", ext=".jpg")])
+    _, orphan = store.media.put(b"orphan", ".jpg")
+    partial = orphan.parent / ".tmp-abc"
+    partial.write_bytes(b"half")
+    (store.tmp_dir / "unzip-x").mkdir(parents=True)
+    assert store.cleanup() == {"temp_files": 0, "unzip_folders": 0, "orphan_media": 0}  # all too new
+    assert store.cleanup(max_age_s=-1) == {"temp_files": 1, "unzip_folders": 1, "orphan_media": 1}
+    assert kept.exists() and not orphan.exists() and not partial.exists()
+
+
+def test_datasets_imports_no_qt_and_no_other_modeldesk_package():
+    import subprocess
+    import sys
+
+    code = ("import sys, modeldesk.datasets, modeldesk.datasets.exporting; "
+            "bad = [m for m in sys.modules if m.startswith(('PySide', 'PyQt', 'modeldesk.')) "
+            "and not m.startswith('modeldesk.datasets')]; print(bad); sys.exit(1 if bad else 0)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
