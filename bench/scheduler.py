@@ -121,13 +121,9 @@ def make_probe(items, process_chunk):
 
 def run_case(label, work_key, items, process_chunk, probe, cost_model, **plan_args):
     """Plan (ETA from the cost model), run, return one table row."""
-    calls = []
-
-    def counted(device, batch_size, threads):
-        calls.append(device)
-        return probe(device, batch_size, threads)
-
-    work = plan(work_key, len(items), cost_model=cost_model, probe=counted, batch_size=8, **plan_args)
+    known = len(cost_model.entries(work_key))
+    work = plan(work_key, len(items), cost_model=cost_model, probe=probe, batch_size=8, **plan_args)
+    probed = len(cost_model.entries(work_key)) > known  # probes add entries, runs only update them
     eta = work.eta_s
     began = time.perf_counter()
     out = run_partitioned(work, items, process_chunk)
@@ -135,7 +131,7 @@ def run_case(label, work_key, items, process_chunk, probe, cost_model, **plan_ar
     assert len(out) == len(items)
     split = " / ".join(str(s["items"]) for s in work.run_stats.values())
     return {"run": label, "devices": len(work.devices), "threads": "+".join(str(d.threads) for d in work.devices),
-            "eta_source": "probe" if calls else "cache", "eta_s": eta, "actual_s": actual,
+            "eta_source": "probe" if probed else "cache", "eta_s": eta, "actual_s": actual,
             "items_per_s": len(items) / actual, "split": split}
 
 

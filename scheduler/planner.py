@@ -58,6 +58,11 @@ class DeviceShare:
             return "cuda:" + self.name.split("/cuda:", 1)[1] if "/cuda:" in self.name else "cpu"
         return "cpu" if self.kind == "cpu" else self.name
 
+    @property
+    def device(self) -> str:
+        """Same as :attr:`local_device`: what to pass as ``device=`` when creating a session."""
+        return self.local_device
+
 
 @dataclass
 class Plan:

@@ -152,3 +152,11 @@ def test_unmeasured_devices_get_equal_shares_and_no_eta():
     work = plan("net", 10, cost_model=CostModel(None), resources=GPU_MACHINE)
     assert work.eta_s is None
     assert [d.share for d in work.devices] == [0.5, 0.5]
+
+
+def test_device_shares_name_the_device_a_session_should_use():
+    from modeldesk.scheduler import DeviceShare
+
+    names = ["cpu", "cpu:1", "cuda:1", "dask:tcp://10.0.0.2:4000", "dask:tcp://10.0.0.2:4000/cuda:0"]
+    devices = [DeviceShare(n, "CPUExecutionProvider", 1, 1).device for n in names]
+    assert devices == ["cpu", "cpu", "cuda:1", "cpu", "cuda:0"]
