@@ -4,7 +4,7 @@ which one a session really uses, and how a feature-extraction job is split betwe
 Prints the resource view, the plan (devices, threads, batch sizes, shares, ETA), the run (items
 and items/s per device, ETA against actual) and the largest difference between GPU and CPU
 features on the same images. Exits 1 when a GPU is found but the CUDA provider does not work or is
-not used. Uses /work/shared/benchdata/sign_digits when present, else synthetic JPEGs.
+not used, 2 when no GPU is found. Uses /work/shared/benchdata/sign_digits when present, else synthetic JPEGs.
 
     python bench/gpu_check.py [--limit 512] [--data DIR]
 """
@@ -117,6 +117,9 @@ def main(argv=None) -> int:
         if diff > 1e-2:
             print("FAIL: GPU features differ from CPU features")
             ok = False
+    if not resources["gpus"]:
+        print(f"\nGPU CHECK: nothing to check, {resources['gpu_note'] or 'no GPU found'} (CPU path above ran)")
+        return 2
     print("\nGPU CHECK", "PASSED" if ok else "FAILED")
     return 0 if ok else 1
 

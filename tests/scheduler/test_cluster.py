@@ -70,3 +70,45 @@ def test_the_work_function_is_sent_once_so_its_state_lives_on_the_workers():
     copies = {copy for copy, _ in out}
     assert len(copies) <= 2  # one copy per worker at most, not one per chunk
     assert max(count for _, count in out) > 1
+
+
+def test_start_worker_declares_its_resources_and_the_planner_sees_its_gpu():
+    distributed = pytest.importorskip("distributed")
+    import threading
+    import time
+
+    from modeldesk.scheduler.cluster import start_worker
+
+    found = {"cpu": {"usable_cores": 1}, "memory": {"available_bytes": 2**30}, "gpus": [{"index": 0}],
+             "providers": {"CUDAExecutionProvider": True}}
+    with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        thread = threading.Thread(target=start_worker, args=(cluster.scheduler_address,),
+                                  kwargs={"nthreads": 1, "name": "md-worker", "resources": found}, daemon=True)
+        thread.start()
+        with DaskBackend(cluster.scheduler_address) as backend:
+            deadline = time.monotonic() + 20
+            while not backend.workers() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            (worker,) = backend.workers()
+            assert worker["name"] == "md-worker"
+            assert worker["resources"] == {"CPU": 1.0, "MEMORY": float(2**30), "GPU": 1.0}
+            shares = backend.device_shares()
+            assert [s.device for s in shares] == ["cpu", "cuda:0"]
+            assert shares[1].provider == "CUDAExecutionProvider"
+            backend.client_.retire_workers()
+        thread.join(20)
+        assert not thread.is_alive()
+
+
+def test_local_cpu_and_cluster_workers_share_one_run():
+    pytest.importorskip("distributed")
+    two = {"cpu": {"usable_cores": 2}, "memory": {"available_bytes": 2**30}, "gpus": [], "providers": {}}
+    with DaskBackend(local_workers=1) as backend:
+        work = plan("mixed", 30, devices=["cpu", backend], resources=two, cost_model=CostModel(None),
+                    batch_size=2)
+        assert [d.kind for d in work.devices] == ["cpu", "dask"]
+        out = run_partitioned(work, range(30), lambda share, chunk: [(x, share.kind) for x in chunk])
+    assert [x for x, _ in out] == list(range(30))
+    assert {kind for _, kind in out} <= {"cpu", "dask"}
+    assert sum(s["items"] for s in work.run_stats.values()) == 30
