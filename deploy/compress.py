@@ -10,7 +10,6 @@ fastest one that loses at most ``max_loss`` accuracy against fp32 is kept, else 
 from __future__ import annotations
 
 import logging
-import statistics
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,7 +19,7 @@ import onnx
 
 from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
 from .preprocess import ImageSpec, preprocess_batch
-from .quantize import quantize_model
+from .quantize import Quantizer
 from .resize import ResizeError, resize_input
 from .runtime import create_session
 
@@ -88,7 +87,8 @@ def _run_all(session, input_name: str, output_name: str, tensors: np.ndarray, ba
 
 def measure_latency(session, input_name: str, output_name: str, sample: np.ndarray, *, runs: int = 10,
                     min_seconds: float = 0.3) -> float:
-    """Median milliseconds per image of ``session.run`` on one batch, after a warm-up."""
+    """Milliseconds per image of ``session.run`` on one batch: the fastest of several runs after a
+    warm-up (the minimum is the estimate least disturbed by other work on a shared machine)."""
     feeds = {input_name: sample}
     for _ in range(2):
         session.run([output_name], feeds)
@@ -98,7 +98,7 @@ def measure_latency(session, input_name: str, output_name: str, sample: np.ndarr
         t0 = time.perf_counter()
         session.run([output_name], feeds)
         times.append(time.perf_counter() - t0)
-    return 1000.0 * statistics.median(times) / len(sample)
+    return 1000.0 * min(times) / len(sample)
 
 
 class _TensorCache:
@@ -163,58 +163,118 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
     else:
         wanted.remove(Candidate())
         wanted.insert(0, Candidate())
-    data = _TensorCache(spec, calibration, validation)
-    truth = [str(label) for _, label in validation]
-    input_name, output_name, labels = artifact.input_name, artifact.output_name, artifact.labels
-    resized: dict[int, onnx.ModelProto | ResizeError] = {}
+    runner = _Runner(prune_unused(base), artifact, _TensorCache(spec, calibration, validation), threads,
+                     latency_runs)
     results, models = [], {}
+    try:
+        for index, candidate in enumerate(wanted):
+            row, blob = runner.run(candidate)
+            results.append(row)
+            if blob is not None:
+                models[candidate.name] = (blob, row["input_size"], candidate)
+            if progress is not None:
+                progress(index + 1, len(wanted), candidate.name)
+    finally:
+        runner.close()
+    return _choose(artifact, out_dir, results, models, max_loss, len(validation), len(calibration))
 
-    for index, candidate in enumerate(wanted):
-        size = candidate.size or spec.size
+
+def prune_unused(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` without nodes and initializers that no graph output depends on."""
+    needed = {o.name for o in model.graph.output}
+    kept = []
+    for node in reversed(model.graph.node):
+        if any(name in needed for name in node.output):
+            kept.append(node)
+            needed.update(name for name in node.input if name)
+    if len(kept) == len(model.graph.node):
+        return model
+    pruned = onnx.ModelProto()
+    pruned.CopyFrom(model)
+    del pruned.graph.node[:]
+    pruned.graph.node.extend(reversed(kept))
+    inits = [t for t in pruned.graph.initializer if t.name in needed]
+    del pruned.graph.initializer[:]
+    pruned.graph.initializer.extend(inits)
+    log.info("pruned %d unused nodes", len(model.graph.node) - len(kept))
+    return pruned
+
+
+class _Runner:
+    """Builds and measures candidates, reusing resized graphs and calibrations per input size."""
+
+    def __init__(self, base: onnx.ModelProto, artifact: ModelArtifact, data: _TensorCache, threads, latency_runs):
+        self.base = base
+        self.spec = artifact.spec
+        self.labels = artifact.labels
+        self.input_name = artifact.input_name
+        self.output_name = artifact.output_name
+        self.truth = [str(label) for _, label in data.validation]
+        self.data = data
+        self.threads = threads
+        self.latency_runs = latency_runs
+        self.resized: dict[int, onnx.ModelProto | ResizeError] = {}
+        self.quantizers: dict[int, Quantizer] = {}
+
+    def graph(self, size: int) -> onnx.ModelProto:
+        if size == self.spec.size:
+            return self.base
+        if size not in self.resized:
+            try:
+                self.resized[size] = resize_input(self.base, size, input_name=self.input_name)
+            except ResizeError as exc:
+                self.resized[size] = exc
+        if isinstance(self.resized[size], ResizeError):
+            raise self.resized[size]
+        return self.resized[size]
+
+    def build(self, candidate: Candidate, size: int) -> bytes:
+        graph = self.graph(size)
+        if not candidate.quant:
+            return graph.SerializeToString()
+        if size not in self.quantizers:
+            self.quantizers[size] = Quantizer(graph, self.data.get("calibration", size), input_name=self.input_name)
+        return self.quantizers[size].quantize(candidate.quant, candidate.per_channel)
+
+    def run(self, candidate: Candidate) -> tuple[dict, bytes | None]:
+        """The result row for ``candidate`` and its serialized graph (None when skipped or failed)."""
+        size = candidate.size or self.spec.size
         row = {"name": candidate.name, "input_size": size, "quantization": candidate.quant,
                "per_channel": candidate.per_channel, "size_bytes": None, "latency_ms": None,
                "latency_ms_1t": None, "latency_ms_by_threads": {}, "accuracy": None, "kept": False,
                "reason": ""}
-        results.append(row)
+        if candidate.quant and not self.data.calibration:
+            row["reason"] = "skipped: no calibration images"
+            return row, None
         try:
-            if candidate.size:
-                if size not in resized:
-                    try:
-                        resized[size] = resize_input(base, size, input_name=input_name)
-                    except ResizeError as exc:
-                        resized[size] = exc
-                if isinstance(resized[size], ResizeError):
-                    row["reason"] = f"skipped: {resized[size]}"
-                    continue
-                graph = resized[size]
-            else:
-                graph = base
-            if candidate.quant:
-                if not calibration:
-                    row["reason"] = "skipped: no calibration images"
-                    continue
-                blob = quantize_model(graph, data.get("calibration", size), input_name=input_name,
-                                      fmt=candidate.quant, per_channel=candidate.per_channel)
-            else:
-                blob = graph.SerializeToString()
-            row["size_bytes"] = len(blob)
-            tensors = data.get("validation", size)
-            sample = np.ascontiguousarray(np.resize(tensors, (LATENCY_BATCH, *tensors.shape[1:])))
-            for t in threads:
-                session = create_session(blob, device="cpu", threads=t)
-                row["latency_ms_by_threads"][str(t)] = round(
-                    measure_latency(session, input_name, output_name, sample, runs=latency_runs), 4)
-            row["latency_ms"] = row["latency_ms_by_threads"][str(threads[-1])]
-            row["latency_ms_1t"] = row["latency_ms_by_threads"].get("1")
-            row["accuracy"] = _accuracy(_run_all(session, input_name, output_name, tensors), labels, truth)
-            models[candidate.name] = (blob, size, candidate)
+            blob = self.build(candidate, size)
+        except ResizeError as exc:
+            row["reason"] = f"skipped: {exc}"
+            return row, None
         except Exception as exc:  # one broken recipe must not end the search; it is reported
             log.exception("compression candidate %s failed", candidate.name)
             row["reason"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-        finally:
-            if progress is not None:
-                progress(index + 1, len(wanted), candidate.name)
+            return row, None
+        row["size_bytes"] = len(blob)
+        tensors = self.data.get("validation", size)
+        sample = np.ascontiguousarray(np.resize(tensors, (LATENCY_BATCH, *tensors.shape[1:])))
+        for t in self.threads:
+            session = create_session(blob, device="cpu", threads=t)
+            row["latency_ms_by_threads"][str(t)] = round(
+                measure_latency(session, self.input_name, self.output_name, sample, runs=self.latency_runs), 4)
+        row["latency_ms"] = row["latency_ms_by_threads"][str(self.threads[-1])]
+        row["latency_ms_1t"] = row["latency_ms_by_threads"].get("1")
+        probabilities = _run_all(session, self.input_name, self.output_name, tensors)
+        row["accuracy"] = _accuracy(probabilities, self.labels, self.truth)
+        return row, blob
 
+    def close(self) -> None:
+        for quantizer in self.quantizers.values():
+            quantizer.close()
+
+
+def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: int, n_calibration: int) -> dict:
+    spec = artifact.spec
     fp32 = results[0]
     if fp32["accuracy"] is None:
         raise RuntimeError(f"the fp32 model could not be measured: {fp32['reason']}")
@@ -251,7 +311,7 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
             "weights": "int8" if candidate.quant else "float32",
             "accuracy_fp32": fp32["accuracy"], "accuracy": best["accuracy"],
             "latency_ms": best["latency_ms"], "latency_ms_fp32": fp32["latency_ms"],
-            "validation_images": len(validation), "calibration_images": len(calibration),
+            "validation_images": n_validation, "calibration_images": n_calibration,
         },
     })
     path = save_artifact(Path(out_dir), blob, card)

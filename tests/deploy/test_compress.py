@@ -98,3 +98,25 @@ def test_grid_pooling_by_reshape_and_matmul_is_detected(deploy_helpers):
     with pytest.raises(ResizeError, match="fixed spatial grid"):
         resize_input(model, 192)
     assert fixed_grid_pooling(deploy_helpers.build_standin_model()) == []
+
+
+def test_quantization_keeps_the_head_in_float_and_pruning_drops_dead_branches(deploy_helpers, color_data):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from modeldesk.deploy.compress import prune_unused
+    from modeldesk.deploy.preprocess import ImageSpec, preprocess_batch
+    from modeldesk.deploy.quantize import Quantizer
+
+    model = deploy_helpers.build_standin_model()
+    model.graph.initializer.append(numpy_helper.from_array(np.ones((16, 1000), np.float32), "dead_w"))
+    model.graph.node.append(helper.make_node("MatMul", ["feat", "dead_w"], ["dead_logits"], name="dead"))
+    pruned = prune_unused(model)
+    assert "dead" not in {n.name for n in pruned.graph.node} and "dead_w" not in {t.name for t in pruned.graph.initializer}
+    assert len(pruned.graph.node) == len(model.graph.node) - 1
+    calibration = preprocess_batch([p for p, _ in color_data["train"]], ImageSpec())
+    with Quantizer(pruned, calibration, input_name="image") as quantizer:
+        quantized = onnx.load_from_string(quantizer.quantize("qop", per_channel=False))
+    ops = {n.op_type for n in quantized.graph.node}
+    assert "QLinearConv" in ops and "Gemm" in ops and "QGemm" not in ops
