@@ -227,3 +227,25 @@ def test_datasets_imports_no_qt_and_no_other_modeldesk_package():
             "and not m.startswith('modeldesk.datasets')]; print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_labelling_one_by_one_splits_like_a_bulk_assignment(tmp_path):
+    results = []
+    for one_by_one in (True, False):
+        with Store(tmp_path / str(one_by_one)) as s:
+            p = s.create_project("t", "text-classification")
+            ids = _add(s, p, 60)
+            order = sorted(s.samples(p), key=lambda x: x.content_hash)
+            for i, sample in enumerate(order):
+                label = "a" if i % 3 else "b"
+                if one_by_one:
+                    s.set_label(sample.id, label)
+                else:
+                    s.add_samples(p, [NewSample(kind="text", content_hash=sample.content_hash, source="x",
+                                                text="x", labels=[label])], merge_labels=True)
+            if not one_by_one:
+                s.assign_splits(p)
+            results.append({x.content_hash: (x.labels, x.split) for x in s.samples(p)})
+            assert len(ids) == 60
+    assert results[0] == results[1]
+    assert Counter(split for _, split in results[0].values()) == {"train": 42, "val": 9, "test": 9}
