@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
 import tempfile
 import time
@@ -48,7 +47,6 @@ def baseline(samples, cache_dir: Path, threads: int) -> tuple[float, float]:
     result = extract_features(backbone, [(s.key, s.path) for s in samples], FeatureCache(cache_dir),
                               threads=threads)
     index = {k: i for i, k in enumerate(result.keys)}
-    labels = sorted({s.label for s in samples})
     fit = [s for s in samples if s.split != "test"]
     test = [s for s in samples if s.split == "test"]
     X = result.features

@@ -23,6 +23,8 @@ from onnx import helper, numpy_helper
 
 from modeldesk.deploy.preprocess import ImageDecodeError, preprocess_image
 from modeldesk.deploy.runtime import create_session
+from modeldesk.scheduler import CostModel, plan as plan_work, run_partitioned
+from modeldesk.scheduler.partition import Cancelled
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.feature_cache import FeatureCache
 
@@ -31,10 +33,6 @@ log = logging.getLogger(__name__)
 FEATURES_OUTPUT = "features"
 VIEWS = ("identity", "hflip")
 _STRIDES = {"stride8": 8, "stride16": 16, "stride32": 32}
-
-
-class Cancelled(RuntimeError):
-    """The caller asked to stop (``should_stop()`` returned True)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +158,7 @@ class ExtractionResult:
     features: np.ndarray
     skipped: list[dict] = field(default_factory=list)
     computed: int = 0
+    plan: dict | None = None
 
 
 class FeatureExtractor:
@@ -206,7 +205,7 @@ class FeatureExtractor:
     def session(self, share):
         """The ONNX Runtime session for a device share, created on first use."""
         get = share.get if isinstance(share, dict) else lambda name, default=None: getattr(share, name, default)
-        device = get("device", None) or get("name", None) or "auto"
+        device = get("local_device", None) or get("device", None) or get("name", None) or "auto"
         threads = get("threads", None)
         with self._lock:
             session = self._sessions.get((device, threads))
@@ -215,6 +214,15 @@ class FeatureExtractor:
             with self._lock:
                 self._sessions[(device, threads)] = session
         return session
+
+    def __getstate__(self):
+        # Picklable for cluster workers: sessions and the lock are rebuilt there.
+        state = dict(self.__dict__, _sessions={}, _lock=None, progress=None, should_stop=None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def _decode(self, item):
         key, path = item
@@ -302,12 +310,24 @@ def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
             progress(min(done, total), total)
 
     skipped: list[dict] = []
+    plan_info = None
     if todo:
         started = time.perf_counter()
         extractor = FeatureExtractor(backbone, cache, features=features, views=views, graph_dir=graph_dir,
-                                     batch_size=batch_size, progress=advance, should_stop=should_stop)
-        outcome = extractor.process_chunk({"device": device, "threads": threads}, todo)
+                                     batch_size=batch_size, should_stop=should_stop)
+        if threads:  # the caller fixed the threads: one worker on that device
+            name = "cpu" if device in ("auto", "cpu") else device
+            devices = [{"name": name, "threads": threads, "batch_size": batch_size}]
+        else:
+            devices = None
+        plan = plan_work(f"features/{backbone.key}/{features.name}/{len(views)}", len(todo), device=device,
+                         cost_model=CostModel(cache.root), batch_size=batch_size, devices=devices)
+        base = done
+        outcome = run_partitioned(plan, todo, extractor.process_chunk, chunk_size=batch_size * 8,
+                                  progress=lambda finished, _total, _eta: advance(base + finished - done),
+                                  should_stop=should_stop)
         skipped = [entry for entry in outcome if entry is not None]
+        plan_info = plan.to_dict()
         log.info("extracted %d %s feature vectors (%s) in %.1f s", len(todo), features.name,
                  "+".join(views), time.perf_counter() - started)
     bad = {entry["file"] for entry in skipped}
@@ -318,7 +338,7 @@ def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
         keys = [key for key, path in items if key in have and path not in bad]
         vectors = cache.get_many(namespace, keys) if keys else np.zeros((0, features.dim(backbone)), np.float32)
         out[view] = ExtractionResult(keys=keys, features=vectors, skipped=list(skipped),
-                                     computed=len(todo) - len(skipped))
+                                     computed=len(todo) - len(skipped), plan=plan_info)
     return out
 
 

@@ -27,6 +27,7 @@ from modeldesk.trainers import heads
 from modeldesk.trainers.backbones import Backbone, get_backbone
 from modeldesk.trainers.data import LabeledImage
 from modeldesk.trainers.feature_cache import FeatureCache
+from modeldesk.trainers.metrics import classification_report
 from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, extract_feature_views, feature_model,
                                          view_nodes)
 from modeldesk.trainers.templates import Template, get_template
@@ -94,33 +95,6 @@ def check_samples(samples: Sequence[LabeledImage]) -> tuple[list[LabeledImage], 
         warnings.append(f"class {', '.join(map(repr, few))} has fewer than 5 images; expect unreliable "
                         "predictions for it")
     return labeled, sorted(counts), warnings
-
-
-def _basic_metrics(y_true: np.ndarray, proba: np.ndarray, labels: list[str]) -> dict:
-    """Accuracy, macro F1, per-class precision/recall/F1 and the confusion matrix."""
-    try:
-        from modeldesk.trainers.metrics import classification_report
-    except ImportError:
-        classification_report = None
-    if classification_report is not None:
-        return classification_report(list(map(int, y_true)), np.asarray(proba).tolist(), labels)
-    pred = proba.argmax(axis=1)
-    k = len(labels)
-    confusion = np.zeros((k, k), int)
-    np.add.at(confusion, (y_true, pred), 1)
-    per_class, f1s = {}, []
-    for i, label in enumerate(labels):
-        tp = confusion[i, i]
-        precision = tp / confusion[:, i].sum() if confusion[:, i].sum() else 0.0
-        recall = tp / confusion[i].sum() if confusion[i].sum() else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        per_class[label] = {"precision": float(precision), "recall": float(recall), "f1": float(f1),
-                            "support": int(confusion[i].sum())}
-        if confusion[i].sum():
-            f1s.append(f1)
-    return {"accuracy": float((pred == y_true).mean()) if len(y_true) else 0.0,
-            "macro_f1": float(np.mean(f1s)) if f1s else 0.0, "per_class": per_class,
-            "confusion": confusion.tolist(), "labels": list(labels), "n": int(len(y_true))}
 
 
 class _Features:
@@ -301,6 +275,7 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
         threads=threads, should_stop=should_stop,
         progress=lambda done, total: report("Extracting features", 0.7 * done / max(total, 1)))
     skipped = extracted[views_needed[0]].skipped
+    extraction_plan = extracted[views_needed[0]].plan
     good = set(extracted[views_needed[0]].keys)
     bad_files = {entry["file"] for entry in skipped}
     labeled = [s for s in labeled if s.key in good and s.path not in bad_files]
@@ -339,11 +314,11 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     report("Evaluating", 0.95)
     eval_idx, eval_split = (test_idx, "test") if len(test_idx) else (val_idx, "val")
     if len(eval_idx):
-        metrics = _basic_metrics(y[eval_idx], _predict_views(head, feats, eval_idx, views), labels)
+        metrics = classification_report(y[eval_idx], _predict_views(head, feats, eval_idx, views), labels)
     else:
         warnings.append("no validation or test images: the metrics are measured on the training images")
         eval_idx, eval_split = train_idx, "train"
-        metrics = _basic_metrics(y[train_idx], _predict_views(head, feats, train_idx, views), labels)
+        metrics = classification_report(y[train_idx], _predict_views(head, feats, train_idx, views), labels)
     metrics["split"] = eval_split
     if trials:
         metrics["search"] = {"trials": trials, "best": {"params": params, "views": list(views)}}
@@ -378,4 +353,5 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     elapsed = time.monotonic() - started
     report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1") if k in metrics})
     return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=skipped,
-                       plan={"devices": [{"name": device}], "actual_s": round(elapsed, 2)})
+                       plan={**(extraction_plan or {"devices": [{"name": device}]}),
+                             "actual_s": round(elapsed, 2)})

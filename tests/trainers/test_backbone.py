@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import pickle
 
 import numpy as np
@@ -10,7 +9,6 @@ import onnx
 import pytest
 
 from modeldesk.deploy.preprocess import ImageSpec, preprocess_batch
-from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone, get_backbone, list_backbones
 from modeldesk.trainers.backbones.efficientnet_lite import fold_batchnorm
 from modeldesk.trainers.backbones.torch_pickle import load_legacy_state_dict

@@ -64,21 +64,26 @@ def test_stopping_mid_way_keeps_finished_batches(tmp_path, backbone, graph_dir, 
                                                  counting_sessions):
     cache = FeatureCache(tmp_path / "features")
     items = items_of(synthetic_samples[:12])
-    calls = {"n": 0}
 
     def stop_after_two_batches():
-        calls["n"] += 1
-        return calls["n"] > 2
+        return counting_sessions["images"] >= 8
 
     with pytest.raises(Cancelled):
         extract_features(backbone, items, cache, threads=1, graph_dir=graph_dir, batch_size=4,
                          should_stop=stop_after_two_batches)
     namespace = (backbone.key, EMBEDDING.name, "identity")
-    assert len(cache.cached_keys(namespace)) == 8
+    finished = len(cache.cached_keys(namespace))
+    assert finished == counting_sessions["images"] == 8  # everything computed was kept
     assert not list(cache.folder(*namespace).glob("*.tmp"))
-    before = counting_sessions["images"]
     result = extract_features(backbone, items, cache, threads=1, graph_dir=graph_dir)
-    assert counting_sessions["images"] - before == 4 and len(result.keys) == 12
+    assert counting_sessions["images"] - finished == 12 - finished and len(result.keys) == 12
+
+
+def test_auto_device_goes_through_the_scheduler(tmp_path, backbone, graph_dir, synthetic_samples):
+    result = extract_features(backbone, items_of(synthetic_samples[:5]), FeatureCache(tmp_path / "f"),
+                              graph_dir=graph_dir)
+    assert len(result.keys) == 5 and result.plan["devices"]
+    assert result.plan["devices"][0]["name"].startswith("cpu")
 
 
 def test_undecodable_files_are_skipped_and_named(tmp_path, backbone, graph_dir, synthetic_samples):
