@@ -85,8 +85,17 @@ class Quantizer:
                 log.warning("quantization pre-processing failed (%s); quantizing the graph as is", exc)
                 prepared = source
             if self.keep_head_float:
-                graph = onnx.load(str(prepared), load_external_data=False).graph
-                self._excluded = [n.name for n in graph.node if n.op_type in HEAD_OPS and n.name]
+                model = onnx.load(str(prepared))
+                used = {n.name for n in model.graph.node}
+                for index, node in enumerate(model.graph.node):
+                    if not node.name:  # exclusion works by node name
+                        node.name = f"{node.op_type.lower()}_{index}"
+                        while node.name in used:
+                            node.name += "_"
+                        used.add(node.name)
+                self._excluded = [n.name for n in model.graph.node if n.op_type in HEAD_OPS]
+                prepared = self._tmp / "named.onnx"
+                onnx.save(model, prepared)
             self._prepared = prepared
         return self._prepared
 
