@@ -225,18 +225,34 @@ def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe
     if not chosen:
         raise ValueError("no device to run on")
 
-    local = [d for d in chosen if d.name not in backends]
-    cpus = [d for d in local if d.kind == "cpu"]
-    if resources is None and cpus and any(d.threads == 0 for d in cpus):
-        from modeldesk.scheduler.cpu import usable_cores
+    chosen = _assign_threads(chosen, backends, resources, cpu_workers, notes)
+    failed = [share for share in chosen
+              if not _assign_batch_and_rate(share, work_key, cost_model, probe, backends.get(share.name),
+                                            batch_size=batch_size, bytes_per_item=bytes_per_item,
+                                            max_batch=max_batch)]
+    if failed and len(failed) < len(chosen):
+        notes.extend(f"not using {d.name}: {d.note}" for d in failed)
+        chosen = [d for d in chosen if d not in failed]
+    eta = _split(chosen, n_items, notes)
+    result = Plan(work_key, int(n_items), chosen, eta, notes, backends=backends, cost_model=cost_model)
+    log.info("plan for %d x %s: %s, ETA %s", n_items, work_key,
+             ", ".join(f"{d.name} ({d.threads} thr, batch {d.batch_size}, {d.share:.0%})" for d in chosen),
+             "unknown" if eta is None else f"{eta:.1f}s")
+    return result
 
-        resources = {"cpu": {"usable_cores": usable_cores()}}
-    cores = (resources or {}).get("cpu", {}).get("usable_cores") or (resources or {}).get("cpu", {}).get(
-        "logical_cores") or 1
-    budget, budget_note = cpu_thread_budget(cores)
-    feeders = sum(1 for d in local if d.kind != "cpu")
-    if cpus and any(d.threads == 0 for d in cpus):
-        # Each accelerator needs a host thread to feed it; the CPU workers share the rest.
+
+def _assign_threads(chosen: list, backends: dict, resources, cpu_workers: int, notes: list) -> list:
+    """Give local CPU workers the thread budget left after one feeder thread per accelerator."""
+    local = [d for d in chosen if d.name not in backends]
+    cpus = [d for d in local if d.kind == "cpu" and d.threads == 0]
+    if cpus:
+        if resources is None:
+            from modeldesk.scheduler.cpu import usable_cores
+
+            resources = {"cpu": {"usable_cores": usable_cores()}}
+        cpu = resources.get("cpu", {})
+        budget, budget_note = cpu_thread_budget(cpu.get("usable_cores") or cpu.get("logical_cores") or 1)
+        feeders = sum(1 for d in local if d.kind != "cpu")
         cpu_threads = budget - feeders
         if cpu_threads < 1:
             notes.append(f"no core left for CPU work next to {feeders} accelerator(s); the CPU only feeds them")
@@ -245,53 +261,56 @@ def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe
             notes.append(f"CPU: {budget_note}")
             template = cpus[0]
             n_workers = max(1, min(int(cpu_workers), cpu_threads))
-            per_worker = [cpu_threads // n_workers + (1 if i < cpu_threads % n_workers else 0) for i in range(n_workers)]
-            split = [DeviceShare("cpu" if n_workers == 1 else f"cpu:{i}", template.provider, t, template.batch_size,
-                                 cost_device="cpu", memory_bytes=template.memory_bytes and template.memory_bytes / n_workers)
-                     for i, t in enumerate(per_worker)]
+            per_worker = [cpu_threads // n_workers + (1 if i < cpu_threads % n_workers else 0)
+                          for i in range(n_workers)]
+            memory = template.memory_bytes and template.memory_bytes / n_workers
+            split = [DeviceShare("cpu" if n_workers == 1 else f"cpu:{i}", template.provider, threads,
+                                 template.batch_size, cost_device="cpu", memory_bytes=memory)
+                     for i, threads in enumerate(per_worker)]
             position = chosen.index(template)
             chosen = [d for d in chosen if d not in cpus]
             chosen[position:position] = split
     for share in chosen:
         share.threads = max(1, int(share.threads))
+    return chosen
 
+
+def _assign_batch_and_rate(share: DeviceShare, work_key: str, cost_model, probe, backend, *, batch_size,
+                           bytes_per_item, max_batch) -> bool:
+    """Pick the share's batch size (fixed, or the largest that fits) and its throughput; False when
+    its probe failed."""
+    if batch_size:
+        share.batch_size = int(batch_size)
+    elif not share.batch_size or share.batch_size <= 1:
+        is_cpu = share.local_device == "cpu"
+        share.batch_size = cost_model.pick_batch_size(
+            work_key, share.cost_device, share.memory_bytes or float("inf"), bytes_per_item=bytes_per_item,
+            default=8 if is_cpu else 32, max_batch=max_batch or (32 if is_cpu else 128))
+    # With a probe, measure this exact configuration; without one, the nearest known will do.
+    rate = cost_model.items_per_s(work_key, share.cost_device, share.batch_size, share.threads,
+                                  exact=probe is not None)
+    if rate is None and probe is not None:
+        entry = _probe(cost_model, work_key, share, probe, backend)
+        if entry is None:
+            return False
+        rate = entry["items_per_s"]
+    share.items_per_s = rate
+    return True
+
+
+def _split(chosen: list, n_items: int, notes: list) -> float | None:
+    """Shares proportional to throughput; returns the ETA (None when a throughput is unknown)."""
+    rates = [d.items_per_s for d in chosen]
+    if all(rates):
+        total = sum(rates)
+        for share in chosen:
+            share.share = share.items_per_s / total
+        return n_items / total
+    if len(chosen) > 1:
+        notes.append("throughput not measured yet: equal shares, devices that are faster take more chunks")
     for share in chosen:
-        if batch_size:
-            share.batch_size = int(batch_size)
-        elif not share.batch_size or share.batch_size <= 1:
-            is_cpu = share.cost_device.startswith("cpu") or share.cost_device.startswith("dask")
-            share.batch_size = cost_model.pick_batch_size(
-                work_key, share.cost_device, share.memory_bytes or float("inf"), bytes_per_item=bytes_per_item,
-                default=8 if is_cpu else 32, max_batch=max_batch or (32 if is_cpu else 128))
-        # With a probe, measure this exact configuration; without one, the nearest known will do.
-        rate = cost_model.items_per_s(work_key, share.cost_device, share.batch_size, share.threads,
-                                      exact=probe is not None)
-        if rate is None and probe is not None:
-            entry = _probe(cost_model, work_key, share, probe, backends.get(share.name))
-            rate = entry["items_per_s"] if entry else None
-        share.items_per_s = rate
-    failed = [d for d in chosen if "probe failed" in d.note]
-    if failed and len(failed) < len(chosen):
-        notes.extend(f"not using {d.name}: {d.note}" for d in failed)
-        chosen = [d for d in chosen if d not in failed]
-
-    known = [d.items_per_s for d in chosen if d.items_per_s]
-    if len(known) == len(chosen) and known:
-        total_rate = sum(known)
-        for share in chosen:
-            share.share = share.items_per_s / total_rate
-        eta = n_items / total_rate
-    else:
-        if len(chosen) > 1:
-            notes.append("throughput not measured yet: equal shares, devices that are faster take more chunks")
-        for share in chosen:
-            share.share = 1.0 / len(chosen)
-        eta = None
-    result = Plan(work_key, int(n_items), chosen, eta, notes, backends=backends, cost_model=cost_model)
-    log.info("plan for %d x %s: %s, ETA %s", n_items, work_key,
-             ", ".join(f"{d.name} ({d.threads} thr, batch {d.batch_size}, {d.share:.0%})" for d in chosen),
-             "unknown" if eta is None else f"{eta:.1f}s")
-    return result
+        share.share = 1.0 / len(chosen)
+    return None
 
 
 def _probe(cost_model, work_key: str, share: DeviceShare, probe, backend) -> dict | None:
