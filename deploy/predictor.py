@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .artifact import ModelArtifact, load_artifact
-from .preprocess import MAX_PIXELS, image_to_tensor, load_image
+from .preprocess import MAX_PIXELS, ImageDecodeError, image_to_tensor, load_image
 from .runtime import create_session
 
 
@@ -78,18 +80,27 @@ class Predictor:
             return np.zeros((0, len(self.labels)), np.float32)
         return self.session.run([self.output_name], {self.input_name: batch})[0]
 
-    def predict(self, sources) -> list[dict]:
+    def predict(self, sources, *, names=None) -> list[dict]:
         """Predict a label for each source (paths or bytes), in order.
 
         Returns one ``{"label", "score", "scores": {label: probability}}`` dict per source.
-        Raises ``ImageDecodeError`` naming the first source that is not a usable image.
+        Raises ``ImageDecodeError`` naming the first source that is not a usable image (by its
+        entry in ``names`` when given, e.g. the uploaded file names of in-memory images).
         """
         if isinstance(sources, (str, bytes, bytearray)) or hasattr(sources, "__fspath__"):
             sources = [sources]
         sources = list(sources)
         results: list[dict] = []
         for start in range(0, len(sources), self.batch_size):
-            chunk = sources[start:start + self.batch_size]
-            batch = np.stack([self.preprocess(s) for s in chunk])
+            batch = np.stack([self._preprocess_named(sources, i, names)
+                              for i in range(start, min(start + self.batch_size, len(sources)))])
             results.extend(format_predictions(self.predict_tensors(batch), self.labels))
         return results
+
+    def _preprocess_named(self, sources, index: int, names) -> np.ndarray:
+        try:
+            return self.preprocess(sources[index])
+        except ImageDecodeError as exc:
+            if names is None or isinstance(sources[index], (str, os.PathLike)):
+                raise
+            raise ImageDecodeError(f"{names[index]}: {str(exc).partition(': ')[2] or exc}") from None

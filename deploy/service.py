@@ -274,7 +274,8 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
             raise ServiceError("the model is still loading", 503)
         images = await _read_images(request, max_images)
         start = time.perf_counter()
-        predictions = await run_in_threadpool(predictor.predict, [data for _, data in images])
+        predictions = await run_in_threadpool(
+            predictor.predict, [data for _, data in images], names=[name for name, _ in images])
         latency = (time.perf_counter() - start) * 1000.0
         return JSONResponse({"predictions": predictions, "latency_ms": round(latency, 3)})
 

@@ -125,6 +125,8 @@ def test_hostile_requests_get_a_4xx_with_a_message(client, deploy_helpers, name)
     assert isinstance(response.json()["error"], str) and response.json()["error"]
     if name == "decompression bomb":
         assert response.status_code == 422 and "too large" in response.json()["error"]
+    if name in ("not an image", "truncated", "decompression bomb"):
+        assert response.json()["error"].startswith(request["files"]["file"][0] + ":")
     if name == "over the pixel limit":
         assert response.status_code == 422 and "10000x10000" in response.json()["error"]
     if name.startswith("oversized"):
@@ -157,7 +159,7 @@ def test_fuzzed_raw_bodies_never_cause_a_5xx(client, body, content_type):
 def test_unexpected_errors_are_a_generic_500(standin_artifact, deploy_helpers, caplog):
     app = create_app(standin_artifact)
     with TestClient(app, raise_server_exceptions=False) as client:
-        def boom(sources):
+        def boom(sources, names=None):
             raise RuntimeError("secret internal detail")
         app.state.predictor.predict = boom
         response = client.post("/v1/predict", files={"file": ("a.png", deploy_helpers.color_image_bytes("red", 1), "image/png")})
