@@ -152,10 +152,9 @@ class JobQueue:
             if self._closed.is_set():
                 return
             while len(self.store.list(state="running", limit=self.max_parallel + 1)) < self.max_parallel:
-                queued = self.store.list(state="queued", limit=10**6)
-                if not queued:
+                job = self.store.next_queued()
+                if job is None:
                     return
-                job = queued[-1]
                 if not self.store.set_state(job["id"], "running", where_state="queued", started_at=time.time(),
                                             attempts=job["attempts"] + 1, pid=None, pid_started=None):
                     continue
@@ -338,9 +337,12 @@ class JobQueue:
                     on_event(event)
             if job["state"] in TERMINAL:
                 return job
-            if job["state"] == "running" and time.monotonic() - last_reap > 1.0:
+            if time.monotonic() - last_reap > 1.0:
                 last_reap = time.monotonic()
-                self.reap()
+                if job["state"] == "running":
+                    self.reap()
+                elif self.autostart:  # a slot may have been freed by a worker another queue started
+                    self._dispatch()
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"job {job_id} still {job['state']} after {timeout}s")
             time.sleep(poll_s)

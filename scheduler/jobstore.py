@@ -106,6 +106,12 @@ class JobStore:
             rows = db.execute(query + " ORDER BY id DESC LIMIT ?", (*args, int(limit))).fetchall()
         return [self._decode(row) for row in rows]
 
+    def next_queued(self) -> dict | None:
+        """The oldest queued job, or None."""
+        with self.connect() as db:
+            row = db.execute("SELECT * FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1").fetchone()
+        return None if row is None else self._decode(row)
+
     def insert(self, kind: str, target: str, params: dict, plan: dict | None, log_dir: Path) -> int:
         with self.transaction() as db:
             cursor = db.execute(
