@@ -18,5 +18,6 @@ from .records import SPLITS, TASK_KIND, TASKS, Box, Project, Sample
 from .store import NewSample, Store
 from .verify import MAX_IMAGE_PIXELS
 
-__all__ = ["Box", "EXPORT_FORMATS", "FORMATS", "ImportReport", "MAX_IMAGE_PIXELS", "NewSample", "Project", "SPLITS",
+__all__ = ["Box", "EXPORT_FORMATS", "FORMATS", "ImportReport", "MAX_IMAGE_PIXELS", "NewSample", "Project",
+           "SPLITS",
            "Sample", "Store", "TASKS", "TASK_KIND", "detect_format", "export_project", "import_path"]

@@ -94,7 +94,8 @@ def _header(path: Path, encoding: str, text_column, label_column):
         wanted = repr(text_column) if text_column else "a text column (" + ", ".join(TEXT_COLUMNS[:4]) + ", ...)"
         raise ValueError(f"{path.name}: no {wanted} found; the columns are: {found}. "
                          "Name the text column (text_column / --text-column)")
-    return delimiter, columns, _pick(columns, text_column, TEXT_COLUMNS), _pick(columns, label_column, LABEL_COLUMNS)
+    text_i = _pick(columns, text_column, TEXT_COLUMNS)
+    return delimiter, columns, text_i, _pick(columns, label_column, LABEL_COLUMNS)
 
 
 def read_table(path: Path, report: ImportReport, text_column=None, label_column=None) -> Iterator[Item]:

@@ -94,9 +94,12 @@ def import_path(store: Store, project, path, *, format: str = "auto", text_colum
     if format != "auto" and format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; use auto or one of: {', '.join(FORMATS)}")
     found = scan(path)
-    if format == "zip" or (format == "auto" and found.format == "zip"):
-        return _import_zip(store, project, path, text_column=text_column, label_column=label_column,
-                           progress=progress, should_stop=should_stop, on_commit=on_commit)
+    if found.format == "zip":  # the format, if given, is that of the archive's content
+        return _import_zip(store, project, path, format="auto" if format == "zip" else format,
+                           text_column=text_column, label_column=label_column, progress=progress,
+                           should_stop=should_stop, on_commit=on_commit)
+    if format == "zip":
+        raise ValueError(f"{path} is not a zip archive")
     fmt = found.format if format == "auto" else format
     media = found.media
     if fmt in _DETECTION_FORMATS:
@@ -123,7 +126,8 @@ def import_path(store: Store, project, path, *, format: str = "auto", text_colum
 def _single_table(path: Path) -> Path:
     if path.is_file():
         return path
-    tables = [p for p in sorted(path.iterdir()) if p.suffix.lower() in (".csv", ".tsv") and csvpaths.table_media(p)]
+    tables = [p for p in sorted(path.iterdir())
+              if p.suffix.lower() in (".csv", ".tsv") and csvpaths.table_media(p)]
     if not tables:
         raise ValueError(f"no CSV table listing media files found in {path}")
     return tables[0]
@@ -263,7 +267,8 @@ def _clip_boxes(item: Item, width: int, height: int, report: ImportReport) -> li
         kept.append(Box(box.label, cx0, cy0, cx1, cy1))
     if clipped:
         report.boxes_clipped += clipped
-        report.warn(f"{item.source}: {clipped} box(es) reached outside the {width}x{height} image and were clipped")
+        report.warn(f"{item.source}: {clipped} box(es) reached outside the {width}x{height} image "
+                    "and were clipped")
     if dropped:
         report.boxes_dropped += dropped
         report.warn(f"{item.source}: {dropped} box(es) with no area inside the image were dropped")
@@ -281,7 +286,6 @@ def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | 
     done = 0
 
     def flush():
-        nonlocal conflicts
         if not batch:
             return
         results = store.add_samples(project, batch, merge_labels=merge)

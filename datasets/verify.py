@@ -77,7 +77,7 @@ def verify_image(data: bytes) -> tuple[str, int, int]:
                 image.draft(image.mode if image.mode in ("L", "RGB") else "RGB",
                             (max(1, width // 8), max(1, height // 8)))
             image.load()
-            orientation = image.getexif().get(0x0112) if image.format in ("JPEG", "MPO", "TIFF", "WEBP", "PNG") else None
+            orientation = image.getexif().get(0x0112)
         except (OSError, ValueError, SyntaxError, EOFError) as exc:
             raise MediaError(f"damaged or truncated image ({exc})") from None
     if orientation in _ROTATED:

@@ -142,7 +142,8 @@ def test_csv_in_gbk_imports_with_a_warning(store, tmp_path):
     path.write_bytes("text,label\n味道很好,1\n送餐太慢了,0\n".encode("gbk"))
     project = store.create_project("t", "text-classification")
     report = import_path(store, project, path)
-    assert report.added == 2 and sorted(s.text for s in store.samples(project)) == ["味道很好", "送餐太慢了"]
+    assert report.added == 2
+    assert sorted(s.text for s in store.samples(project)) == ["味道很好", "送餐太慢了"]
     assert any("gbk.csv" in w and "GB18030/GBK" in w for w in report.warnings)
 
 

@@ -164,6 +164,10 @@ def test_zip_of_a_dataset_folder(store, tmp_path, make_images):
     report = import_path(store, project, archive)
     assert report.format == "zip/folder" and report.labels == {"cat": 2, "dog": 2}
     assert not any((store.root / "tmp").iterdir())  # the extraction folder is gone
+    explicit = store.create_project("explicit", "image-classification")
+    assert import_path(store, explicit, archive, format="folder").format == "zip/folder"
+    with pytest.raises(ValueError, match="not a zip archive"):
+        import_path(store, explicit, tmp_path / "src" / "dataset", format="zip")
 
 
 def test_progress_and_stop(store, tmp_path, make_images):
