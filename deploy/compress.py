@@ -293,9 +293,9 @@ def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: i
         best["reason"] = "kept: no compressed candidate was faster within the accuracy limit"
     else:
         best["reason"] = "kept: fastest within the accuracy limit"
-        fp32["reason"] = "reference"
+        fp32["reason"] = f"reference; slower than {best['name']}"
     for row in eligible:
-        if row is not best:
+        if row is not best and row is not fp32:
             row["reason"] = f"accurate enough but slower than {best['name']}"
 
     blob, size, candidate = models[best["name"]]
