@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 from .coco import coco_document
+from .media import atomic_write
 from .records import Sample
 from .store import Store
 from .voc import voc_xml
@@ -89,13 +92,29 @@ def _counted(samples: Iterator[Sample], total: int, progress) -> Iterator[Sample
 
 
 def _copy(sample: Sample, dest: Path) -> None:
+    """Copy a media file under a temporary name, then rename: a killed export leaves no torn file."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(sample.path, dest)
+    tmp = dest.with_name(f".tmp-{dest.name}")
+    shutil.copyfile(sample.path, tmp)
+    os.replace(tmp, dest)
+
+
+def _write_text(path: Path, text: str) -> None:
+    atomic_write(path, text.encode("utf-8"))
+
+
+@contextmanager
+def _atomic_open(path: Path):
+    """A text file written under a temporary name and renamed into place when complete."""
+    tmp = path.with_name(f".tmp-{path.name}")
+    with open(tmp, "w", encoding="utf-8", newline="") as handle:
+        yield handle
+    os.replace(tmp, path)
 
 
 def _write_text_csv(out: Path, samples) -> tuple[int, int]:
     count = 0
-    with open(out / "data.csv", "w", encoding="utf-8", newline="") as handle:
+    with _atomic_open(out / "data.csv") as handle:
         writer = csv.writer(handle)
         writer.writerow(["text", "label"])
         for sample in samples:
@@ -123,7 +142,7 @@ def _csv(store, project, out: Path, samples) -> tuple[int, int]:
         return _write_text_csv(out, samples)
     namer, count, files = _Namer(), 0, 1
     detection = project.task == "object-detection"
-    with open(out / "data.csv", "w", encoding="utf-8", newline="") as handle:
+    with _atomic_open(out / "data.csv") as handle:
         writer = csv.writer(handle)
         writer.writerow(["path", "width", "height", "label", "xmin", "ymin", "xmax", "ymax"] if detection
                         else ["path", "label"])
@@ -147,8 +166,7 @@ def _voc(store, project, out: Path, samples) -> tuple[int, int]:
         name = namer(sample)
         _copy(sample, out / "JPEGImages" / name)
         xml = voc_xml(name, sample.width, sample.height, sample.boxes)
-        (out / "Annotations").mkdir(exist_ok=True)
-        (out / "Annotations" / f"{Path(name).stem}.xml").write_text(xml, encoding="utf-8")
+        _write_text(out / "Annotations" / f"{Path(name).stem}.xml", xml)
         count += 1
     return count, 2 * count
 
@@ -167,7 +185,7 @@ def _coco(store, project, out: Path, samples) -> tuple[int, int]:
             annotations.append({"id": len(annotations) + 1, "image_id": image_id,
                                 "category_id": category[b.label], "bbox": [b.x0, b.y0, w, h],
                                 "area": w * h, "iscrowd": 0})
-    (out / "annotations.json").write_text(coco_document(images, annotations, labels), encoding="utf-8")
+    _write_text(out / "annotations.json", coco_document(images, annotations, labels))
     return len(images), len(images) + 1
 
 
@@ -180,10 +198,9 @@ def _yolo(store, project, out: Path, samples) -> tuple[int, int]:
         name = namer(sample)
         _copy(sample, out / "images" / name)
         lines = [yolo_line(index[b.label], b, sample.width, sample.height) for b in sample.boxes]
-        (out / "labels" / f"{Path(name).stem}.txt").write_text("".join(f"{l}\n" for l in lines), encoding="utf-8")
+        _write_text(out / "labels" / f"{Path(name).stem}.txt", "".join(f"{line}\n" for line in lines))
         count += 1
-    (out / "classes.txt").write_text("".join(f"{n}\n" for n in labels), encoding="utf-8")
+    _write_text(out / "classes.txt", "".join(f"{n}\n" for n in labels))
     names = "".join(f"  {i}: {json.dumps(n, ensure_ascii=False)}\n" for i, n in enumerate(labels))
-    (out / "data.yaml").write_text(f"path: .\ntrain: images\nval: images\nnc: {len(labels)}\nnames:\n{names}",
-                                   encoding="utf-8")
+    _write_text(out / "data.yaml", f"path: .\ntrain: images\nval: images\nnc: {len(labels)}\nnames:\n{names}")
     return count, 2 * count + 2
