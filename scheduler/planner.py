@@ -174,7 +174,8 @@ def _expand(devices) -> tuple[list[DeviceShare], dict]:
 
 def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe=None, resources=None,
          devices=None, batch_size: int | None = None, bytes_per_item: float | None = None,
-         cpu_workers: int = 1, max_batch: int | None = None) -> "Plan":
+         cpu_workers: int = 1, max_batch: int | None = None,
+         prior_items_per_s: float | None = None) -> "Plan":
     """Choose devices, threads and batch sizes for ``n_items`` of ``work_key``; estimate the time.
 
     Parameters
@@ -203,6 +204,9 @@ def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe
         Split the CPU threads over this many workers (each pulls its own chunks).
     max_batch : int, optional
         Upper bound for the chosen batch sizes.
+    prior_items_per_s : float, optional
+        A rough throughput (per CPU thread, or per accelerator) for devices the cost model does not
+        know and no probe measures, so a first run still gets an ETA (noted as a prior).
 
     Returns
     -------
@@ -233,6 +237,11 @@ def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe
     if failed and len(failed) < len(chosen):
         notes.extend(f"not using {d.name}: {d.note}" for d in failed)
         chosen = [d for d in chosen if d not in failed]
+    if prior_items_per_s:
+        for share in chosen:
+            if not share.items_per_s:
+                share.items_per_s = prior_items_per_s * (share.threads if share.local_device == "cpu" else 1)
+                share.note = (share.note + "; " if share.note else "") + "throughput is a prior, not measured"
     eta = _split(chosen, n_items, notes)
     result = Plan(work_key, int(n_items), chosen, eta, notes, backends=backends, cost_model=cost_model)
     log.info("plan for %d x %s: %s, ETA %s", n_items, work_key,

@@ -160,3 +160,10 @@ def test_device_shares_name_the_device_a_session_should_use():
     names = ["cpu", "cpu:1", "cuda:1", "dask:tcp://10.0.0.2:4000", "dask:tcp://10.0.0.2:4000/cuda:0"]
     devices = [DeviceShare(n, "CPUExecutionProvider", 1, 1).device for n in names]
     assert devices == ["cpu", "cpu", "cuda:1", "cpu", "cuda:0"]
+
+
+def test_a_prior_gives_a_first_eta_without_a_probe():
+    two = {"cpu": {"usable_cores": 2}, "memory": {}, "gpus": [], "providers": {}}
+    work = plan("net", 100, cost_model=CostModel(None), resources=two, prior_items_per_s=25)
+    assert work.eta_s == pytest.approx(2.0)  # 2 threads x 25 items/s
+    assert "prior" in work.devices[0].note
