@@ -213,5 +213,12 @@ class Workspace:
 
         return detect_resources(self.paths.root)
 
+    def cleanup(self) -> dict:
+        """Remove what killed imports and writes left behind (older than an hour); returns counts."""
+        removed = self.store.cleanup()
+        if any(removed.values()):
+            log.info("cleaned up leftovers: %s", removed)
+        return removed
+
     def close(self) -> None:
         self.store.close()
