@@ -159,7 +159,7 @@ class ThumbnailLoader(QObject):
         self._pending: collections.OrderedDict[int, None] = collections.OrderedDict()
         self._inflight: set[int] = set()
         self._drainers = 0
-        self._signals = _LoaderSignals()
+        self._signals = _LoaderSignals(self)
         self._signals.loaded.connect(self.loaded, Qt.QueuedConnection)
         self._signals.failed.connect(self.failed, Qt.QueuedConnection)
 

@@ -60,11 +60,12 @@ class MainWindow(QMainWindow):
         self.pages: dict[str, QWidget] = {}
         self._status_task = None
         self._status_dirty = False
+        self._dialog: NewProjectDialog | None = None
         self.pool = QThreadPool(self)  # the frame's own background reads; waited for on close
         self.pool.setMaxThreadCount(1)
         self.setWindowTitle("ModelDesk")
         self.setAcceptDrops(True)
-        self.setMinimumSize(960, 620)
+        self.setMinimumSize(760, 540)
 
         self.sidebar = Sidebar()
         self.sidebar.footer.setText(f"Workspace: {self.ws.paths.root}")
@@ -150,13 +151,15 @@ class MainWindow(QMainWindow):
     def new_project(self, paths=None) -> NewProjectDialog:
         """Open the "New project" dialog (non-blocking); on accept, create it and import the data."""
         names = [p["name"] for p in self.ws.list_projects()]
-        dialog = NewProjectDialog(names, paths=paths, parent=self)
-        dialog.setAttribute(Qt.WA_DeleteOnClose)
-        dialog.accepted.connect(lambda: self._create_from_dialog(dialog))
-        dialog.open()
-        return dialog
+        if self._dialog is not None:
+            self._dialog.deleteLater()
+        self._dialog = NewProjectDialog(names, paths=paths, parent=self)
+        self._dialog.accepted.connect(self._create_from_dialog)
+        self._dialog.open()
+        return self._dialog
 
-    def _create_from_dialog(self, dialog: NewProjectDialog) -> None:
+    def _create_from_dialog(self) -> None:
+        dialog = self._dialog
         try:
             self.ws.create_project(dialog.name, dialog.task)
         except (ValueError, KeyError) as exc:

@@ -103,7 +103,8 @@ class TaskHandle(QObject):
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self._stop = threading.Event()
-        self._emitter = _Emitter()
+        # parented: deleted with the handle on the UI thread, never by the worker dropping its reference
+        self._emitter = _Emitter(self)
         self._emitter.progress.connect(self._on_progress, Qt.ConnectionType.QueuedConnection)
         self._emitter.done.connect(self._on_done, Qt.ConnectionType.QueuedConnection)
         self._emitter.error.connect(self._on_error, Qt.ConnectionType.QueuedConnection)
@@ -177,9 +178,12 @@ def run_task(fn: Callable[[TaskState], Any], *, pool: QThreadPool | None = None,
              parent: QObject | None = None) -> TaskHandle:
     """Run ``fn(state)`` in ``pool`` (the global pool by default); return its handle.
 
-    Keep a reference to the handle (or give it a ``parent``) until it ends.
+    Keep a reference to the handle until it ends, or give it a ``parent``: then it is deleted
+    (``deleteLater``) once it has ended and its signals were delivered.
     """
     handle = TaskHandle(parent)
+    if parent is not None:
+        handle.ended.connect(handle.deleteLater)  # do not pile up finished handles under the parent
     runnable = _Runnable(fn, handle.state, handle._emitter)
     (pool or QThreadPool.globalInstance()).start(runnable)
     return handle

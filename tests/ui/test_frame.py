@@ -1,0 +1,147 @@
+"""The main window frame: first run, new project dialog, project switcher, sidebar state, settings."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QDialog
+
+from modeldesk.ui.app import create_application, settings
+from modeldesk.ui.main_window import MainWindow
+from modeldesk.ui.widgets.error_dialog import ErrorDialog, show_error
+
+
+def make_window(qtbot, ws) -> MainWindow:
+    window = MainWindow(ws)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
+def test_first_run_shows_welcome_and_makes_the_sample_project(qtbot, ws):
+    window = make_window(qtbot, ws)
+    assert window.stack.currentWidget() is window.welcome
+    assert not window.sidebar.steps.isEnabled()
+    with qtbot.waitSignal(window.welcome.project_created, timeout=30_000) as blocker:
+        window.welcome.sample_button.click()
+    name = blocker.args[0]
+    assert window.project == name
+    stats = ws.stats(name)
+    assert stats["samples"] == 60 and set(stats["labels"]) == {"circle", "square", "triangle"}
+    assert stats["labeled"] == 48  # a few come in unlabeled, to try the Label step on
+    assert window.current_page == "data"
+    qtbot.waitUntil(lambda: window.sidebar.step_state("data")[0] == "done", timeout=10_000)
+    assert "60" in window.sidebar.step_state("data")[1]
+    assert window.sidebar.step_state("label") == ("active", "48 of 60 labeled")
+
+
+def test_new_project_dialog_creates_and_imports(qtbot, ws, image_folder):
+    window = make_window(qtbot, ws)
+    dialog = window.new_project()
+    ok = dialog.buttons.buttons()[0]
+    assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()  # no name yet
+    qtbot.keyClicks(dialog.name_edit, "Fruit")
+    dialog.set_task("image-classification")
+    dialog.source_folder.setChecked(True)
+    assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()  # no folder yet
+    dialog.set_paths([image_folder])
+    assert dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()
+    assert ok is not None
+    dialog.accept()
+    assert window.project == "Fruit"
+    assert [p["name"] for p in ws.list_projects()] == ["Fruit"]
+    assert window.sidebar.switcher.currentText() == "Fruit"
+    data = window.page("data")
+    qtbot.waitUntil(lambda: data.last_report is not None, timeout=20_000)
+    assert data.last_report["added"] == 34
+    assert ws.stats("Fruit")["labels"] == {"red": 12, "green": 12, "blue": 4}
+
+
+def test_new_project_dialog_refuses_a_taken_name(qtbot, ws):
+    ws.create_project("Fruit", "image-classification")
+    window = make_window(qtbot, ws)
+    dialog = window.new_project()
+    qtbot.keyClicks(dialog.name_edit, "fruit")
+    assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()
+    assert "already" in dialog.name_error.text()
+    dialog.reject()
+
+
+def test_switcher_changes_project_and_pages_follow(qtbot, ws, classification_project):
+    ws.create_project("empty one", "object-detection")
+    window = make_window(qtbot, ws)
+    assert window.project in ("fruit", "empty one")
+    window.set_project("fruit")
+    window.show_page("label")
+    label = window.page("label")
+    assert label.project == "fruit"
+    index = window.sidebar.switcher.findText("empty one")
+    window.sidebar.switcher.setCurrentIndex(index)
+    assert window.project == "empty one"
+    assert label.project == "empty one" and window.page("data").project == "empty one"
+
+
+def test_geometry_and_last_project_are_remembered(qtbot, ws, classification_project):
+    ws.create_project("other", "image-classification")
+    window = make_window(qtbot, ws)
+    window.set_project("other")
+    window.show_page("label")
+    window.resize(781, 633)  # inside the offscreen screen (800x800), above the minimum size
+    qtbot.waitUntil(lambda: window.width() == 781)
+    window.close()
+    assert settings().value("ui/last_project") == "other"
+    again = make_window(qtbot, ws)
+    assert again.project == "other"
+    assert again.current_page == "label"
+    assert (again.width(), again.height()) == (781, 633)
+
+
+def test_relabel_request_opens_the_label_page_on_that_sample(qtbot, ws, classification_project):
+    window = make_window(qtbot, ws)
+    window.set_project("fruit")
+    target = ws.store.sample_ids("fruit", label="green")[3]
+    window.relabel(target)
+    label = window.page("label")
+    assert window.current_page == "label"
+    qtbot.waitUntil(lambda: label.sample is not None and label.sample.id == target, timeout=10_000)
+
+
+def test_dropping_a_folder_imports_it(qtbot, ws, image_folder):
+    ws.create_project("fruit", "image-classification")
+    window = make_window(qtbot, ws)
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(image_folder / "red"))])
+    enter = QDragEnterEvent(QPoint(300, 300), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    QApplication.sendEvent(window, enter)
+    assert enter.isAccepted()
+    drop = QDropEvent(QPointF(300, 300), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    QApplication.sendEvent(window, drop)
+    assert drop.isAccepted()
+    data = window.page("data")
+    assert window.current_page == "data"
+    qtbot.waitUntil(lambda: data.last_report is not None, timeout=20_000)
+    assert data.last_report["added"] == 12
+    assert ws.stats("fruit")["samples"] == 12
+
+
+def test_error_dialog_names_the_problem_and_offers_the_log(qtbot, ws):
+    dialog = show_error(None, "Import failed", "photo.jpg is not an image", "Traceback ...", ws.paths.log)
+    qtbot.addWidget(dialog)
+    assert isinstance(dialog, ErrorDialog)
+    assert dialog.log_button.isEnabled()
+    assert not dialog.details.isVisible()
+    dialog.details_button.click()
+    assert dialog.details.isVisible() and "Traceback" in dialog.details.toPlainText()
+    dialog.done(QDialog.Rejected)
+
+
+def test_application_setup_applies_a_theme():
+    from modeldesk.ui import theme
+
+    app = create_application()
+    assert "QWidget#Sidebar" in app.styleSheet()
+    colors = theme.apply_theme(app, "dark")
+    assert colors.dark and app.palette().window().color().name() == theme.DARK.window
+    assert not theme.apply_theme(app, "light").dark
+    theme.apply_theme(app, "system")
