@@ -57,6 +57,7 @@ def test_cards_show_each_recipe_with_its_estimate_and_the_hardware(qtbot, ws):
     qtbot.addWidget(page)
     page.show()
     page.set_project("colors")
+    qtbot.waitUntil(lambda: page.loaded, timeout=20000)
     names = {t["name"] for t in ws.templates("image-classification")}
     assert set(page.cards) == names
     assert page.selected_template() == FAST
@@ -76,6 +77,7 @@ def test_one_class_cannot_train_and_points_to_labeling(qtbot, tmp_path):
         page = TrainPage(workspace)
         qtbot.addWidget(page)
         page.set_project("one")
+        qtbot.waitUntil(lambda: page.loaded, timeout=20000)
         assert not page.start_button.isEnabled()
         assert "two classes" in page.start_hint.text()
         with qtbot.waitSignal(page.navigate) as blocker:
@@ -90,6 +92,7 @@ def test_training_runs_in_the_queue_and_reports_its_model(qtbot, ws):
     qtbot.addWidget(page)
     page.show()
     page.set_project("colors")
+    qtbot.waitUntil(lambda: page.loaded, timeout=20000)
     progress = []
     page.watcher.progress.connect(progress.append)
     with qtbot.waitSignal(page.model_trained, timeout=120000) as blocker:
@@ -102,8 +105,8 @@ def test_training_runs_in_the_queue_and_reports_its_model(qtbot, ws):
     assert "times out of 100" in page.result_text.text()
     assert any(e.get("fraction") for e in progress)
     assert page.chart.series, "the final accuracy reaches the chart"
-    assert page.jobs_table.rowCount() == 1
-    assert page.jobs_table.item(0, 2).text().startswith("Finished")
+    qtbot.waitUntil(lambda: page.jobs_table.rowCount() == 1
+                    and page.jobs_table.item(0, 2).text().startswith("Finished"), timeout=10000)
     assert page.start_button.isEnabled()
     with qtbot.waitSignal(page.navigate) as nav:
         qtbot.mouseClick(page.result_button, Qt.LeftButton)
@@ -115,11 +118,13 @@ def test_cancel_then_resume_from_the_runs_table(qtbot, ws):
     qtbot.addWidget(page)
     page.show()
     page.set_project("colors")
+    qtbot.waitUntil(lambda: page.loaded, timeout=20000)
     with qtbot.waitSignal(page.watcher.cancelled, timeout=60000):
         qtbot.mouseClick(page.start_button, Qt.LeftButton)
         qtbot.waitUntil(lambda: page.job_id is not None, timeout=10000)
         qtbot.mouseClick(page.progress.cancel_button, Qt.LeftButton)
     assert ws.jobs.get(page.job_id)["state"] == "cancelled"
+    qtbot.waitUntil(lambda: page.jobs_table.cellWidget(0, 4) is not None, timeout=10000)
     assert page.jobs_table.item(0, 2).text() == "Cancelled"
     resume = page.jobs_table.cellWidget(0, 4)
     assert resume is not None and resume.text() == "Resume"

@@ -169,6 +169,10 @@ class TrainPage(QWidget):
         self._watcher: JobWatcher | None = None
         self._template_budgets: dict = {}
         self._needs_labels = False
+        self._load_generation = 0
+        self._need_cards = False
+        self._jobs_loading = False
+        self.loaded = False
         self._build()
         self._jobs_timer = QTimer(self)
         self._jobs_timer.setInterval(2000)
@@ -369,7 +373,7 @@ class TrainPage(QWidget):
     # -- project -------------------------------------------------------------------------------
 
     def set_project(self, name: str | None) -> None:
-        """Show ``name`` (None: no project open)."""
+        """Show ``name`` (None: no project open); its recipes, data and runs load in the background."""
         if self._watcher is not None and self.project != name:
             self._watcher.stop()
             self.job_id = None
@@ -379,14 +383,10 @@ class TrainPage(QWidget):
         self.last_result = None
         self.result_banner.hide()
         self.chart.clear()
-        if name is not None:
-            projects = {p["name"]: p for p in self.ws.list_projects()}
-            self.task = (projects.get(name) or {}).get("task")
-        self._build_cards()
-        self.refresh()
-        self._attach_running_job()
+        self._build_cards([])
+        self.refresh(new_project=True)
 
-    def _build_cards(self) -> None:
+    def _build_cards(self, templates: list[dict]) -> None:
         for card in self.cards.values():
             self.card_group.removeButton(card.button)
             card.deleteLater()
@@ -396,7 +396,6 @@ class TrainPage(QWidget):
         if self.task is None:
             self.no_templates.hide()
             return
-        templates = self.ws.templates(self.task)
         self.no_templates.setVisible(not templates)
         self._template_budgets = {t["name"]: t.get("time_budget_s") or t.get("default_time_budget")
                                   for t in templates}
@@ -429,32 +428,64 @@ class TrainPage(QWidget):
         self.cards[name].button.setChecked(True)
         self._update_start()
 
-    def refresh(self) -> None:
-        """Re-read the data summary and the runs."""
-        self._needs_labels = False
-        if self.project is None:
+    def refresh(self, new_project: bool = False) -> None:
+        """Re-read the data summary and the runs (and, for a new project, its recipes) off the UI thread."""
+        self._load_generation += 1
+        new_project = new_project or self._need_cards
+        self._need_cards = new_project
+        generation, project, ws = self._load_generation, self.project, self.ws
+        if project is None:
+            self._needs_labels = False
             self.data_summary.setText("Open or create a project first.")
             self.go_label.hide()
+            self.jobs_table.setRowCount(0)
+            self._update_start()
+            return
+        if new_project:
+            self.data_summary.setText("Reading…")
+
+        def load(state):
+            out = {"stats": ws.stats(project), "jobs": project_jobs(ws, project)}
+            if new_project:
+                out["task"] = ws.project(project).task
+                out["templates"] = ws.templates(out["task"])
+            return out
+
+        def done(loaded):
+            if generation != self._load_generation or project != self.project:
+                return
+            if new_project:
+                self.task = loaded["task"]
+                self._build_cards(loaded["templates"])
+                self._need_cards = False
+            self._show_stats(loaded["stats"])
+            self._fill_jobs(loaded["jobs"])
+            if new_project:
+                self._attach_running_job(loaded["jobs"])
+            self.loaded = True
+
+        self.loaded = False
+        self._run(load, done, title="Could not read the project")
+
+    def _show_stats(self, stats: dict) -> None:
+        self._needs_labels = False
+        counts = {label: n for label, n in (stats.get("labels") or {}).items() if n}
+        labeled = sum(counts.values())
+        if len(counts) >= 2:
+            smallest = min(counts, key=counts.get)
+            text = f"{labeled:,} labeled of {stats.get('samples', 0):,} in {len(counts)} classes"
+            if counts[smallest] < 5:
+                text += (f". <span style='color:#c27c0e'>'{smallest}' has only {counts[smallest]}: "
+                         "label a few more for a reliable model.</span>")
+            self.data_summary.setText(text)
+            self.go_label.hide()
         else:
-            stats = self.ws.stats(self.project)
-            counts = {label: n for label, n in (stats.get("labels") or {}).items() if n}
-            labeled = sum(counts.values())
-            if len(counts) >= 2:
-                smallest = min(counts, key=counts.get)
-                text = (f"{labeled:,} labeled of {stats.get('samples', 0):,} in {len(counts)} classes")
-                if counts[smallest] < 5:
-                    text += (f". <span style='color:#c27c0e'>'{smallest}' has only {counts[smallest]}: "
-                             "label a few more for a reliable model.</span>")
-                self.data_summary.setText(text)
-                self.go_label.hide()
-            else:
-                self.data_summary.setText(
-                    f"{labeled:,} labeled of {stats.get('samples', 0):,}. A model needs at least two "
-                    "classes with labeled examples.")
-                self._needs_labels = True
-                self.go_label.show()
+            self.data_summary.setText(
+                f"{labeled:,} labeled of {stats.get('samples', 0):,}. A model needs at least two "
+                "classes with labeled examples.")
+            self._needs_labels = True
+            self.go_label.show()
         self._update_start()
-        self.refresh_jobs()
 
     def _can_start(self) -> tuple[bool, str]:
         if self.project is None:
@@ -530,7 +561,8 @@ class TrainPage(QWidget):
     def cancel(self) -> None:
         """Ask the running job to stop (it keeps what it finished, so it can be resumed)."""
         if self.job_id is not None:
-            self.ws.jobs.cancel(self.job_id)
+            job_id = self.job_id
+            self._run(lambda state: self.ws.jobs.cancel(job_id), None, title="Could not cancel the run")
 
     def _on_event(self, event: dict) -> None:
         if event.get("type") == "state":
@@ -589,26 +621,27 @@ class TrainPage(QWidget):
 
     # -- the runs table ---------------------------------------------------------------------------
 
-    def _project_jobs(self) -> list[dict]:
-        if self.project is None:
-            return []
-        rows = []
-        for job in self.ws.jobs.jobs(kind="train", limit=200):
-            if (job.get("params") or {}).get("project") == self.project:
-                rows.append(job)
-        return sorted(rows, key=lambda j: j.get("id", 0), reverse=True)
-
-    def _attach_running_job(self) -> None:
-        if self.project is None:
-            return
-        for job in self._project_jobs():
+    def _attach_running_job(self, jobs: list[dict]) -> None:
+        for job in jobs:
             if job.get("state") not in DONE_STATES | FAILED_STATES | CANCELLED_STATES:
                 self._follow(job["id"])
                 return
 
     def refresh_jobs(self) -> None:
-        """Re-read this project's training runs from the queue."""
-        jobs = self._project_jobs()
+        """Re-read this project's training runs from the queue (off the UI thread)."""
+        if self.project is None or self._jobs_loading:
+            return
+        project, ws = self.project, self.ws
+        self._jobs_loading = True
+
+        def done(jobs):
+            if project == self.project:
+                self._fill_jobs(jobs)
+
+        handle = self._run(lambda state: project_jobs(ws, project), done, title="Could not read the runs")
+        handle.ended.connect(lambda: setattr(self, "_jobs_loading", False))
+
+    def _fill_jobs(self, jobs: list[dict]) -> None:
         self.jobs_table.setRowCount(len(jobs))
         for row, job in enumerate(jobs):
             params = job.get("params") or {}
@@ -663,6 +696,13 @@ class TrainPage(QWidget):
         self.chart.clear()
         for event in self.ws.jobs.events(job_id, 0):
             self.chart.add_metrics(event.get("metrics"))
+
+
+def project_jobs(ws, project: str) -> list[dict]:
+    """The project's training jobs, newest first (worker thread: the first call opens the queue)."""
+    rows = [job for job in ws.jobs.jobs(kind="train", limit=200)
+            if (job.get("params") or {}).get("project") == project]
+    return sorted(rows, key=lambda j: j.get("id", 0), reverse=True)
 
 
 def _short_time(value) -> str:
