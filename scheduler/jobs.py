@@ -49,6 +49,18 @@ def _create_time(pid: int) -> float | None:
         return None
 
 
+def _wait_exit(process, timeout: float) -> bool:
+    """Wait for a ``Popen`` or ``multiprocessing.Process``; True when it exited in time."""
+    if hasattr(process, "join"):
+        process.join(timeout)
+        return process.exitcode is not None
+    try:
+        process.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
 def _exit_reason(code: int | None) -> str:
     if code is None:
         return "worker process is gone"
@@ -294,9 +306,15 @@ class JobQueue:
             if job["pid"] != os.getpid():
                 self._finish_dead(job_id, None)
             return
+        log.warning("job %d did not stop within %.1fs; terminating process %d", job_id, grace_s, job["pid"])
+        own = self._processes.get(job_id)
+        if own is not None:  # our child: its monitor thread reaps it and marks the job
+            own.terminate()
+            if not _wait_exit(own, 5):
+                own.kill()
+            return
         import psutil
 
-        log.warning("job %d did not stop within %.0fs; terminating process %d", job_id, grace_s, job["pid"])
         try:
             process = psutil.Process(job["pid"])
             process.terminate()
@@ -307,8 +325,7 @@ class JobQueue:
                 process.wait(5)
         except psutil.NoSuchProcess:
             pass
-        if job_id not in self._processes:  # not ours: no monitor thread will see it exit
-            self._finish_dead(job_id, None)
+        self._finish_dead(job_id, None)
 
     def resume(self, job_id: int) -> None:
         """Queue a cancelled or failed job again; it starts with its last checkpoint in ``ctx.state``."""
