@@ -56,6 +56,12 @@ def write_images(folder: Path, counts: dict[str, int], *, size: int = 24, seed: 
 
 
 @pytest.fixture
+def make_images():
+    """The :func:`write_images` helper (test modules cannot import conftest with importlib mode)."""
+    return write_images
+
+
+@pytest.fixture
 def image_folder(tmp_path):
     """A folder-per-class image set: 12 red, 12 green, 4 blue, and 6 unlabeled files at the top."""
     return write_images(tmp_path / "photos", {"red": 12, "green": 12, "blue": 4, "": 6})
@@ -128,7 +134,7 @@ class LatencyProbe(QObject):
 
 @pytest.fixture
 def latency_probe(qtbot):
-    """A :class:`LatencyProbe` (not started)."""
+    """A :class:`LatencyProbe` (not started; use it as a context manager)."""
     probe = LatencyProbe()
     yield probe
     probe._timer.stop()

@@ -193,7 +193,7 @@ class DataPage(QWidget):
 
     def query(self) -> GalleryQuery:
         """The filters as chosen in the bar."""
-        kind, value = self.show_filter.currentData() or ("all", None)
+        kind, _, value = (self.show_filter.currentData() or "all").partition(":")
         return GalleryQuery(label=value if kind == "label" else None, unlabeled=kind == "unlabeled",
                             split=self.split_filter.currentData(),
                             wrong_only=self.wrong_filter.isChecked())
@@ -201,7 +201,7 @@ class DataPage(QWidget):
     def set_filter(self, *, label: str | None = None, unlabeled: bool = False, split: str | None = None,
                    wrong_only: bool = False) -> None:
         """Choose filters programmatically (same effect as using the bar)."""
-        wanted = ("label", label) if label else ("unlabeled", None) if unlabeled else ("all", None)
+        wanted = f"label:{label}" if label else "unlabeled" if unlabeled else "all"
         index = self.show_filter.findData(wanted)
         self.show_filter.setCurrentIndex(max(0, index))
         self.split_filter.setCurrentIndex(max(0, self.split_filter.findData(split)))
@@ -258,16 +258,16 @@ class DataPage(QWidget):
 
     def _set_label_filter_items(self, labels: list[str]) -> None:
         current = self.show_filter.currentData()
-        wanted = [("all", None), ("unlabeled", None)] + [("label", n) for n in labels]
+        wanted = ["all", "unlabeled"] + [f"label:{n}" for n in labels]
         have = [self.show_filter.itemData(i) for i in range(self.show_filter.count())]
         if have == wanted:
             return
         self.show_filter.blockSignals(True)
         self.show_filter.clear()
-        self.show_filter.addItem("All images", ("all", None))
-        self.show_filter.addItem("Unlabeled", ("unlabeled", None))
+        self.show_filter.addItem("All images", "all")
+        self.show_filter.addItem("Unlabeled", "unlabeled")
         for name in labels:
-            self.show_filter.addItem(f"Class: {name}", ("label", name))
+            self.show_filter.addItem(f"Class: {name}", f"label:{name}")
         index = self.show_filter.findData(current) if current else 0
         self.show_filter.setCurrentIndex(max(0, index))
         self.show_filter.blockSignals(False)
@@ -325,6 +325,10 @@ class DataPage(QWidget):
         self.status_changed.emit()
         if self._queued:
             self.import_paths(self._queued.pop(0))
+
+    def closeEvent(self, event) -> None:  # when shown on its own; the frame calls shutdown()
+        self.shutdown()
+        super().closeEvent(event)
 
     def shutdown(self) -> None:
         """Stop background work and wait for it, before the window closes and the store with it."""

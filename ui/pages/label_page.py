@@ -573,6 +573,10 @@ class LabelPage(QWidget):
         """True when no read or write is pending (tests wait on this)."""
         return not self._tasks
 
+    def closeEvent(self, event) -> None:  # when shown on its own; the frame calls shutdown()
+        self.shutdown()
+        super().closeEvent(event)
+
     def shutdown(self) -> None:
         """Let pending reads and writes finish before the window closes (they are short)."""
         self.io.waitForDone()

@@ -1,0 +1,156 @@
+"""The Data step: import with a summary, gallery filters and thumbnails, class-size warnings,
+and an event loop that keeps running while thousands of images come in."""
+
+from __future__ import annotations
+
+from modeldesk.ui.gallery import PixmapCache, SampleIdRole
+from modeldesk.ui.pages.data_page import DataPage
+from PySide6.QtGui import QPixmap
+
+
+def make_page(qtbot, ws, project) -> DataPage:
+    page = DataPage(ws)
+    qtbot.addWidget(page)
+    page.resize(1000, 700)
+    page.show()
+    page.set_project(project)
+    qtbot.waitUntil(lambda: page.refresh_task is None, timeout=10_000)
+    return page
+
+
+def shown_ids(page: DataPage) -> list[int]:
+    model = page.gallery.model()
+    return [model.index(row).data(SampleIdRole) for row in range(model.rowCount())]
+
+
+def test_import_folder_reports_added_duplicates_and_refused(qtbot, ws, image_folder):
+    ws.create_project("fruit", "image-classification")
+    (image_folder / "red" / "broken.jpg").write_bytes(b"this is not a jpeg")
+    page = make_page(qtbot, ws, "fruit")
+    assert page.body.currentWidget() is page.empty
+    with qtbot.waitSignal(page.status_changed, timeout=20_000):
+        page.import_paths([image_folder])
+    report = page.last_report
+    assert report["added"] == 34 and report["duplicates"] == 0
+    assert [f["file"].endswith("broken.jpg") for f in report["failed"]] == [True]
+    assert page.summary_dialog is not None and page.summary_dialog.isVisible()
+    tree = page.summary_dialog.problems
+    assert tree.topLevelItem(0).text(0) == "broken.jpg" and tree.topLevelItem(0).text(1)
+    assert "34 images added" in page.result_line.text() and "1 refused" in page.result_line.text()
+    page.summary_dialog.accept()
+    qtbot.waitUntil(lambda: page.gallery.model().rowCount() == 34, timeout=10_000)
+    assert page.body.currentWidget() is page.gallery
+    assert page.chart.counts == {"red": 12, "green": 12, "blue": 4}
+    assert page.warning.isVisible()
+    assert "Add more photos of blue: 4 are too few to learn from" in page.warning.text()
+
+    with qtbot.waitSignal(page.status_changed, timeout=20_000):
+        page.import_paths([image_folder / "green"])  # the same files again: merged, not added
+    assert page.last_report["added"] == 0 and page.last_report["duplicates"] == 12
+    assert "12 already in the project" in page.result_line.text()
+
+
+def test_a_path_refused_as_a_whole_is_listed_not_raised(qtbot, ws, tmp_path):
+    ws.create_project("fruit", "image-classification")
+    empty = tmp_path / "nothing here"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("no images")
+    page = make_page(qtbot, ws, "fruit")
+    with qtbot.waitSignal(page.status_changed, timeout=20_000):
+        page.import_paths([empty])
+    assert page.last_report["added"] == 0
+    assert page.last_report["failed"][0]["file"] == str(empty)
+    assert page.summary_dialog.problems.topLevelItemCount() >= 1
+    page.summary_dialog.accept()
+
+
+def test_gallery_filters(qtbot, ws, classification_project):
+    store = ws.store
+    page = make_page(qtbot, ws, classification_project)
+    everything = shown_ids(page)
+    assert len(everything) == 34
+
+    page.set_filter(label="green")
+    qtbot.waitUntil(lambda: len(shown_ids(page)) == 12, timeout=10_000)
+    assert set(shown_ids(page)) == set(store.sample_ids("fruit", label="green"))
+
+    page.set_filter(unlabeled=True)
+    qtbot.waitUntil(lambda: len(shown_ids(page)) == 6, timeout=10_000)
+    assert all(page.gallery.model().captions[s] == "unlabeled" for s in shown_ids(page))
+
+    page.set_filter(split="train")
+    train = store.sample_ids("fruit", split="train")
+    qtbot.waitUntil(lambda: set(shown_ids(page)) == set(train), timeout=10_000)
+    assert 0 < len(train) < 28
+
+    # "predicted wrong" needs a model: record one with predictions, two of them wrong
+    reds = store.sample_ids("fruit", label="red")
+    store.add_model("fruit", "m1", ws.paths.models / "m1", "image-classification/fast", {"accuracy": 0.9})
+    store.save_predictions("m1", [(reds[0], "green", 0.8), (reds[1], "blue", 0.6), (reds[2], "red", 0.9)])
+    page.set_filter()
+    qtbot.waitUntil(lambda: page.wrong_filter.isEnabled(), timeout=10_000)
+    page.set_filter(wrong_only=True)
+    qtbot.waitUntil(lambda: set(shown_ids(page)) == {reds[0], reds[1]}, timeout=10_000)
+    assert page.gallery.model().captions[reds[0]] == "red ≠ green"
+
+
+def test_thumbnails_load_lazily_off_the_ui_thread(qtbot, ws, classification_project):
+    page = make_page(qtbot, ws, classification_project)
+    model = page.gallery.model()
+    qtbot.waitUntil(lambda: len(model.cache) > 0, timeout=10_000)  # the visible ones were asked for
+    sid = model.ids[0]
+    qtbot.waitUntil(lambda: sid in model.cache, timeout=10_000)
+    pixmap = model.index(0).data(1)  # DecorationRole
+    assert isinstance(pixmap, QPixmap) and not pixmap.isNull()
+    assert max(pixmap.width(), pixmap.height()) <= 160
+
+
+def test_pixmap_cache_evicts_least_recently_used():
+    cache = PixmapCache(capacity=2)
+    cache.put(1, QPixmap(1, 1))
+    cache.put(2, QPixmap(1, 1))
+    assert cache.get(1) is not None  # 1 is now the most recent
+    cache.put(3, QPixmap(1, 1))
+    assert 2 not in cache and 1 in cache and 3 in cache
+
+
+def test_import_can_be_cancelled(qtbot, ws, tmp_path, make_images):
+    folder = make_images(tmp_path / "many", {"red": 300}, size=16)
+    ws.create_project("fruit", "image-classification")
+    page = make_page(qtbot, ws, "fruit")
+    page.import_paths([folder])
+    assert page.progress.isVisible()
+    page.progress.cancel_button.click()
+    qtbot.waitUntil(lambda: page.import_task is None, timeout=20_000)
+    assert not page.progress.isVisible()
+    assert ws.stats("fruit")["samples"] < 300
+
+
+def test_event_loop_stays_responsive_while_importing_2000_images(qtbot, ws, tmp_path, make_images,
+                                                                latency_probe):
+    folder = make_images(tmp_path / "big", {"red": 700, "green": 700, "blue": 600}, size=12)
+    ws.create_project("big", "image-classification")
+    page = make_page(qtbot, ws, "big")
+    with latency_probe as probe:
+        page.import_paths([folder])
+        qtbot.waitUntil(lambda: page.last_report is not None, timeout=120_000)
+        qtbot.waitUntil(lambda: page.gallery.model().rowCount() == 2000, timeout=20_000)
+    assert page.last_report["added"] == 2000
+    assert probe.ticks > 20
+    assert probe.max_gap_ms < 100, f"the UI thread stalled for {probe.max_gap_ms:.0f} ms"
+
+
+def test_latency_probe_notices_a_stalled_ui_thread(qtbot, latency_probe):
+    import time
+
+    from PySide6.QtCore import QTimer
+
+    def stall():  # what a synchronous import on the UI thread would do
+        end = time.monotonic() + 0.15
+        while time.monotonic() < end:
+            pass
+
+    with latency_probe as probe:
+        QTimer.singleShot(30, stall)
+        qtbot.waitUntil(lambda: probe.ticks > 10 and probe.max_gap_ms > 0, timeout=5_000)
+    assert probe.max_gap_ms >= 150

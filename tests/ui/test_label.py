@@ -1,0 +1,171 @@
+"""The Label step: keyboard labeling with undo, multi-label toggles, suggestions, and boxes drawn
+with the mouse on a detection project."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from modeldesk.ui.pages.label_page import LabelPage
+
+
+def make_page(qtbot, ws, project) -> LabelPage:
+    page = LabelPage(ws)
+    qtbot.addWidget(page)
+    page.resize(1100, 760)
+    page.show()
+    qtbot.waitExposed(page)
+    page.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is page)
+    page.set_project(project)
+    qtbot.waitUntil(lambda: page.sample is not None and page.is_idle(), timeout=10_000)
+    page.setFocus()
+    return page
+
+
+def press(qtbot, page, key, modifier=Qt.NoModifier):
+    target = QApplication.focusWidget() or page
+    qtbot.keyClick(target, key, modifier)
+
+
+def settled(qtbot, page):
+    qtbot.waitUntil(page.is_idle, timeout=10_000)
+
+
+def test_keyboard_labeling_with_arrows_and_undo(qtbot, ws, classification_project):
+    store = ws.store
+    page = make_page(qtbot, ws, classification_project)
+    assert page.labels == ["blue", "green", "red"]
+    page.order_box.setCurrentIndex(1)  # unlabeled first
+    qtbot.waitUntil(lambda: page.is_idle() and page.index == 0, timeout=10_000)
+    unlabeled = store.sample_ids("fruit", unlabeled=True)
+    first, second = page.order[0], page.order[1]
+    assert {first, second} <= set(unlabeled) and page.sample.id == first
+
+    press(qtbot, page, Qt.Key_1)  # blue, then on to the next image
+    qtbot.waitUntil(lambda: page.sample.id == second, timeout=10_000)
+    press(qtbot, page, Qt.Key_2)  # green
+    settled(qtbot, page)
+    assert store.get_sample(first).labels == ["blue"]
+    assert store.get_sample(second).labels == ["green"]
+
+    press(qtbot, page, Qt.Key_Left)
+    press(qtbot, page, Qt.Key_Left)
+    qtbot.waitUntil(lambda: page.sample.id == first and page.is_idle(), timeout=10_000)
+    assert page.class_buttons[0].isChecked()  # blue shown as chosen
+    press(qtbot, page, Qt.Key_Right)
+    qtbot.waitUntil(lambda: page.sample.id == second and page.is_idle(), timeout=10_000)
+
+    press(qtbot, page, Qt.Key_Z, Qt.ControlModifier)  # undo "green"
+    settled(qtbot, page)
+    assert store.get_sample(second).labels == []
+    assert store.get_sample(first).labels == ["blue"]
+    press(qtbot, page, Qt.Key_Z, Qt.ControlModifier)  # undo "blue", and show that image
+    qtbot.waitUntil(lambda: page.sample.id == first and page.is_idle(), timeout=10_000)
+    assert store.get_sample(first).labels == []
+    assert not page.undo_button.isEnabled()
+    assert ws.stats("fruit")["labeled"] == 28
+
+
+def test_relabel_a_labeled_image_and_counts_follow(qtbot, ws, classification_project):
+    store = ws.store
+    page = make_page(qtbot, ws, classification_project)
+    red = store.sample_ids("fruit", label="red")[0]
+    page.show_sample(red)
+    qtbot.waitUntil(lambda: page.sample.id == red and page.is_idle(), timeout=10_000)
+    assert page.class_buttons[2].isChecked()
+    page.class_buttons[1].click()  # green
+    settled(qtbot, page)
+    assert store.get_sample(red).labels == ["green"]
+    assert page.counts["green"] == 13 and page.counts["red"] == 11
+    assert "13" in page.class_buttons[1].text()
+
+
+def test_add_a_class_from_the_field(qtbot, ws, classification_project):
+    page = make_page(qtbot, ws, classification_project)
+    page.new_class.setFocus()
+    qtbot.keyClicks(page.new_class, "yellow")
+    qtbot.keyClick(page.new_class, Qt.Key_Return)
+    settled(qtbot, page)
+    assert "yellow" in page.labels and "yellow" in ws.store.labels("fruit")
+    assert page.new_class.text() == ""
+
+
+def test_multilabel_keys_toggle_tags(qtbot, ws, make_images, tmp_path):
+    ws.create_project("scenes", "image-multilabel")
+    ws.import_data("scenes", make_images(tmp_path / "scenes", {"beach": 3, "sunny": 3}))
+    page = make_page(qtbot, ws, "scenes")
+    sid = page.sample.id
+    before = set(page.sample.labels)
+    press(qtbot, page, Qt.Key_1)  # toggles "beach", stays on the image
+    press(qtbot, page, Qt.Key_2)  # toggles "sunny"
+    settled(qtbot, page)
+    assert page.sample.id == sid
+    assert set(ws.store.get_sample(sid).labels) == before ^ {"beach", "sunny"}
+
+
+def test_suggestion_is_accepted_with_enter(qtbot, ws, classification_project):
+    store = ws.store
+    unlabeled = store.sample_ids("fruit", unlabeled=True)
+    store.add_model("fruit", "m1", ws.paths.models / "m1", "image-classification/fast", {"accuracy": 0.9})
+    store.save_predictions("m1", [(sid, "red", 0.5 + 0.05 * i) for i, sid in enumerate(unlabeled)])
+    page = make_page(qtbot, ws, classification_project)
+    page.order_box.setCurrentIndex(2)  # label these next: least sure first
+    qtbot.waitUntil(lambda: page.is_idle() and page.sample.id == unlabeled[0], timeout=10_000)
+    assert page.order[:len(unlabeled)] == unlabeled
+    assert page.banner.isVisible() and "red" in page.suggestion_label.text()
+    press(qtbot, page, Qt.Key_Return)
+    settled(qtbot, page)
+    assert store.get_sample(unlabeled[0]).labels == ["red"]
+    qtbot.waitUntil(lambda: page.sample.id == unlabeled[1], timeout=10_000)
+
+
+def drag(qtbot, widget, start: QPoint, end: QPoint) -> None:
+    QTest.mousePress(widget, Qt.LeftButton, Qt.NoModifier, start)
+    for step in range(1, 6):
+        QTest.mouseMove(widget, start + (end - start) * step / 5)
+    QTest.mouseRelease(widget, Qt.LeftButton, Qt.NoModifier, end)
+
+
+def test_draw_move_and_delete_a_box_on_a_detection_project(qtbot, ws, make_images, tmp_path):
+    ws.create_project("finder", "object-detection")
+    ws.import_data("finder", make_images(tmp_path / "flat", {"": 3}, size=200), format="flat")
+    ws.store.add_label("finder", "apple")
+    ws.store.add_label("finder", "pear")
+    page = make_page(qtbot, ws, "finder")
+    sid = page.sample.id
+    canvas = page.canvas
+    assert canvas.drawing and canvas.current_label == "apple"
+    press(qtbot, page, Qt.Key_2)  # draw pears
+    assert canvas.current_label == "pear" and page.class_buttons[1].isChecked()
+
+    view = canvas.viewport()
+    a = canvas.mapFromScene(40, 50)
+    b = canvas.mapFromScene(120, 150)
+    drag(qtbot, view, a, b)
+    settled(qtbot, page)
+    (box,) = ws.store.get_sample(sid).boxes
+    assert box.label == "pear"
+    assert abs(box.x0 - 40) < 3 and abs(box.y0 - 50) < 3 and abs(box.x1 - 120) < 3 and abs(box.y1 - 150) < 3
+
+    # move it by dragging its middle
+    middle = canvas.mapFromScene(80, 100)
+    drag(qtbot, view, middle, canvas.mapFromScene(100, 110))
+    settled(qtbot, page)
+    (moved,) = ws.store.get_sample(sid).boxes
+    assert abs(moved.x0 - 60) < 4 and abs(moved.y0 - 60) < 4 and abs((moved.x1 - moved.x0) - 80) < 2
+
+    # a tiny drag is a click, not a box
+    drag(qtbot, view, canvas.mapFromScene(150, 20), canvas.mapFromScene(151, 21))
+    settled(qtbot, page)
+    assert len(ws.store.get_sample(sid).boxes) == 1
+
+    canvas.box_items()[0].setSelected(True)
+    press(qtbot, page, Qt.Key_Delete)
+    settled(qtbot, page)
+    assert ws.store.get_sample(sid).boxes == []
+    press(qtbot, page, Qt.Key_Z, Qt.ControlModifier)  # undo the delete
+    settled(qtbot, page)
+    assert len(ws.store.get_sample(sid).boxes) == 1
+    assert len(canvas.box_items()) == 1
