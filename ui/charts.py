@@ -132,7 +132,7 @@ class TrainingChart(QWidget):
         painter.setRenderHint(QPainter.Antialiasing)
         metrics = QFontMetrics(self.font())
         line_h = metrics.height()
-        plot = QRectF(self.rect()).adjusted(metrics.horizontalAdvance("0.000") + 14, line_h + 12,
+        plot = QRectF(self.rect()).adjusted(metrics.horizontalAdvance("0.000") + 14, line_h * 2 + 8,
                                             -(metrics.horizontalAdvance("100%") + 14), -(line_h + 10))
         if not self.series:
             painter.setPen(_muted(self))
@@ -147,6 +147,10 @@ class TrainingChart(QWidget):
         if l_hi <= l_lo:
             l_hi = l_lo + 1
         has_acc = any(self._is_accuracy(k) for k in self.series)
+        accs = [y for k, pts in self.series.items() if self._is_accuracy(k) for _, y in pts]
+        # Zoom the accuracy axis onto the values (0.7..1 rather than 0..1 when they are all high).
+        a_lo = max(0.0, math.floor((min(accs, default=0.0) - 0.05) * 10) / 10) if accs else 0.0
+        a_hi = 1.0 if a_lo < 1.0 else 1.05
 
         def to_px(x, y, lo, hi):
             return QPointF(plot.left() + (x - x_lo) / (x_hi - x_lo) * plot.width(),
@@ -163,8 +167,8 @@ class TrainingChart(QWidget):
                 painter.drawText(QRectF(0, p.y() - line_h / 2, plot.left() - 6, line_h),
                                  Qt.AlignRight | Qt.AlignVCenter, _fmt(tick))
         if has_acc:
-            for tick in (0, 0.25, 0.5, 0.75, 1.0):
-                p = to_px(x_lo, tick, 0, 1)
+            for tick in _nice_ticks(a_lo, 1.0):
+                p = to_px(x_lo, tick, a_lo, a_hi)
                 painter.drawText(QRectF(plot.right() + 6, p.y() - line_h / 2, 60, line_h),
                                  Qt.AlignLeft | Qt.AlignVCenter, f"{tick:.0%}")
         painter.drawText(QRectF(plot.left(), plot.bottom() + 4, plot.width(), line_h),
@@ -175,7 +179,7 @@ class TrainingChart(QWidget):
         legend_x = plot.left()
         for index, (key, points) in enumerate(sorted(self.series.items())):
             color = series_color(index)
-            lo, hi = (0.0, 1.0) if self._is_accuracy(key) else (l_lo, l_hi)
+            lo, hi = (a_lo, a_hi) if self._is_accuracy(key) else (l_lo, l_hi)
             pen = QPen(color, 2)
             if key.lower().startswith(("val", "test")):
                 pen.setStyle(Qt.DashLine)
@@ -223,7 +227,11 @@ class ConfusionMatrixView(QWidget):
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
 
     def sizeHint(self) -> QSize:
-        return QSize(420, 360)
+        metrics = QFontMetrics(self.font())
+        n = max(len(self.labels), 2)
+        left = max((metrics.horizontalAdvance(self._elide(label, metrics, 120)) for label in self.labels),
+                   default=40) + metrics.height() + 14
+        return QSize(int(left + n * 64 + 8), int(metrics.height() * 3 + 16 + n * 64))
 
     def set_data(self, labels, matrix) -> None:
         """Show ``matrix[i][j]`` = how many samples labeled ``labels[i]`` were predicted ``labels[j]``."""
@@ -242,7 +250,7 @@ class ConfusionMatrixView(QWidget):
         top = metrics.height() * 2 + 10
         bottom_room = metrics.height() + 6
         n = max(len(self.labels), 1)
-        side = min((self.width() - left - 8) / n, (self.height() - top - bottom_room) / n, 90.0)
+        side = min((self.width() - left - 8) / n, (self.height() - top - bottom_room) / n, 72.0)
         side = max(side, 4.0)
         return left, top, side, shown
 

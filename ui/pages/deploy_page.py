@@ -331,6 +331,7 @@ class DeployPage(QWidget):
         self.export_result = QLabel()
         self.export_result.setWordWrap(True)
         self.export_result.setTextInteractionFlags(Qt.TextBrowserInteraction)
+        self.export_result.hide()
         self.export_result.linkActivated.connect(lambda link: QDesktopServices.openUrl(QUrl(link)))
         self.candidates = QTableWidget(0, 5)
         self.candidates.setHorizontalHeaderLabels(["Version", "Size", "Time per photo", "Accuracy", "Result"])
@@ -554,6 +555,7 @@ class DeployPage(QWidget):
         what = "Building the bundle" if bundle else "Trying smaller versions" if compress else "Exporting"
         self._set_export_enabled(False)
         self.export_result.setText("")
+        self.export_result.hide()
         if compress:
             self.candidates.hide()
 
@@ -570,6 +572,7 @@ class DeployPage(QWidget):
 
         def cancelled():
             self.export_result.setText("Cancelled.")
+            self.export_result.show()
 
         handle = self.tasks.run(work, done, title="Export failed", on_cancelled=cancelled,
                                 panel=self.progress, panel_title=what)
@@ -593,6 +596,7 @@ class DeployPage(QWidget):
             text += f". Saved to <a href='{folder_link}'>{path}</a>."
             self._fill_candidates(result["candidates"])
         self.export_result.setText(text)
+        self.export_result.show()
 
     def _fill_candidates(self, candidates: list[dict]) -> None:
         self.candidates.setRowCount(len(candidates))

@@ -13,7 +13,7 @@ from datetime import datetime
 from PySide6.QtCore import QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QIcon, QPixmap
 from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QListView, QListWidget,
-                               QListWidgetItem, QPushButton, QScrollArea, QStackedWidget, QVBoxLayout,
+                               QListWidgetItem, QPushButton, QScrollArea, QSizePolicy, QStackedWidget, QVBoxLayout,
                                QWidget)
 
 from modeldesk.ui.charts import BarChart, ConfusionMatrixView
@@ -129,6 +129,7 @@ class EvaluatePage(QWidget):
         hero_layout.addWidget(self.advice)
 
         self.matrix = ConfusionMatrixView()
+        self.matrix.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.matrix.cell_clicked.connect(self._filter_mistakes)
         matrix_card = QFrame()
         matrix_card.setObjectName("Card")
@@ -193,8 +194,9 @@ class EvaluatePage(QWidget):
         layout.setContentsMargins(24, 20, 24, 20)
         layout.setSpacing(12)
         layout.addWidget(hero_card)
-        layout.addLayout(middle, 3)
+        layout.addLayout(middle)
         layout.addWidget(mistakes_card)
+        layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
@@ -305,6 +307,7 @@ class EvaluatePage(QWidget):
         labels = report.get("labels") or []
         if labels and report.get("confusion"):
             self.matrix.set_data(labels, report["confusion"])
+            self.matrix.setFixedHeight(self.matrix.sizeHint().height())
         self.bars.set_rows(per_class_rows(report))
         self._filter_mistakes(None, None)
 

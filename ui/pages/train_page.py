@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFram
 from modeldesk.ui import theme
 from modeldesk.ui.charts import TrainingChart
 from modeldesk.ui.job_watcher import CANCELLED_STATES, DONE_STATES, FAILED_STATES, JobWatcher, TaskGroup
+from modeldesk.ui.pages.evaluate_page import headline
 from modeldesk.ui.widgets import ProgressPanel, show_error
 
 log = logging.getLogger(__name__)
@@ -270,11 +271,10 @@ class TrainPage(QWidget):
         header = self.jobs_table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.Stretch)
-        self.jobs_table.setMinimumHeight(90)
-        self.jobs_table.setMaximumHeight(220)
         self.jobs_table.itemSelectionChanged.connect(self._show_selected_job)
-        jobs_card = QFrame()
+        self.jobs_card = jobs_card = QFrame()
         jobs_card.setObjectName("Card")
+        jobs_card.hide()
         jobs_layout = QVBoxLayout(jobs_card)
         jobs_layout.addWidget(QLabel("<b>Training runs</b>"))
         jobs_layout.addWidget(self.jobs_table)
@@ -598,8 +598,7 @@ class TrainPage(QWidget):
         accuracy = metrics.get("accuracy")
         text = "<b>Your model is ready.</b>"
         if isinstance(accuracy, (int, float)):
-            text += (f" It was right {round(accuracy * 100)} times out of 100 on photos it never saw "
-                     "during training.")
+            text += (f" {headline(accuracy, metrics.get('n'))} on photos it never saw during training.")
         for warning in self.last_result.get("warnings") or []:
             text += f"<br><span style='color:#c27c0e'>{warning}</span>"
         self.result_text.setText(text)
@@ -643,6 +642,8 @@ class TrainPage(QWidget):
 
     def _fill_jobs(self, jobs: list[dict]) -> None:
         self.jobs_table.setRowCount(len(jobs))
+        self.jobs_table.setColumnHidden(4, not any(j.get("state") in FAILED_STATES | CANCELLED_STATES for j in jobs))
+        self.jobs_card.setVisible(bool(jobs))
         for row, job in enumerate(jobs):
             params = job.get("params") or {}
             template = params.get("template", "")
@@ -669,6 +670,9 @@ class TrainPage(QWidget):
                 self.jobs_table.setCellWidget(row, 4, button)
             else:
                 self.jobs_table.removeCellWidget(row, 4)
+        rows = min(max(len(jobs), 1), 6)
+        self.jobs_table.setFixedHeight(self.jobs_table.horizontalHeader().height() + 4
+                                       + sum(self.jobs_table.rowHeight(r) for r in range(rows)))
 
     def resume(self, job_id: int) -> None:
         """Restart a cancelled or failed run; it reuses the features it already computed."""
