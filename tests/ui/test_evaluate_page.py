@@ -64,6 +64,10 @@ def test_shows_the_newest_model_with_a_picker(qtbot, trained):
     assert page.matrix.labels == report["labels"] == ["blue", "green", "red"]
     assert page.matrix.matrix == report["confusion"]
     assert [label for label, _ in page.bars.rows] == ["blue", "green", "red"]
+    if "mistakes" in report:
+        assert page.mistakes.count() == len(report["mistakes"])
+    else:  # never claim "no mistakes" when the evaluation simply does not list them
+        assert "does not list" in page.no_mistakes.text()
     page.picker.setCurrentIndex(page.picker.findData(first))
     qtbot.waitUntil(lambda: page.model_id == first and page.report is not None, timeout=10000)
 

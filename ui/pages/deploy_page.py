@@ -60,7 +60,7 @@ def verdict(candidate: dict) -> str:
     reason = str(candidate.get("reason") or "")
     if candidate.get("kept"):
         return "✓ Kept"
-    if reason == "reference":
+    if reason.startswith("reference"):
         return "Original"
     for prefix, words in (("rejected: accuracy", "Less accurate"), ("rejected: not faster", "Not faster"),
                           ("accurate enough", "Slower"), ("failed", "Failed"), ("skipped", "Skipped")):

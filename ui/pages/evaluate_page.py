@@ -344,6 +344,13 @@ class EvaluatePage(QWidget):
         self.mistakes_hint.setVisible(bool(mistakes))
         self.mistakes.setVisible(bool(mistakes))
         self.no_mistakes.setVisible(not mistakes)
+        if "mistakes" not in (self.report or {}):
+            self.mistakes_title.setText("<b>Photos it got wrong</b>")
+            self.no_mistakes.setText("This model's evaluation does not list them.")
+        elif true is not None:
+            self.no_mistakes.setText("None in this square.")
+        else:
+            self.no_mistakes.setText("None: every test photo was recognised correctly.")
         if items:
             self._load_thumbnails(items)
 
