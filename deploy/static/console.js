@@ -31,7 +31,10 @@
     $("error").textContent = message;
     $("error").hidden = !message;
   }
-  function pct(p) { return (p * 100).toFixed(p >= 0.995 || p < 0.001 ? 0 : 1) + "%"; }
+  function pct(p) {
+    if (p > 0 && p < 0.001) return "<0.1%";
+    return (p * 100).toFixed(p >= 0.995 || p < 0.001 ? 0 : 1) + "%";
+  }
   function needToken(message) {
     $("token-form").classList.add("needed");
     setStatus("bad", "Token needed");
