@@ -7,6 +7,7 @@ Decoding runs in a thread pool a few batches ahead of inference (ONNX Runtime re
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import threading
@@ -26,6 +27,7 @@ from modeldesk.deploy.runtime import create_session
 from modeldesk.scheduler import CostModel, plan as plan_work, run_partitioned
 from modeldesk.scheduler.partition import Cancelled
 from modeldesk.trainers.backbones import Backbone
+from modeldesk.trainers.backbones.registry import write_atomically
 from modeldesk.trainers.feature_cache import FeatureCache
 
 log = logging.getLogger(__name__)
@@ -150,6 +152,15 @@ def feature_model(backbone: Backbone, spec: FeatureSpec, graph_dir) -> onnx.Mode
     return model
 
 
+def feature_model_path(backbone: Backbone, spec: FeatureSpec, graph_dir) -> Path:
+    """The feature graph as a file in ``graph_dir`` (built and written atomically when missing)."""
+    digest = hashlib.sha1(repr(spec.parts).encode()).hexdigest()[:10]
+    path = Path(graph_dir) / f"{backbone.name}-{backbone.version}-{spec.name}-{digest}.onnx"
+    if not path.is_file():
+        write_atomically(path, feature_model(backbone, spec, graph_dir).SerializeToString())
+    return path
+
+
 @dataclass
 class ExtractionResult:
     """Features of every item that decoded, in input order, and the items that did not."""
@@ -186,7 +197,7 @@ class FeatureExtractor:
         self.decode_threads = decode_threads
         self.progress = progress
         self.should_stop = should_stop
-        self._model_bytes: bytes | None = None
+        self._model_path: Path | None = None
         self._sessions: dict = {}
         self._lock = threading.Lock()
 
@@ -194,13 +205,12 @@ class FeatureExtractor:
         """The cache namespace of ``view``'s vectors."""
         return (self.backbone.key, self.features.name, view)
 
-    def model_bytes(self) -> bytes:
-        """The serialized feature graph (built once per extractor)."""
+    def model_path(self) -> Path:
+        """The feature graph file (built on first use, then cached in ``graph_dir``)."""
         with self._lock:
-            if self._model_bytes is None:
-                model = feature_model(self.backbone, self.features, self.graph_dir)
-                self._model_bytes = model.SerializeToString()
-            return self._model_bytes
+            if self._model_path is None:
+                self._model_path = feature_model_path(self.backbone, self.features, self.graph_dir)
+            return self._model_path
 
     def session(self, share):
         """The ONNX Runtime session for a device share, created on first use."""
@@ -210,7 +220,7 @@ class FeatureExtractor:
         with self._lock:
             session = self._sessions.get((device, threads))
         if session is None:
-            session = create_session(self.model_bytes(), device=device, threads=threads)
+            session = create_session(self.model_path(), device=device, threads=threads)
             with self._lock:
                 self._sessions[(device, threads)] = session
         return session
@@ -240,17 +250,18 @@ class FeatureExtractor:
 
     def process_chunk(self, share, chunk: Sequence[tuple[str, str]]) -> list:
         """Compute and cache features of ``chunk`` on ``share``'s device; one result per item."""
-        session = self.session(share)
-        input_name = session.get_inputs()[0].name
         chunk = list(chunk)
         batches = [chunk[i:i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
         results: dict = {}
         with ThreadPoolExecutor(max_workers=max(1, self.decode_threads), thread_name_prefix="decode") as pool:
+            # Decoding starts before the session exists, so creating it costs no extra wall time.
             pending: deque = deque(
                 [pool.submit(self._decode, item) for item in batch] for batch in batches[:2])
             next_batch = len(pending)
             writes = []
             try:
+                session = self.session(share)
+                input_name = session.get_inputs()[0].name
                 while pending:
                     if self.should_stop is not None and self.should_stop():
                         raise Cancelled("feature extraction was stopped")

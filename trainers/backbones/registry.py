@@ -17,6 +17,24 @@ from modeldesk.deploy.runtime import create_session
 log = logging.getLogger(__name__)
 
 
+def write_atomically(path, data: bytes) -> Path:
+    """Write ``data`` to a temporary file next to ``path``, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
 @dataclass(frozen=True)
 class Backbone:
     """A frozen pretrained network that turns preprocessed images into features.
@@ -50,21 +68,8 @@ class Backbone:
         path = cache_dir / f"{self.name}-{self.version}.onnx"
         if path.is_file():
             return path
-        cache_dir.mkdir(parents=True, exist_ok=True)
         log.info("building backbone %s into %s", self.key, path)
-        data = self.build().SerializeToString()
-        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=cache_dir)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return path
+        return write_atomically(path, self.build().SerializeToString())
 
     def load_onnx(self, cache_dir) -> onnx.ModelProto:
         """The backbone graph as an ONNX model (built and cached on first use)."""
