@@ -50,3 +50,20 @@ def test_bundle_export_as_folder_and_zip(standin_artifact, tmp_path):
     assert load_artifact(folder["artifact_path"]).id == load_artifact(standin_artifact).id
     archive = export_artifact(standin_artifact, tmp_path / "bundle.zip", bundle=True)
     assert archive["path"].endswith(".zip") and archive["size_bytes"] > 0
+
+
+@pytest.mark.parametrize("fmt, per_channel", [("qdq", False), ("qop", True)])
+def test_int8_models_keep_the_top1_of_the_fp32_model(standin_artifact, color_data, tmp_path, fmt, per_channel):
+    import onnx
+
+    from modeldesk.deploy import save_artifact
+    from modeldesk.deploy.preprocess import preprocess_batch
+    from modeldesk.deploy.quantize import Quantizer
+
+    fp32 = load_artifact(standin_artifact)
+    calibration = preprocess_batch([p for p, _ in color_data["train"]], fp32.spec)
+    with Quantizer(onnx.load(str(fp32.model_path)), calibration, input_name="image") as quantizer:
+        blob = quantizer.quantize(fmt, per_channel)
+    int8 = save_artifact(tmp_path / "int8", blob, dict(fp32.card, id="int8"))
+    paths = [p for p, _ in color_data["val"]]
+    assert labels_of(int8, paths) == labels_of(fp32, paths) == [label for _, label in color_data["val"]]
