@@ -86,9 +86,12 @@ class DaskBackend:
             return self
         distributed = _distributed()
         if self.address is None:
+            # Everything it listens on stays on this machine (the default binds every interface).
+            local_only = {"host": "127.0.0.1"} if self.processes else {}
             self.cluster_ = distributed.LocalCluster(
                 n_workers=self.local_workers, threads_per_worker=self.threads_per_worker, processes=self.processes,
-                dashboard_address=None, silence_logs=logging.WARNING)
+                dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
+                silence_logs=logging.WARNING, **local_only)
             self.client_ = distributed.Client(self.cluster_)
         else:
             self.client_ = distributed.Client(self.address)

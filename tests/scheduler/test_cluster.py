@@ -112,3 +112,16 @@ def test_local_cpu_and_cluster_workers_share_one_run():
     assert [x for x, _ in out] == list(range(30))
     assert {kind for _, kind in out} <= {"cpu", "dask"}
     assert sum(s["items"] for s in work.run_stats.values()) == 30
+
+
+def test_the_local_cluster_listens_on_this_machine_only():
+    pytest.importorskip("distributed")
+    import psutil
+
+    def listening():
+        return {c.laddr for c in psutil.Process().net_connections() if c.status == psutil.CONN_LISTEN}
+
+    before = listening()
+    with DaskBackend(local_workers=2):
+        opened = listening() - before
+    assert opened and {address.ip for address in opened} <= {"127.0.0.1", "::1"}
