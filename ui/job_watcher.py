@@ -1,17 +1,17 @@
 """Follow long work from the UI: queued jobs (:class:`JobWatcher`) and a page's thread-pool tasks
 (:class:`TaskGroup`), reported through Qt signals.
 
-The job queue writes events to SQLite; reading the new ones is a cheap indexed query, so the watcher
-polls ``jobs.events(job_id, after_seq)`` from a QTimer on the UI thread (every 200 ms by default) and
-re-emits them. Watching a job that already ran replays its events, so a page opened mid-run redraws
-its whole curve.
+The job queue writes events to SQLite; the watcher reads the new ones (``jobs.events(job_id,
+after_seq)``) every 200 ms from a QTimer, in a thread of its own (a database read can wait on a lock),
+and re-emits them on the UI thread. Watching a job that already ran replays its events, so a page
+opened mid-run redraws its whole curve.
 """
 
 from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
 from modeldesk.ui.workers import run_task
 
@@ -29,13 +29,18 @@ def event_state(event: dict) -> str | None:
         return event.get("stage")
     return event.get("state")
 
+
 #: Ask the queue for the job's status every this many polls even without events (a crashed worker
 #: process writes no final event; the queue's status notices it).
 STATUS_EVERY = 5
 
 
 class JobWatcher(QObject):
-    """Poll one job's events and emit them on the UI thread.
+    """Poll one job's events off the UI thread and emit them on it.
+
+    Every ``interval_ms`` a read of the new events (and, when the job may have ended, of the job row)
+    runs in a one-thread pool of the watcher's own, so a busy global pool or a slow database never
+    delays the UI; at most one read is in flight.
 
     Parameters
     ----------
@@ -65,6 +70,10 @@ class JobWatcher(QObject):
         self.job_id: int | None = None
         self.after_seq = 0
         self._polls = 0
+        self._generation = 0
+        self._inflight = None
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
         self._timer = QTimer(self)
         self._timer.setInterval(int(interval_ms))
         self._timer.timeout.connect(self.poll)
@@ -76,6 +85,7 @@ class JobWatcher(QObject):
 
     def watch(self, job_id: int, after_seq: int = 0) -> None:
         """Start following ``job_id`` from the event after ``after_seq`` (0 replays them all)."""
+        self._generation += 1
         self.job_id = int(job_id)
         self.after_seq = int(after_seq)
         self._polls = 0
@@ -83,58 +93,62 @@ class JobWatcher(QObject):
         self.poll()
 
     def stop(self) -> None:
-        """Stop following (the job itself goes on)."""
+        """Stop following (the job itself goes on); a read in flight is ignored."""
+        self._generation += 1
         self._timer.stop()
 
     def poll(self) -> None:
-        """Read new events once; emit them, and the outcome when the job has ended."""
-        if self.job_id is None:
+        """Start one background read of the new events, unless one is still running."""
+        if self.job_id is None or self._inflight is not None or not self._timer.isActive():
             return
-        job_id = self.job_id
+        jobs, job_id, after = self.jobs, self.job_id, self.after_seq
+        check_status = self._polls % STATUS_EVERY == 0
         self._polls += 1
-        try:
-            events = self.jobs.events(job_id, self.after_seq)
-        except Exception as exc:  # the database went away: report, do not loop on it
-            log.exception("reading events of job %s failed", job_id)
-            self.stop()
-            self.failed.emit(f"Could not read the progress of job {job_id}: {exc}")
+        generation = self._generation
+
+        def read(state):
+            events = jobs.events(job_id, after)
+            status = None
+            if check_status or any(event_state(e) in TERMINAL_STATES for e in events):
+                status = jobs.get(job_id)
+                if status.get("state") in TERMINAL_STATES:  # events written just before the end
+                    events += jobs.events(job_id, events[-1]["seq"] if events else after)
+            return events, status
+
+        handle = run_task(read, pool=self._pool, parent=self)
+        self._inflight = handle
+        handle.finished.connect(lambda result: self._apply(generation, job_id, *result))
+        handle.failed.connect(lambda message, details: self._read_failed(generation, job_id, message))
+        handle.ended.connect(self._read_ended)
+
+    def _read_ended(self) -> None:
+        handle, self._inflight = self._inflight, None
+        if handle is not None:
+            handle.deleteLater()
+
+    def _read_failed(self, generation: int, job_id: int, message: str) -> None:
+        if generation != self._generation:
             return
-        state = None
+        log.error("reading the progress of job %s failed: %s", job_id, message)
+        self.stop()
+        self.failed.emit(f"Could not read the progress of training run {job_id}: {message}")
+
+    def _apply(self, generation: int, job_id: int, events: list, status: dict | None) -> None:
         for event in events:
+            if generation != self._generation:  # stopped, or a slot switched to another job
+                return
             self.after_seq = max(self.after_seq, int(event.get("seq", self.after_seq)))
             self.progress.emit(dict(event))
-            if self.job_id != job_id:  # a slot switched to another job
-                return
-            state = event_state(event) or state
-        if state not in TERMINAL_STATES and (events or self._polls % STATUS_EVERY):
+        if generation != self._generation or status is None or status.get("state") not in TERMINAL_STATES:
             return
-        try:
-            status = self.jobs.get(job_id)
-        except Exception as exc:
-            log.exception("reading the status of job %s failed", job_id)
-            self.stop()
-            self.failed.emit(f"Could not read the status of job {job_id}: {exc}")
-            return
-        self._finish(status)
-
-    def _finish(self, status: dict) -> None:
-        state = status.get("state")
-        if state not in TERMINAL_STATES:
-            return
-        # Read events written between the last poll and the end, so no metric is lost.
-        try:
-            for event in self.jobs.events(self.job_id, self.after_seq):
-                self.after_seq = max(self.after_seq, int(event.get("seq", self.after_seq)))
-                self.progress.emit(dict(event))
-        except Exception:
-            log.exception("reading the last events of job %s failed", self.job_id)
         self.stop()
+        state = status["state"]
         if state in DONE_STATES:
             self.finished.emit(dict(status))
         elif state in CANCELLED_STATES:
             self.cancelled.emit()
         else:
-            self.failed.emit(status.get("error") or f"Training job {self.job_id} stopped with an error.")
+            self.failed.emit(status.get("error") or f"Training run {job_id} stopped with an error.")
 
 
 class TaskGroup(QObject):

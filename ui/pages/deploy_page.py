@@ -13,12 +13,13 @@ import tempfile
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QPixmap
+from PySide6.QtGui import QColor, QDesktopServices, QGuiApplication, QPixmap
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QComboBox, QFileDialog, QFrame,
                                QGridLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
                                QScrollArea, QStackedWidget, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
+from modeldesk.ui import theme
 from modeldesk.ui.charts import BarChart
 from modeldesk.ui.job_watcher import TaskGroup
 from modeldesk.ui.pages.evaluate_page import model_title
@@ -301,6 +302,11 @@ class DeployPage(QWidget):
         service_row.addWidget(self.console_button)
         service_row.addWidget(self.service_button)
         service_layout.addLayout(service_row)
+        self.service_hint = QLabel()
+        self.service_hint.setObjectName("Muted")
+        self.service_hint.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.service_hint.setWordWrap(True)
+        service_layout.addWidget(self.service_hint)
 
         # Export, compress, bundle
         export_card, export_layout = self._card(
@@ -477,9 +483,12 @@ class DeployPage(QWidget):
         elif running:
             self.service_state.setText("<span style='color:#1e9e5a'>●</span> Running at")
             self.service_url.setText(f"<a href='{self.service.url}'>{self.service.url}</a>")
+            self.service_hint.setText(f"From a program: <code>curl -F file=@photo.jpg {self.service.url}v1/predict"
+                                      "</code>. It stops when you close ModelDesk.")
         else:
             self.service_state.setText("<span style='color:#9aa4b5'>●</span> Not running")
             self.service_url.setText("")
+        self.service_hint.setVisible(running and not starting)
 
     def toggle_service(self) -> None:
         """Start the service on the current model, or stop the running one."""
@@ -614,6 +623,9 @@ class DeployPage(QWidget):
                     font = item.font()
                     font.setBold(True)
                     item.setFont(font)
+                    good = QColor(theme.current().good)
+                    good.setAlpha(40)
+                    item.setBackground(good)
                 self.candidates.setItem(row, col, item)
         height = self.candidates.horizontalHeader().height() + sum(
             self.candidates.rowHeight(r) for r in range(len(candidates))) + 4
