@@ -18,6 +18,7 @@ from modeldesk.datasets import Box
 #: Boxes smaller than this (image pixels) after a drag are treated as a click, not a box.
 MIN_BOX = 4.0
 HANDLE = 9.0  # handle size in screen pixels
+MAX_ZOOM = 3.0  # small images are enlarged at most this much to fit the view
 PALETTE = ("#ff5c5c", "#3fb6ff", "#43d17a", "#ffb020", "#b072ff", "#ff7ad9", "#2ed3c6", "#c7d23a")
 
 
@@ -205,8 +206,15 @@ class BoxCanvas(QGraphicsView):
         return item
 
     def fit(self) -> None:
-        if not self.bounds.isEmpty():
-            self.fitInView(self.bounds.adjusted(-8, -8, 8, 8), Qt.KeepAspectRatio)
+        """Fit the image in the view, enlarging small images at most :data:`MAX_ZOOM` times."""
+        if self.bounds.isEmpty():
+            return
+        self.fitInView(self.bounds.adjusted(-8, -8, 8, 8), Qt.KeepAspectRatio)
+        zoom = self.transform().m11()
+        if zoom > MAX_ZOOM:
+            self.resetTransform()
+            self.scale(MAX_ZOOM, MAX_ZOOM)
+            self.centerOn(self.bounds.center())
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

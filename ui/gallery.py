@@ -124,8 +124,8 @@ class _DrainQueue(QRunnable):
                 image = QImage(str(path))
                 if image.isNull():
                     raise ValueError(f"unreadable thumbnail {path}")
-                target = loader.pixel_size
-                if max(image.width(), image.height()) > target:
+                target = loader.display_size
+                if max(image.width(), image.height()) != target:
                     image = image.scaled(target, target, Qt.KeepAspectRatio, Qt.SmoothTransformation)
                 loader._signals.loaded.emit(sample_id, image)
             except Exception as exc:  # a broken file shows a placeholder; the reason goes to the log
@@ -148,10 +148,11 @@ class ThumbnailLoader(QObject):
     failed = Signal(int, str)
 
     def __init__(self, store, pixel_size: int = 160, threads: int = 2, max_pending: int = 400,
-                 parent: QObject | None = None):
+                 display_size: int | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self.store = store
         self.pixel_size = int(pixel_size)
+        self.display_size = int(display_size or pixel_size)
         self.max_pending = int(max_pending)
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max(1, threads))
@@ -159,6 +160,7 @@ class ThumbnailLoader(QObject):
         self._pending: collections.OrderedDict[int, None] = collections.OrderedDict()
         self._inflight: set[int] = set()
         self._drainers = 0
+        self._closed = False
         self._signals = _LoaderSignals(self)
         self._signals.loaded.connect(self.loaded, Qt.QueuedConnection)
         self._signals.failed.connect(self.failed, Qt.QueuedConnection)
@@ -166,7 +168,7 @@ class ThumbnailLoader(QObject):
     def request(self, sample_id: int) -> None:
         """Ask for ``sample_id``'s thumbnail (no-op if already queued or loading)."""
         with self._lock:
-            if sample_id in self._inflight:
+            if self._closed or sample_id in self._inflight:
                 return
             if sample_id in self._pending:
                 self._pending.move_to_end(sample_id)
@@ -184,6 +186,13 @@ class ThumbnailLoader(QObject):
         """Forget queued requests (those being loaded finish)."""
         with self._lock:
             self._pending.clear()
+
+    def close(self) -> None:
+        """Refuse new requests, drop queued ones and wait for the loading threads."""
+        with self._lock:
+            self._closed = True
+            self._pending.clear()
+        self.pool.waitForDone()
 
     def wait(self, msecs: int = -1) -> bool:
         """Wait for the loading threads to finish (used on shutdown and in tests)."""
@@ -229,7 +238,8 @@ class SampleListModel(QAbstractListModel):
         super().__init__(parent)
         self.ratio = max(1.0, float(ratio))
         pixel = int(ICON * self.ratio)
-        self.loader = ThumbnailLoader(store, pixel_size=160 if pixel <= 160 else 320, parent=self)
+        self.loader = ThumbnailLoader(store, pixel_size=160 if pixel <= 160 else 320, display_size=pixel,
+                                      parent=self)
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._failed)
         self.cache = PixmapCache()
@@ -282,8 +292,11 @@ class SampleListModel(QAbstractListModel):
             return sid
         if role == Qt.ToolTipRole:
             return f"#{sid}: {self.captions.get(sid, '')}"
-        if role == Qt.ForegroundRole and sid in self.wrong:
-            return QColor("#d0393e")
+        if role == Qt.ForegroundRole:
+            if sid in self.wrong:
+                return QColor("#d0393e")
+            if self.captions.get(sid) == "unlabeled":
+                return QColor("#8a93a3")
         return None
 
     def row_of(self, sample_id: int) -> int:

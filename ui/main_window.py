@@ -63,13 +63,13 @@ class MainWindow(QMainWindow):
         self._dialog: NewProjectDialog | None = None
         self.pool = QThreadPool(self)  # the frame's own background reads; waited for on close
         self.pool.setMaxThreadCount(1)
+        self._shut = False
         self.setWindowTitle("ModelDesk")
         self.setAcceptDrops(True)
         self.setMinimumSize(760, 540)
 
         self.sidebar = Sidebar()
-        self.sidebar.footer.setText(f"Workspace: {self.ws.paths.root}")
-        self.sidebar.footer.setToolTip(str(self.ws.paths.root))
+        self.sidebar.set_workspace(self.ws.paths.root)
         self.sidebar.page_requested.connect(self.show_page)
         self.sidebar.project_requested.connect(self.set_project)
         self.sidebar.new_project_requested.connect(self.new_project)
@@ -86,7 +86,6 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.sidebar)
         layout.addWidget(self.stack, 1)
         self.setCentralWidget(central)
-        self.statusBar().setSizeGripEnabled(True)
 
         self._restore()
 
@@ -114,6 +113,7 @@ class MainWindow(QMainWindow):
 
     def shutdown(self) -> None:
         """Stop and wait for the pages' background work (the store must outlive it)."""
+        self._shut = True
         self.welcome.shutdown()
         for page in self.pages.values():
             if hasattr(page, "shutdown"):
@@ -217,7 +217,7 @@ class MainWindow(QMainWindow):
 
     def refresh_status(self) -> None:
         """Recompute the steps' state in the background (coalesces bursts of requests)."""
-        if self.project is None:
+        if self.project is None or self._shut:
             return
         if self._status_task is not None:
             self._status_dirty = True

@@ -5,6 +5,7 @@ Qt-free on purpose: it runs in a worker thread and composes Workspace calls only
 
 from __future__ import annotations
 
+import random
 import shutil
 import uuid
 
@@ -22,7 +23,7 @@ def unique_name(taken, base: str = SAMPLE_NAME) -> str:
     return name
 
 
-def make_sample_project(ws, *, per_class: int = 20, unlabeled_per_class: int = 4, image_size: int = 128,
+def make_sample_project(ws, *, per_class: int = 20, unlabeled_per_class: int = 4, image_size: int = 160,
                         progress=None, should_stop=None) -> dict:
     """Create a sample image-classification project and import generated shape images into it.
 
@@ -45,10 +46,14 @@ def make_sample_project(ws, *, per_class: int = 20, unlabeled_per_class: int = 4
     folder = ws.paths.tmp / f"sample-{uuid.uuid4().hex[:8]}"
     try:
         make_shapes_folder(folder, per_class=per_class, size=image_size)
+        loose = []
         for class_folder in sorted(p for p in folder.iterdir() if p.is_dir()):
             # a few loose files at the top level come in unlabeled: something to try the Label step on
             for image in sorted(class_folder.iterdir())[-unlabeled_per_class:] if unlabeled_per_class else []:
-                image.rename(folder / image.name)
+                loose.append(image)
+        random.Random(0).shuffle(loose)  # mixed classes, the same order every time
+        for number, image in enumerate(loose):
+            image.rename(folder / f"photo_{number + 1:02d}{image.suffix}")  # the name must not tell the class
         ws.create_project(name, "image-classification")
         report = ws.import_data(name, folder, format="folder", progress=progress,
                                 should_stop=should_stop)

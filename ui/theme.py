@@ -8,12 +8,14 @@ changes while the choice is ``"system"``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
 CHOICES = ("system", "light", "dark")
+RESOURCES = (Path(__file__).resolve().parent / "resources").as_posix()
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ QListWidget#Steps::item:selected {{ background: {colors.accent}; color: {colors.
 QListWidget#Steps::item:hover:!selected {{ background: rgba(255, 255, 255, 0.08); }}
 QComboBox#ProjectSwitcher {{ padding: 5px 8px; border-radius: 6px; border: 1px solid #3a4252;
                              background: #2a3240; color: {colors.sidebar_text}; }}
+QComboBox#ProjectSwitcher::drop-down {{ border: none; width: 22px; background: transparent; }}
+QComboBox#ProjectSwitcher::down-arrow {{ image: url({RESOURCES}/chevron-down.svg); width: 12px; height: 12px; }}
 QComboBox#ProjectSwitcher QAbstractItemView {{ background: {colors.base}; color: {colors.text}; }}
 QPushButton#SidebarButton {{ padding: 6px 10px; border-radius: 6px; border: 1px solid #3a4252;
                              background: transparent; color: {colors.sidebar_text}; }}
@@ -115,15 +119,22 @@ QLabel#Error {{ color: {colors.bad}; }}
 QLabel#Hero {{ font-size: 26px; font-weight: 600; }}
 QFrame#Card {{ background: {colors.base}; border: 1px solid {colors.border}; border-radius: 10px; }}
 QFrame#Banner {{ background: {colors.alt_base}; border: 1px solid {colors.border}; border-radius: 8px; }}
-QPushButton {{ padding: 6px 14px; border-radius: 6px; }}
+QPushButton {{ padding: 6px 14px; border-radius: 6px; border: 1px solid {colors.border};
+               background: {colors.base}; color: {colors.text}; }}
+QPushButton:hover {{ background: {colors.alt_base}; border-color: {colors.muted}; }}
+QPushButton:pressed {{ background: {colors.border}; }}
+QPushButton:disabled {{ color: {colors.muted}; background: {colors.window}; border-color: {colors.border}; }}
+QPushButton::menu-indicator {{ subcontrol-origin: padding; subcontrol-position: right center; right: 6px; }}
+QPushButton[hasMenu="true"] {{ padding-right: 26px; }}
 QPushButton#Primary {{ background: {colors.accent}; color: {colors.accent_text}; border: none;
                        font-weight: 600; padding: 8px 18px; }}
 QPushButton#Primary:hover {{ background: {QColor(colors.accent).lighter(112).name()}; }}
 QPushButton#Primary:disabled {{ background: {colors.border}; color: {colors.muted}; }}
-QPushButton#ClassButton {{ text-align: left; padding: 8px 12px; font-size: 14px; }}
+QPushButton#ClassButton {{ text-align: left; padding: 9px 12px; font-size: 14px; }}
 QPushButton#ClassButton:checked {{ background: {colors.accent}; color: {colors.accent_text};
                                    border: none; font-weight: 600; }}
-QListView#Gallery {{ background: {colors.base}; border: 1px solid {colors.border}; border-radius: 8px; }}
+QListView#Gallery {{ background: {colors.base}; border: 1px solid {colors.border}; border-radius: 8px;
+                     padding: 6px; }}
 """
 
 

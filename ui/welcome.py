@@ -48,6 +48,7 @@ class WelcomePage(QWidget):
         self.task = None
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(1)
+        self._shut = False
         hero = QLabel("Teach your computer to recognise images")
         hero.setObjectName("Hero")
         hero.setWordWrap(True)
@@ -98,7 +99,7 @@ class WelcomePage(QWidget):
 
     def create_sample(self) -> None:
         """Make the sample project in the background; ``project_created`` follows."""
-        if self.task is not None:
+        if self.task is not None or self._shut:
             return
         self.sample_button.setEnabled(False)
         self.task = run_task(lambda state: make_sample_project(
@@ -116,6 +117,7 @@ class WelcomePage(QWidget):
 
     def shutdown(self) -> None:
         """Stop making the sample project and wait for the worker."""
+        self._shut = True
         if self.task is not None:
             self.task.cancel()
         self.pool.waitForDone()

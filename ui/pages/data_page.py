@@ -71,6 +71,7 @@ class DataPage(QWidget):
         self.last_report: dict | None = None
         self.summary_dialog: ImportSummaryDialog | None = None
         self.pool = QThreadPool(self)  # imports and queries; waited for on shutdown
+        self._shut = False  # after shutdown() no new background work starts
         self.pool.setMaxThreadCount(2)
 
         title = QLabel("Data")
@@ -83,6 +84,7 @@ class DataPage(QWidget):
         menu.addAction("Images or zip archives…", self.choose_files)
         menu.addAction("A folder…", self.choose_folder)
         self.import_button.setMenu(menu)
+        self.import_button.setProperty("hasMenu", True)
         self.label_button = QPushButton("Label images  ›")
         self.label_button.clicked.connect(lambda: self.navigate.emit("label"))
         header = QHBoxLayout()
@@ -212,7 +214,7 @@ class DataPage(QWidget):
 
     def refresh(self, *_args) -> None:
         """Re-read stats and the gallery rows in the background."""
-        if self.project is None:
+        if self.project is None or self._shut:
             return
         if self.refresh_task is not None:
             self._refresh_again = True
@@ -287,7 +289,7 @@ class DataPage(QWidget):
     def import_paths(self, paths) -> None:
         """Import files, folders or zip archives in the background (queued after a running import)."""
         paths = [Path(p) for p in paths]
-        if not paths or self.project is None:
+        if not paths or self.project is None or self._shut:
             return
         if self.import_task is not None:
             self._queued.append(paths)
@@ -332,9 +334,9 @@ class DataPage(QWidget):
 
     def shutdown(self) -> None:
         """Stop background work and wait for it, before the window closes and the store with it."""
+        self._shut = True
         self.cancel_import()
         self._timer.stop()
-        self.model.loader.cancel_all()
-        self.model.loader.wait()
+        self.model.loader.close()
         self.pool.waitForDone()
 

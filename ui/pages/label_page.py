@@ -14,7 +14,7 @@ import collections
 import logging
 
 from PySide6.QtCore import QSize, Qt, QThreadPool, Signal
-from PySide6.QtGui import QImage, QImageReader, QKeySequence, QShortcut
+from PySide6.QtGui import QColor, QImage, QImageReader, QKeySequence, QPainter, QShortcut
 from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QVBoxLayout, QWidget)
 
@@ -41,6 +41,29 @@ def read_image(path, max_side: int = MAX_SIDE) -> QImage:
     if image.isNull():
         raise ValueError(f"{path}: {reader.errorString()}")
     return image
+
+
+class ClassButton(QPushButton):
+    """A class on a button: its number key and name on the left, how many examples it has on the right."""
+
+    def __init__(self, key: str, name: str, parent=None):
+        super().__init__(f"{key}    {name}" if key else f"      {name}", parent)
+        self.setObjectName("ClassButton")
+        self.setCheckable(True)
+        self.setFocusPolicy(Qt.NoFocus)
+        self.count = 0
+
+    def set_count(self, count: int) -> None:
+        self.count = int(count)
+        self.setToolTip(f"{self.count:,} example{'s' if self.count != 1 else ''}")
+        self.update()
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        painter = QPainter(self)
+        color = self.palette().highlightedText().color() if self.isChecked() else QColor("#8a93a3")
+        painter.setPen(color)
+        painter.drawText(self.rect().adjusted(0, 0, -12, 0), Qt.AlignRight | Qt.AlignVCenter, f"{self.count:,}")
 
 
 def labeling_order(ws, project: str, mode: str, model_id: str | None) -> list[int]:
@@ -89,6 +112,7 @@ class LabelPage(QWidget):
         self.undo_stack: list[tuple[int, str, object]] = []
         self.io = QThreadPool(self)
         self.io.setMaxThreadCount(1)
+        self._shut = False  # after shutdown() no new background work starts
         self._images: collections.OrderedDict[int, QImage] = collections.OrderedDict()
         self._tasks = set()
         self._wanted: int | None = None
@@ -106,6 +130,7 @@ class LabelPage(QWidget):
         self.order_box = QComboBox()
         for key, text in ORDERS:
             self.order_box.addItem(text, key)
+        self.order_box.setCurrentIndex(1)  # unlabeled first: pick up where the work is
         self.order_box.currentIndexChanged.connect(lambda _i: self.reload_order())
         self.train_button = QPushButton("Train a model  ›")
         self.train_button.clicked.connect(lambda: self.navigate.emit("train"))
@@ -145,7 +170,7 @@ class LabelPage(QWidget):
         self.classes_hint.setWordWrap(True)
         self.buttons_box = QVBoxLayout()
         self.buttons_box.setSpacing(6)
-        self.class_buttons: list[QPushButton] = []
+        self.class_buttons: list[ClassButton] = []
         self.new_class = QLineEdit()
         self.new_class.setPlaceholderText("Add a class: type a name, press Enter")
         self.new_class.returnPressed.connect(self.add_class_from_field)
@@ -313,10 +338,7 @@ class LabelPage(QWidget):
             button.deleteLater()
         self.class_buttons = []
         for index, label in enumerate(self.labels):
-            button = QPushButton()
-            button.setObjectName("ClassButton")
-            button.setCheckable(True)
-            button.setFocusPolicy(Qt.NoFocus)
+            button = ClassButton(str(index + 1) if index < 9 else "", label)
             button.clicked.connect(lambda _checked=False, i=index: self.choose(i))
             self.buttons_box.addWidget(button)
             self.class_buttons.append(button)
@@ -324,9 +346,8 @@ class LabelPage(QWidget):
         self._show_checked()
 
     def _update_counts(self) -> None:
-        for index, (label, button) in enumerate(zip(self.labels, self.class_buttons)):
-            key = f"{index + 1}   " if index < 9 else "     "
-            button.setText(f"{key}{label}   ·  {self.counts.get(label, 0):,}")
+        for label, button in zip(self.labels, self.class_buttons):
+            button.set_count(self.counts.get(label, 0))
 
     def _show_checked(self) -> None:
         current = set(self.sample.labels) if self.sample is not None else set()
@@ -422,11 +443,22 @@ class LabelPage(QWidget):
             self.canvas.set_boxes(sample.boxes)
             if not self.canvas.current_label and self.labels:
                 self.canvas.current_label = self.labels[0]
-        name = sample.source.rsplit("/", 1)[-1]
-        self.position.setText(f"{self.index + 1:,} of {len(self.order):,}  ·  {name}")
+        self._show_position()
         self._show_checked()
         self._show_suggestion()
         self.sample_shown.emit(sample.id)
+
+    def _show_position(self) -> None:
+        sample = self.sample
+        if sample is None:
+            return
+        name = sample.source.rsplit("/", 1)[-1]
+        if self.task == "object-detection":
+            n = len(sample.boxes)
+            state = f"{n} box{'es' if n != 1 else ''}" if n else "no boxes yet"
+        else:
+            state = ", ".join(sample.labels) if sample.labels else "not labeled yet"
+        self.position.setText(f"{self.index + 1:,} of {len(self.order):,}  ·  {name}  ·  {state}")
 
     def _show_suggestion(self) -> None:
         sample = self.sample
@@ -522,6 +554,8 @@ class LabelPage(QWidget):
         self._update_counts()
         self._show_checked()
         self._show_suggestion()
+        if sample is self.sample:
+            self._show_position()
 
     def _write(self, sample_id: int, kind: str, value) -> None:
         store, project, ws = self.ws.store, self.project, self.ws
@@ -558,6 +592,8 @@ class LabelPage(QWidget):
     # -- plumbing ---------------------------------------------------------------------------------------------
 
     def _run(self, fn, on_done, *, quiet: bool = False, **extra) -> None:
+        if self._shut:
+            return
         handle = run_task(fn, pool=self.io, parent=self)
         self._tasks.add(handle)
         if on_done is not None:
@@ -579,4 +615,5 @@ class LabelPage(QWidget):
 
     def shutdown(self) -> None:
         """Let pending reads and writes finish before the window closes (they are short)."""
+        self._shut = True
         self.io.waitForDone()

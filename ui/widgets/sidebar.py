@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (QComboBox, QLabel, QListWidget, QListWidgetItem, QPushButton,
-                               QVBoxLayout, QWidget)
+                               QStyle, QStyledItemDelegate, QVBoxLayout, QWidget)
 
 #: (key, title) of the steps, in order.
 STEPS = (("data", "Data"), ("label", "Label"), ("train", "Train"), ("evaluate", "Evaluate"),
@@ -46,6 +46,60 @@ def _state_icon(state: str, number: int, size: int = 22, ratio: float = 2.0) -> 
         painter.drawText(rect, Qt.AlignCenter, str(number))
     painter.end()
     return QIcon(pixmap)
+
+
+DetailRole = Qt.UserRole + 2
+
+
+class StepDelegate(QStyledItemDelegate):
+    """Paints a step as a badge, its name, and a muted one-line detail under it."""
+
+    def sizeHint(self, option, index) -> QSize:
+        return QSize(200, 50)
+
+    def paint(self, painter: QPainter, option, index) -> None:
+        painter.save()
+        painter.setRenderHint(QPainter.Antialiasing)
+        rect = QRectF(option.rect).adjusted(0, 2, 0, -2)
+        selected = bool(option.state & QStyle.State_Selected)
+        hovered = bool(option.state & QStyle.State_MouseOver)
+        enabled = bool(option.state & QStyle.State_Enabled)
+        if selected:
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor("#2f6fed"))
+            painter.drawRoundedRect(rect, 7, 7)
+        elif hovered and enabled:
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor(255, 255, 255, 20))
+            painter.drawRoundedRect(rect, 7, 7)
+        icon = index.data(Qt.DecorationRole)
+        if icon is not None:
+            icon.paint(painter, int(rect.left() + 10), int(rect.center().y() - 11), 22, 22)
+        text_left = rect.left() + 42
+        title_font = QFont(option.font)
+        title_font.setPixelSize(14)
+        title_font.setWeight(QFont.DemiBold)
+        detail_font = QFont(option.font)
+        detail_font.setPixelSize(11)
+        detail = index.data(DetailRole) or ""
+        title_color = QColor("#ffffff") if selected else QColor("#e8ecf3" if enabled else "#6b7587")
+        detail_color = QColor("#dce6ff") if selected else QColor("#9aa4b5" if enabled else "#545d6e")
+        width = rect.right() - text_left - 6
+        if detail:
+            title_rect = QRectF(text_left, rect.top() + 6, width, 20)
+            detail_rect = QRectF(text_left, rect.top() + 25, width, 16)
+        else:
+            title_rect = QRectF(text_left, rect.top(), width, rect.height())
+            detail_rect = QRectF()
+        painter.setFont(title_font)
+        painter.setPen(title_color)
+        painter.drawText(title_rect, Qt.AlignLeft | Qt.AlignVCenter, index.data(Qt.DisplayRole))
+        if detail:
+            painter.setFont(detail_font)
+            painter.setPen(detail_color)
+            elided = painter.fontMetrics().elidedText(detail, Qt.ElideRight, int(width))
+            painter.drawText(detail_rect, Qt.AlignLeft | Qt.AlignVCenter, elided)
+        painter.restore()
 
 
 class Sidebar(QWidget):
@@ -89,15 +143,15 @@ class Sidebar(QWidget):
         self.steps.setIconSize(QSize(22, 22))
         self.steps.setFocusPolicy(Qt.NoFocus)
         self.steps.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.steps.setMouseTracking(True)
+        self.steps.setItemDelegate(StepDelegate(self.steps))
         for number, (key, name) in enumerate(STEPS, start=1):
             item = QListWidgetItem(_state_icon("todo", number), name)
             item.setData(Qt.UserRole, key)
-            item.setSizeHint(QSize(200, 52))
             self.steps.addItem(item)
         self.steps.currentItemChanged.connect(self._step_changed)
         self.footer = QLabel()
         self.footer.setObjectName("SidebarCaption")
-        self.footer.setWordWrap(True)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 16, 14, 12)
@@ -112,6 +166,12 @@ class Sidebar(QWidget):
         layout.addWidget(self.steps, 1)
         layout.addWidget(self.footer)
         self._updating = False
+
+    def set_workspace(self, path) -> None:
+        """Show the workspace folder at the bottom (elided; the full path in the tooltip)."""
+        metrics = self.footer.fontMetrics()
+        self.footer.setText("WORKSPACE\n" + metrics.elidedText(str(path), Qt.ElideMiddle, 200))
+        self.footer.setToolTip(str(path))
 
     # -- projects -------------------------------------------------------------------------
 
@@ -151,8 +211,7 @@ class Sidebar(QWidget):
         for row in range(self.steps.count()):
             item = self.steps.item(row)
             if item.data(Qt.UserRole) == key:
-                name = dict(STEPS)[key]
-                item.setText(f"{name}\n{detail}" if detail else name)
+                item.setData(DetailRole, detail)
                 item.setIcon(_state_icon(state, row + 1))
                 item.setData(Qt.UserRole + 1, state)
                 item.setToolTip(detail)
