@@ -119,7 +119,7 @@ class TrainingChart(QWidget):
 
     @staticmethod
     def _pretty(key: str) -> str:
-        known = {"cv_accuracy": "Accuracy in tuning", "accuracy": "Test accuracy", "macro_f1": "Balanced F1",
+        known = {"cv_accuracy": "Best accuracy in tuning", "accuracy": "Test accuracy", "macro_f1": "Balanced F1",
                  "val_accuracy": "Validation accuracy", "val_loss": "Validation loss", "loss": "Loss",
                  "train_loss": "Training loss"}
         if key in known:

@@ -69,6 +69,7 @@ class JobWatcher(QObject):
         self.jobs = jobs
         self.job_id: int | None = None
         self.after_seq = 0
+        self.last_status: dict | None = None
         self._polls = 0
         self._generation = 0
         self._inflight = None
@@ -86,6 +87,7 @@ class JobWatcher(QObject):
     def watch(self, job_id: int, after_seq: int = 0) -> None:
         """Start following ``job_id`` from the event after ``after_seq`` (0 replays them all)."""
         self._generation += 1
+        self.last_status = None
         self.job_id = int(job_id)
         self.after_seq = int(after_seq)
         self._polls = 0
@@ -142,6 +144,7 @@ class JobWatcher(QObject):
         if generation != self._generation or status is None or status.get("state") not in TERMINAL_STATES:
             return
         self.stop()
+        self.last_status = dict(status)
         state = status["state"]
         if state in DONE_STATES:
             self.finished.emit(dict(status))

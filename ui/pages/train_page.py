@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFrame, QGridLayout,
@@ -254,9 +255,15 @@ class TrainPage(QWidget):
         banner_layout.addWidget(self.result_button)
         self.result_banner.hide()
 
+        self.stages = QLabel()
+        self.stages.setWordWrap(True)
+        self.stages.setTextFormat(Qt.RichText)
+        self.stages.hide()
+        self._stage_names: list[str] = []
         self.chart = TrainingChart()
         self.chart.setMinimumHeight(180)
-        chart_card = QFrame()
+        self.chart_card = chart_card = QFrame()
+        chart_card.hide()
         chart_card.setObjectName("Card")
         chart_layout = QVBoxLayout(chart_card)
         chart_layout.addWidget(QLabel("<b>How it is learning</b>"))
@@ -292,6 +299,7 @@ class TrainPage(QWidget):
         layout.addLayout(controls)
         layout.addWidget(self.start_hint)
         layout.addWidget(self.progress)
+        layout.addWidget(self.stages)
         layout.addWidget(self.result_banner)
         layout.addWidget(chart_card, 1)
         layout.addWidget(jobs_card)
@@ -382,7 +390,7 @@ class TrainPage(QWidget):
         self.task = None
         self.last_result = None
         self.result_banner.hide()
-        self.chart.clear()
+        self._clear_run_view()
         self._build_cards([])
         self.refresh(new_project=True)
 
@@ -526,7 +534,7 @@ class TrainPage(QWidget):
         budget, device = self.time_limit.currentData(), self.device.currentData() or "auto"
         self.start_button.setEnabled(False)
         self.result_banner.hide()
-        self.chart.clear()
+        self._clear_run_view()
         self._show_progress(f"Starting {self.cards[template].button.text()}…")
 
         def submit(state):
@@ -582,10 +590,32 @@ class TrainPage(QWidget):
             self.progress.bar.setFormat("%p%")
         elif stage:
             self.progress.detail.setText(stage)
-        self.chart.add_metrics(event.get("metrics"))
+        self._add_stage(event.get("stage"))
+        if self.chart.add_metrics(event.get("metrics")):
+            self.chart_card.show()
+
+    def _add_stage(self, stage) -> None:
+        """Keep a one-line checklist of the stages passed: done ones ticked, the current one bold."""
+        if not stage or stage in ("cancelling", "Done") or (self._stage_names and self._stage_names[-1] == stage):
+            return
+        if stage in self._stage_names:
+            self._stage_names.remove(stage)
+        self._stage_names.append(stage)
+        muted = theme.current().muted
+        parts = [f"<span style='color:{theme.current().good}'>✓</span> {name}" for name in self._stage_names[:-1]]
+        parts.append(f"<b>{self._stage_names[-1]}…</b>")
+        self.stages.setText(f"<span style='color:{muted}'>" + "&nbsp;&nbsp;›&nbsp;&nbsp;".join(parts) + "</span>")
+        self.stages.show()
+
+    def _clear_run_view(self) -> None:
+        self.chart.clear()
+        self.chart_card.hide()
+        self._stage_names = []
+        self.stages.hide()
 
     def _ended(self) -> None:
         self.progress.hide()
+        self.stages.hide()
         self._jobs_timer.stop()
         self._update_start()
         self.refresh_jobs()
@@ -609,7 +639,10 @@ class TrainPage(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self._ended()
-        self._error("Training failed", message)
+        status = self.watcher.last_status or {}
+        log_path = status.get("log_path")
+        show_error(self, "Training failed", message, status.get("error"),
+                   Path(log_path) if log_path else self.ws.paths.log)
 
     def _on_cancelled(self) -> None:
         self._ended()
@@ -678,7 +711,7 @@ class TrainPage(QWidget):
         """Restart a cancelled or failed run; it reuses the features it already computed."""
         self.result_banner.hide()
         self.result_button.show()
-        self.chart.clear()
+        self._clear_run_view()
         self._show_progress("Resuming")
 
         def failed(message, details):
@@ -697,9 +730,10 @@ class TrainPage(QWidget):
         if not items or self._watcher is not None and self._watcher.active:
             return
         job_id = items[0].data(Qt.UserRole)
-        self.chart.clear()
+        self._clear_run_view()
         for event in self.ws.jobs.events(job_id, 0):
-            self.chart.add_metrics(event.get("metrics"))
+            if self.chart.add_metrics(event.get("metrics")):
+                self.chart_card.show()
 
 
 def project_jobs(ws, project: str) -> list[dict]:
