@@ -125,23 +125,38 @@ def _cross_validate(template, params, views, feats, y, train_idx, folds) -> floa
 
 
 def _search(template, feats, y, train_idx, deadline, report) -> tuple[dict, tuple, list]:
-    """Best (head params, views) by cross-validation, stopping at ``deadline``; also the trials."""
+    """Best (head params, views) by cross-validation on the training split; also the trials.
+
+    Two passes: the head parameter grid with the default views, then every other view set with
+    the best parameters. No new trial starts after ``deadline``; ties keep the earlier (cheaper) one.
+    """
     space = {k: v for k, v in template.search_space.items() if k != "views"}
     grid = [dict(zip(space, values)) for values in itertools.product(*space.values())] or [{}]
-    candidates = [(params, views) for views in template.candidate_views() for params in grid]
+    views_options = template.candidate_views()
+    total = len(grid) + len(views_options) - 1
     counts = np.bincount(np.unique(y[train_idx], return_inverse=True)[1])
     folds = min(template.cv_folds, int(counts.min()))
-    if len(candidates) == 1 or folds < 2:
-        return candidates[0][0], candidates[0][1], []
-    trials = []
-    for number, (params, views) in enumerate(candidates):
+    if total == 1 or folds < 2:
+        return grid[0], views_options[0], []
+    trials: list = []
+
+    def trial(params, views) -> bool:
         if trials and time.monotonic() > deadline:
-            log.info("time budget reached after %d of %d hyperparameter trials", len(trials), len(candidates))
-            break
+            log.info("time budget reached after %d of %d hyperparameter trials", len(trials), total)
+            return False
         score = _cross_validate(template, params, views, feats, y, train_idx, folds)
         trials.append({"params": dict(params), "views": list(views), "cv_accuracy": score})
-        report((number + 1) / len(candidates), {"cv_accuracy": max(t["cv_accuracy"] for t in trials)})
-    best = max(trials, key=lambda t: t["cv_accuracy"])  # first best wins ties: the cheaper default
+        report(len(trials) / total, {"cv_accuracy": max(t["cv_accuracy"] for t in trials)})
+        return True
+
+    for params in grid:
+        if not trial(params, views_options[0]):
+            break
+    best_params = max(trials, key=lambda t: t["cv_accuracy"])["params"]
+    for views in views_options[1:]:
+        if not trial(best_params, views):
+            break
+    best = max(trials, key=lambda t: t["cv_accuracy"])
     return best["params"], tuple(best["views"]), trials
 
 
