@@ -194,7 +194,8 @@ class TrainingChart(QWidget):
                 painter.setBrush(Qt.NoBrush)
                 painter.drawPath(path)
             suffix = " (right axis)" if self._is_accuracy(key) and losses else ""
-            text = f"{self._pretty(key)}{suffix}: {_fmt(points[-1][1]) if not self._is_accuracy(key) else f'{points[-1][1]:.0%}'}"
+            last = points[-1][1]
+            text = f"{self._pretty(key)}{suffix}: {f'{last:.0%}' if self._is_accuracy(key) else _fmt(last)}"
             painter.drawLine(QPointF(legend_x, line_h / 2 + 4), QPointF(legend_x + 16, line_h / 2 + 4))
             painter.setPen(self.palette().color(self.foregroundRole()))
             painter.drawText(QPointF(legend_x + 20, line_h), text)
@@ -229,9 +230,10 @@ class ConfusionMatrixView(QWidget):
     def sizeHint(self) -> QSize:
         metrics = QFontMetrics(self.font())
         n = max(len(self.labels), 2)
+        cell = max(18.0, min(64.0, 560.0 / n))
         left = max((metrics.horizontalAdvance(self._elide(label, metrics, 120)) for label in self.labels),
                    default=40) + metrics.height() + 14
-        return QSize(int(left + n * 64 + 8), int(metrics.height() * 3 + 16 + n * 64))
+        return QSize(int(left + n * cell + 8), int(metrics.height() * 3 + 16 + n * cell))
 
     def set_data(self, labels, matrix) -> None:
         """Show ``matrix[i][j]`` = how many samples labeled ``labels[i]`` were predicted ``labels[j]``."""

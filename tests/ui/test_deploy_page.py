@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
-from PySide6.QtGui import QDropEvent
+from PySide6.QtGui import QDropEvent, QGuiApplication
 
 from modeldesk.app.workspace import Workspace
 from modeldesk.ui.pages.deploy_page import DeployPage, cameras, candidate_words, human_size, top_scores, verdict
@@ -87,6 +87,9 @@ def test_service_starts_answers_and_stops(qtbot, page, trained):
     assert url.startswith("http://127.0.0.1:")
     assert url in page.service_url.text()
     assert page.service_button.text() == "Stop service" and page.console_button.isEnabled()
+    qtbot.mouseClick(page.copy_button, Qt.LeftButton)
+    assert QGuiApplication.clipboard().text() == url
+    assert "v1/predict" in page.service_hint.text()
     with open(photo, "rb") as stream:
         answer = httpx.post(url + "v1/predict", files={"file": ("photo.png", stream, "image/png")}, timeout=30)
     assert answer.status_code == 200, answer.text

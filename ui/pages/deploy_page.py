@@ -294,7 +294,7 @@ class DeployPage(QWidget):
         self.console_button = QPushButton("Open console in browser")
         self.console_button.clicked.connect(self.open_console)
         self.copy_button = QPushButton("Copy address")
-        self.copy_button.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.service.url if self.service else ""))
+        self.copy_button.clicked.connect(self.copy_address)
         service_row = QHBoxLayout()
         service_row.addWidget(self.service_state)
         service_row.addWidget(self.service_url, 1)
@@ -525,6 +525,11 @@ class DeployPage(QWidget):
 
         self.tasks.run(lambda state: handle.stop(), done, title="The service did not stop cleanly")
 
+    def copy_address(self) -> None:
+        """Put the service's address on the clipboard."""
+        if self.service is not None:
+            QGuiApplication.clipboard().setText(self.service.url)
+
     def open_console(self) -> None:
         """Open the service's browser console."""
         if self.service is not None:
@@ -592,7 +597,8 @@ class DeployPage(QWidget):
         folder_link = QUrl.fromLocalFile(str(Path(path) if Path(path).is_dir() else Path(path).parent)).toString()
         text = f"Saved to <a href='{folder_link}'>{path}</a> ({human_size(result.get('size_bytes'))})."
         if bundle:
-            text = f"Bundle ready in <a href='{folder_link}'>{path}</a>. Copy the folder to another computer; its README says how to run it."
+            text = (f"Bundle ready in <a href='{folder_link}'>{path}</a>. Copy the folder to another computer; "
+                    "its README says how to run it.")
         if compress and result.get("candidates"):
             speedup = result.get("speedup")
             before, after = result.get("accuracy_fp32"), result.get("accuracy_compressed")

@@ -315,7 +315,8 @@ class EvaluatePage(QWidget):
 
     def _filter_mistakes(self, true: str | None, predicted: str | None) -> None:
         mistakes = [m for m in (self.report or {}).get("mistakes") or []
-                    if (true is None or m.get("true") == true) and (predicted is None or m.get("predicted") == predicted)]
+                    if (true is None or m.get("true") == true)
+                    and (predicted is None or m.get("predicted") == predicted)]
         if true is not None and true == predicted:
             self.mistakes_title.setText(f"<b>'{true}' photos it got right</b> are not listed; "
                                         "pick a red square")

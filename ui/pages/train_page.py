@@ -14,7 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFrame, QGridLayout,
                                QHBoxLayout, QHeaderView, QLabel, QPushButton, QRadioButton, QScrollArea,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from modeldesk.ui import theme
 from modeldesk.ui.charts import TrainingChart
@@ -100,6 +100,7 @@ class TemplateCard(QFrame):
         self.template = template
         self.name = template["name"]
         self.setObjectName("Card")
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Maximum)
         self.setCursor(Qt.PointingHandCursor)
         self.setMinimumWidth(220)
         self.button = QRadioButton(template_title(template))
@@ -281,6 +282,7 @@ class TrainPage(QWidget):
         self.jobs_table.itemSelectionChanged.connect(self._show_selected_job)
         self.jobs_card = jobs_card = QFrame()
         jobs_card.setObjectName("Card")
+        jobs_card.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Maximum)
         jobs_card.hide()
         jobs_layout = QVBoxLayout(jobs_card)
         jobs_layout.addWidget(QLabel("<b>Training runs</b>"))
@@ -303,6 +305,7 @@ class TrainPage(QWidget):
         layout.addWidget(self.result_banner)
         layout.addWidget(chart_card, 1)
         layout.addWidget(jobs_card)
+        layout.addStretch(0)  # takes the room while the chart is hidden (the chart's stretch wins otherwise)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
