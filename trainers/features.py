@@ -292,6 +292,22 @@ class FeatureExtractor:
         return [results.get(key) for key, _ in chunk]
 
 
+def plan_feature_extraction(backbone: Backbone, n_items: int, cache: FeatureCache, *,
+                            views: Sequence[str] = ("identity",), features: FeatureSpec = EMBEDDING,
+                            device: str = "auto", threads: int | None = None, batch_size: int = 32):
+    """The scheduler's plan for extracting ``n_items`` images (``eta_s`` once throughput was measured).
+
+    With ``threads`` the caller fixes the work to one worker with that many threads on ``device``.
+    The measured throughput is kept in ``cache.root`` (the scheduler's cost model file).
+    """
+    devices = None
+    if threads:
+        devices = [{"name": "cpu" if device in ("auto", "cpu") else device, "threads": threads,
+                    "batch_size": batch_size}]
+    return plan_work(f"features/{backbone.key}/{features.name}/{len(tuple(views))}", n_items, device=device,
+                     cost_model=CostModel(cache.root), batch_size=batch_size, devices=devices)
+
+
 def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
                           views: Sequence[str] = ("identity",), features: FeatureSpec = EMBEDDING,
                           device: str = "auto", threads: int | None = None, batch_size: int = 32,
@@ -326,13 +342,8 @@ def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
         started = time.perf_counter()
         extractor = FeatureExtractor(backbone, cache, features=features, views=views, graph_dir=graph_dir,
                                      batch_size=batch_size, should_stop=should_stop)
-        if threads:  # the caller fixed the threads: one worker on that device
-            name = "cpu" if device in ("auto", "cpu") else device
-            devices = [{"name": name, "threads": threads, "batch_size": batch_size}]
-        else:
-            devices = None
-        plan = plan_work(f"features/{backbone.key}/{features.name}/{len(views)}", len(todo), device=device,
-                         cost_model=CostModel(cache.root), batch_size=batch_size, devices=devices)
+        plan = plan_feature_extraction(backbone, len(todo), cache, views=views, features=features,
+                                       device=device, threads=threads, batch_size=batch_size)
         base = done
         outcome = run_partitioned(plan, todo, extractor.process_chunk, chunk_size=batch_size * 8,
                                   progress=lambda finished, _total, _eta: advance(base + finished - done),

@@ -29,7 +29,7 @@ from modeldesk.trainers.data import LabeledImage
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.metrics import classification_report
 from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, extract_feature_views, feature_model,
-                                         view_nodes)
+                                         plan_feature_extraction, view_nodes)
 from modeldesk.trainers.templates import Template, get_template
 
 log = logging.getLogger(__name__)
@@ -227,19 +227,42 @@ def _versions() -> dict:
             "onnx": onnx.__version__, "numpy": np.__version__}
 
 
-def estimate_training(samples, template, cache_dir, *, device: str = "auto") -> dict:
-    """A rough ETA before training: uncached feature vectors times a per-image cost, plus the head."""
+def _search_trials(template: Template) -> int:
+    grid = 1
+    for name, values in template.search_space.items():
+        if name != "views":
+            grid *= len(values)
+    trials = grid + len(template.candidate_views()) - 1
+    return 1 if trials == 1 else trials * template.cv_folds + 1
+
+
+def estimate_training(samples, template, cache_dir, *, device: str = "auto", threads: int | None = None,
+                      time_budget: float | None = None) -> dict:
+    """The ETA and plan before training: uncached features (measured throughput when the scheduler
+    has seen this work before, else a default per image) plus a rough figure for the head.
+
+    Returns ``{"eta_s", "plan"}``; ``plan`` is the scheduler's plan for the feature extraction
+    (``devices``, ``notes``...) with ``eta_s`` for the whole training and ``features_to_compute``.
+    """
     template = get_template(template)
     backbone = get_backbone(template.backbone)
     cache = FeatureCache(cache_dir)
     labeled = [s for s in samples if s.label is not None]
-    missing = sum(len(cache.missing((backbone.key, template.features.name, view), [s.key for s in labeled]))
-                  for view in template.all_views())
-    seconds_per_image = DEFAULT_SECONDS_PER_IMAGE if device in ("auto", "cpu") else DEFAULT_SECONDS_PER_IMAGE / 4
-    head_s = min(template.time_budget_s, 2.0 + 0.002 * len(labeled) * (len(template.search_space) + 1))
-    eta = missing * seconds_per_image + head_s
-    return {"eta_s": round(eta, 1), "plan": {"devices": [{"name": device}], "eta_s": round(eta, 1),
-                                            "features_to_compute": missing}}
+    views = template.all_views()
+    keys = [s.key for s in labeled]
+    missing = set()
+    for view in views:
+        missing.update(cache.missing((backbone.key, template.features.name, view), keys))
+    plan = plan_feature_extraction(backbone, len(missing), cache, views=views, features=template.features,
+                                   device=device, threads=threads)
+    features_s = plan.eta_s
+    if features_s is None:
+        per_image = DEFAULT_SECONDS_PER_IMAGE * (1 + 0.6 * (len(views) - 1))
+        features_s = len(missing) * (per_image if device in ("auto", "cpu") else per_image / 4)
+    budget = float(time_budget or template.time_budget_s)
+    head_s = min(0.8 * budget, 1.0 + 1e-6 * len(labeled) * template.features.dim(backbone) * _search_trials(template))
+    eta = round(features_s + head_s + 1.0, 1)
+    return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
 
 
 def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, cache_dir, *,
@@ -272,6 +295,7 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     budget = float(time_budget or template.time_budget_s)
     backbone = get_backbone(template.backbone)
     labeled, labels, warnings = check_samples(samples)
+    estimate = estimate_training(labeled, template, cache_dir, device=device, threads=threads, time_budget=budget)
     cache = FeatureCache(cache_dir)
 
     def report(stage, fraction, metrics=None):
@@ -368,5 +392,5 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     elapsed = time.monotonic() - started
     report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1") if k in metrics})
     return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=skipped,
-                       plan={**(extraction_plan or {"devices": [{"name": device}]}),
+                       plan={**estimate["plan"], **(extraction_plan or {}), "eta_s": estimate["eta_s"],
                              "actual_s": round(elapsed, 2)})

@@ -33,6 +33,7 @@ def test_every_template_trains_a_model_that_beats_chance(template, tmp_path, sha
     assert result.metrics["accuracy"] >= 0.8  # chance is 1/3
     assert result.metrics["export_max_abs_diff"] < 1e-4
     assert result.skipped == []
+    assert result.plan["eta_s"] > 0 and result.plan["actual_s"] > 0 and result.plan["devices"]
     fractions = [f for _, f in stages]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
@@ -105,6 +106,17 @@ def test_unreadable_image_is_skipped_and_named(tmp_path, shared_cache_dir, synth
     assert [entry["file"] for entry in result.skipped] == [str(broken)]
     assert any("could not be read" in w for w in result.warnings)
     assert result.metrics["accuracy"] >= 0.8
+
+
+def test_estimate_counts_only_uncached_features(tmp_path, shared_cache_dir, synthetic_samples):
+    from modeldesk.trainers.image_classification import estimate_training
+
+    template = get_template("image-classification/fast")
+    cold = estimate_training(synthetic_samples, template, tmp_path / "empty", device="cpu")
+    assert cold["plan"]["features_to_compute"] == len(synthetic_samples) and cold["eta_s"] > 0
+    train_image_classifier(synthetic_samples, template, tmp_path / "m", shared_cache_dir, device="cpu", threads=2)
+    warm = estimate_training(synthetic_samples, template, shared_cache_dir, device="cpu")
+    assert warm["plan"]["features_to_compute"] == 0 and warm["eta_s"] < cold["eta_s"]
 
 
 def test_templates_registry():
