@@ -143,3 +143,16 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
     assert page.candidates.item(1, 4).text() == "Less accurate"
     assert page.candidates.item(0, 1).text() == "18.6 MB"
     assert "3.5× faster" in page.export_result.text()
+
+
+def test_the_webcam_button_shows_only_with_a_camera(qtbot, trained, monkeypatch):
+    import modeldesk.ui.pages.deploy_page as deploy_page
+
+    monkeypatch.setattr(deploy_page, "cameras", lambda: ["a camera"])
+    with_camera = DeployPage(trained[0])
+    qtbot.addWidget(with_camera)
+    monkeypatch.setattr(deploy_page, "cameras", lambda: [])
+    without = DeployPage(trained[0])
+    qtbot.addWidget(without)
+    assert not with_camera.camera_button.isHidden()
+    assert without.camera_button.isHidden()

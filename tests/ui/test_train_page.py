@@ -134,3 +134,15 @@ def test_cancel_then_resume_from_the_runs_table(qtbot, ws):
         qtbot.mouseClick(resume, Qt.LeftButton)
     assert ws.jobs.get(page.job_id)["state"] == "done"
     assert len(ws.list_models("colors")) == 1
+
+
+def test_a_page_opened_during_a_run_follows_it(qtbot, ws):
+    job_id = ws.submit_training("colors", FAST)  # e.g. started before the app was reopened
+    page = TrainPage(ws)
+    qtbot.addWidget(page)
+    page.show()
+    with qtbot.waitSignal(page.model_trained, timeout=120000):
+        page.set_project("colors")
+        qtbot.waitUntil(lambda: page.job_id == job_id, timeout=20000)
+        assert not page.start_button.isEnabled(), "one run at a time from this page"
+    assert ws.jobs.get(job_id)["state"] == "done"

@@ -211,6 +211,7 @@ class DeployPage(QWidget):
         self.model_id: str | None = None
         self.service = None
         self.service_model: str | None = None
+        self.service_project: str | None = None
         self.last_prediction: dict | None = None
         self.last_export: dict | None = None
         self.tasks = TaskGroup(self._error, self)
@@ -409,7 +410,7 @@ class DeployPage(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
-        """Re-read the project's models."""
+        """Re-read the project's models (a running service keeps serving its model)."""
         self.models = list(reversed(self.ws.list_models(self.project))) if self.project else []
         keep = self.model_id if any(m["id"] == self.model_id for m in self.models) else None
         self.picker.blockSignals(True)
@@ -481,7 +482,8 @@ class DeployPage(QWidget):
             self.service_state.setText("Starting…")
             self.service_url.setText("")
         elif running:
-            self.service_state.setText("<span style='color:#1e9e5a'>●</span> Running at")
+            other = f" for '{self.service_project}'" if self.service_project != self.project else ""
+            self.service_state.setText(f"<span style='color:#1e9e5a'>●</span> Running{other} at")
             self.service_url.setText(f"<a href='{self.service.url}'>{self.service.url}</a>")
             self.service_hint.setText(f"From a program: <code>curl -F file=@photo.jpg {self.service.url}v1/predict"
                                       "</code>. It stops when you close ModelDesk.")
@@ -499,11 +501,11 @@ class DeployPage(QWidget):
 
     def start_service(self) -> None:
         """Start the local service for the current model (off the UI thread)."""
-        model_id = self.model_id
+        model_id, project = self.model_id, self.project
         self._update_service_widgets(starting=True)
 
         def done(handle):
-            self.service, self.service_model = handle, model_id
+            self.service, self.service_model, self.service_project = handle, model_id, project
             self._update_service_widgets()
             self.status_changed.emit()
 
