@@ -1,6 +1,5 @@
 import base64
 import json
-import io
 import struct
 import zlib
 from concurrent.futures import ThreadPoolExecutor

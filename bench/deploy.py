@@ -1,0 +1,191 @@
+"""Deployment benchmark on a real model: compression candidates, and the service against bare ONNX Runtime.
+
+Trains the ``image-classification/fast`` template on /work/shared/benchdata/sign_digits (or the folder
+given as the first argument; a quarter of the images, chosen by a hash of the file name, is held out
+and used only to judge compression), then prints
+
+1. every compression candidate: size, latency at 1 and 2 threads (batch 8, ms per image), held-out
+   accuracy, and which one was kept;
+2. the local service (real HTTP through uvicorn, 8 concurrent clients, one image per request) next to
+   in-process prediction and a bare ``session.run`` on the same images, in the same run: p50/p99
+   latency and throughput, for the fp32 and the kept model.
+
+    python bench/deploy.py [DATA_DIR] [--requests 400] [--clients 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.client
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+
+def load_samples(root: Path):
+    from modeldesk.trainers.data import LabeledImage
+
+    samples = []
+    for label_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in sorted(label_dir.iterdir()):
+            if path.suffix.lower() not in (".jpg", ".jpeg", ".png"):
+                continue
+            bucket = int(hashlib.sha1(path.name.encode()).hexdigest(), 16) % 20
+            split = "test" if bucket < 5 else "val" if bucket < 7 else "train"
+            samples.append(LabeledImage(key=hashlib.sha256(path.read_bytes()).hexdigest(), path=str(path),
+                                        label=label_dir.name, split=split))
+    return samples
+
+
+def percentiles(times_s) -> tuple[float, float]:
+    ms = np.asarray(times_s) * 1000.0
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
+
+
+def run_clients(call, payloads, clients: int) -> dict:
+    """Send ``payloads`` through ``call`` from ``clients`` threads; latency per call and throughput."""
+    chunks = [payloads[i::clients] for i in range(clients)]
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def worker(chunk):
+        state = {}
+        mine = []
+        for payload in chunk:
+            t0 = time.perf_counter()
+            call(payload, state)
+            mine.append(time.perf_counter() - t0)
+        with lock:
+            latencies.extend(mine)
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(worker, chunks))
+    wall = time.perf_counter() - start
+    p50, p99 = percentiles(latencies)
+    return {"p50": p50, "p99": p99, "throughput": len(payloads) / wall}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_serving(artifact_path, images: list[bytes], clients: int) -> list[tuple[str, dict]]:
+    import uvicorn
+
+    from modeldesk.deploy import Predictor, create_app, load_artifact
+    from modeldesk.deploy.preprocess import preprocess_image
+
+    artifact = load_artifact(artifact_path)
+    rows = []
+    # Bare ONNX Runtime on already preprocessed tensors (the floor), sequential and concurrent.
+    predictor = Predictor(artifact, device="cpu")
+    tensors = [preprocess_image(b, artifact.spec)[None] for b in images]
+    session, name, out = predictor.session, predictor.input_name, predictor.output_name
+    for tensor in tensors[:5]:
+        session.run([out], {name: tensor})
+    rows.append(("bare session.run, 1 caller", run_clients(lambda t, s: session.run([out], {name: t}), tensors, 1)))
+    rows.append((f"bare session.run, {clients} callers",
+                 run_clients(lambda t, s: session.run([out], {name: t}), tensors, clients)))
+    rows.append((f"Predictor.predict (decode+preprocess), {clients} callers",
+                 run_clients(lambda b, s: predictor.predict([b]), images, clients)))
+    # The real service over HTTP.
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(artifact, device="cpu"), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+
+    def post(body, state):
+        if "conn" not in state:
+            state["conn"] = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        state["conn"].request("POST", "/v1/predict", body=body, headers={"Content-Type": "image/jpeg"})
+        response = state["conn"].getresponse()
+        response.read()
+        if response.status != 200:
+            raise RuntimeError(f"service answered {response.status}")
+
+    try:
+        post(images[0], {})
+        rows.append((f"service POST /v1/predict, {clients} clients", run_clients(post, images, clients)))
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", nargs="?", default="/work/shared/benchdata/sign_digits")
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--calibration", type=int, default=128)
+    parser.add_argument("--template", default="image-classification/fast")
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="modeldesk-bench-deploy-"))
+    try:
+        return run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args, work: Path) -> int:
+    from modeldesk.deploy import compress_artifact
+    from modeldesk.trainers.image_classification import train_image_classifier
+
+    samples = load_samples(Path(args.data))
+    held_out = [s for s in samples if s.split == "test"]
+    training = [s for s in samples if s.split != "test"]
+    t0 = time.perf_counter()
+    result = train_image_classifier(training, args.template, work / "model", work / "cache", threads=2)
+    train_s = time.perf_counter() - t0
+    print(f"# sign_digits: {len(training)} training images, {len(held_out)} held out; "
+          f"template {args.template} trained in {train_s:.1f} s, metrics {result.metrics.get('accuracy')}")
+
+    train_paths = [s.path for s in training if s.split == "train"]
+    rng = np.random.default_rng(0)
+    calibration = [train_paths[i] for i in rng.choice(len(train_paths), min(args.calibration, len(train_paths)),
+                                                      replace=False)]
+    t0 = time.perf_counter()
+    report = compress_artifact(result.artifact_dir, work / "compressed", calibration=calibration,
+                               validation=[(s.path, s.label) for s in held_out], threads=(1, 2))
+    print(f"\n## Compression candidates ({len(report['candidates'])} tried in {time.perf_counter() - t0:.0f} s; "
+          f"calibration {len(calibration)} train images, accuracy on {len(held_out)} held-out images; "
+          "latency: batch 8, ms per image)\n")
+    print("| candidate | size KiB | ms/img 1 thread | ms/img 2 threads | accuracy | kept | reason |")
+    print("|---|---:|---:|---:|---:|:-:|---|")
+    for c in report["candidates"]:
+        size = f"{c['size_bytes'] / 1024:.0f}" if c["size_bytes"] else "-"
+        lat = c["latency_ms_by_threads"]
+        acc = f"{c['accuracy']:.4f}" if c["accuracy"] is not None else "-"
+        print(f"| {c['name']} | {size} | {lat.get('1', '-')} | {lat.get('2', '-')} | {acc} | "
+              f"{'yes' if c['kept'] else ''} | {c['reason']} |")
+    print(f"\nchosen: {report['chosen']}; accuracy fp32 {report['accuracy_fp32']:.4f} -> "
+          f"{report['accuracy_compressed']:.4f}; speed-up x{report['speedup']:.2f} (2 threads)")
+
+    images = [Path(s.path).read_bytes() for s in held_out]
+    images = (images * (args.requests // len(images) + 1))[:args.requests]
+    for title, path in (("fp32", result.artifact_dir), (f"kept: {report['chosen']}", report["path"])):
+        print(f"\n## Serving, {title} ({len(images)} requests of one image each)\n")
+        print("| path | p50 ms | p99 ms | images/s |")
+        print("|---|---:|---:|---:|")
+        for name, row in bench_serving(path, images, args.clients):
+            print(f"| {name} | {row['p50']:.2f} | {row['p99']:.2f} | {row['throughput']:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
