@@ -32,6 +32,7 @@ def test_every_template_trains_a_model_that_beats_chance(template, tmp_path, sha
     assert result.metrics["split"] == "test" and result.metrics["n"] == 9
     assert result.metrics["accuracy"] >= 0.8  # chance is 1/3
     assert result.metrics["export_max_abs_diff"] < 1e-4
+    assert result.metrics["export_vs_training_features_max_abs_diff"] < 1e-4
     assert result.skipped == []
     assert result.plan["eta_s"] > 0 and result.plan["actual_s"] > 0 and result.plan["devices"]
     fractions = [f for _, f in stages]
