@@ -314,7 +314,10 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
             raise Cancelled("training was stopped")
         if progress is not None:
             elapsed = time.monotonic() - started
-            eta = elapsed * (1 - fraction) / fraction if fraction > 0.02 else None
+            if fraction > 0.05:
+                eta = elapsed * (1 - fraction) / fraction
+            else:
+                eta = max(float(estimate["eta_s"]) - elapsed, 0.0)
             progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
 
     # 1. features for every view any candidate needs (0 .. 0.7 of the progress bar)
