@@ -174,7 +174,8 @@ def run(args, work: Path) -> int:
         print(f"| {c['name']} | {size} | {lat.get('1', '-')} | {lat.get('2', '-')} | {acc} | "
               f"{'yes' if c['kept'] else ''} | {c['reason']} |")
     print(f"\nchosen: {report['chosen']}; accuracy fp32 {report['accuracy_fp32']:.4f} -> "
-          f"{report['accuracy_compressed']:.4f}; speed-up x{report['speedup']:.2f} (2 threads)")
+          f"{report['accuracy_compressed']:.4f}; speed-up "
+          + ", ".join(f"x{v:.2f} at {t} thread(s)" for t, v in report["speedup_by_threads"].items()))
 
     images = [Path(s.path).read_bytes() for s in held_out]
     images = (images * (args.requests // len(images) + 1))[:args.requests]

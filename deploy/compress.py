@@ -157,7 +157,8 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         ``path``, ``size_bytes``, ``candidates`` (each ``name``, ``size_bytes``, ``input_size``,
         ``latency_ms`` (at the largest thread count), ``latency_ms_1t``, ``latency_ms_by_threads``,
         ``accuracy``, ``kept``, ``reason``), ``chosen``, ``accuracy_fp32``, ``accuracy_compressed``,
-        ``speedup``, ``reason``.
+        ``speedup`` (at the largest thread count, which also decides "fastest"),
+        ``speedup_by_threads``, ``reason``.
     """
     artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
     if not validation:
@@ -361,5 +362,7 @@ def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: i
         "accuracy_fp32": fp32["accuracy"],
         "accuracy_compressed": best["accuracy"],
         "speedup": round(fp32["latency_ms"] / best["latency_ms"], 3),
+        "speedup_by_threads": {t: round(fp32["latency_ms_by_threads"][t] / ms, 3)
+                               for t, ms in best["latency_ms_by_threads"].items()},
         "reason": best["reason"],
     }

@@ -40,6 +40,7 @@ def test_kept_candidate_is_the_fastest_within_one_point(compressed):
     assert result["accuracy_compressed"] >= result["accuracy_fp32"] - 0.01
     chosen = next(r for r in rows if r["kept"])
     assert result["speedup"] == pytest.approx(fp32["latency_ms"] / chosen["latency_ms"], rel=1e-2)
+    assert result["speedup_by_threads"]["1"] == pytest.approx(fp32["latency_ms_1t"] / chosen["latency_ms_1t"], rel=1e-2)
 
 
 def test_compressed_artifact_is_a_normal_artifact_with_its_own_preprocessing(compressed, color_data):
