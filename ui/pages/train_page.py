@@ -126,16 +126,19 @@ class TemplateCard(QFrame):
         super().mouseReleaseEvent(event)
 
     def set_estimates(self, estimates: dict) -> None:
-        """Show ``{device_label: estimate dict or error string}``."""
-        lines = []
+        """Show ``{device_label: estimate dict or error string}``; the planner's notes go in the tooltip."""
+        lines, notes = [], []
         for label, estimate in estimates.items():
             if isinstance(estimate, str):
                 lines.append(f"{label}: {estimate}")
                 continue
-            where = plan_device_words(estimate.get("plan")) or label
+            plan = estimate.get("plan") or {}
+            where = plan_device_words(plan) or label
             lines.append(f"{describe_duration(estimate.get('eta_s'))} {where}")
+            notes.extend(note for note in plan.get("notes") or [] if note not in notes)
         text = " · ".join(lines) or "No estimate"
         self.eta.setText(f"<b>Time:</b> {text[:1].upper() + text[1:]}")
+        self.eta.setToolTip("\n".join(notes))
 
     def set_selected(self, selected: bool) -> None:
         """Draw the card as the chosen one (accent border)."""
@@ -568,6 +571,14 @@ class TrainPage(QWidget):
         self.progress.cancel_button.setEnabled(True)
         self.progress.cancel_button.setText("Cancel")
         self.progress.show()
+
+    def shutdown(self) -> None:
+        """The app is closing: stop following (a running job goes on in its worker process and
+        this page picks it up again next time)."""
+        self._jobs_timer.stop()
+        if self._watcher is not None:
+            self._watcher.stop()
+        self.tasks.cancel_all()
 
     def cancel(self) -> None:
         """Ask the running job to stop (it keeps what it finished, so it can be resumed)."""
