@@ -18,13 +18,17 @@ Example
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
 import traceback
+import weakref
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
+import shiboken6
+
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, Qt, QThreadPool, Signal, Slot
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +40,40 @@ class TaskCancelled(Exception):
     """Raised by work that noticed a cancel request; reported as ``cancelled``, not as an error."""
 
 
-class _Emitter(QObject):
-    """Carries signals from the worker thread; connected *queued* to the handle."""
+class _Dispatcher(QObject):
+    """The one bridge from worker threads to the UI thread, alive as long as the application.
 
-    progress = Signal(int, int, str)
-    done = Signal(object)
-    error = Signal(str, str)
-    cancelled = Signal()
+    Workers emit ``event(task_id, kind, payload)``; the queued connection runs :meth:`_deliver`
+    on the UI thread, which hands the event to the task's :class:`TaskHandle` if it still exists.
+    Worker threads therefore never hold a reference to a per-task QObject, so no Qt object is
+    ever destroyed, or has its Python wrapper released, on a worker thread.
+    """
+
+    event = Signal(int, str, object)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.handles: dict[int, weakref.ref] = {}
+        self.event.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+
+    @Slot(int, str, object)
+    def _deliver(self, task_id: int, kind: str, payload) -> None:
+        ref = self.handles.get(task_id) if kind == "progress" else self.handles.pop(task_id, None)
+        handle = ref() if ref is not None else None
+        if handle is not None and shiboken6.isValid(handle):
+            handle._deliver(kind, payload)
+
+
+_dispatcher: _Dispatcher | None = None
+_ids = itertools.count(1)
+
+
+def _get_dispatcher() -> _Dispatcher:
+    """The dispatcher, created on first use (from the UI thread) as a child of the application."""
+    global _dispatcher
+    if _dispatcher is None or not shiboken6.isValid(_dispatcher):
+        _dispatcher = _Dispatcher(QCoreApplication.instance())
+    return _dispatcher
 
 
 class TaskState:
@@ -52,8 +83,9 @@ class TaskState:
     a callable that reports once per file does not flood the UI event loop.
     """
 
-    def __init__(self, emitter: _Emitter, stop: threading.Event):
-        self._emitter = emitter
+    def __init__(self, dispatcher: _Dispatcher, task_id: int, stop: threading.Event):
+        self._dispatcher = dispatcher
+        self._task_id = task_id
         self._stop = stop
         self._last_emit = 0.0
         self.started = time.monotonic()
@@ -65,7 +97,7 @@ class TaskState:
         if done < total and now - self._last_emit < PROGRESS_INTERVAL_S:
             return
         self._last_emit = now
-        self._emitter.progress.emit(int(done), int(total), str(message or ""))
+        self._dispatcher.event.emit(self._task_id, "progress", (int(done), total, str(message or "")))
 
     def is_interruption_requested(self) -> bool:
         """True once the UI asked the task to stop."""
@@ -75,6 +107,9 @@ class TaskState:
         """Raise :class:`TaskCancelled` if a stop was requested."""
         if self._stop.is_set():
             raise TaskCancelled()
+
+    def _report(self, kind: str, payload=None) -> None:
+        self._dispatcher.event.emit(self._task_id, kind, payload)
 
 
 class TaskHandle(QObject):
@@ -103,13 +138,10 @@ class TaskHandle(QObject):
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self._stop = threading.Event()
-        # parented: deleted with the handle on the UI thread, never by the worker dropping its reference
-        self._emitter = _Emitter(self)
-        self._emitter.progress.connect(self._on_progress, Qt.ConnectionType.QueuedConnection)
-        self._emitter.done.connect(self._on_done, Qt.ConnectionType.QueuedConnection)
-        self._emitter.error.connect(self._on_error, Qt.ConnectionType.QueuedConnection)
-        self._emitter.cancelled.connect(self._on_cancelled, Qt.ConnectionType.QueuedConnection)
-        self.state = TaskState(self._emitter, self._stop)
+        self.task_id = next(_ids)
+        dispatcher = _get_dispatcher()
+        dispatcher.handles[self.task_id] = weakref.ref(self)
+        self.state = TaskState(dispatcher, self.task_id, self._stop)
         self.running = True
         self.result: Any = None
 
@@ -120,58 +152,52 @@ class TaskHandle(QObject):
     def is_cancel_requested(self) -> bool:
         return self._stop.is_set()
 
-    @Slot(int, int, str)
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        if not self.running:
+    def _deliver(self, kind: str, payload) -> None:
+        if kind == "progress":
+            if self.running:
+                self._on_progress(*payload)
             return
+        self.running = False
+        if kind == "done":
+            self.result = payload
+            if self._stop.is_set():
+                self.cancelled.emit()
+            else:
+                self.finished.emit(payload)
+        elif kind == "error":
+            self.failed.emit(*payload)
+        else:
+            self.cancelled.emit()
+        self.ended.emit()
+
+    def _on_progress(self, done: int, total: int, message: str) -> None:
         eta = -1.0
         elapsed = time.monotonic() - self.state.started
         if total > 0 and done > 0 and elapsed > 0.5:
             eta = elapsed * (total - done) / done
         self.progress.emit(done, total, message, eta)
 
-    @Slot(object)
-    def _on_done(self, result: Any) -> None:
-        self.running = False
-        self.result = result
-        if self._stop.is_set():
-            self.cancelled.emit()
-        else:
-            self.finished.emit(result)
-        self.ended.emit()
-
-    @Slot(str, str)
-    def _on_error(self, message: str, details: str) -> None:
-        self.running = False
-        self.failed.emit(message, details)
-        self.ended.emit()
-
-    @Slot()
-    def _on_cancelled(self) -> None:
-        self.running = False
-        self.cancelled.emit()
-        self.ended.emit()
-
 
 class _Runnable(QRunnable):
-    def __init__(self, fn: Callable[[TaskState], Any], state: TaskState, emitter: _Emitter):
+    def __init__(self, fn: Callable[[TaskState], Any], state: TaskState):
         super().__init__()
         self.setAutoDelete(True)
         self._fn = fn
         self._state = state
-        self._emitter = emitter
 
     def run(self) -> None:  # worker thread
+        state, fn = self._state, self._fn
+        self._fn = None  # drop captured objects here rather than when the pool deletes the runnable
         try:
-            result = self._fn(self._state)
+            result = fn(state)
         except TaskCancelled:
-            self._emitter.cancelled.emit()
+            state._report("cancelled")
         except Exception as exc:  # reported to the UI as a readable dialog, and logged
             log.exception("background task failed")
             message = str(exc) or type(exc).__name__
-            self._emitter.error.emit(message, traceback.format_exc())
+            state._report("error", (message, traceback.format_exc()))
         else:
-            self._emitter.done.emit(result)
+            state._report("done", result)
 
 
 def run_task(fn: Callable[[TaskState], Any], *, pool: QThreadPool | None = None,
@@ -184,6 +210,6 @@ def run_task(fn: Callable[[TaskState], Any], *, pool: QThreadPool | None = None,
     handle = TaskHandle(parent)
     if parent is not None:
         handle.ended.connect(handle.deleteLater)  # do not pile up finished handles under the parent
-    runnable = _Runnable(fn, handle.state, handle._emitter)
+    runnable = _Runnable(fn, handle.state)
     (pool or QThreadPool.globalInstance()).start(runnable)
     return handle

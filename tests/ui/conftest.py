@@ -31,6 +31,27 @@ def isolated_settings(tmp_path_factory, monkeypatch):
     yield folder
 
 
+_SHOWN: list = []
+
+
+@pytest.fixture
+def show_widget(qtbot):
+    """``show_widget(widget)``: register with qtbot, show, and keep it alive until teardown.
+
+    pytest-qt only keeps a weak reference; a window that dies with the test function is deleted
+    without a close event, so its pages would never stop their background work. Kept here, it is
+    closed properly (``closeEvent`` -> ``shutdown``) before the workspace closes.
+    """
+    def show(widget):
+        qtbot.addWidget(widget)
+        _SHOWN.append(widget)
+        widget.show()
+        qtbot.waitExposed(widget)
+        return widget
+
+    return show
+
+
 @pytest.fixture
 def ws(tmp_path):
     """A fresh workspace in a temporary folder."""
@@ -38,6 +59,15 @@ def ws(tmp_path):
 
     workspace = Workspace(tmp_path / "workspace")
     yield workspace
+    # every window must have stopped its background work before the store closes under it
+    import shiboken6
+    from PySide6.QtWidgets import QApplication
+
+    for widget in _SHOWN + QApplication.topLevelWidgets():
+        if shiboken6.isValid(widget):
+            widget.close()
+    _SHOWN.clear()
+    QApplication.processEvents()
     workspace.close()
 
 

@@ -3,19 +3,24 @@ and an event loop that keeps running while thousands of images come in."""
 
 from __future__ import annotations
 
+import pytest
+
 from modeldesk.ui.gallery import PixmapCache, SampleIdRole
 from modeldesk.ui.pages.data_page import DataPage
 from PySide6.QtGui import QPixmap
 
 
-def make_page(qtbot, ws, project) -> DataPage:
-    page = DataPage(ws)
-    qtbot.addWidget(page)
-    page.resize(1000, 700)
-    page.show()
-    page.set_project(project)
-    qtbot.waitUntil(lambda: page.refresh_task is None, timeout=10_000)
-    return page
+@pytest.fixture
+def make_page(qtbot, ws, show_widget):
+    def make(project) -> DataPage:
+        page = DataPage(ws)
+        page.resize(1000, 700)
+        show_widget(page)
+        page.set_project(project)
+        qtbot.waitUntil(lambda: page.refresh_task is None, timeout=10_000)
+        return page
+
+    return make
 
 
 def shown_ids(page: DataPage) -> list[int]:
@@ -23,10 +28,10 @@ def shown_ids(page: DataPage) -> list[int]:
     return [model.index(row).data(SampleIdRole) for row in range(model.rowCount())]
 
 
-def test_import_folder_reports_added_duplicates_and_refused(qtbot, ws, image_folder):
+def test_import_folder_reports_added_duplicates_and_refused(qtbot, ws, image_folder, make_page):
     ws.create_project("fruit", "image-classification")
     (image_folder / "red" / "broken.jpg").write_bytes(b"this is not a jpeg")
-    page = make_page(qtbot, ws, "fruit")
+    page = make_page("fruit")
     assert page.body.currentWidget() is page.empty
     with qtbot.waitSignal(page.status_changed, timeout=20_000):
         page.import_paths([image_folder])
@@ -50,12 +55,12 @@ def test_import_folder_reports_added_duplicates_and_refused(qtbot, ws, image_fol
     assert "12 already in the project" in page.result_line.text()
 
 
-def test_a_path_refused_as_a_whole_is_listed_not_raised(qtbot, ws, tmp_path):
+def test_a_path_refused_as_a_whole_is_listed_not_raised(qtbot, ws, tmp_path, make_page):
     ws.create_project("fruit", "image-classification")
     empty = tmp_path / "nothing here"
     empty.mkdir()
     (empty / "notes.txt").write_text("no images")
-    page = make_page(qtbot, ws, "fruit")
+    page = make_page("fruit")
     with qtbot.waitSignal(page.status_changed, timeout=20_000):
         page.import_paths([empty])
     assert page.last_report["added"] == 0
@@ -64,9 +69,9 @@ def test_a_path_refused_as_a_whole_is_listed_not_raised(qtbot, ws, tmp_path):
     page.summary_dialog.accept()
 
 
-def test_gallery_filters(qtbot, ws, classification_project):
+def test_gallery_filters(qtbot, ws, classification_project, make_page):
     store = ws.store
-    page = make_page(qtbot, ws, classification_project)
+    page = make_page(classification_project)
     everything = shown_ids(page)
     assert len(everything) == 34
 
@@ -94,8 +99,8 @@ def test_gallery_filters(qtbot, ws, classification_project):
     assert page.gallery.model().captions[reds[0]] == "red ≠ green"
 
 
-def test_thumbnails_load_lazily_off_the_ui_thread(qtbot, ws, classification_project):
-    page = make_page(qtbot, ws, classification_project)
+def test_thumbnails_load_lazily_off_the_ui_thread(qtbot, ws, classification_project, make_page):
+    page = make_page(classification_project)
     model = page.gallery.model()
     qtbot.waitUntil(lambda: len(model.cache) > 0, timeout=10_000)  # the visible ones were asked for
     sid = model.ids[0]
@@ -114,10 +119,10 @@ def test_pixmap_cache_evicts_least_recently_used():
     assert 2 not in cache and 1 in cache and 3 in cache
 
 
-def test_import_can_be_cancelled(qtbot, ws, tmp_path, make_images):
+def test_import_can_be_cancelled(qtbot, ws, tmp_path, make_images, make_page):
     folder = make_images(tmp_path / "many", {"red": 300}, size=16)
     ws.create_project("fruit", "image-classification")
-    page = make_page(qtbot, ws, "fruit")
+    page = make_page("fruit")
     page.import_paths([folder])
     assert page.progress.isVisible()
     page.progress.cancel_button.click()
@@ -127,10 +132,10 @@ def test_import_can_be_cancelled(qtbot, ws, tmp_path, make_images):
 
 
 def test_event_loop_stays_responsive_while_importing_2000_images(qtbot, ws, tmp_path, make_images,
-                                                                latency_probe):
+                                                                latency_probe, make_page):
     folder = make_images(tmp_path / "big", {"red": 700, "green": 700, "blue": 600}, size=12)
     ws.create_project("big", "image-classification")
-    page = make_page(qtbot, ws, "big")
+    page = make_page("big")
     with latency_probe as probe:
         page.import_paths([folder])
         qtbot.waitUntil(lambda: page.last_report is not None, timeout=120_000)

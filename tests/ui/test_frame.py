@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QDialog
@@ -11,16 +13,13 @@ from modeldesk.ui.main_window import MainWindow
 from modeldesk.ui.widgets.error_dialog import ErrorDialog, show_error
 
 
-def make_window(qtbot, ws) -> MainWindow:
-    window = MainWindow(ws)
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    return window
+@pytest.fixture
+def make_window(show_widget, ws):
+    return lambda: show_widget(MainWindow(ws))
 
 
-def test_first_run_shows_welcome_and_makes_the_sample_project(qtbot, ws):
-    window = make_window(qtbot, ws)
+def test_first_run_shows_welcome_and_makes_the_sample_project(qtbot, ws, make_window):
+    window = make_window()
     assert window.stack.currentWidget() is window.welcome
     assert not window.sidebar.steps.isEnabled()
     with qtbot.waitSignal(window.welcome.project_created, timeout=30_000) as blocker:
@@ -36,8 +35,8 @@ def test_first_run_shows_welcome_and_makes_the_sample_project(qtbot, ws):
     assert window.sidebar.step_state("label") == ("active", "48 of 60 labeled")
 
 
-def test_new_project_dialog_creates_and_imports(qtbot, ws, image_folder):
-    window = make_window(qtbot, ws)
+def test_new_project_dialog_creates_and_imports(qtbot, ws, make_window, image_folder):
+    window = make_window()
     dialog = window.new_project()
     ok = dialog.buttons.buttons()[0]
     assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()  # no name yet
@@ -58,9 +57,9 @@ def test_new_project_dialog_creates_and_imports(qtbot, ws, image_folder):
     assert ws.stats("Fruit")["labels"] == {"red": 12, "green": 12, "blue": 4}
 
 
-def test_new_project_dialog_refuses_a_taken_name(qtbot, ws):
+def test_new_project_dialog_refuses_a_taken_name(qtbot, ws, make_window):
     ws.create_project("Fruit", "image-classification")
-    window = make_window(qtbot, ws)
+    window = make_window()
     dialog = window.new_project()
     qtbot.keyClicks(dialog.name_edit, "fruit")
     assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()
@@ -68,9 +67,9 @@ def test_new_project_dialog_refuses_a_taken_name(qtbot, ws):
     dialog.reject()
 
 
-def test_switcher_changes_project_and_pages_follow(qtbot, ws, classification_project):
+def test_switcher_changes_project_and_pages_follow(qtbot, ws, make_window, classification_project):
     ws.create_project("empty one", "object-detection")
-    window = make_window(qtbot, ws)
+    window = make_window()
     assert window.project in ("fruit", "empty one")
     window.set_project("fruit")
     window.show_page("label")
@@ -82,23 +81,23 @@ def test_switcher_changes_project_and_pages_follow(qtbot, ws, classification_pro
     assert label.project == "empty one" and window.page("data").project == "empty one"
 
 
-def test_geometry_and_last_project_are_remembered(qtbot, ws, classification_project):
+def test_geometry_and_last_project_are_remembered(qtbot, ws, make_window, classification_project):
     ws.create_project("other", "image-classification")
-    window = make_window(qtbot, ws)
+    window = make_window()
     window.set_project("other")
     window.show_page("label")
     window.resize(781, 633)  # inside the offscreen screen (800x800), above the minimum size
     qtbot.waitUntil(lambda: window.width() == 781)
     window.close()
     assert settings().value("ui/last_project") == "other"
-    again = make_window(qtbot, ws)
+    again = make_window()
     assert again.project == "other"
     assert again.current_page == "label"
     assert (again.width(), again.height()) == (781, 633)
 
 
-def test_relabel_request_opens_the_label_page_on_that_sample(qtbot, ws, classification_project):
-    window = make_window(qtbot, ws)
+def test_relabel_request_opens_the_label_page_on_that_sample(qtbot, ws, make_window, classification_project):
+    window = make_window()
     window.set_project("fruit")
     target = ws.store.sample_ids("fruit", label="green")[3]
     window.relabel(target)
@@ -107,9 +106,9 @@ def test_relabel_request_opens_the_label_page_on_that_sample(qtbot, ws, classifi
     qtbot.waitUntil(lambda: label.sample is not None and label.sample.id == target, timeout=10_000)
 
 
-def test_dropping_a_folder_imports_it(qtbot, ws, image_folder):
+def test_dropping_a_folder_imports_it(qtbot, ws, make_window, image_folder):
     ws.create_project("fruit", "image-classification")
-    window = make_window(qtbot, ws)
+    window = make_window()
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(image_folder / "red"))])
     enter = QDragEnterEvent(QPoint(300, 300), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)

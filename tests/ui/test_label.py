@@ -3,6 +3,8 @@ with the mouse on a detection project."""
 
 from __future__ import annotations
 
+import pytest
+
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
@@ -10,12 +12,14 @@ from PySide6.QtWidgets import QApplication
 from modeldesk.ui.pages.label_page import LabelPage
 
 
-def make_page(qtbot, ws, project) -> LabelPage:
-    page = LabelPage(ws)
-    qtbot.addWidget(page)
+@pytest.fixture
+def make_page(qtbot, ws, show_widget):
+    return lambda project: _open(qtbot, show_widget, LabelPage(ws), project)
+
+
+def _open(qtbot, show_widget, page, project) -> LabelPage:
     page.resize(1100, 760)
-    page.show()
-    qtbot.waitExposed(page)
+    show_widget(page)
     page.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is page)
     page.set_project(project)
@@ -33,9 +37,9 @@ def settled(qtbot, page):
     qtbot.waitUntil(page.is_idle, timeout=10_000)
 
 
-def test_keyboard_labeling_with_arrows_and_undo(qtbot, ws, classification_project):
+def test_keyboard_labeling_with_arrows_and_undo(qtbot, ws, classification_project, make_page):
     store = ws.store
-    page = make_page(qtbot, ws, classification_project)
+    page = make_page(classification_project)
     assert page.labels == ["blue", "green", "red"]
     page.order_box.setCurrentIndex(1)  # unlabeled first
     qtbot.waitUntil(lambda: page.is_idle() and page.index == 0, timeout=10_000)
@@ -68,9 +72,9 @@ def test_keyboard_labeling_with_arrows_and_undo(qtbot, ws, classification_projec
     assert ws.stats("fruit")["labeled"] == 28
 
 
-def test_relabel_a_labeled_image_and_counts_follow(qtbot, ws, classification_project):
+def test_relabel_a_labeled_image_and_counts_follow(qtbot, ws, classification_project, make_page):
     store = ws.store
-    page = make_page(qtbot, ws, classification_project)
+    page = make_page(classification_project)
     red = store.sample_ids("fruit", label="red")[0]
     page.show_sample(red)
     qtbot.waitUntil(lambda: page.sample.id == red and page.is_idle(), timeout=10_000)
@@ -82,8 +86,8 @@ def test_relabel_a_labeled_image_and_counts_follow(qtbot, ws, classification_pro
     assert page.class_buttons[1].count == 13
 
 
-def test_add_a_class_from_the_field(qtbot, ws, classification_project):
-    page = make_page(qtbot, ws, classification_project)
+def test_add_a_class_from_the_field(qtbot, ws, classification_project, make_page):
+    page = make_page(classification_project)
     page.new_class.setFocus()
     qtbot.keyClicks(page.new_class, "yellow")
     qtbot.keyClick(page.new_class, Qt.Key_Return)
@@ -92,10 +96,10 @@ def test_add_a_class_from_the_field(qtbot, ws, classification_project):
     assert page.new_class.text() == ""
 
 
-def test_multilabel_keys_toggle_tags(qtbot, ws, make_images, tmp_path):
+def test_multilabel_keys_toggle_tags(qtbot, ws, make_images, tmp_path, make_page):
     ws.create_project("scenes", "image-multilabel")
     ws.import_data("scenes", make_images(tmp_path / "scenes", {"beach": 3, "sunny": 3}))
-    page = make_page(qtbot, ws, "scenes")
+    page = make_page("scenes")
     sid = page.sample.id
     before = set(page.sample.labels)
     press(qtbot, page, Qt.Key_1)  # toggles "beach", stays on the image
@@ -105,12 +109,12 @@ def test_multilabel_keys_toggle_tags(qtbot, ws, make_images, tmp_path):
     assert set(ws.store.get_sample(sid).labels) == before ^ {"beach", "sunny"}
 
 
-def test_suggestion_is_accepted_with_enter(qtbot, ws, classification_project):
+def test_suggestion_is_accepted_with_enter(qtbot, ws, classification_project, make_page):
     store = ws.store
     unlabeled = store.sample_ids("fruit", unlabeled=True)
     store.add_model("fruit", "m1", ws.paths.models / "m1", "image-classification/fast", {"accuracy": 0.9})
     store.save_predictions("m1", [(sid, "red", 0.5 + 0.05 * i) for i, sid in enumerate(unlabeled)])
-    page = make_page(qtbot, ws, classification_project)
+    page = make_page(classification_project)
     page.order_box.setCurrentIndex(2)  # label these next: least sure first
     qtbot.waitUntil(lambda: page.is_idle() and page.sample.id == unlabeled[0], timeout=10_000)
     assert page.order[:len(unlabeled)] == unlabeled
@@ -128,12 +132,12 @@ def drag(qtbot, widget, start: QPoint, end: QPoint) -> None:
     QTest.mouseRelease(widget, Qt.LeftButton, Qt.NoModifier, end)
 
 
-def test_draw_move_and_delete_a_box_on_a_detection_project(qtbot, ws, make_images, tmp_path):
+def test_draw_move_and_delete_a_box_on_a_detection_project(qtbot, ws, make_images, tmp_path, make_page):
     ws.create_project("finder", "object-detection")
     ws.import_data("finder", make_images(tmp_path / "flat", {"": 3}, size=200), format="flat")
     ws.store.add_label("finder", "apple")
     ws.store.add_label("finder", "pear")
-    page = make_page(qtbot, ws, "finder")
+    page = make_page("finder")
     sid = page.sample.id
     canvas = page.canvas
     assert canvas.drawing and canvas.current_label == "apple"
