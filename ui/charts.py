@@ -76,6 +76,7 @@ class TrainingChart(QWidget):
         self.series: dict[str, list[tuple[float, float]]] = {}
         self._count = 0
         self.x_name = "training progress"
+        self.setAccessibleName("Training curve")
         self.setMinimumSize(320, 200)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
 
@@ -109,6 +110,8 @@ class TrainingChart(QWidget):
                 points[-1] = (x, value)
             else:
                 points.append((x, value))
+        self.setAccessibleDescription(
+            "; ".join(f"{self._pretty(k)} {pts[-1][1]:.3g}" for k, pts in self.series.items()))
         self.update()
         return True
 
@@ -224,6 +227,7 @@ class ConfusionMatrixView(QWidget):
         self.labels: list[str] = []
         self.matrix: list[list[int]] = []
         self.setMouseTracking(True)
+        self.setAccessibleName("Confusion matrix")
         self.setMinimumSize(260, 220)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
 
@@ -242,6 +246,8 @@ class ConfusionMatrixView(QWidget):
         if len(matrix) != len(labels) or any(len(row) != len(labels) for row in matrix):
             raise ValueError(f"confusion matrix must be {len(labels)}x{len(labels)}")
         self.labels, self.matrix = labels, matrix
+        self.setAccessibleDescription("; ".join(
+            f"{label}: {row[i]} of {sum(row)} right" for i, (label, row) in enumerate(zip(labels, matrix))))
         self.updateGeometry()
         self.update()
 
@@ -350,6 +356,7 @@ class BarChart(QWidget):
         self.series = tuple(series)
         self.rows: list[tuple[str, tuple[float, ...]]] = []
         self.highlight_first = highlight_first
+        self.setAccessibleName(" and ".join(self.series))
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
 
     def set_rows(self, rows) -> None:
@@ -361,6 +368,9 @@ class BarChart(QWidget):
                 raise ValueError(f"{label!r}: expected {len(self.series)} values, got {len(values)}")
             cleaned.append((str(label), values))
         self.rows = cleaned
+        self.setAccessibleDescription("; ".join(
+            f"{label}: " + ", ".join(f"{name} {v:.0%}" for name, v in zip(self.series, values))
+            for label, values in cleaned))
         self.updateGeometry()
         self.update()
 

@@ -1,0 +1,60 @@
+"""The charts: what they hold and say (accessible descriptions), and their input checks."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from modeldesk.ui.charts import BarChart, ConfusionMatrixView, TrainingChart, _nice_ticks
+
+
+def test_training_chart_keeps_loss_and_accuracy_series(qtbot):
+    chart = TrainingChart()
+    qtbot.addWidget(chart)
+    assert not chart.add_metrics({"epoch": 1, "note": "text", "flag": True})
+    assert chart.add_metrics({"epoch": 1, "loss": 0.9, "val_accuracy": 0.5})
+    assert chart.add_metrics({"epoch": 2, "loss": 0.4, "val_accuracy": 0.8})
+    assert chart.add_metrics({"epoch": 2, "loss": 0.3})  # same x: replaces the point
+    assert chart.series["loss"] == [(1.0, 0.9), (2.0, 0.3)]
+    assert chart.series["val_accuracy"] == [(1.0, 0.5), (2.0, 0.8)]
+    assert chart.x_name == "epoch"
+    assert "Validation accuracy 0.8" in chart.accessibleDescription()
+    chart.resize(500, 260)
+    chart.grab()  # paints without error
+    chart.clear()
+    assert chart.series == {}
+
+
+def test_confusion_matrix_cells_and_clicks(qtbot):
+    view = ConfusionMatrixView()
+    qtbot.addWidget(view)
+    with pytest.raises(ValueError):
+        view.set_data(["a", "b"], [[1, 2]])
+    view.set_data(["cat", "dog"], [[8, 2], [1, 9]])
+    view.resize(400, 360)
+    assert view.accessibleDescription() == "cat: 8 of 10 right; dog: 9 of 10 right"
+    left, top, side, _ = view._layout()
+    assert view.cell_at(QPointF(left + side * 1.5, top + side * 0.5)) == (0, 1)
+    assert view.cell_at(QPointF(1.0, 1.0)) is None
+    with qtbot.waitSignal(view.cell_clicked) as clicked:
+        qtbot.mouseClick(view, Qt.LeftButton, pos=QPointF(left + side * 0.5, top + side * 1.5).toPoint())
+    assert clicked.args == ["dog", "cat"]
+    view.grab()
+
+
+def test_bars_check_their_rows(qtbot):
+    bars = BarChart(("Precision", "Recall"))
+    qtbot.addWidget(bars)
+    with pytest.raises(ValueError):
+        bars.set_rows([("a", (0.5,))])
+    bars.set_rows([("a", (0.5, 1.0)), ("b", [0.25, 0.0])])
+    assert bars.rows == [("a", (0.5, 1.0)), ("b", (0.25, 0.0))]
+    assert bars.accessibleDescription() == "a: Precision 50%, Recall 100%; b: Precision 25%, Recall 0%"
+    assert bars.sizeHint().height() > BarChart(("Precision", "Recall")).sizeHint().height() - 1
+    bars.grab()
+
+
+def test_nice_ticks():
+    assert _nice_ticks(0, 1) == [0, 0.25, 0.5, 0.75, 1.0]
+    assert _nice_ticks(0.7, 1.0) == [0.7, 0.8, 0.9, 1.0]
+    assert _nice_ticks(0, 2.3)[0] == 0 and _nice_ticks(0, 2.3)[-1] <= 2.3
