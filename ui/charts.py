@@ -349,11 +349,14 @@ class BarChart(QWidget):
     ----------
     series : names of the values drawn for each row (one bar each), e.g. ``("Precision", "Recall")``.
     highlight_first : draw the first row's bars in the accent colour and the rest muted (predictions).
+    empty_text : shown while there are no rows.
     """
 
-    def __init__(self, series=("Score",), parent=None, *, highlight_first: bool = False):
+    def __init__(self, series=("Score",), parent=None, *, highlight_first: bool = False,
+                 empty_text: str = "Nothing to show yet"):
         super().__init__(parent)
         self.series = tuple(series)
+        self.empty_text = empty_text
         self.rows: list[tuple[str, tuple[float, ...]]] = []
         self.highlight_first = highlight_first
         self.setAccessibleName(" and ".join(self.series))
@@ -391,7 +394,7 @@ class BarChart(QWidget):
         metrics = QFontMetrics(self.font())
         if not self.rows:
             painter.setPen(_muted(self))
-            painter.drawText(self.rect(), Qt.AlignCenter, "Nothing to show yet")
+            painter.drawText(self.rect(), Qt.AlignCenter, self.empty_text)
             return
         y = 4.0
         if len(self.series) > 1:

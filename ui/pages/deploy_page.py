@@ -76,12 +76,13 @@ def top_scores(prediction: dict, k: int = TOP_SCORES) -> list[tuple[str, float]]
     return sorted(((str(label), float(score)) for label, score in scores.items()), key=lambda x: -x[1])[:k]
 
 
-def cancellable_progress(state):
-    """A ``progress(done, total, message)`` callback that also stops the call when the user cancels."""
+def cancellable_progress(state, describe=str):
+    """A ``progress(done, total, message)`` callback that also stops the call when the user cancels;
+    ``describe`` turns the message into words."""
     def progress(done, total=0, message=""):
         if state.is_interruption_requested():
             raise TaskCancelled()
-        state.set_progress(int(done), int(total or 0), str(message or ""))
+        state.set_progress(int(done), int(total or 0), describe(message) if message else "")
     return progress
 
 
@@ -261,7 +262,8 @@ class DeployPage(QWidget):
         self.answer = QLabel()
         self.answer.setObjectName("Hero")
         self.answer.setWordWrap(True)
-        self.scores = BarChart(("Score",), highlight_first=True)
+        self.scores = BarChart(("Score",), highlight_first=True,
+                               empty_text="The model's answer for your photo appears here.")
         left = QVBoxLayout()
         left.addWidget(self.drop, 1)
         buttons = QHBoxLayout()
@@ -572,9 +574,12 @@ class DeployPage(QWidget):
         if compress:
             self.candidates.hide()
 
+        def describe(message):
+            return f"tried {candidate_words(str(message))}" if compress else str(message)
+
         def work(state):
             return self.ws.export_model(model_id, target, compress=compress, bundle=bundle,
-                                        progress=cancellable_progress(state))
+                                        progress=cancellable_progress(state, describe))
 
         def done(result):
             self.last_export = result
