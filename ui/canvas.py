@@ -9,9 +9,9 @@ from __future__ import annotations
 import zlib
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPen, QPixmap
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (QGraphicsItem, QGraphicsPixmapItem, QGraphicsRectItem, QGraphicsScene,
-                               QGraphicsSimpleTextItem, QGraphicsView)
+                               QGraphicsView)
 
 from modeldesk.datasets import Box
 
@@ -50,6 +50,36 @@ class _Handle(QGraphicsRectItem):
         event.accept()
 
 
+class _Tag(QGraphicsItem):
+    """The label of a box: white text on the box's colour, the same size at any zoom."""
+
+    def __init__(self, parent: QGraphicsItem):
+        super().__init__(parent)
+        self.setFlag(QGraphicsItem.ItemIgnoresTransformations, True)
+        self.text = ""
+        self.color = QColor("#000")
+
+    def set(self, text: str, color: QColor) -> None:
+        self.prepareGeometryChange()
+        self.text, self.color = text, QColor(color)
+        self.update()
+
+    def _size(self) -> QRectF:
+        metrics = QFontMetricsF(QFont())
+        return QRectF(0, -metrics.height() - 4, metrics.horizontalAdvance(self.text) + 10, metrics.height() + 4)
+
+    def boundingRect(self) -> QRectF:
+        return self._size()
+
+    def paint(self, painter, _option, _widget=None) -> None:
+        rect = self._size()
+        painter.setPen(Qt.NoPen)
+        painter.setBrush(self.color)
+        painter.drawRoundedRect(rect, 3, 3)
+        painter.setPen(QColor("#10151c") if self.color.lightness() > 170 else QColor("white"))
+        painter.drawText(rect, Qt.AlignCenter, self.text)
+
+
 class BoxItem(QGraphicsRectItem):
     """One labeled box: movable, selectable, resizable by its corner handles."""
 
@@ -59,8 +89,7 @@ class BoxItem(QGraphicsRectItem):
         self.setPos(rect.topLeft())
         self.setFlags(QGraphicsItem.ItemIsMovable | QGraphicsItem.ItemIsSelectable
                       | QGraphicsItem.ItemSendsGeometryChanges)
-        self.caption = QGraphicsSimpleTextItem(self)
-        self.caption.setFlag(QGraphicsItem.ItemIgnoresTransformations, True)
+        self.caption = _Tag(self)
         self.handles = [_Handle(self, corner) for corner in range(4)]
         self.set_label(label)
         self._place_handles()
@@ -75,8 +104,7 @@ class BoxItem(QGraphicsRectItem):
         fill = QColor(color)
         fill.setAlpha(40)
         self.setBrush(fill)
-        self.caption.setText(f" {label} ")
-        self.caption.setBrush(QBrush(color.darker(160) if color.lightness() > 150 else QColor("white")))
+        self.caption.set(label, color)
         self.update()
 
     def scene_rect(self) -> QRectF:

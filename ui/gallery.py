@@ -101,6 +101,20 @@ class PixmapCache:
         return key in self._items
 
 
+def fit_square(image: QImage, size: int) -> QImage:
+    """``image`` scaled to fit a transparent ``size`` x ``size`` square, centred (any thread).
+
+    Every tile then has the same size, so captions line up whatever the photo's orientation.
+    """
+    scaled = image.scaled(size, size, Qt.KeepAspectRatio, Qt.SmoothTransformation)
+    square = QImage(size, size, QImage.Format_ARGB32_Premultiplied)
+    square.fill(Qt.transparent)
+    painter = QPainter(square)
+    painter.drawImage((size - scaled.width()) // 2, (size - scaled.height()) // 2, scaled)
+    painter.end()
+    return square
+
+
 class _LoaderSignals(QObject):
     loaded = Signal(int, QImage)
     failed = Signal(int, str)
@@ -124,10 +138,7 @@ class _DrainQueue(QRunnable):
                 image = QImage(str(path))
                 if image.isNull():
                     raise ValueError(f"unreadable thumbnail {path}")
-                target = loader.display_size
-                if max(image.width(), image.height()) != target:
-                    image = image.scaled(target, target, Qt.KeepAspectRatio, Qt.SmoothTransformation)
-                loader._signals.loaded.emit(sample_id, image)
+                loader._signals.loaded.emit(sample_id, fit_square(image, loader.display_size))
             except Exception as exc:  # a broken file shows a placeholder; the reason goes to the log
                 log.warning("no thumbnail for sample %s: %s", sample_id, exc)
                 loader._signals.failed.emit(sample_id, str(exc))
@@ -342,6 +353,15 @@ class GalleryView(QListView):
         self.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
         self.verticalScrollBar().setSingleStep(24)
         self.setDragEnabled(False)
+
+    def resizeEvent(self, event) -> None:
+        """Spread the columns over the whole width instead of leaving a gap on the right."""
+        width = self.viewport().width() - 2 * self.spacing()
+        columns = max(1, width // (ICON + 22))
+        cell = max(ICON + 22, width // columns)
+        if self.gridSize().width() != cell:
+            self.setGridSize(QSize(cell, ICON + 34))
+        super().resizeEvent(event)
 
     def selected_ids(self) -> list[int]:
         return [index.data(SampleIdRole) for index in self.selectionModel().selectedIndexes()]

@@ -26,7 +26,8 @@ def project_status(ws, project: str) -> dict[str, tuple[str, str]]:
         status["label"] = ("warn", "Some classes need more examples")
     else:
         status["label"] = ("done", f"All {samples:,} labeled")
-    trainable = len([c for c in stats["labels"].values() if c > 0]) >= 2
+    needed = 1 if stats.get("task") == "object-detection" else 2
+    trainable = len([c for c in stats["labels"].values() if c > 0]) >= needed
     if models:
         status["train"] = ("done", f"{len(models)} model{'s' if len(models) > 1 else ''}")
         metrics = models[-1].get("metrics") or {}
@@ -36,7 +37,7 @@ def project_status(ws, project: str) -> dict[str, tuple[str, str]]:
                               else "Latest model")
         status["deploy"] = ("active", "Export or run a service")
     else:
-        status["train"] = ("active", "Ready to train") if trainable else ("todo", "Needs 2 labeled classes")
+        status["train"] = ("active", "Ready to train") if trainable else ("todo", f"Needs {needed} labeled class{'es' if needed > 1 else ''}")
         status["evaluate"] = ("todo", "After training")
         status["deploy"] = ("todo", "After training")
     return status

@@ -327,8 +327,8 @@ class LabelPage(QWidget):
             self.classes_hint.setText("Click the class of this image or press its number; "
                                       "the next image follows.")
             keys = "1–9 choose the class"
-        self.keys_help.setText(f"Keys: {keys} · ← → previous / next · Enter accepts the "
-                               f"suggestion · Ctrl+Z undo")
+        enter = "" if detection else " · Enter accepts the model's suggestion"
+        self.keys_help.setText(f"Keys: {keys} · ← → previous / next{enter} · Ctrl+Z undo")
 
     # -- classes -----------------------------------------------------------------------------------
 
