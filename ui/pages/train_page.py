@@ -177,6 +177,7 @@ class TrainPage(QWidget):
         self._needs_labels = False
         self._load_generation = 0
         self._need_cards = False
+        self._last_stats: dict | None = None
         self._jobs_loading = False
         self.loaded = False
         self._build()
@@ -470,8 +471,11 @@ class TrainPage(QWidget):
                 return
             if new_project:
                 self.task = loaded["task"]
-                self._build_cards(loaded["templates"])
+                self._build_cards(loaded["templates"])  # estimates follow
                 self._need_cards = False
+            elif loaded["stats"] != self._last_stats:
+                self._update_estimates()  # more labels, or features cached by a run: new ETA
+            self._last_stats = loaded["stats"]
             self._show_stats(loaded["stats"])
             self._fill_jobs(loaded["jobs"])
             if new_project:
@@ -630,6 +634,7 @@ class TrainPage(QWidget):
     def _ended(self) -> None:
         self.progress.hide()
         self.stages.hide()
+        self._update_estimates()  # the run cached features: the next one is quicker
         self._jobs_timer.stop()
         self._update_start()
         self.refresh_jobs()
