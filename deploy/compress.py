@@ -18,6 +18,7 @@ import numpy as np
 import onnx
 
 from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
+from .graph import prune_unused
 from .preprocess import ImageSpec, preprocess_batch
 from .quantize import Quantizer
 from .resize import ResizeError, resize_input
@@ -206,27 +207,6 @@ def _hopeless(candidate: Candidate, base_size: int, results: list[dict], max_los
         return (f"skipped: {same_recipe['name']} already loses too much accuracy at {base_size} px "
                 f"({same_recipe['accuracy']:.4f})")
     return ""
-
-
-def prune_unused(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy of ``model`` without nodes and initializers that no graph output depends on."""
-    needed = {o.name for o in model.graph.output}
-    kept = []
-    for node in reversed(model.graph.node):
-        if any(name in needed for name in node.output):
-            kept.append(node)
-            needed.update(name for name in node.input if name)
-    if len(kept) == len(model.graph.node):
-        return model
-    pruned = onnx.ModelProto()
-    pruned.CopyFrom(model)
-    del pruned.graph.node[:]
-    pruned.graph.node.extend(reversed(kept))
-    inits = [t for t in pruned.graph.initializer if t.name in needed]
-    del pruned.graph.initializer[:]
-    pruned.graph.initializer.extend(inits)
-    log.info("pruned %d unused nodes", len(model.graph.node) - len(kept))
-    return pruned
 
 
 class _Runner:

@@ -51,11 +51,13 @@ def providers_for(device: str = "auto") -> list[str]:
 
 
 def create_session(model, *, device: str = "auto", threads: int | None = None,
-                   providers: list | None = None) -> ort.InferenceSession:
+                   providers: list | None = None, spin: bool = True) -> ort.InferenceSession:
     """Create an inference session for ``model`` (a path or serialized bytes).
 
     ``threads`` caps intra-op threads (None lets ONNX Runtime use every core); ``providers``
     overrides the list derived from ``device`` and gets the CPU provider appended if missing.
+    ``spin=False`` stops idle intra-op threads from busy-waiting, which leaves the cores to other
+    work running beside inference (image decoding in the feature pipeline).
     """
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -63,6 +65,8 @@ def create_session(model, *, device: str = "auto", threads: int | None = None,
         options.intra_op_num_threads = int(threads)
         options.inter_op_num_threads = 1
     options.log_severity_level = 3
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     chosen = list(providers) if providers else providers_for(device)
     names = [p[0] if isinstance(p, tuple) else p for p in chosen]
     if "CPUExecutionProvider" not in names:

@@ -220,7 +220,8 @@ class FeatureExtractor:
         with self._lock:
             session = self._sessions.get((device, threads))
         if session is None:
-            session = create_session(self.model_path(), device=device, threads=threads)
+            # No spinning: idle inference threads would take the cores the decoders need.
+            session = create_session(self.model_path(), device=device, threads=threads, spin=False)
             with self._lock:
                 self._sessions[(device, threads)] = session
         return session
