@@ -130,6 +130,17 @@ QPushButton#Primary {{ background: {colors.accent}; color: {colors.accent_text};
                        font-weight: 600; padding: 8px 18px; }}
 QPushButton#Primary:hover {{ background: {QColor(colors.accent).lighter(112).name()}; }}
 QPushButton#Primary:disabled {{ background: {colors.border}; color: {colors.muted}; }}
+QComboBox {{ background: {colors.base}; color: {colors.text}; border: 1px solid {colors.border};
+             border-radius: 5px; padding: 4px 26px 4px 8px; min-height: 18px; }}
+QComboBox:hover {{ border-color: {colors.muted}; }}
+QComboBox:disabled {{ color: {colors.muted}; background: {colors.window}; }}
+QComboBox::drop-down {{ border: none; width: 22px; subcontrol-origin: padding; subcontrol-position: right center; }}
+QComboBox::down-arrow {{ image: url({RESOURCES}/chevron-down.svg); width: 12px; height: 12px; }}
+QComboBox QAbstractItemView {{ background: {colors.base}; color: {colors.text}; border: 1px solid {colors.border};
+                               selection-background-color: {colors.accent}; selection-color: {colors.accent_text}; }}
+QLineEdit {{ background: {colors.base}; color: {colors.text}; border: 1px solid {colors.border};
+             border-radius: 5px; padding: 5px 8px; }}
+QLineEdit:focus {{ border-color: {colors.accent}; }}
 QPushButton#ClassButton {{ text-align: left; padding: 9px 12px; font-size: 14px; }}
 QPushButton#ClassButton:checked {{ background: {colors.accent}; color: {colors.accent_text};
                                    border: none; font-weight: 600; }}

@@ -452,6 +452,7 @@ class LabelPage(QWidget):
         sample = self.sample
         if sample is None:
             return
+        self.clear_button.setEnabled(bool(sample.labels or sample.boxes))
         name = sample.source.rsplit("/", 1)[-1]
         if self.task == "object-detection":
             n = len(sample.boxes)
