@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
+
+from PySide6.QtCore import Qt
 
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
@@ -34,6 +37,11 @@ def summary_line(report: dict) -> str:
     return line
 
 
+def _wrap(text: str, width: int = 72) -> str:
+    """Reasons are sentences: break them over lines rather than cut them off."""
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
 class ImportSummaryDialog(QDialog):
     """Shows :func:`summary_line` and a readable list of refused files and warnings."""
 
@@ -51,14 +59,14 @@ class ImportSummaryDialog(QDialog):
         self.problems.setHeaderLabels(["File", "Why it was not imported"])
         self.problems.setRootIsDecorated(False)
         self.problems.setAlternatingRowColors(True)
-        self.problems.setUniformRowHeights(True)
+        self.problems.setTextElideMode(Qt.ElideMiddle)
         for failure in report.get("failed", []):
-            item = QTreeWidgetItem([Path(failure["file"]).name or failure["file"], failure["reason"]])
+            item = QTreeWidgetItem([Path(failure["file"]).name or failure["file"], _wrap(failure["reason"])])
             item.setToolTip(0, failure["file"])
             item.setToolTip(1, failure["reason"])
             self.problems.addTopLevelItem(item)
         for warning in report.get("warnings", []):
-            item = QTreeWidgetItem(["(note)", warning])
+            item = QTreeWidgetItem(["(note)", _wrap(warning)])
             item.setToolTip(1, warning)
             self.problems.addTopLevelItem(item)
         self.problems.setColumnWidth(0, 200)
