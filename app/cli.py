@@ -124,6 +124,11 @@ def main(argv=None, *, open_window=None) -> int:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"modeldesk {args.command}: error: {message}", file=sys.stderr)
         return 1
+    except Exception as exc:  # a bug: one line for the user, the traceback in the log
+        log.exception("command %s failed unexpectedly", args.command)
+        print(f"modeldesk {args.command}: unexpected error ({type(exc).__name__}: {exc}); "
+              "the details are in the workspace log file (logs/modeldesk.log)", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(result, ensure_ascii=False, default=str))
     elif text:

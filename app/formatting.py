@@ -84,13 +84,21 @@ def export_text(result) -> str:
     lines = [f"wrote {result['path']} ({result['size_bytes'] / 1e6:.1f} MB)"]
     if "candidates" in result:
         lines.append(_table(
-            [(c["name"], f"{c['size_bytes'] / 1e6:.1f} MB", _latency(c), _percent(c.get("accuracy")),
-              "kept" if c["name"] == result["chosen"] else c.get("reason", ""))
+            [(c["name"], _megabytes(c.get("size_bytes")), _latency(c), _percent(c.get("accuracy")),
+              "kept" if c["name"] == result["chosen"] else _short(c.get("reason", "")))
              for c in result["candidates"]],
             ["candidate", "size", "latency", "accuracy", ""]))
         lines.append(f"chosen {result['chosen']}: accuracy {_percent(result['accuracy_fp32'])} -> "
                      f"{_percent(result['accuracy_compressed'])}, {result['speedup']:.1f}x faster")
     return "\n".join(lines)
+
+
+def _short(text: str, width: int = 72) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _megabytes(size) -> str:
+    return "-" if size is None else f"{size / 1e6:.1f} MB"
 
 
 def _latency(candidate) -> str:

@@ -230,7 +230,8 @@ class _Runner:
             return self.base
         if size not in self.resized:
             try:
-                self.resized[size] = resize_input(self.base, size, input_name=self.input_name)
+                self.resized[size] = resize_input(self.base, size, input_name=self.input_name,
+                                                  original_size=self.spec.size)
             except ResizeError as exc:
                 self.resized[size] = exc
         if isinstance(self.resized[size], ResizeError):

@@ -53,9 +53,13 @@ def _spatial_reshapes(model: onnx.ModelProto) -> list[str]:
     return flagged
 
 
-def fixed_grid_pooling(model: onnx.ModelProto) -> list[str]:
+def fixed_grid_pooling(model: onnx.ModelProto, size: int | None = None) -> list[str]:
     """Nodes that pool a fixed spatial grid: fixed-kernel pooling that reaches a flatten without
-    global pooling, or a Reshape that folds a fixed H*W (grid pooling done by MatMul)."""
+    global pooling, or a Reshape that folds a fixed H*W (grid pooling done by MatMul).
+
+    ``size`` is the input size the graph was built for; give it when the graph declares its
+    spatial input dimensions as symbolic, so shape inference can see the feature maps' H*W.
+    """
     consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in model.graph.node:
         for name in node.input:
@@ -76,15 +80,32 @@ def fixed_grid_pooling(model: onnx.ModelProto) -> list[str]:
                     stack.clear()
                     break
                 stack.extend(nxt.output)
-    return flagged + _spatial_reshapes(model)
+    return flagged + _spatial_reshapes(_pinned(model, size) if size else model)
 
 
-def resize_input(model: onnx.ModelProto, size: int, *, input_name: str | None = None) -> onnx.ModelProto:
+def _pinned(model: onnx.ModelProto, size: int) -> onnx.ModelProto:
+    """A copy whose first 4-D input is (N, 3, size, size)."""
+    pinned = copy.deepcopy(model)
+    initializers = {t.name for t in pinned.graph.initializer}
+    for graph_input in pinned.graph.input:
+        dims = graph_input.type.tensor_type.shape.dim
+        if graph_input.name not in initializers and len(dims) == 4:
+            for axis in (2, 3):
+                dims[axis].ClearField("dim_param")
+                dims[axis].dim_value = int(size)
+            break
+    return pinned
+
+
+def resize_input(model: onnx.ModelProto, size: int, *, input_name: str | None = None,
+                 original_size: int | None = None) -> onnx.ModelProto:
     """Return a copy of ``model`` whose image input is (N, 3, size, size).
 
     Raises ResizeError when the graph pools a fixed spatial grid or does not run at that size.
+    ``original_size`` (the size the graph was built for) lets the grid check see through
+    symbolic input dimensions.
     """
-    flagged = fixed_grid_pooling(model)
+    flagged = fixed_grid_pooling(model, original_size)
     if flagged:
         raise ResizeError(f"the graph pools a fixed spatial grid ({', '.join(flagged[:3])}); "
                           "a different input size would change its meaning")

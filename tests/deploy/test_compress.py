@@ -149,3 +149,17 @@ def test_keep_first_layers_float_leaves_the_stem_in_float(deploy_helpers, color_
     count = lambda m, op: sum(n.op_type == op for n in m.graph.node)
     assert count(full, "QLinearConv") == 2 and count(full, "Conv") == 0
     assert count(mixed, "QLinearConv") == 1 and count(mixed, "Conv") == 1
+
+
+def test_grid_pooling_is_detected_behind_symbolic_input_dimensions(deploy_helpers):
+    """Trained models declare (N, 3, H, W) with symbolic H and W; the size they were built for
+    lets the check see the fixed grid anyway, so the reason is clear instead of an ORT error."""
+    model = deploy_helpers.build_matmul_grid_model()
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    size = dims[2].dim_value
+    for axis, name in ((2, "height"), (3, "width")):
+        dims[axis].dim_param = name
+    assert fixed_grid_pooling(model) == []
+    assert fixed_grid_pooling(model, size) == ["grid/reshape"]
+    with pytest.raises(ResizeError, match="fixed spatial grid"):
+        resize_input(model, 192, original_size=size)
