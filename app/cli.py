@@ -240,14 +240,16 @@ def _train(ws, args):
 
 
 def _serve(ws, args):
-    from modeldesk.deploy import serve
+    from modeldesk.deploy.service import check_bind, serve
 
-    path = ws.model_path(args.model)
     host = args.host or ws.settings.service_host
     port = args.port or ws.settings.service_port
+    token = args.token or os.environ.get("MODELDESK_TOKEN")
+    check_bind(host, token)
+    path = ws.model_path(args.model)
     ws.close()
     print(f"serving {path} at http://{host}:{port}/ (Ctrl+C stops)", file=sys.stderr)
-    serve(path, host=host, port=port, token=args.token or os.environ.get("MODELDESK_TOKEN"))
+    serve(path, host=host, port=port, token=token)
     return {"stopped": True}, "service stopped"
 
 

@@ -47,3 +47,8 @@ def test_workspace_log_file_records_errors(cli):
     cli("stats", "nope", json_output=False)
     log_text = (cli.workspace / "logs" / "modeldesk.log").read_text()
     assert "nope" in log_text
+
+
+def test_serve_refuses_another_host_without_a_token(cli, tmp_path):
+    code, text = cli("serve", tmp_path / "no-model", "--host", "0.0.0.0", json_output=False)
+    assert code == 1 and "token" in text and "serving" not in text
