@@ -144,3 +144,23 @@ def test_application_setup_applies_a_theme():
     assert colors.dark and app.palette().window().color().name() == theme.DARK.window
     assert not theme.apply_theme(app, "light").dark
     theme.apply_theme(app, "system")
+
+
+def test_many_qt_calls_do_not_exhaust_none_and_true(qtbot):
+    """PySide6 6.12 on Python < 3.12 drops a reference to None per void call and to True per signal
+    emission; without :func:`protect_singletons` this loop ends in "deallocating None"."""
+    import sys
+
+    from PySide6.QtCore import QObject, Signal
+    from PySide6.QtWidgets import QLabel
+
+    class Emitter(QObject):
+        fired = Signal(int)
+
+    label, emitter, seen = QLabel(), Emitter(), []
+    emitter.fired.connect(seen.append)
+    before = sys.getrefcount(None)
+    for i in range(3 * before):
+        label.setText("x")
+        emitter.fired.emit(i)
+    assert len(seen) == 3 * before and label.text() == "x"
