@@ -124,9 +124,7 @@ class JobWatcher(QObject):
         handle.ended.connect(self._read_ended)
 
     def _read_ended(self) -> None:
-        handle, self._inflight = self._inflight, None
-        if handle is not None:
-            handle.deleteLater()
+        self._inflight = None  # run_task deletes the handle once it has ended
 
     def _read_failed(self, generation: int, job_id: int, message: str) -> None:
         if generation != self._generation:
@@ -187,6 +185,7 @@ class TaskGroup(QObject):
         titled ``title``. With ``panel`` (a ProgressPanel) the task shows progress and can be cancelled.
         """
         handle = run_task(fn, parent=self)
+        handle.setObjectName(getattr(fn, "__qualname__", "task"))  # names what is running, for logs and tests
         self.handles.add(handle)
         if on_done is not None:
             handle.finished.connect(on_done)
@@ -207,7 +206,6 @@ class TaskGroup(QObject):
             handle.cancel()
 
     def _ended(self, handle) -> None:
-        self.handles.discard(handle)
-        handle.deleteLater()
+        self.handles.discard(handle)  # run_task deletes the handle (deleteLater) once it has ended
         if not self.handles:
             self.idle.emit()

@@ -43,14 +43,14 @@ def trained(tmp_path_factory):
 @pytest.fixture
 def page(qtbot, trained):
     ws = trained[0]
-    widget = DeployPage(ws)
-    qtbot.addWidget(widget)
+    widget = DeployPage(ws)  # not qtbot.addWidget: pytest-qt would delete it before this teardown
     widget.show()
     widget.set_project("colors")
     yield widget
-    if widget.service is not None:
-        widget.shutdown()
     qtbot.waitUntil(lambda: not widget.tasks.busy, timeout=60000)
+    widget.shutdown()
+    widget.close()
+    widget.deleteLater()
 
 
 def test_plain_words():
@@ -150,9 +150,11 @@ def test_the_webcam_button_shows_only_with_a_camera(qtbot, trained, monkeypatch)
 
     monkeypatch.setattr(deploy_page, "cameras", lambda: ["a camera"])
     with_camera = DeployPage(trained[0])
-    qtbot.addWidget(with_camera)
     monkeypatch.setattr(deploy_page, "cameras", lambda: [])
     without = DeployPage(trained[0])
-    qtbot.addWidget(without)
-    assert not with_camera.camera_button.isHidden()
-    assert without.camera_button.isHidden()
+    try:
+        assert not with_camera.camera_button.isHidden()
+        assert without.camera_button.isHidden()
+    finally:
+        with_camera.deleteLater()
+        without.deleteLater()

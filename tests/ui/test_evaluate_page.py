@@ -38,6 +38,28 @@ def trained(tmp_path_factory):
     ws.close()
 
 
+@pytest.fixture
+def open_page(qtbot):
+    """``open_page(cls, workspace)``: a shown page kept alive for the test, then stopped cleanly:
+    its background tasks finish, its ``shutdown`` runs and it closes before the workspace does.
+    (Not given to ``qtbot.addWidget``: pytest-qt would delete it before this teardown runs.)"""
+    pages = []
+
+    def make(cls, workspace):
+        page = cls(workspace)
+        pages.append(page)
+        page.show()
+        return page
+
+    yield make
+    for page in pages:
+        qtbot.waitUntil(lambda: not page.tasks.busy, timeout=60000)
+        if hasattr(page, "shutdown"):
+            page.shutdown()
+        page.close()
+        page.deleteLater()
+
+
 def test_plain_words():
     assert headline(0.97) == "Right 97 times out of 100"
     assert headline(0.9, n=30) == "Right 27 times out of 30"
@@ -49,11 +71,9 @@ def test_plain_words():
     assert most_confused({"labels": ["a", "b"], "confusion": [[3, 0], [0, 2]]}) is None
 
 
-def test_shows_the_newest_model_with_a_picker(qtbot, trained):
+def test_shows_the_newest_model_with_a_picker(qtbot, open_page, trained):
     ws, first, second = trained
-    page = EvaluatePage(ws)
-    qtbot.addWidget(page)
-    page.show()
+    page = open_page(EvaluatePage, ws)
     page.set_project("colors")
     qtbot.waitUntil(lambda: page.report is not None, timeout=10000)
     assert page.model_id == second
@@ -72,23 +92,17 @@ def test_shows_the_newest_model_with_a_picker(qtbot, trained):
     qtbot.waitUntil(lambda: page.model_id == first and page.report is not None, timeout=10000)
 
 
-def test_no_model_points_to_training(qtbot, tmp_path):
-    ws = Workspace(tmp_path / "ws")
-    try:
-        ws.create_project("empty", "image-classification")
-        page = EvaluatePage(ws)
-        qtbot.addWidget(page)
-        page.show()
-        page.set_project("empty")
-        assert page.stack.currentIndex() == 0
-        with qtbot.waitSignal(page.navigate) as blocker:
-            qtbot.mouseClick(page.empty_button, Qt.LeftButton)
-        assert blocker.args == ["train"]
-    finally:
-        ws.close()
+def test_no_model_points_to_training(qtbot, ws, open_page):
+    ws.create_project("empty", "image-classification")
+    page = open_page(EvaluatePage, ws)
+    page.set_project("empty")
+    assert page.stack.currentIndex() == 0
+    with qtbot.waitSignal(page.navigate) as blocker:
+        qtbot.mouseClick(page.empty_button, Qt.LeftButton)
+    assert blocker.args == ["train"]
 
 
-def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, trained, monkeypatch):
+def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, open_page, trained, monkeypatch):
     ws, _, second = trained
     project = ws.project("colors")
     red, blue = ws.store.sample_ids(project, label="red")[:2]
@@ -96,9 +110,7 @@ def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, traine
     report["mistakes"] = [{"key": "x", "sample_id": red, "true": "red", "predicted": "blue", "score": 0.7},
                           {"key": "y", "sample_id": blue, "true": "red", "predicted": "green", "score": 0.6}]
     monkeypatch.setattr(ws, "model_report", lambda model_id: report)
-    page = EvaluatePage(ws)
-    qtbot.addWidget(page)
-    page.show()
+    page = open_page(EvaluatePage, ws)
     page.set_project("colors")
     qtbot.waitUntil(lambda: page.mistakes.count() == 2, timeout=10000)
     qtbot.waitUntil(lambda: all(not page.mistakes.item(i).icon().isNull() for i in range(2)), timeout=10000)
@@ -112,13 +124,11 @@ def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, traine
     assert blocker.args == [blue]
 
 
-def test_report_button_opens_the_html_report(qtbot, trained, monkeypatch):
+def test_report_button_opens_the_html_report(qtbot, open_page, trained, monkeypatch):
     ws, _, second = trained
     opened = []
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url) or True)
-    page = EvaluatePage(ws)
-    qtbot.addWidget(page)
-    page.show()
+    page = open_page(EvaluatePage, ws)
     page.set_project("colors")
     qtbot.mouseClick(page.report_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: bool(opened), timeout=10000)

@@ -34,12 +34,8 @@ def write_photos(folder: Path, per_class: int, unlabeled_per_class: int = 0, siz
     return folder
 
 
-def make_window(qtbot, ws) -> MainWindow:
-    window = MainWindow(ws)
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    return window
+def make_window(show_widget, ws) -> MainWindow:
+    return show_widget(MainWindow(ws))
 
 
 def new_project_with_folder(qtbot, window, name: str, folder: Path) -> None:
@@ -59,8 +55,8 @@ def cleanup_jobs(ws):
     ws.jobs.close(cancel_running=True, timeout=30)
 
 
-def test_whole_flow_through_the_window(qtbot, ws, tmp_path, cleanup_jobs):
-    window = make_window(qtbot, ws)
+def test_whole_flow_through_the_window(qtbot, ws, show_widget, tmp_path, cleanup_jobs):
+    window = make_window(show_widget, ws)
     new_project_with_folder(qtbot, window, "Colours", write_photos(tmp_path / "photos", 6, unlabeled_per_class=2))
     assert ws.stats("Colours")["labeled"] == 18 and ws.stats("Colours")["samples"] == 24
 
@@ -197,8 +193,9 @@ def test_the_probe_catches_a_blocked_ui_thread(qtbot, block):
 
 
 @pytest.mark.slow
-def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, tmp_path, latency_probe, cleanup_jobs):
-    window = make_window(qtbot, ws)
+def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, show_widget, tmp_path, latency_probe,
+                                                               cleanup_jobs):
+    window = make_window(show_widget, ws)
     new_project_with_folder(qtbot, window, "Colours", write_photos(tmp_path / "photos", 8))
     big = tmp_path / "big"
     big.mkdir()
@@ -209,9 +206,7 @@ def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, tmp_
     # The 2,000 images go to another project (in a second Data page of the same UI thread), so
     # the training job does not also score them all at its end.
     ws.create_project("Big", "image-classification")
-    data = DataPage(ws)
-    qtbot.addWidget(data)
-    data.show()
+    data = show_widget(DataPage(ws))
     data.set_project("Big")
     window.show_page("train")
     train = window.page("train")

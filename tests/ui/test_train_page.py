@@ -36,6 +36,28 @@ def ws(tmp_path):
     workspace.close()
 
 
+@pytest.fixture
+def open_page(qtbot, ws):
+    """``open_page(cls, workspace)``: a shown page kept alive for the test, then stopped cleanly:
+    its background tasks finish, its ``shutdown`` runs and it closes before the workspace does.
+    (Not given to ``qtbot.addWidget``: pytest-qt would delete it before this teardown runs.)"""
+    pages = []
+
+    def make(cls, workspace):
+        page = cls(workspace)
+        pages.append(page)
+        page.show()
+        return page
+
+    yield make
+    for page in pages:
+        qtbot.waitUntil(lambda: not page.tasks.busy, timeout=60000)
+        if hasattr(page, "shutdown"):
+            page.shutdown()
+        page.close()
+        page.deleteLater()
+
+
 def test_plain_words_for_hardware_and_time():
     resources = {"cpu": {"model": "Intel(R) Xeon(R) Processor", "physical_cores": 2},
                  "memory": {"total_bytes": 23e9}, "gpus": [],
@@ -52,10 +74,8 @@ def test_plain_words_for_hardware_and_time():
     assert template_title({"name": "image-classification/fast"}) == "Fast"
 
 
-def test_cards_show_each_recipe_with_its_estimate_and_the_hardware(qtbot, ws):
-    page = TrainPage(ws)
-    qtbot.addWidget(page)
-    page.show()
+def test_cards_show_each_recipe_with_its_estimate_and_the_hardware(qtbot, ws, open_page):
+    page = open_page(TrainPage, ws)
     page.set_project("colors")
     qtbot.waitUntil(lambda: page.loaded, timeout=20000)
     names = {t["name"] for t in ws.templates("image-classification")}
@@ -69,28 +89,21 @@ def test_cards_show_each_recipe_with_its_estimate_and_the_hardware(qtbot, ws):
     assert page.selected_template() == "image-classification/accurate"
 
 
-def test_one_class_cannot_train_and_points_to_labeling(qtbot, tmp_path):
-    workspace = Workspace(tmp_path / "ws")
-    try:
-        workspace.create_project("one", "image-classification")
-        workspace.import_data("one", make_folder(tmp_path / "data", classes={"red": COLORS["red"]}))
-        page = TrainPage(workspace)
-        qtbot.addWidget(page)
-        page.set_project("one")
-        qtbot.waitUntil(lambda: page.loaded, timeout=20000)
-        assert not page.start_button.isEnabled()
-        assert "two classes" in page.start_hint.text()
-        with qtbot.waitSignal(page.navigate) as blocker:
-            qtbot.mouseClick(page.go_label, Qt.LeftButton)
-        assert blocker.args == ["label"]
-    finally:
-        workspace.close()
+def test_one_class_cannot_train_and_points_to_labeling(qtbot, ws, open_page, tmp_path):
+    ws.create_project("one", "image-classification")
+    ws.import_data("one", make_folder(tmp_path / "one", classes={"red": COLORS["red"]}))
+    page = open_page(TrainPage, ws)
+    page.set_project("one")
+    qtbot.waitUntil(lambda: page.loaded, timeout=20000)
+    assert not page.start_button.isEnabled()
+    assert "two classes" in page.start_hint.text()
+    with qtbot.waitSignal(page.navigate) as blocker:
+        qtbot.mouseClick(page.go_label, Qt.LeftButton)
+    assert blocker.args == ["label"]
 
 
-def test_training_runs_in_the_queue_and_reports_its_model(qtbot, ws):
-    page = TrainPage(ws)
-    qtbot.addWidget(page)
-    page.show()
+def test_training_runs_in_the_queue_and_reports_its_model(qtbot, ws, open_page):
+    page = open_page(TrainPage, ws)
     page.set_project("colors")
     qtbot.waitUntil(lambda: page.loaded, timeout=20000)
     progress = []
@@ -115,10 +128,8 @@ def test_training_runs_in_the_queue_and_reports_its_model(qtbot, ws):
     assert nav.args == ["evaluate"]
 
 
-def test_cancel_then_resume_from_the_runs_table(qtbot, ws):
-    page = TrainPage(ws)
-    qtbot.addWidget(page)
-    page.show()
+def test_cancel_then_resume_from_the_runs_table(qtbot, ws, open_page):
+    page = open_page(TrainPage, ws)
     page.set_project("colors")
     qtbot.waitUntil(lambda: page.loaded, timeout=20000)
     with qtbot.waitSignal(page.watcher.cancelled, timeout=60000):
@@ -136,11 +147,9 @@ def test_cancel_then_resume_from_the_runs_table(qtbot, ws):
     assert len(ws.list_models("colors")) == 1
 
 
-def test_a_page_opened_during_a_run_follows_it(qtbot, ws):
+def test_a_page_opened_during_a_run_follows_it(qtbot, ws, open_page):
     job_id = ws.submit_training("colors", FAST)  # e.g. started before the app was reopened
-    page = TrainPage(ws)
-    qtbot.addWidget(page)
-    page.show()
+    page = open_page(TrainPage, ws)
     with qtbot.waitSignal(page.model_trained, timeout=120000):
         page.set_project("colors")
         qtbot.waitUntil(lambda: page.job_id == job_id, timeout=20000)
