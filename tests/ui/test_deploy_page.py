@@ -158,3 +158,24 @@ def test_the_webcam_button_shows_only_with_a_camera(qtbot, trained, monkeypatch)
     finally:
         with_camera.deleteLater()
         without.deleteLater()
+
+
+def test_a_broken_photo_gives_a_readable_error_with_the_log(qtbot, page, tmp_path):
+    from PySide6.QtWidgets import QApplication
+
+    from modeldesk.ui.widgets import ErrorDialog
+
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n not really a picture")
+    page.try_file(str(broken))
+
+    def dialogs():
+        return [w for w in QApplication.topLevelWidgets() if isinstance(w, ErrorDialog) and w.isVisible()]
+
+    qtbot.waitUntil(lambda: bool(dialogs()), timeout=30000)
+    dialog = dialogs()[0]
+    assert dialog.windowTitle() == "Could not read this photo"
+    assert "broken.png" in dialog.findChild(type(page.answer), "ErrorMessage").text()
+    assert dialog.log_file == page.ws.paths.log and dialog.log_button.isEnabled()
+    assert page.answer.text() == ""
+    dialog.close()
