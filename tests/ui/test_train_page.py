@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -155,3 +157,26 @@ def test_a_page_opened_during_a_run_follows_it(qtbot, ws, open_page):
         qtbot.waitUntil(lambda: page.job_id == job_id, timeout=20000)
         assert not page.start_button.isEnabled(), "one run at a time from this page"
     assert ws.jobs.get(job_id)["state"] == "done"
+
+
+def test_a_failed_run_shows_why_with_the_run_log(qtbot, ws, open_page):
+    from PySide6.QtWidgets import QApplication
+
+    from modeldesk.ui.widgets import ErrorDialog
+
+    for sample in ws.store.samples(ws.project("colors")):
+        sample.path.write_bytes(b"not an image any more")  # the files went bad after the import
+    page = open_page(TrainPage, ws)
+    page.set_project("colors")
+    qtbot.waitUntil(lambda: page.loaded, timeout=20000)
+    with qtbot.waitSignal(page.watcher.failed, timeout=120000):
+        qtbot.mouseClick(page.start_button, Qt.LeftButton)
+    dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, ErrorDialog) and w.isVisible())
+    assert dialog.windowTitle() == "Training failed"
+    text = dialog.findChild(type(page.hardware), "ErrorMessage").text()
+    assert text.startswith("none of the 24 images could be read")
+    assert dialog.log_file == Path(ws.jobs.get(page.job_id)["log_path"])
+    assert dialog.log_file.is_file()
+    qtbot.waitUntil(lambda: page.jobs_table.cellWidget(0, 4) is not None, timeout=10000)  # resumable
+    assert page.start_button.isEnabled()
+    dialog.close()

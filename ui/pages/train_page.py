@@ -8,6 +8,7 @@ model trains. Hardware detection and the cost-model estimates run in the thread 
 from __future__ import annotations
 
 import logging
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -658,6 +659,7 @@ class TrainPage(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self._ended()
+        message = re.sub(r"^[A-Za-z_.]*(Error|Exception): ", "", message)  # people do not need the class
         status = self.watcher.last_status or {}
         log_path = status.get("log_path")
         show_error(self, "Training failed", message, status.get("error"),
