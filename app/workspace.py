@@ -153,11 +153,18 @@ class Workspace:
         return Path(record["path"])
 
     def model_report(self, model_id: str) -> dict:
-        """The evaluation JSON saved with the model."""
+        """The evaluation JSON saved with the model; its mistakes carry the project's sample ids."""
         from modeldesk.deploy import load_artifact
 
-        artifact = load_artifact(self.model_path(model_id))
-        return artifact.card.get("metrics", {})
+        report = dict(load_artifact(self.model_path(model_id)).card.get("metrics", {}))
+        mistakes = report.get("mistakes") or []
+        try:
+            project = self.store.get_model(str(model_id))["project"]
+        except KeyError:  # an exported artifact: no project to point into
+            return report
+        ids = self.store.ids_for_hashes(project, [m["key"] for m in mistakes])
+        report["mistakes"] = [{**m, "sample_id": ids.get(m["key"])} for m in mistakes]
+        return report
 
     def report_html(self, model_id: str) -> Path:
         path = self.model_path(model_id) / "report.html"

@@ -274,6 +274,19 @@ class Store:
         rows = self._conn().execute(sql, args + [-1 if limit is None else int(limit), int(offset)])
         return self._hydrate(rows.fetchall())
 
+    def ids_for_hashes(self, project, hashes) -> dict[str, int]:
+        """content hash -> sample id, for those of ``hashes`` that are in the project."""
+        project = self.get_project(project)
+        hashes = list(dict.fromkeys(hashes))
+        found: dict[str, int] = {}
+        for start in range(0, len(hashes), _CHUNK):
+            chunk = hashes[start:start + _CHUNK]
+            rows = self._conn().execute(
+                f"SELECT content_hash, id FROM samples WHERE project_id = ? AND content_hash IN "
+                f"({','.join('?' * len(chunk))})", (project.id, *chunk))
+            found.update(rows)
+        return found
+
     def get_sample(self, sample_id: int) -> Sample:
         """One sample by id; KeyError if there is none."""
         rows = self._conn().execute(

@@ -28,7 +28,8 @@ from modeldesk.trainers import heads
 from modeldesk.trainers.backbones import Backbone, get_backbone
 from modeldesk.trainers.data import LabeledImage
 from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.metrics import classification_report
+from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
+from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, apply_view, extract_feature_views,
                                          feature_model, feature_model_path, plan_feature_extraction,
                                          view_nodes)
@@ -367,13 +368,14 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     # 4. evaluation on the test split, else the validation split (0.95)
     report("Evaluating", 0.95)
     eval_idx, eval_split = (test_idx, "test") if len(test_idx) else (val_idx, "val")
-    if len(eval_idx):
-        metrics = classification_report(y[eval_idx], _predict_views(head, feats, eval_idx, views), labels)
-    else:
+    if not len(eval_idx):
         warnings.append("no validation or test images: the metrics are measured on the training images")
         eval_idx, eval_split = train_idx, "train"
-        metrics = classification_report(y[train_idx], _predict_views(head, feats, train_idx, views), labels)
+    eval_proba = _predict_views(head, feats, eval_idx, views)
+    metrics = classification_report(y[eval_idx], eval_proba, labels)
     metrics["split"] = eval_split
+    eval_keys = [feats.samples[i].key for i in eval_idx]
+    metrics["mistakes"] = most_confident_mistakes(y[eval_idx], eval_proba, eval_keys, labels)
     if trials:
         metrics["search"] = {"trials": trials, "best": {"params": params, "views": list(views)}}
 
@@ -409,6 +411,11 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     }
     # The backbone's ImageNet classifier is not needed behind the new head: ~5 MB less to ship.
     artifact_dir = save_artifact(out_dir, prune_unused(model), card)
+    paths = {s.key: s.path for s in labeled}
+    write_html_report(Path(artifact_dir) / "report.html", title=f"Model {card['id']}", metrics=metrics,
+                      mistakes=metrics["mistakes"], thumbnails={m["key"]: paths[m["key"]] for m in metrics["mistakes"]},
+                      model_card={"task": card["task"], "template": template.name, "backbone": backbone.key,
+                                  "images": card["training"]["samples"]})
     elapsed = time.monotonic() - started
     report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1") if k in metrics})
     return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=skipped,

@@ -86,3 +86,17 @@ def test_service_answers_a_prediction(trained, holdout_folder):
         ws.close()
     assert answer["predictions"][0]["label"] == "square"
     assert not service.running
+
+
+def test_model_has_an_offline_html_report_and_mistakes_point_at_samples(trained):
+    run, result = trained
+    ws = Workspace(run.workspace)
+    try:
+        html = ws.report_html(result["model"]).read_text(encoding="utf-8")
+        report = ws.model_report(result["model"])
+        project_ids = set(ws.store.sample_ids(ws.project("shapes")))
+    finally:
+        ws.close()
+    assert "<svg" in html and "http://" not in html and "https://" not in html
+    assert isinstance(report["mistakes"], list)
+    assert all(m["sample_id"] in project_ids for m in report["mistakes"])

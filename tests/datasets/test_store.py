@@ -249,3 +249,16 @@ def test_labelling_one_by_one_splits_like_a_bulk_assignment(tmp_path):
             assert len(ids) == 60
     assert results[0] == results[1]
     assert Counter(split for _, split in results[0].values()) == {"train": 42, "val": 9, "test": 9}
+
+
+def test_ids_for_hashes_maps_only_the_projects_samples(tmp_path):
+    from modeldesk.datasets import NewSample, Store
+
+    store = Store(tmp_path)
+    one = store.create_project("one", "text-classification")
+    two = store.create_project("two", "text-classification")
+    store.add_samples(one, [NewSample(kind="text", content_hash="a" * 64, text="hello", source="x")])
+    store.add_samples(two, [NewSample(kind="text", content_hash="b" * 64, text="world", source="y")])
+    (sample,) = store.samples(one)
+    assert store.ids_for_hashes(one, ["a" * 64, "b" * 64, "c" * 64]) == {"a" * 64: sample.id}
+    store.close()
