@@ -105,10 +105,12 @@ def test_no_model_points_to_training(qtbot, ws, open_page):
 def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, open_page, trained, monkeypatch):
     ws, _, second = trained
     project = ws.project("colors")
-    red, blue = ws.store.sample_ids(project, label="red")[:2]
+    first, second = ws.store.sample_ids(project, label="red")[:2]
     report = dict(ws.model_report(second))
-    report["mistakes"] = [{"key": "x", "sample_id": red, "true": "red", "predicted": "blue", "score": 0.7},
-                          {"key": "y", "sample_id": blue, "true": "red", "predicted": "green", "score": 0.6}]
+    # as the trainer writes them: "key" is the media hash; the first also carries its sample id
+    report["mistakes"] = [{"key": "x", "sample_id": first, "true": "red", "predicted": "blue", "score": 0.7},
+                          {"key": ws.store.get_sample(second).content_hash, "true": "red", "predicted": "green",
+                           "score": 0.6}]
     monkeypatch.setattr(ws, "model_report", lambda model_id: report)
     page = open_page(EvaluatePage, ws)
     page.set_project("colors")
@@ -118,10 +120,11 @@ def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, open_p
     page.matrix.cell_clicked.emit("red", "green")
     assert page.mistakes.count() == 1 and page.show_all.isVisible()
     item = page.mistakes.item(0)
+    qtbot.waitUntil(lambda: not item.icon().isNull(), timeout=10000)
     with qtbot.waitSignal(page.relabel_requested) as blocker:
         rect = page.mistakes.visualItemRect(item)
         qtbot.mouseClick(page.mistakes.viewport(), Qt.LeftButton, pos=rect.center())
-    assert blocker.args == [blue]
+    assert blocker.args == [second]
 
 
 def test_report_button_opens_the_html_report(qtbot, open_page, trained, monkeypatch):

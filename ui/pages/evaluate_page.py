@@ -92,6 +92,7 @@ class EvaluatePage(QWidget):
         self.report: dict | None = None
         self.tasks = TaskGroup(self._error, self)
         self._generation = 0
+        self._mistakes_generation = 0
         self._build()
 
     # -- layout ----------------------------------------------------------------------------------
@@ -326,22 +327,20 @@ class EvaluatePage(QWidget):
             total = len((self.report or {}).get("mistakes") or [])
             self.mistakes_title.setText(f"<b>Photos it got wrong</b> ({total})")
         self.show_all.setVisible(true is not None)
+        self._mistakes_generation += 1
         self.mistakes.clear()
-        items = {}
-        for mistake in mistakes[:MAX_MISTAKES]:
+        shown = mistakes[:MAX_MISTAKES]
+        for mistake in shown:
             sample_id = mistake.get("sample_id")
             score = mistake.get("score")
-            text = f"{mistake.get('true')} → {mistake.get('predicted')}"
-            item = QListWidgetItem(text)
+            item = QListWidgetItem(f"{mistake.get('true')} → {mistake.get('predicted')}")
             item.setData(Qt.UserRole, sample_id)
             tip = f"Labeled '{mistake.get('true')}', the model said '{mistake.get('predicted')}'"
             if isinstance(score, (int, float)):
                 tip += f" ({score:.0%} sure)"
-            item.setToolTip(tip + ("\nClick to check its label." if sample_id is not None else ""))
+            item.setToolTip(tip + "\nClick to check its label.")
             item.setSizeHint(QSize(THUMB + 30, THUMB + 40))
             self.mistakes.addItem(item)
-            if sample_id is not None:
-                items[int(sample_id)] = item
         self.mistakes_hint.setVisible(bool(mistakes))
         self.mistakes.setVisible(bool(mistakes))
         self.no_mistakes.setVisible(not mistakes)
@@ -352,30 +351,42 @@ class EvaluatePage(QWidget):
             self.no_mistakes.setText("None in this square.")
         else:
             self.no_mistakes.setText("None: every test photo was recognised correctly.")
-        if items:
-            self._load_thumbnails(items)
+        if shown:
+            self._load_thumbnails(shown)
 
-    def _load_thumbnails(self, items: dict) -> None:
-        generation = self._generation
-        store = self.ws.store
+    def _load_thumbnails(self, mistakes: list[dict]) -> None:
+        """Find each mistake's sample (by id, else by its media hash ``key``) and its thumbnail."""
+        generation, project, store = self._mistakes_generation, self.project, self.ws.store
 
         def make(state):
-            paths = {}
-            for done, sample_id in enumerate(items):
+            by_hash = {}
+            if any(m.get("sample_id") is None for m in mistakes):
+                by_hash = {s.content_hash: s.id for s in store.samples(store.get_project(project))}
+            found = []
+            for mistake in mistakes:
                 if state.is_interruption_requested():
                     break
-                try:
-                    paths[sample_id] = str(store.thumbnail(sample_id, THUMB))
-                except (KeyError, ValueError, OSError) as exc:
-                    log.warning("no thumbnail for sample %s: %s", sample_id, exc)
-            return paths
+                sample_id = mistake.get("sample_id")
+                if sample_id is None:
+                    sample_id = by_hash.get(mistake.get("key"))
+                path = None
+                if sample_id is not None:
+                    try:
+                        path = str(store.thumbnail(sample_id, THUMB))
+                    except (KeyError, ValueError, OSError) as exc:
+                        log.warning("no thumbnail for sample %s: %s", sample_id, exc)
+                found.append((sample_id, path))
+            return found
 
-        def done(paths):
-            if generation != self._generation:
+        def done(found):
+            if generation != self._mistakes_generation:  # the list was rebuilt meanwhile
                 return
-            for sample_id, path in paths.items():
-                item = items.get(sample_id)
-                if item is not None and self.mistakes.row(item) >= 0:
+            for row, (sample_id, path) in enumerate(found):
+                item = self.mistakes.item(row)
+                if item is None:
+                    continue
+                item.setData(Qt.UserRole, sample_id)
+                if path:
                     item.setIcon(QIcon(QPixmap(path)))
 
         self.tasks.run(make, done, on_failed=lambda message, details: log.warning("thumbnails: %s", message))
