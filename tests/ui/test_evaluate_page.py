@@ -105,11 +105,11 @@ def test_no_model_points_to_training(qtbot, ws, open_page):
 def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, open_page, trained, monkeypatch):
     ws, _, second = trained
     project = ws.project("colors")
-    first, second = ws.store.sample_ids(project, label="red")[:2]
+    sid_a, sid_b = ws.store.sample_ids(project, label="red")[:2]
     report = dict(ws.model_report(second))
     # as the trainer writes them: "key" is the media hash; the first also carries its sample id
-    report["mistakes"] = [{"key": "x", "sample_id": first, "true": "red", "predicted": "blue", "score": 0.7},
-                          {"key": ws.store.get_sample(second).content_hash, "true": "red", "predicted": "green",
+    report["mistakes"] = [{"key": "x", "sample_id": sid_a, "true": "red", "predicted": "blue", "score": 0.7},
+                          {"key": ws.store.get_sample(sid_b).content_hash, "true": "red", "predicted": "green",
                            "score": 0.6}]
     monkeypatch.setattr(ws, "model_report", lambda model_id: report)
     page = open_page(EvaluatePage, ws)
@@ -124,7 +124,7 @@ def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, open_p
     with qtbot.waitSignal(page.relabel_requested) as blocker:
         rect = page.mistakes.visualItemRect(item)
         qtbot.mouseClick(page.mistakes.viewport(), Qt.LeftButton, pos=rect.center())
-    assert blocker.args == [second]
+    assert blocker.args == [sid_b]
 
 
 def test_report_button_opens_the_html_report(qtbot, open_page, trained, monkeypatch):
