@@ -22,30 +22,6 @@ def settings() -> QSettings:
     return QSettings(QSettings.IniFormat, QSettings.UserScope, ORGANIZATION, APPLICATION)
 
 
-def protect_singletons() -> bool:
-    """Work around a reference-count bug of PySide6 6.12 on Python < 3.12.
-
-    On those Pythons every signal emission releases one reference to ``True`` and every call of a
-    method returning void one reference to ``None`` that it never took (checked with
-    ``sys.getrefcount``); after some ten thousand calls the interpreter frees ``None`` and the app
-    crashes ("deallocating None"). Python 3.12 made these objects immortal, which hides the bug.
-    Here their reference counts are raised by 2**40 so they can never reach zero, which is what 3.12
-    does. Returns True when applied (once per process).
-    """
-    global _PROTECTED
-    if sys.version_info >= (3, 12) or _PROTECTED:
-        return False
-    import ctypes
-
-    for singleton in (None, True, False, Ellipsis, NotImplemented):
-        ctypes.c_ssize_t.from_address(id(singleton)).value += 1 << 40  # ob_refcnt is the first field
-    _PROTECTED = True
-    return True
-
-
-_PROTECTED = False
-
-
 def create_application(argv: list[str] | None = None) -> QApplication:
     """Return the QApplication, creating and configuring it if needed.
 
@@ -53,7 +29,6 @@ def create_application(argv: list[str] | None = None) -> QApplication:
     through (no rounding) so 125 % and 150 % screens look right. The theme follows the
     system's light/dark scheme unless the user picked one (setting ``ui/theme``).
     """
-    protect_singletons()
     app = QApplication.instance()
     if app is None:
         QGuiApplication.setHighDpiScaleFactorRoundingPolicy(

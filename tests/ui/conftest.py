@@ -16,9 +16,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QCoreApplication, QObject, QSettings, QTimer  # noqa: E402
 
-from modeldesk.ui.app import protect_singletons  # noqa: E402
-
-protect_singletons()  # as the app does; see its docstring (PySide6 6.12 on Python < 3.12)
 
 COLORS = {"red": (210, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 210)}
 

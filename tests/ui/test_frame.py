@@ -148,7 +148,7 @@ def test_application_setup_applies_a_theme():
 
 def test_many_qt_calls_do_not_exhaust_none_and_true(qtbot):
     """PySide6 6.12 on Python < 3.12 drops a reference to None per void call and to True per signal
-    emission; without :func:`protect_singletons` this loop ends in "deallocating None"."""
+    emission; pyproject.toml excludes that release there, else this loop ends in "deallocating None"."""
     import sys
 
     from PySide6.QtCore import QObject, Signal
@@ -159,9 +159,10 @@ def test_many_qt_calls_do_not_exhaust_none_and_true(qtbot):
 
     label, emitter, seen = QLabel(), Emitter(), []
     emitter.fired.connect(seen.append)
+    before = sys.getrefcount(None)
     calls = 200_000  # several times the ~50,000 references None has in a test process
     for i in range(calls):
         label.setText("x")
         emitter.fired.emit(i)
     assert len(seen) == calls and label.text() == "x"
-    assert sys.getrefcount(None) > calls
+    assert sys.getrefcount(None) >= before - 1000  # a leak would have taken ~200,000
