@@ -35,6 +35,7 @@ class Workspace:
         self.store = Store(self.paths.root)
         self.settings = Settings.load(self.paths.root)
         self._jobs = None
+        self._predictors: dict = {}
         self._lock = threading.Lock()
 
     # -- projects and data ------------------------------------------------------------------
@@ -182,9 +183,18 @@ class Workspace:
         return results
 
     def _predictor(self, model):
+        """One predictor per model, kept: creating the session costs more than a prediction."""
         from modeldesk.deploy import Predictor
 
-        return Predictor(self.model_path(model))
+        path = self.model_path(model).resolve()
+        graph = path / "model.onnx" if path.is_dir() else path
+        key = (path, graph.stat().st_mtime_ns if graph.exists() else None)  # a re-export is new
+        with self._lock:
+            if key not in self._predictors:
+                if len(self._predictors) >= 2:  # keep memory bounded: the last two models tried
+                    self._predictors.pop(next(iter(self._predictors)))
+                self._predictors[key] = Predictor(path)
+            return self._predictors[key]
 
     def evaluate(self, model, path, format: str = "auto", *, progress=None) -> dict:
         """Evaluate a model on labeled data outside the project (any import format)."""

@@ -16,7 +16,6 @@ and used only to judge compression), then prints
 from __future__ import annotations
 
 import argparse
-import hashlib
 import http.client
 import shutil
 import socket
@@ -29,20 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def load_samples(root: Path):
-    from modeldesk.trainers.data import LabeledImage
-
-    samples = []
-    for label_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        for path in sorted(label_dir.iterdir()):
-            if path.suffix.lower() not in (".jpg", ".jpeg", ".png"):
-                continue
-            bucket = int(hashlib.sha1(path.name.encode()).hexdigest(), 16) % 20
-            split = "test" if bucket < 5 else "val" if bucket < 7 else "train"
-            samples.append(LabeledImage(key=hashlib.sha256(path.read_bytes()).hexdigest(), path=str(path),
-                                        label=label_dir.name, split=split))
-    return samples
+from benchdata import load_samples  # bench/ is on sys.path when a bench runs as a script
 
 
 def percentiles(times_s) -> tuple[float, float]:

@@ -86,7 +86,7 @@ def main(argv=None) -> int:
                    resources=resources)
         print("\nplan:", json.dumps(job.to_dict(), indent=1))
         began = time.perf_counter()
-        features = run_partitioned(job, files, work)
+        run_partitioned(job, files, work)
         actual = time.perf_counter() - began
 
     print(f"\n{'device':10} {'provider asked':24} {'providers used':40} {'threads':>7} {'batch':>5} "

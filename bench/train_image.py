@@ -11,7 +11,6 @@ frozen-embedding + logistic-regression reference measured in the same run.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import tempfile
 import time
@@ -19,20 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def load_samples(root: Path):
-    from modeldesk.trainers.data import LabeledImage
-
-    samples = []
-    for label_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        for path in sorted(label_dir.iterdir()):
-            if path.suffix.lower() not in (".jpg", ".jpeg", ".png"):
-                continue
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            bucket = int(hashlib.sha1(path.name.encode()).hexdigest(), 16) % 20
-            split = "test" if bucket < 5 else "val" if bucket < 7 else "train"
-            samples.append(LabeledImage(key=digest, path=str(path), label=label_dir.name, split=split))
-    return samples
+from benchdata import load_samples  # bench/ is on sys.path when a bench runs as a script
 
 
 def baseline(samples, cache_dir: Path, threads: int) -> tuple[float, float]:

@@ -1,0 +1,25 @@
+"""The held-out split every image benchmark uses, so their accuracies compare."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+def load_samples(root: Path):
+    """``root/<label>/<image>`` as LabeledImage rows: a fixed 25% test / 10% val / 65% train split
+    by a hash of the file name, so the test quarter never changes between runs."""
+    from modeldesk.trainers.data import LabeledImage
+
+    samples = []
+    for label_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
+        for path in sorted(label_dir.iterdir()):
+            if path.suffix.lower() not in IMAGE_SUFFIXES:
+                continue
+            bucket = int(hashlib.sha1(path.name.encode()).hexdigest(), 16) % 20
+            split = "test" if bucket < 5 else "val" if bucket < 7 else "train"
+            samples.append(LabeledImage(key=hashlib.sha256(path.read_bytes()).hexdigest(), path=str(path),
+                                        label=label_dir.name, split=split))
+    return samples
