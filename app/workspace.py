@@ -119,6 +119,12 @@ class Workspace:
         log.info("submitted training job %s for %r with %s", job_id, project.name, template)
         return job_id
 
+    def training_jobs(self, project, states=("queued", "running")) -> list[dict]:
+        """The project's training jobs in ``states``, newest first."""
+        name = self.project(project).name
+        return [job for state in states for job in self.jobs.jobs(state=state, kind="train")
+                if (job.get("params") or {}).get("project") == name]
+
     def train(self, project, template: str, *, time_budget=None, device: str = "auto",
               progress=None) -> dict:
         """Train and wait: ``progress(event)`` gets every job event; returns the job's result."""

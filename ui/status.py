@@ -37,7 +37,10 @@ def project_status(ws, project: str) -> dict[str, tuple[str, str]]:
                               else "Latest model")
         status["deploy"] = ("active", "Export or run a service")
     else:
-        status["train"] = ("active", "Ready to train") if trainable else ("todo", f"Needs {needed} labeled class{'es' if needed > 1 else ''}")
+        status["train"] = (("active", "Ready to train") if trainable
+                           else ("todo", f"Needs {needed} labeled class{'es' if needed > 1 else ''}"))
         status["evaluate"] = ("todo", "After training")
         status["deploy"] = ("todo", "After training")
+    if ws.training_jobs(project):
+        status["train"] = ("active", "Training now")
     return status

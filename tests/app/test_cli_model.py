@@ -100,3 +100,14 @@ def test_model_has_an_offline_html_report_and_mistakes_point_at_samples(trained)
     assert "<svg" in html and "http://" not in html and "https://" not in html
     assert isinstance(report["mistakes"], list)
     assert all(m["sample_id"] in project_ids for m in report["mistakes"])
+
+
+def test_training_jobs_are_listed_per_project(trained):
+    run, _ = trained
+    ws = Workspace(run.workspace)
+    try:
+        assert ws.training_jobs("shapes") == []
+        (done,) = ws.training_jobs("shapes", states=("done",))
+        assert done["params"]["template"] == "image-classification/fast"
+    finally:
+        ws.close()
