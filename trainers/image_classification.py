@@ -24,6 +24,7 @@ from onnx import helper, numpy_helper
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.deploy.runtime import create_session
+from modeldesk.scheduler import CostModel
 from modeldesk.trainers import heads
 from modeldesk.trainers.backbones import Backbone, get_backbone
 from modeldesk.trainers.data import LabeledImage
@@ -249,6 +250,20 @@ def _search_trials(template: Template) -> int:
     return 1 if trials == 1 else trials * template.cv_folds + 1
 
 
+HEAD_WORK = "head-fitting"  # cost-model key: thousands of (sample x feature x trial) per second
+
+
+def _head_units(n_samples: int, dim: int, trials: int) -> int:
+    """The size of the search and final fit, in the unit the cost model measures head fitting in."""
+    return max(1, n_samples * dim * trials // 1000)
+
+
+def _head_seconds(cost: CostModel, units: int) -> float:
+    """Measured on this machine once a model was trained, else a conservative prior (1e6 units/s)."""
+    rate = cost.items_per_s(HEAD_WORK, "cpu", 1, 1)
+    return units / rate if rate else units / 1000.0
+
+
 def estimate_training(samples, template, cache_dir, *, device: str = "auto", threads: int | None = None,
                       time_budget: float | None = None) -> dict:
     """The ETA and plan before training: uncached features (measured throughput when the scheduler
@@ -273,7 +288,8 @@ def estimate_training(samples, template, cache_dir, *, device: str = "auto", thr
         per_image = DEFAULT_SECONDS_PER_IMAGE * (1 + 0.6 * (len(views) - 1))
         features_s = len(missing) * (per_image if device in ("auto", "cpu") else per_image / 4)
     budget = float(time_budget or template.time_budget_s)
-    head_s = min(0.8 * budget, 1.0 + 1e-6 * len(labeled) * template.features.dim(backbone) * _search_trials(template))
+    units = _head_units(len(labeled), template.features.dim(backbone), _search_trials(template))
+    head_s = min(0.8 * budget, 1.0 + _head_seconds(CostModel(cache.root), units))
     eta = round(features_s + head_s + 1.0, 1)
     return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
 
@@ -351,6 +367,7 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     train_idx, val_idx, test_idx = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
 
     # 2. hyperparameter search by cross-validation on the training split (0.7 .. 0.9)
+    head_started = time.monotonic()
     deadline = started + 0.8 * budget
     params, views, trials = _search(template, feats, y, train_idx, deadline,
                                     lambda f, m: report("Tuning", 0.7 + 0.2 * f, m))
@@ -364,6 +381,10 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
         head.fit(X, np.tile(y[train_idx], n_views), Xv, np.tile(y[val_idx], nv))
     else:
         head.fit(X, np.tile(y[train_idx], n_views))
+
+    fits = len(trials) * template.cv_folds + 1 if trials else 1  # trials cut by the budget count less
+    CostModel(cache.root).record(HEAD_WORK, "cpu", 1, 1, n_items=_head_units(len(labeled), template.features.dim(backbone), fits),
+                                 seconds=max(time.monotonic() - head_started, 1e-3))
 
     # 4. evaluation on the test split, else the validation split (0.95)
     report("Evaluating", 0.95)

@@ -131,3 +131,15 @@ def test_templates_registry():
         info = template.to_dict()
         json.dumps(info)
         assert info["description"] and info["time_budget_s"] > 0
+
+
+def test_head_fitting_time_is_learned_from_a_real_run(tmp_path, synthetic_samples):
+    from modeldesk.scheduler import CostModel
+    from modeldesk.trainers.image_classification import HEAD_WORK
+
+    cache_dir = tmp_path / "cache"
+    assert CostModel(cache_dir).get(HEAD_WORK, "cpu", 1, 1) is None
+    train_image_classifier(synthetic_samples, "image-classification/fast", tmp_path / "m", cache_dir,
+                           device="cpu", threads=2)
+    measured = CostModel(cache_dir).get(HEAD_WORK, "cpu", 1, 1)
+    assert measured is not None and measured["items_per_s"] > 0
