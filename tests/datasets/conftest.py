@@ -13,7 +13,13 @@ from PIL import Image, ImageDraw
 
 from modeldesk.datasets import Store
 
-BENCHDATA = Path("/work/shared/benchdata")
+def _find_benchdata() -> Path:
+    """``../shared/benchdata`` beside the checkout (as CI lays it out), else the workplace copy."""
+    beside = Path(__file__).resolve().parents[2].parent / "shared" / "benchdata"
+    return beside if beside.is_dir() else Path("/work/shared/benchdata")
+
+
+BENCHDATA = _find_benchdata()
 
 
 def jpeg_bytes(width=32, height=24, color=(200, 30, 30), quality=90) -> bytes:
