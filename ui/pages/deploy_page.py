@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFrame
 from modeldesk.ui import theme
 from modeldesk.ui.charts import BarChart
 from modeldesk.ui.job_watcher import TaskGroup
-from modeldesk.ui.pages.evaluate_page import model_title
+from modeldesk.ui.widgets.model_picker import fill_model_picker
 from modeldesk.ui.widgets import ProgressPanel, show_error
 from modeldesk.ui.workers import TaskCancelled
 
@@ -410,13 +410,7 @@ class DeployPage(QWidget):
 
     def refresh(self) -> None:
         """Re-read the project's models (a running service keeps serving its model)."""
-        self.models = list(reversed(self.ws.list_models(self.project))) if self.project else []
-        keep = self.model_id if any(m["id"] == self.model_id for m in self.models) else None
-        self.picker.blockSignals(True)
-        self.picker.clear()
-        for model in self.models:
-            self.picker.addItem(model_title(model), model["id"])
-        self.picker.blockSignals(False)
+        self.models, keep = fill_model_picker(self.picker, self.ws, self.project, self.model_id)
         self._set_empty(not self.models)
         if not self.models:
             self.model_id = None

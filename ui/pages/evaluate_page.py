@@ -8,7 +8,6 @@ relabeling (``relabel_requested``). The report is read and the thumbnails are ma
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 
 from PySide6.QtCore import QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QIcon, QPixmap
@@ -19,6 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QListView
 from modeldesk.ui.charts import BarChart, ConfusionMatrixView
 from modeldesk.ui.job_watcher import TaskGroup
 from modeldesk.ui.widgets import show_error
+from modeldesk.ui.widgets.model_picker import fill_model_picker
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +58,6 @@ def most_confused(report: dict) -> tuple[str, str, int] | None:
             if i != j and value and (best is None or value > best[2]):
                 best = (labels[i], labels[j], int(value))
     return best
-
-
-def model_title(model: dict) -> str:
-    """A picker line: date, recipe and accuracy."""
-    created = model.get("created")
-    when = datetime.fromtimestamp(created).strftime("%d %b %H:%M") if isinstance(created, (int, float)) else ""
-    accuracy = (model.get("metrics") or {}).get("accuracy")
-    score = f" · right {accuracy:.0%}" if isinstance(accuracy, (int, float)) else ""
-    return f"{when} · {model.get('template', '')}{score}".strip(" ·")
 
 
 class EvaluatePage(QWidget):
@@ -249,13 +240,7 @@ class EvaluatePage(QWidget):
 
     def refresh(self) -> None:
         """Re-read the project's models; keep the picked one if it still exists, else the newest."""
-        self.models = list(reversed(self.ws.list_models(self.project))) if self.project else []
-        keep = self.model_id if any(m["id"] == self.model_id for m in self.models) else None
-        self.picker.blockSignals(True)
-        self.picker.clear()
-        for model in self.models:
-            self.picker.addItem(model_title(model), model["id"])
-        self.picker.blockSignals(False)
+        self.models, keep = fill_model_picker(self.picker, self.ws, self.project, self.model_id)
         if not self.models:
             self.model_id = None
             self.report = None
