@@ -88,7 +88,7 @@ def run_training(params: dict, ctx) -> dict:
         ws.store.add_model(project, model_id, str(result.artifact_dir), template.name, result.metrics)
         for skipped in result.skipped:
             log.warning("training skipped %s: %s", skipped["file"], skipped["reason"])
-        ctx.progress("Scoring unlabeled images", 0.99)
+        ctx.progress("Scoring your images for label suggestions", 0.99)
         _prelabel(ws, project, model_id, result.artifact_dir, ctx)
         return {
             "model": model_id,

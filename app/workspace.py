@@ -182,10 +182,11 @@ class Workspace:
     def predict(self, model, files) -> list[dict]:
         """Predictions as the service gives them, one dict per file (``file`` added)."""
         predictor = self._predictor(model)
+        files = [str(f) for f in files]
         results = []
-        for file in files:
-            (prediction,) = predictor.predict([file])
-            results.append({"file": str(file), **prediction})
+        for start in range(0, len(files), 32):
+            chunk = files[start:start + 32]
+            results += [{"file": f, **p} for f, p in zip(chunk, predictor.predict(chunk))]
         return results
 
     def _predictor(self, model):
