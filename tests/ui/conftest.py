@@ -87,10 +87,32 @@ def write_images(folder: Path, counts: dict[str, int], *, size: int = 24, seed: 
     return folder
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def make_images():
     """The :func:`write_images` helper (test modules cannot import conftest with importlib mode)."""
     return write_images
+
+
+@pytest.fixture
+def open_page(qtbot):
+    """``open_page(cls, workspace)``: a shown page kept alive for the test, then stopped cleanly:
+    its background tasks finish, its ``shutdown`` runs and it closes before the workspace does.
+    (Not given to ``qtbot.addWidget``: pytest-qt would delete it before this teardown runs.)"""
+    pages = []
+
+    def make(cls, workspace):
+        page = cls(workspace)
+        pages.append(page)
+        page.show()
+        return page
+
+    yield make
+    for page in pages:
+        qtbot.waitUntil(lambda: not page.tasks.busy, timeout=60000)
+        if hasattr(page, "shutdown"):
+            page.shutdown()
+        page.close()
+        page.deleteLater()
 
 
 @pytest.fixture

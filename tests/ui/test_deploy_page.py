@@ -12,29 +12,16 @@ from PySide6.QtGui import QDropEvent, QGuiApplication
 from modeldesk.app.workspace import Workspace
 from modeldesk.ui.pages.deploy_page import DeployPage, cameras, candidate_words, human_size, top_scores, verdict
 
-COLORS = {"red": (200, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 200)}
-
-
-def make_folder(root, per_class=8, size=64, seed=0):
-    rng = np.random.default_rng(seed)
-    for label, rgb in COLORS.items():
-        (root / label).mkdir(parents=True, exist_ok=True)
-        for i in range(per_class):
-            pixels = np.clip(np.array(rgb) + rng.normal(0, 25, (size, size, 3)), 0, 255).astype(np.uint8)
-            Image.fromarray(pixels).save(root / label / f"{label}_{i}.png")
-    return root
-
-
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tmp_path_factory, make_images):
     """A workspace with project 'colors' and one model trained by the real trainer; a fresh photo."""
     root = tmp_path_factory.mktemp("deploy")
     ws = Workspace(root / "ws")
     ws.create_project("colors", "image-classification")
-    ws.import_data("colors", make_folder(root / "data"))
+    ws.import_data("colors", make_images(root / "data", {"red": 8, "green": 8, "blue": 8}, size=64))
     model = ws.train("colors", "image-classification/fast")["model"]
     photo = root / "new_green.png"
-    Image.fromarray(np.full((80, 80, 3), COLORS["green"], np.uint8)).save(photo)
+    Image.fromarray(np.full((80, 80, 3), (40, 170, 60), np.uint8)).save(photo)
     yield ws, model, photo
     ws.jobs.close()
     ws.close()

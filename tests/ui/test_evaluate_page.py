@@ -2,62 +2,25 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from PIL import Image
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QDesktopServices
 
 from modeldesk.app.workspace import Workspace
 from modeldesk.ui.pages.evaluate_page import EvaluatePage, headline, most_confused, per_class_rows
 
-COLORS = {"red": (200, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 200)}
-
-
-def make_folder(root, per_class=8, size=64, seed=0):
-    rng = np.random.default_rng(seed)
-    for label, rgb in COLORS.items():
-        (root / label).mkdir(parents=True, exist_ok=True)
-        for i in range(per_class):
-            pixels = np.clip(np.array(rgb) + rng.normal(0, 25, (size, size, 3)), 0, 255).astype(np.uint8)
-            Image.fromarray(pixels).save(root / label / f"{label}_{i}.png")
-    return root
-
-
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tmp_path_factory, make_images):
     """A workspace whose project 'colors' has two models trained by the real trainer."""
     root = tmp_path_factory.mktemp("evaluate")
     ws = Workspace(root / "ws")
     ws.create_project("colors", "image-classification")
-    ws.import_data("colors", make_folder(root / "data"))
+    ws.import_data("colors", make_images(root / "data", {"red": 8, "green": 8, "blue": 8}, size=64))
     first = ws.train("colors", "image-classification/fast")["model"]
     second = ws.train("colors", "image-classification/fast")["model"]
     yield ws, first, second
     ws.jobs.close()
     ws.close()
-
-
-@pytest.fixture
-def open_page(qtbot):
-    """``open_page(cls, workspace)``: a shown page kept alive for the test, then stopped cleanly:
-    its background tasks finish, its ``shutdown`` runs and it closes before the workspace does.
-    (Not given to ``qtbot.addWidget``: pytest-qt would delete it before this teardown runs.)"""
-    pages = []
-
-    def make(cls, workspace):
-        page = cls(workspace)
-        pages.append(page)
-        page.show()
-        return page
-
-    yield make
-    for page in pages:
-        qtbot.waitUntil(lambda: not page.tasks.busy, timeout=60000)
-        if hasattr(page, "shutdown"):
-            page.shutdown()
-        page.close()
-        page.deleteLater()
 
 
 def test_plain_words():

@@ -6,15 +6,13 @@ job queue's worker process) -> read the evaluation -> export -> serve -> predict
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 from PIL import Image
-from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtCore import Qt
 
 from modeldesk.ui.main_window import MainWindow
 from modeldesk.ui.pages.data_page import DataPage
@@ -114,84 +112,6 @@ def test_whole_flow_through_the_window(qtbot, ws, show_widget, tmp_path, cleanup
         httpx.get(url + "healthz", timeout=2)
 
 
-class BusyProbe(QObject):
-    """Event-loop gaps, told apart from a machine too loaded to run us.
-
-    A QTimer on the UI thread records every gap between two turns of the event loop, with the UI
-    thread's own CPU time in it; a plain Python thread beats every 2 ms. A gap of more than 100 ms
-    is the UI thread's fault (:meth:`blocked`) when the UI thread was busy (CPU), or when the
-    heartbeat kept beating meanwhile (the UI thread slept or waited: on a lock, a file, a socket).
-    Only a gap the heartbeat shared, with little UI CPU, is the OS not running the process at all.
-    """
-
-    def __init__(self, interval_ms: int = 10):
-        super().__init__()
-        self.gaps: list[tuple[float, float, float]] = []  # (end time, wall ms, UI-thread CPU ms)
-        self.beats: list[float] = []
-        self._stop = threading.Event()
-        self._timer = QTimer(self)
-        self._timer.setInterval(interval_ms)
-        self._timer.timeout.connect(self._tick)
-
-    def __enter__(self):
-        self._stop.clear()
-        self._beater = threading.Thread(target=self._beat, daemon=True)
-        self._beater.start()
-        self._wall, self._cpu = time.perf_counter(), time.thread_time()
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._tick()
-        self._timer.stop()
-        self._stop.set()
-        self._beater.join()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(0.002):
-            self.beats.append(time.perf_counter())
-
-    def _tick(self) -> None:
-        wall, cpu = time.perf_counter(), time.thread_time()
-        self.gaps.append((wall, (wall - self._wall) * 1000, (cpu - self._cpu) * 1000))
-        self._wall, self._cpu = wall, cpu
-
-    def _heartbeat_gap_ms(self, start: float, end: float) -> float:
-        inside = [start] + [t for t in self.beats if start < t < end] + [end]
-        return max(b - a for a, b in zip(inside, inside[1:])) * 1000
-
-    def blocked(self, limit_ms: float = 100) -> list[tuple[float, float]]:
-        """(wall ms, UI CPU ms) of the gaps over ``limit_ms`` that our UI thread caused."""
-        out = []
-        for end, gap, cpu in self.gaps:
-            if gap < limit_ms:
-                continue
-            starved = cpu < limit_ms / 2 and self._heartbeat_gap_ms(end - gap / 1000, end) > gap / 2
-            if not starved:
-                out.append((gap, cpu))
-        return out
-
-    @property
-    def max_gap_ms(self) -> float:
-        return max(gap for _, gap, _ in self.gaps)
-
-
-@pytest.mark.parametrize("block", ["sleep", "busy"])
-def test_the_probe_catches_a_blocked_ui_thread(qtbot, block):
-    def freeze():
-        until = time.perf_counter() + 0.15
-        if block == "sleep":  # waiting (a lock, a file): no CPU, but the UI is frozen all the same
-            time.sleep(0.15)
-        while time.perf_counter() < until:
-            pass
-
-    with BusyProbe() as probe:
-        QTimer.singleShot(50, freeze)
-        qtbot.wait(300)
-    blocked = probe.blocked()
-    assert len(blocked) == 1 and blocked[0][0] >= 140
-
-
 @pytest.mark.slow
 def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, show_widget, tmp_path, latency_probe,
                                                                cleanup_jobs):
@@ -211,7 +131,7 @@ def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, show
     window.show_page("train")
     train = window.page("train")
     qtbot.waitUntil(lambda: train.loaded, timeout=20_000)
-    with latency_probe, BusyProbe() as busy:
+    with latency_probe:
         with qtbot.waitSignal(train.model_trained, timeout=300_000):
             qtbot.mouseClick(train.start_button, Qt.LeftButton)
             qtbot.waitUntil(lambda: train.job_id is not None, timeout=10_000)
@@ -220,8 +140,7 @@ def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, show
         assert ws.jobs.get(train.job_id)["state"] == "done"
     assert data.last_report["added"] == 2000
     assert latency_probe.ticks > 50
-    slow = sorted(((round(g), round(c)) for _, g, c in busy.gaps), reverse=True)[:5]
-    print(f"longest event-loop gaps (wall ms, UI-thread CPU ms): {slow}")
+    print(f"longest event-loop gaps (ms): {sorted(round(g) for g in latency_probe.gaps_ms)[-5:]}")
     # No gap over 100 ms that the UI thread caused (busy, or waiting while the process could run);
     # gaps where the OS ran nothing of ours are a loaded machine, not a frozen window.
-    assert busy.blocked() == [], f"UI thread blocked (wall ms, CPU ms): {busy.blocked()}"
+    assert latency_probe.blocked(100) == [], f"UI thread blocked (wall ms, CPU ms): {latency_probe.blocked(100)}"

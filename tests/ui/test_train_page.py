@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image
 from PySide6.QtCore import Qt
 
 from modeldesk.app.workspace import Workspace
@@ -14,50 +12,20 @@ from modeldesk.ui.pages.train_page import (TrainPage, describe_duration, describ
                                            template_title, training_devices)
 
 FAST = "image-classification/fast"
-COLORS = {"red": (200, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 200)}
-
-
-def make_folder(root, per_class=8, size=64, seed=0, classes=COLORS):
-    """``root/<class>/*.png``: noisy solid-colour images, easy to tell apart."""
-    rng = np.random.default_rng(seed)
-    for label, rgb in classes.items():
-        (root / label).mkdir(parents=True, exist_ok=True)
-        for i in range(per_class):
-            pixels = np.clip(np.array(rgb) + rng.normal(0, 25, (size, size, 3)), 0, 255).astype(np.uint8)
-            Image.fromarray(pixels).save(root / label / f"{label}_{i}.png")
-    return root
-
-
 @pytest.fixture
-def ws(tmp_path):
+def ws(tmp_path, make_images):
     workspace = Workspace(tmp_path / "ws")
     workspace.create_project("colors", "image-classification")
-    workspace.import_data("colors", make_folder(tmp_path / "data"))
+    workspace.import_data("colors", make_images(tmp_path / "data", {"red": 8, "green": 8, "blue": 8}, size=64))
     yield workspace
     workspace.jobs.close(cancel_running=True, timeout=20)
     workspace.close()
 
 
 @pytest.fixture
-def open_page(qtbot, ws):
-    """``open_page(cls, workspace)``: a shown page kept alive for the test, then stopped cleanly:
-    its background tasks finish, its ``shutdown`` runs and it closes before the workspace does.
-    (Not given to ``qtbot.addWidget``: pytest-qt would delete it before this teardown runs.)"""
-    pages = []
-
-    def make(cls, workspace):
-        page = cls(workspace)
-        pages.append(page)
-        page.show()
-        return page
-
-    yield make
-    for page in pages:
-        qtbot.waitUntil(lambda: not page.tasks.busy, timeout=60000)
-        if hasattr(page, "shutdown"):
-            page.shutdown()
-        page.close()
-        page.deleteLater()
+def open_page(ws, open_page):
+    """The shared fixture, set up after ``ws`` so pages close before the workspace does."""
+    return open_page
 
 
 def test_plain_words_for_hardware_and_time():
@@ -91,9 +59,9 @@ def test_cards_show_each_recipe_with_its_estimate_and_the_hardware(qtbot, ws, op
     assert page.selected_template() == "image-classification/accurate"
 
 
-def test_one_class_cannot_train_and_points_to_labeling(qtbot, ws, open_page, tmp_path):
+def test_one_class_cannot_train_and_points_to_labeling(qtbot, ws, open_page, tmp_path, make_images):
     ws.create_project("one", "image-classification")
-    ws.import_data("one", make_folder(tmp_path / "one", classes={"red": COLORS["red"]}))
+    ws.import_data("one", make_images(tmp_path / "one", {"red": 8}, size=64))
     page = open_page(TrainPage, ws)
     page.set_project("one")
     qtbot.waitUntil(lambda: page.loaded, timeout=20000)
