@@ -108,15 +108,7 @@ def classification_report(y_true, proba, labels) -> dict:
         "accuracy": float(tp.sum() / len(y)),
         "macro_f1": float(f1[present].mean()),
         "weighted_f1": float(np.sum(f1 * support) / support.sum()),
-        "per_class": {
-            _key(lab): {
-                "precision": float(precision[i]),
-                "recall": float(recall[i]),
-                "f1": float(f1[i]),
-                "support": int(support[i]),
-            }
-            for i, lab in enumerate(labels)
-        },
+        "per_class": _per_label(labels, precision, recall, f1, support),
         "confusion": confusion.astype(int).tolist(),
         "labels": list(labels),
         "n": int(len(y)),
@@ -191,16 +183,17 @@ def multilabel_report(Y_true, proba, labels, threshold=0.5) -> dict:
         "macro_f1": float(f1.mean()),
         "exact_match": float(np.mean(np.all(P == Y, axis=1))),
         "hamming_accuracy": float(np.mean(P == Y)),
-        "per_label": {
-            _key(lab): {
-                "precision": float(precision[i]),
-                "recall": float(recall[i]),
-                "f1": float(f1[i]),
-                "support": int(support[i]),
-            }
-            for i, lab in enumerate(labels)
-        },
+        "per_label": _per_label(labels, precision, recall, f1, support),
         "labels": list(labels),
         "threshold": float(thr[0]) if np.ndim(threshold) == 0 else [float(t) for t in thr],
         "n": int(Y.shape[0]),
+    }
+
+
+def _per_label(labels, precision, recall, f1, support) -> dict:
+    """{label: {precision, recall, f1, support}} as plain Python numbers."""
+    return {
+        _key(lab): {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
+                    "support": int(support[i])}
+        for i, lab in enumerate(labels)
     }
