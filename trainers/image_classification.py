@@ -19,26 +19,22 @@ from typing import Callable, Sequence
 import numpy as np
 import onnx
 import onnxruntime
-from onnx import helper, numpy_helper
 
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
-from modeldesk.deploy.runtime import create_session
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers import heads
-from modeldesk.trainers.backbones import Backbone, get_backbone
+from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.data import LabeledImage
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
-from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, apply_view, extract_feature_views,
-                                         feature_model, feature_model_path, plan_feature_extraction,
-                                         view_nodes)
+from modeldesk.trainers.features import Cancelled, extract_feature_views, plan_feature_extraction
+from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
 from modeldesk.trainers.templates import Template, get_template
 
 log = logging.getLogger(__name__)
 
-OUTPUT_NAME = "probabilities"
 # Seconds per image and view for feature extraction on a CPU, used before anything was measured.
 DEFAULT_SECONDS_PER_IMAGE = 0.006
 PARITY_TOLERANCE = 1e-4
@@ -109,125 +105,46 @@ class _Features:
         self.samples = samples
         self.by_view = by_view
 
-    def rows(self, indices, views):
-        """(stacked features over views, view count) for sample ``indices``."""
-        return np.concatenate([self.by_view[v][indices] for v in views]), len(views)
+    def views(self, indices, views) -> np.ndarray:
+        """Features of sample ``indices`` as a (n_views, n_samples, dim) array."""
+        return np.stack([self.by_view[v][indices] for v in views])
 
 
-def _predict_views(head, feats: _Features, indices, views) -> np.ndarray:
-    return np.mean([head.predict_proba(feats.by_view[v][indices]) for v in views], axis=0)
-
-
-def _cross_validate(template, params, views, feats, y, train_idx, folds) -> float:
-    scores = []
-    for fit_part, score_part in heads.stratified_folds(y[train_idx], folds, random_state=0):
-        fit_idx, score_idx = train_idx[fit_part], train_idx[score_part]
-        X, n_views = feats.rows(fit_idx, views)
-        head = _make_head(template, params).fit(X, np.tile(y[fit_idx], n_views))
-        proba = _predict_views(head, feats, score_idx, views)
-        scores.append(float((head.classes_[proba.argmax(1)] == y[score_idx]).mean()))
-    return float(np.mean(scores))
+def _fit_views(head, X_views, y, X_val=None, y_val=None):
+    """Fit ``head`` on every view of every sample (and early-stop on every view of the validation ones)."""
+    flat = X_views.reshape(-1, X_views.shape[-1])
+    if X_val is None:
+        return head.fit(flat, np.tile(y, X_views.shape[0]))
+    return head.fit(flat, np.tile(y, X_views.shape[0]), X_val.reshape(-1, X_val.shape[-1]),
+                    np.tile(y_val, X_val.shape[0]))
 
 
 def _search(template, feats, y, train_idx, deadline, report) -> tuple[dict, tuple, list]:
     """Best (head params, views) by cross-validation on the training split; also the trials.
 
-    Two passes: the head parameter grid with the default views, then every other view set with
+    Two stages: the head parameter grid with the default views, then every other view set with
     the best parameters. No new trial starts after ``deadline``; ties keep the earlier (cheaper) one.
     """
     space = {k: v for k, v in template.search_space.items() if k != "views"}
     grid = [dict(zip(space, values)) for values in itertools.product(*space.values())] or [{}]
     views_options = template.candidate_views()
-    total = len(grid) + len(views_options) - 1
-    counts = np.bincount(np.unique(y[train_idx], return_inverse=True)[1])
-    folds = min(template.cv_folds, int(counts.min()))
-    if total == 1 or folds < 2:
+    folds = heads.usable_folds(y[train_idx], template.cv_folds)
+    if len(grid) + len(views_options) == 2 or folds < 2:
         return grid[0], views_options[0], []
-    trials: list = []
 
-    def trial(params, views) -> bool:
-        if trials and time.monotonic() > deadline:
-            log.info("time budget reached after %d of %d hyperparameter trials", len(trials), total)
-            return False
-        score = _cross_validate(template, params, views, feats, y, train_idx, folds)
-        trials.append({"params": dict(params), "views": list(views), "cv_accuracy": score})
-        report(len(trials) / total, {"cv_accuracy": max(t["cv_accuracy"] for t in trials)})
-        return True
+    def score(params):
+        params = dict(params)
+        views = params.pop("views")
+        return heads.cross_val_score(lambda: _make_head(template, params), feats.views(train_idx, views),
+                                     y[train_idx], folds=folds).mean()
 
-    for params in grid:
-        if not trial(params, views_options[0]):
-            break
-    best_params = max(trials, key=lambda t: t["cv_accuracy"])["params"]
-    for views in views_options[1:]:
-        if not trial(best_params, views):
-            break
-    best = max(trials, key=lambda t: t["cv_accuracy"])
-    return best["params"], tuple(best["views"]), trials
-
-
-def build_classifier_graph(backbone: Backbone, template: Template, head, views: Sequence[str],
-                           graph_dir) -> onnx.ModelProto:
-    """One graph: ``image`` (N, 3, S, S) -> views -> backbone -> pooling -> head -> ``probabilities``."""
-    model = feature_model(backbone, template.features, graph_dir)
-    graph = model.graph
-    source = backbone.input_name
-    batch_name = "views/batch"
-    nodes, inits, pieces = [], [], []
-    for view in views:
-        v_nodes, v_inits, out = view_nodes(view, source, f"views/{view}/")
-        nodes += v_nodes
-        inits += v_inits
-        pieces.append(out)
-    if len(views) > 1:
-        nodes.append(helper.make_node("Concat", pieces, [batch_name], name="views/concat", axis=0))
-    else:
-        batch_name = pieces[0]
-    if batch_name != source:
-        for node in graph.node:
-            node.input[:] = [batch_name if name == source else name for name in node.input]
-    head_out = OUTPUT_NAME if len(views) == 1 else "head/probabilities"
-    h_nodes, h_inits = head.to_onnx(FEATURES_OUTPUT, head_out, prefix="head/")
-    tail = []
-    if len(views) > 1:
-        inits.append(numpy_helper.from_array(np.array([len(views), -1, len(head.classes_)], np.int64),
-                                             "views/shape"))
-        tail.append(helper.make_node("Reshape", [head_out, "views/shape"], ["views/stacked"], name="views/reshape"))
-        tail.append(helper.make_node("ReduceMean", ["views/stacked"], [OUTPUT_NAME], name="views/mean",
-                                     axes=[0], keepdims=0))
-    all_nodes = nodes + list(graph.node) + h_nodes + tail
-    del graph.node[:]
-    graph.node.extend(all_nodes)
-    graph.initializer.extend(inits + h_inits)
-    del graph.output[:]
-    graph.output.append(helper.make_tensor_value_info(OUTPUT_NAME, onnx.TensorProto.FLOAT,
-                                                      ["N", len(head.classes_)]))
-    graph.name = "modeldesk_image_classifier"
-    onnx.checker.check_model(model)
-    return model
-
-
-def _check_parity(model: onnx.ModelProto, backbone: Backbone, template: Template, head, feats: _Features,
-                  indices, views, graph_dir) -> tuple[float, float]:
-    """Compare the exported graph with the training path on a few samples, both on the CPU.
-
-    Returns (graph vs head(features recomputed on the CPU), graph vs head(cached features)). The
-    first checks that the graph was put together right and must be ~1e-6; the second also
-    includes numeric differences of the device the features were computed on.
-    """
-    from modeldesk.deploy.preprocess import preprocess_batch
-
-    indices = np.asarray(indices[:4])
-    if not len(indices):
-        return 0.0, 0.0
-    batch = preprocess_batch([feats.samples[i].path for i in indices], backbone.spec)
-    exported = create_session(model.SerializeToString(), device="cpu").run(
-        [OUTPUT_NAME], {backbone.input_name: batch})[0]
-    features = create_session(feature_model_path(backbone, template.features, graph_dir), device="cpu")
-    recomputed = np.mean([head.predict_proba(features.run([FEATURES_OUTPUT], {backbone.input_name:
-                                                                               apply_view(batch, v)})[0])
-                          for v in views], axis=0)
-    cached = _predict_views(head, feats, indices, views)
-    return float(np.abs(exported - recomputed).max()), float(np.abs(exported - cached).max())
+    result = heads.staged_search(
+        [grid, [{"views": views} for views in views_options]], score, start={"views": views_options[0]},
+        deadline=deadline, progress=lambda done, total, best: report(done / total, {"cv_accuracy": best}))
+    trials = [{"params": {k: v for k, v in t["params"].items() if k != "views"},
+               "views": list(t["params"]["views"]), "cv_accuracy": t["score"]} for t in result.trials]
+    params = dict(result.best)
+    return params, tuple(params.pop("views")), trials
 
 
 def _versions() -> dict:
@@ -374,13 +291,11 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
 
     # 3. final head, early stopping on the validation split (0.9 .. 0.95)
     report("Training", 0.9)
-    X, n_views = feats.rows(train_idx, views)
     head = _make_head(template, params)
     if len(val_idx) and len(np.unique(y[val_idx])) > 1:
-        Xv, nv = feats.rows(val_idx, views)
-        head.fit(X, np.tile(y[train_idx], n_views), Xv, np.tile(y[val_idx], nv))
+        _fit_views(head, feats.views(train_idx, views), y[train_idx], feats.views(val_idx, views), y[val_idx])
     else:
-        head.fit(X, np.tile(y[train_idx], n_views))
+        _fit_views(head, feats.views(train_idx, views), y[train_idx])
 
     fits = len(trials) * template.cv_folds + 1 if trials else 1  # trials cut by the budget count less
     CostModel(cache.root).record(HEAD_WORK, "cpu", 1, 1, n_items=_head_units(len(labeled), template.features.dim(backbone), fits),
@@ -392,7 +307,7 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     if not len(eval_idx):
         warnings.append("no validation or test images: the metrics are measured on the training images")
         eval_idx, eval_split = train_idx, "train"
-    eval_proba = _predict_views(head, feats, eval_idx, views)
+    eval_proba = heads.predict_views(head, feats.views(eval_idx, views))
     metrics = classification_report(y[eval_idx], eval_proba, labels)
     metrics["split"] = eval_split
     eval_keys = [feats.samples[i].key for i in eval_idx]
@@ -403,7 +318,8 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     # 5. one graph, checked against the training path, written as an artifact
     report("Exporting", 0.97)
     model = build_classifier_graph(backbone, template, head, views, cache.root / "graphs")
-    parity, vs_cache = _check_parity(model, backbone, template, head, feats, eval_idx, views, cache.root / "graphs")
+    parity, vs_cache = check_parity(model, backbone, template, head, [feats.samples[i].path for i in eval_idx[:4]],
+                                    feats.views(eval_idx[:4], views), views, cache.root / "graphs")
     metrics["export_max_abs_diff"] = parity
     metrics["export_vs_training_features_max_abs_diff"] = vs_cache
     if parity > PARITY_TOLERANCE:
