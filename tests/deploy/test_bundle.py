@@ -80,10 +80,10 @@ def test_bundle_runs_in_a_fresh_venv_without_modeldesk(standin_artifact, deploy_
     python = bundle / ".venv" / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
                     str(bundle / "requirements.txt")], check=True, timeout=600)
-    check = subprocess.run([str(python), "-c", "import modeldesk"], capture_output=True)
-    assert check.returncode != 0  # ModelDesk is really absent
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELDESK_TOKEN")}
+    check = subprocess.run([str(python), "-c", "import modeldesk"], capture_output=True, env=env)
+    assert check.returncode != 0  # ModelDesk is really absent (a PYTHONPATH pointing at a checkout would hide it)
+    port = free_port()
     process = subprocess.Popen([str(python), "server.py", "--port", str(port), "--threads", "1"], cwd=bundle,
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
