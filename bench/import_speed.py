@@ -51,8 +51,11 @@ def time_copy(src: Path, dest: Path) -> tuple[int, float]:
 
 def time_import(src: Path, workspace: Path, task: str) -> tuple[int, float, dict]:
     """Import ``src`` into a fresh workspace; return (files seen, seconds, report)."""
+    from modeldesk.trainers.tasks import get_task
+
+    spec = get_task(task)
     with Store(workspace) as store:
-        project = store.create_project("bench", task)
+        project = store.create_project("bench", task, kind=spec.input_kind, target=spec.target)
         start = time.perf_counter()
         report = import_path(store, project, src)
         seconds = time.perf_counter() - start

@@ -2,7 +2,7 @@
 
 >>> from modeldesk.datasets import Store, import_path, export_project        # doctest: +SKIP
 >>> store = Store(workspace_folder)
->>> project = store.create_project("pets", "image-classification")
+>>> project = store.create_project("pets", "image-classification", kind="image", target="label", kind="image", target="label")
 >>> report = import_path(store, project, "photos/")   # folder-per-class, VOC, COCO, YOLO, CSV, WAV, zip
 >>> store.stats(project)["labels"]
 >>> export_project(store, project, "out/", "folder")
@@ -14,10 +14,9 @@ from .detect import FORMATS, detect_format
 from .exporting import EXPORT_FORMATS, export_project
 from .importing import import_path
 from .items import ImportReport
-from .records import SPLITS, TASK_KIND, TASKS, Box, Project, Sample
+from .records import KINDS, SPLITS, TARGETS, Box, Project, Sample
 from .store import NewSample, Store
 from .verify import MAX_IMAGE_PIXELS
 
-__all__ = ["Box", "EXPORT_FORMATS", "FORMATS", "ImportReport", "MAX_IMAGE_PIXELS", "NewSample", "Project",
-           "SPLITS",
-           "Sample", "Store", "TASKS", "TASK_KIND", "detect_format", "export_project", "import_path"]
+__all__ = ["Box", "EXPORT_FORMATS", "FORMATS", "ImportReport", "KINDS", "MAX_IMAGE_PIXELS", "NewSample",
+           "Project", "SPLITS", "Sample", "Store", "TARGETS", "detect_format", "export_project", "import_path"]

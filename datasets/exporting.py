@@ -67,13 +67,13 @@ def export_project(store: Store, project, out_dir, format: str, *,
     project = store.get_project(project)
     if format not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {format!r}; use one of: {', '.join(EXPORT_FORMATS)}")
-    detection = project.task == "object-detection"
+    detection = project.target == "boxes"
     if format in ("voc", "coco", "yolo") and not detection:
-        raise ValueError(f"{format.upper()} export is for object-detection projects; project "
+        raise ValueError(f"{format.upper()} export is for projects with boxes; project "
                          f"{project.name!r} is {project.task}: use folder or csv")
     if format == "folder" and detection:
-        raise ValueError(f"project {project.name!r} is object-detection: a folder per class cannot hold "
-                         "boxes; use voc, coco, yolo or csv")
+        raise ValueError(f"project {project.name!r} has boxes, which a folder per class cannot hold; "
+                         "use voc, coco, yolo or csv")
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty; export into a new or empty folder")
@@ -141,7 +141,7 @@ def _csv(store, project, out: Path, samples) -> tuple[int, int]:
     if project.kind == "text":
         return _write_text_csv(out, samples)
     namer, count, files = _Namer(), 0, 1
-    detection = project.task == "object-detection"
+    detection = project.target == "boxes"
     with _atomic_open(out / "data.csv") as handle:
         writer = csv.writer(handle)
         writer.writerow(["path", "width", "height", "label", "xmin", "ymin", "xmax", "ymax"] if detection

@@ -20,7 +20,7 @@ from . import archive, coco, csvpaths, csvtext, folders, voc, yolo
 from .detect import FORMATS, scan
 from .items import ImportReport, Item
 from .media import sha256_bytes
-from .records import TASK_KIND, Box, Project
+from .records import Box, Project
 from .store import NewSample, Store
 from .verify import MediaError, media_kind, verify_image, verify_wav
 
@@ -43,26 +43,26 @@ def normalise_text(text: str) -> str:
 
 
 def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> None:
-    kind = TASK_KIND[project.task]
+    kind = project.kind
     what = _FORMAT_NAMES.get(fmt, fmt)
-    if fmt in _DETECTION_FORMATS and project.task != "object-detection":
-        raise ValueError(f"{path} holds {what} object-detection data, but project {project.name!r} is "
-                         f"{project.task}: import it into an object-detection project")
+    if fmt in _DETECTION_FORMATS and project.target != "boxes":
+        raise ValueError(f"{path} holds {what} data with boxes, but project {project.name!r} is "
+                         f"{project.task}: import it into a project that finds objects with boxes")
     if fmt == "csv":
         if media is None and kind != "text":
-            raise ValueError(f"{path} is a CSV text table, but project {project.name!r} is {project.task}: "
-                             "import it into a text-classification project")
+            raise ValueError(f"{path} is a CSV table of texts, but project {project.name!r} is {project.task}, "
+                             f"which holds {kind} files: import a CSV of file paths, or make a text project")
         if media is None or kind == media:
             return
     if kind == "text":
-        raise ValueError(f"{path} holds {media or 'media'} files ({what}), but project {project.name!r} is "
-                         "text-classification, which imports CSV files (text,label)")
+        raise ValueError(f"{path} holds {media or 'media'} files ({what}), but project {project.name!r} "
+                         "holds texts: import CSV files (text,label)")
     if media != kind:
         raise ValueError(f"{path} holds {media or 'no'} files, but project {project.name!r} "
                          f"({project.task}) needs {kind} files")
-    if fmt == "folder" and project.task == "object-detection":
-        raise ValueError(f"{path} is a folder per class, which has no boxes; project {project.name!r} is "
-                         "object-detection: import VOC, COCO or YOLO data, or a flat folder to label")
+    if fmt == "folder" and project.target == "boxes":
+        raise ValueError(f"{path} is a folder per class, which has no boxes; project {project.name!r} "
+                         "finds objects with boxes: import VOC, COCO or YOLO data, or a flat folder to label")
 
 
 def import_path(store: Store, project, path, *, format: str = "auto", text_column: str | None = None,
@@ -106,16 +106,16 @@ def import_path(store: Store, project, path, *, format: str = "auto", text_colum
         media = "image"
     elif fmt in ("folder", "flat") and media is None:
         raise ValueError(f"no supported files found in {path}")
-    nested = format == "auto" and fmt == "folder" and project.task == "object-detection"
+    nested = format == "auto" and fmt == "folder" and project.target == "boxes"
     if nested:  # sub-folders of photos to label with boxes: their names are not classes
         fmt = "flat"
     _check_task(project, fmt, media, path)
     report = ImportReport(format=fmt)
     if nested:
-        report.warn(f"{path}: sub-folder names are not used as labels in an object-detection project; "
+        report.warn(f"{path}: sub-folder names are not used as labels in a project that finds objects; "
                     "the images import without boxes")
-    total, items = _read(path, fmt, report, TASK_KIND[project.task], text_column, label_column,
-                         project.task == "image-multilabel")
+    total, items = _read(path, fmt, report, project.kind, text_column, label_column,
+                         project.target == "tags")
     if total == 0:
         raise ValueError(f"no supported files found in {path}")
     _ingest(store, project, items, total, report, progress, should_stop, on_commit)
@@ -277,8 +277,8 @@ def _clip_boxes(item: Item, width: int, height: int, report: ImportReport) -> li
 
 def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | None, report: ImportReport,
             progress: Progress | None, should_stop, on_commit) -> None:
-    kind = TASK_KIND[project.task]
-    merge = project.task == "image-multilabel"
+    kind = project.kind
+    merge = project.target == "tags"
     batch: list[NewSample] = []
     first_labels: dict[str, tuple] = {}
     conflicts = 0

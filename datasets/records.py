@@ -1,26 +1,19 @@
-"""Plain records the store hands out: projects, samples, boxes, and the list of tasks."""
+"""Plain records the store hands out: projects, samples and boxes.
+
+The data layer keeps no list of tasks. A project records what its task means for data: the kind of
+sample it holds (``KINDS``) and what a sample's target is (``TARGETS``): one label, a set of tags,
+or boxes. The trainers' task registry says which tasks exist.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TASKS = (
-    "image-classification",
-    "image-multilabel",
-    "object-detection",
-    "text-classification",
-    "sound-classification",
-)
-
-#: The kind of sample each task holds.
-TASK_KIND = {
-    "image-classification": "image",
-    "image-multilabel": "image",
-    "object-detection": "image",
-    "text-classification": "text",
-    "sound-classification": "audio",
-}
+#: What a sample is.
+KINDS = ("image", "audio", "text")
+#: What a sample's annotation is: one class label, a set of tags, or labeled boxes.
+TARGETS = ("label", "tags", "boxes")
 
 SPLITS = ("train", "val", "test")
 
@@ -33,11 +26,10 @@ class Project:
     name: str
     task: str
     created: float
-
-    @property
-    def kind(self) -> str:
-        """``"image"``, ``"audio"`` or ``"text"``: what this project's samples are."""
-        return TASK_KIND[self.task]
+    kind: str = "image"
+    """``"image"``, ``"audio"`` or ``"text"``: what this project's samples are."""
+    target: str = "label"
+    """``"label"``, ``"tags"`` or ``"boxes"``: what an annotation of a sample is."""
 
 
 @dataclass(frozen=True)

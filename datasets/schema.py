@@ -69,8 +69,21 @@ CREATE TABLE predictions (
 ) WITHOUT ROWID;
 """
 
+# A project records what its task means for data (input kind and target), so the data layer never
+# needs a list of tasks. The UPDATEs fill rows of the tasks that existed before this version.
+_V2 = """
+ALTER TABLE projects ADD COLUMN kind TEXT NOT NULL DEFAULT 'image'
+    CHECK (kind IN ('image', 'audio', 'text'));
+ALTER TABLE projects ADD COLUMN target TEXT NOT NULL DEFAULT 'label'
+    CHECK (target IN ('label', 'tags', 'boxes'));
+UPDATE projects SET kind = 'text' WHERE task = 'text-classification';
+UPDATE projects SET kind = 'audio' WHERE task = 'sound-classification';
+UPDATE projects SET target = 'tags' WHERE task = 'image-multilabel';
+UPDATE projects SET target = 'boxes' WHERE task = 'object-detection';
+"""
+
 #: One SQL script per version step, applied in order inside one transaction each.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, Sequence
 
 from . import splits as _splits
 from .media import MediaStore
-from .records import SPLITS, TASK_KIND, TASKS, Box, Project, Sample
+from .records import KINDS, SPLITS, TARGETS, Box, Project, Sample
 from .schema import migrate
 from .thumbs import make_thumbnail
 
@@ -58,7 +58,8 @@ class Store:
     Examples
     --------
     >>> store = Store(tmp_path)                                     # doctest: +SKIP
-    >>> project = store.create_project("pets", "image-classification", labels=["cat", "dog"])
+    >>> project = store.create_project("pets", "image-classification", kind="image", target="label", kind="image", target="label",
+    ...                                labels=["cat", "dog"])
     """
 
     def __init__(self, root):
@@ -120,17 +121,26 @@ class Store:
         self.close()
 
     # ------------------------------------------------------------------ projects
-    def create_project(self, name: str, task: str, labels: Iterable[str] = ()) -> Project:
-        """Create a project; ValueError for an unknown task, an empty or a duplicate name."""
+    def create_project(self, name: str, task: str, labels: Iterable[str] = (), *, kind: str,
+                       target: str) -> Project:
+        """Create a project; ValueError for an empty or a duplicate name or an unknown kind/target.
+
+        ``task`` is the task's name (the trainers' registry says which exist); ``kind`` and
+        ``target`` are what it means for data (``KINDS``, ``TARGETS``).
+        """
         name = (name or "").strip()
         if not name:
             raise ValueError("a project needs a name")
-        if task not in TASKS:
-            raise ValueError(f"unknown task {task!r}; choose one of: {', '.join(TASKS)}")
+        if not task:
+            raise ValueError("a project needs a task")
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind of sample {kind!r}; choose one of: {', '.join(KINDS)}")
+        if target not in TARGETS:
+            raise ValueError(f"unknown kind of annotation {target!r}; choose one of: {', '.join(TARGETS)}")
         try:
             with self._write() as conn:
-                cur = conn.execute("INSERT INTO projects(name, task, created) VALUES (?, ?, ?)",
-                                   (name, task, time.time()))
+                cur = conn.execute("INSERT INTO projects(name, task, created, kind, target) "
+                                   "VALUES (?, ?, ?, ?, ?)", (name, task, time.time(), kind, target))
                 project_id = cur.lastrowid
                 for label in labels:
                     self._label_id(conn, project_id, label)
@@ -140,7 +150,7 @@ class Store:
 
     def list_projects(self) -> list[Project]:
         """All projects, oldest first."""
-        rows = self._conn().execute("SELECT id, name, task, created FROM projects ORDER BY id")
+        rows = self._conn().execute("SELECT id, name, task, created, kind, target FROM projects ORDER BY id")
         return [Project(*row) for row in rows]
 
     def get_project(self, name_or_id) -> Project:
@@ -149,10 +159,10 @@ class Store:
             return name_or_id
         conn = self._conn()
         if isinstance(name_or_id, int):
-            row = conn.execute("SELECT id, name, task, created FROM projects WHERE id = ?",
+            row = conn.execute("SELECT id, name, task, created, kind, target FROM projects WHERE id = ?",
                                (name_or_id,)).fetchone()
         else:
-            row = conn.execute("SELECT id, name, task, created FROM projects WHERE name = ?",
+            row = conn.execute("SELECT id, name, task, created, kind, target FROM projects WHERE name = ?",
                                (str(name_or_id),)).fetchone()
         if row is None:
             known = ", ".join(p.name for p in self.list_projects()) or "none yet"
@@ -510,7 +520,7 @@ class Store:
             "WHERE b.sample_id = s.id))", (pid,)).fetchone()[0]
         boxes = conn.execute("SELECT COUNT(*) FROM boxes b JOIN samples s ON s.id = b.sample_id "
                              "WHERE s.project_id = ?", (pid,)).fetchone()[0]
-        if project.task == "object-detection":
+        if project.target == "boxes":
             label_sql = ("SELECT l.name, COUNT(b.id) FROM labels l LEFT JOIN boxes b ON b.label_id = l.id "
                          "WHERE l.project_id = ? GROUP BY l.id ORDER BY l.name")
         else:
@@ -635,4 +645,4 @@ def _clean_label(name) -> str:
     return name
 
 
-__all__ = ["Store", "NewSample", "TASKS", "TASK_KIND"]
+__all__ = ["Store", "NewSample"]

@@ -46,7 +46,7 @@ def test_broken_images_are_reported_and_the_rest_imports(store, tmp_path, make_i
     assert len(bomb) < 200
     write(root / "cat" / "bomb.png", bomb)
     write(root / "cat" / "huge.png", _png_header_only(10_000, 9_000))  # over 80 MP, under Pillow's limit
-    project = store.create_project("p", "image-classification")
+    project = store.create_project("p", "image-classification", kind="image", target="label")
     report = import_path(store, project, root)
     assert report.added == 2
     reasons = _reasons(report)
@@ -70,7 +70,7 @@ def test_zip_with_escaping_paths_writes_nothing_outside(store, tmp_path, gen):
         zf.writestr(link, "/etc/passwd")
         zf.writestr("good/a.jpg", gen.jpeg(color=(4, 4, 4)))
         zf.writestr("good/b.jpg", gen.jpeg(color=(5, 5, 5)))
-    project = store.create_project("p", "image-classification")
+    project = store.create_project("p", "image-classification", kind="image", target="label")
     report = import_path(store, project, archive_path)
     assert report.added == 2 and report.labels == {"good": 2}
     reasons = _reasons(report)
@@ -89,7 +89,7 @@ def test_zip_bomb_is_stopped(store, tmp_path, monkeypatch):
         zf.writestr("a/zeros.jpg", b"\0" * 2_000_000)
     assert archive_path.stat().st_size < 20_000
     monkeypatch.setattr(archive, "MAX_UNPACKED_BYTES", 1_000_000)
-    project = store.create_project("p", "image-classification")
+    project = store.create_project("p", "image-classification", kind="image", target="label")
     with pytest.raises(ValueError, match="zip bomb"):
         import_path(store, project, archive_path)
     assert not any((store.root / "tmp").iterdir())
@@ -104,7 +104,7 @@ def test_voc_boxes_outside_the_image_are_clipped_or_dropped(store, tmp_path, wri
                                      ("flat", 20, 20, 20, 40), ("away", 150, 10, 200, 20)])
     write(tmp_path / "v" / "a.xml", f"<annotation><filename>a.jpg</filename>{objects}</annotation>")
     write(tmp_path / "v" / "b.xml", "<annotation><object><name>x</name>")  # malformed XML
-    project = store.create_project("p", "object-detection")
+    project = store.create_project("p", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, tmp_path / "v")
     assert (report.added, report.boxes, report.boxes_clipped, report.boxes_dropped) == (1, 2, 1, 2)
     boxes = {b.label: (b.x0, b.y0, b.x1, b.y1) for b in store.samples(project)[0].boxes}
@@ -120,7 +120,7 @@ def test_coco_referencing_missing_images(store, tmp_path, write, gen):
                    {"id": 3, "file_name": "also/gone.png"}],
         "annotations": [{"id": 1, "image_id": 2, "category_id": 1, "bbox": [0, 0, 5, 5]}],
         "categories": [{"id": 1, "name": "x"}]}))
-    project = store.create_project("p", "object-detection")
+    project = store.create_project("p", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, tmp_path / "c")
     assert report.added == 1
     reasons = _reasons(report)
@@ -130,7 +130,7 @@ def test_coco_referencing_missing_images(store, tmp_path, write, gen):
 
 def test_csv_without_the_needed_columns_lists_them(store, tmp_path, write):
     path = write(tmp_path / "t.csv", "foo,bar\n1,2\n")
-    project = store.create_project("t", "text-classification")
+    project = store.create_project("t", "text-classification", kind="text", target="label")
     with pytest.raises(ValueError, match=r"t\.csv.*columns are: 'foo', 'bar'"):
         import_path(store, project, path)
     with pytest.raises(ValueError, match="no column 'kind'"):
@@ -140,7 +140,7 @@ def test_csv_without_the_needed_columns_lists_them(store, tmp_path, write):
 def test_csv_in_gbk_imports_with_a_warning(store, tmp_path):
     path = tmp_path / "gbk.csv"
     path.write_bytes("text,label\n味道很好,1\n送餐太慢了,0\n".encode("gbk"))
-    project = store.create_project("t", "text-classification")
+    project = store.create_project("t", "text-classification", kind="text", target="label")
     report = import_path(store, project, path)
     assert report.added == 2
     assert sorted(s.text for s in store.samples(project)) == ["味道很好", "送餐太慢了"]
@@ -148,7 +148,7 @@ def test_csv_in_gbk_imports_with_a_warning(store, tmp_path):
 
 
 def test_binary_or_undecodable_csv_is_refused(store, tmp_path):
-    project = store.create_project("t", "text-classification")
+    project = store.create_project("t", "text-classification", kind="text", target="label")
     binary = tmp_path / "data.csv"
     binary.write_bytes(bytes(range(256)) * 4)
     with pytest.raises(ValueError, match="data.csv is not a text file"):
@@ -160,7 +160,7 @@ def test_binary_or_undecodable_csv_is_refused(store, tmp_path):
 
 
 def test_empty_folder_and_missing_path(store, tmp_path, write):
-    project = store.create_project("p", "image-classification")
+    project = store.create_project("p", "image-classification", kind="image", target="label")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no supported files found in .*empty"):
         import_path(store, project, tmp_path / "empty")
@@ -174,17 +174,17 @@ def test_empty_folder_and_missing_path(store, tmp_path, write):
 def test_task_that_does_not_match_the_data(store, tmp_path, write, make_images, gen):
     write(tmp_path / "v" / "a.jpg", gen.jpeg())
     write(tmp_path / "v" / "a.xml", "<annotation><filename>a.jpg</filename></annotation>")
-    text = store.create_project("t", "text-classification")
-    with pytest.raises(ValueError, match="object-detection data.*text-classification"):
+    text = store.create_project("t", "text-classification", kind="text", target="label")
+    with pytest.raises(ValueError, match="data with boxes.*text-classification"):
         import_path(store, text, tmp_path / "v")
     make_images(tmp_path / "imgs", {"a": 1})
     with pytest.raises(ValueError, match="CSV"):
         import_path(store, text, tmp_path / "imgs")
-    sound = store.create_project("s", "sound-classification")
+    sound = store.create_project("s", "sound-classification", kind="audio", target="label")
     with pytest.raises(ValueError, match="needs audio files"):
         import_path(store, sound, tmp_path / "imgs")
-    images = store.create_project("i", "image-classification")
-    with pytest.raises(ValueError, match="text-classification project"):
+    images = store.create_project("i", "image-classification", kind="image", target="label")
+    with pytest.raises(ValueError, match="CSV table of texts.*make a text project"):
         import_path(store, images, write(tmp_path / "t.csv", "text,label\na,b\n"))
     assert store.stats(text)["samples"] == store.stats(images)["samples"] == 0
 
@@ -193,7 +193,7 @@ def test_truncated_and_fake_wav(store, tmp_path, write, gen):
     write(tmp_path / "a" / "x" / "ok.wav", gen.wav())
     write(tmp_path / "a" / "x" / "cut.wav", gen.wav(4000)[:3000])
     write(tmp_path / "a" / "x" / "fake.wav", "not audio")
-    project = store.create_project("s", "sound-classification")
+    project = store.create_project("s", "sound-classification", kind="audio", target="label")
     report = import_path(store, project, tmp_path / "a")
     reasons = _reasons(report)
     assert report.added == 1 and "truncated" in reasons["x/cut.wav"] and "WAV" in reasons["x/fake.wav"]

@@ -15,7 +15,7 @@ def test_folder_per_class_and_duplicates(store, tmp_path, make_images, write):
     make_images(root, {"cat": 3, "dog": 2})
     write(root / "dog" / "copy.jpg", (root / "cat" / "cat_0.jpg").read_bytes())  # same bytes again
     write(root / "notes.txt", "hello")
-    project = store.create_project("pets", "image-classification")
+    project = store.create_project("pets", "image-classification", kind="image", target="label")
     report = import_path(store, project, root)
     assert (report.format, report.added, report.duplicates) == ("folder", 5, 1)
     assert report.labels == {"cat": 3, "dog": 2}
@@ -33,7 +33,7 @@ def test_multilabel_folder_merges_tags_of_the_same_file(store, tmp_path, write, 
     write(tmp_path / "d" / "beach" / "a.jpg", data)
     write(tmp_path / "d" / "sunset" / "a.jpg", data)
     write(tmp_path / "d" / "sunset" / "b.jpg", gen.jpeg(color=(9, 9, 9)))
-    project = store.create_project("tags", "image-multilabel")
+    project = store.create_project("tags", "image-multilabel", kind="image", target="tags")
     import_path(store, project, tmp_path / "d")
     assert sorted(s.labels for s in store.samples(project)) == [["beach", "sunset"], ["sunset"]]
 
@@ -41,7 +41,7 @@ def test_multilabel_folder_merges_tags_of_the_same_file(store, tmp_path, write, 
 def test_flat_folder_single_file_and_png_named_jpg(store, tmp_path, write, gen):
     write(tmp_path / "flat" / "one.jpg", gen.jpeg())
     write(tmp_path / "flat" / "two.jpg", gen.png())  # really a PNG
-    project = store.create_project("p", "object-detection")
+    project = store.create_project("p", "object-detection", kind="image", target="boxes")
     assert detect_format(tmp_path / "flat") == "flat"
     report = import_path(store, project, tmp_path / "flat")
     assert report.added == 2 and store.stats(project)["labeled"] == 0
@@ -58,7 +58,7 @@ def test_voc_annotations_jpegimages_layout(store, tmp_path, write, gen):
           "</bndbox></object><object><name>dog</name><bndbox><xmin>1.5</xmin><ymin>2</ymin><xmax>99</xmax>"
           "<ymax>79</ymax></bndbox></object></annotation>")
     assert detect_format(tmp_path / "voc") == "voc"
-    project = store.create_project("det", "object-detection")
+    project = store.create_project("det", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, tmp_path / "voc")
     assert (report.added, report.boxes, report.labels) == (1, 2, {"cat": 1, "dog": 1})
     boxes = store.samples(project)[0].boxes
@@ -74,7 +74,7 @@ def test_coco_with_images_folder(store, tmp_path, write, gen):
         "annotations": [{"id": 1, "image_id": 7, "category_id": 3, "bbox": [4.5, 6, 20, 10]}],
         "categories": [{"id": 3, "name": "bird"}]}))
     assert detect_format(tmp_path / "c") == "coco"
-    project = store.create_project("det", "object-detection")
+    project = store.create_project("det", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, tmp_path / "c")
     assert (report.added, report.boxes) == (2, 1)
     sample = store.samples(project, label="bird")[0]
@@ -95,7 +95,7 @@ def test_yolo_data_yaml_forms(store, tmp_path, write, names, gen):
     write(root / "labels" / "train" / "a.txt", "1 0.5 0.5 0.2 0.4\n0 0.1 0.1 0.1 0.1\n")
     write(root / "images" / "train" / "b.jpg", gen.jpeg(100, 50, color=(0, 50, 0)))  # no label file
     assert detect_format(root) == "yolo"
-    project = store.create_project("det", "object-detection")
+    project = store.create_project("det", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, root)
     assert (report.added, report.boxes) == (2, 2)
     boxes = {b.label: b for b in store.samples(project, label="dog")[0].boxes}
@@ -115,7 +115,7 @@ def test_yolo_with_classes_txt_beside_images(store, tmp_path, write, gen):
     write(root / "classes.txt", "person\ncar\n")
     write(root / "p.jpg", gen.jpeg(40, 40))
     write(root / "p.txt", "1 0.5 0.5 0.5 0.5\n")
-    project = store.create_project("det", "object-detection")
+    project = store.create_project("det", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, root)
     assert report.format == "yolo" and report.labels == {"car": 1}
     box = store.samples(project)[0].boxes[0]
@@ -126,7 +126,7 @@ def test_csv_semicolon_custom_columns_and_bom(store, tmp_path):
     path = tmp_path / "t.csv"
     path.write_bytes("\ufeffid;Sentence;Mood\n1;good food;pos\n2;\"cold, late\";neg\n3;  good   food ;pos\n"
                      .encode("utf-8"))
-    project = store.create_project("t", "text-classification")
+    project = store.create_project("t", "text-classification", kind="text", target="label")
     report = import_path(store, project, path, text_column="sentence", label_column="mood")
     assert (report.added, report.duplicates) == (2, 1)  # whitespace-normalised duplicate merged
     assert sorted(s.text for s in store.samples(project)) == ["cold, late", "good food"]
@@ -136,7 +136,7 @@ def test_csv_semicolon_custom_columns_and_bom(store, tmp_path):
 def test_csv_default_columns_and_folder_of_tables(store, tmp_path, write):
     write(tmp_path / "texts" / "a.csv", "text,label\nhello,greet\n")
     write(tmp_path / "texts" / "b.tsv", "content\tcategory\nbye\tleave\n")
-    project = store.create_project("t", "text-classification")
+    project = store.create_project("t", "text-classification", kind="text", target="label")
     assert detect_format(tmp_path / "texts") == "csv"
     assert import_path(store, project, tmp_path / "texts").labels == {"greet": 1, "leave": 1}
 
@@ -145,7 +145,7 @@ def test_audio_folder_and_compressed_audio_refused(store, tmp_path, write, gen):
     write(tmp_path / "a" / "yes" / "1.wav", gen.wav(1600))
     write(tmp_path / "a" / "no" / "2.wav", gen.wav(800, rate=16000))
     write(tmp_path / "a" / "no" / "3.mp3", b"ID3\x03fake mp3")
-    project = store.create_project("s", "sound-classification")
+    project = store.create_project("s", "sound-classification", kind="audio", target="label")
     report = import_path(store, project, tmp_path / "a")
     assert report.added == 2
     assert report.failed[0]["file"] == "no/3.mp3" and "convert" in report.failed[0]["reason"]
@@ -160,11 +160,11 @@ def test_zip_of_a_dataset_folder(store, tmp_path, make_images):
         for path in sorted((tmp_path / "src").rglob("*.jpg")):
             zf.write(path, path.relative_to(tmp_path / "src").as_posix())
     assert detect_format(archive) == "zip"
-    project = store.create_project("pets", "image-classification")
+    project = store.create_project("pets", "image-classification", kind="image", target="label")
     report = import_path(store, project, archive)
     assert report.format == "zip/folder" and report.labels == {"cat": 2, "dog": 2}
     assert not any((store.root / "tmp").iterdir())  # the extraction folder is gone
-    explicit = store.create_project("explicit", "image-classification")
+    explicit = store.create_project("explicit", "image-classification", kind="image", target="label")
     assert import_path(store, explicit, archive, format="folder").format == "zip/folder"
     with pytest.raises(ValueError, match="not a zip archive"):
         import_path(store, explicit, tmp_path / "src" / "dataset", format="zip")
@@ -172,7 +172,7 @@ def test_zip_of_a_dataset_folder(store, tmp_path, make_images):
 
 def test_progress_and_stop(store, tmp_path, make_images):
     make_images(tmp_path / "d", {"": 30})
-    project = store.create_project("p", "image-classification")
+    project = store.create_project("p", "image-classification", kind="image", target="label")
     calls, committed = [], []
     report = import_path(store, project, tmp_path / "d", progress=lambda d, t, f: calls.append((d, t)),
                          on_commit=lambda r: committed.append(r.added))
@@ -185,7 +185,7 @@ def test_progress_and_stop(store, tmp_path, make_images):
 
 def test_thumbnail_is_cached_and_small(store, tmp_path, write, gen):
     write(tmp_path / "big.jpg", gen.jpeg(800, 400))
-    project = store.create_project("p", "image-classification")
+    project = store.create_project("p", "image-classification", kind="image", target="label")
     import_path(store, project, tmp_path / "big.jpg")
     sid = store.sample_ids(project)[0]
     thumb = store.thumbnail(sid, size=64)

@@ -9,7 +9,7 @@ from modeldesk.datasets import detect_format, import_path
 def test_sign_digits_folder_per_class_with_labels_csv(store, benchdata):
     root = benchdata / "sign_digits"
     assert detect_format(root) == "folder"  # labels.csv beside the class folders does not confuse it
-    project = store.create_project("signs", "image-classification")
+    project = store.create_project("signs", "image-classification", kind="image", target="label")
     report = import_path(store, project, root)
     with open(root / "labels.csv", newline="") as handle:
         expected = Counter(row["label"] for row in csv.DictReader(handle))
@@ -22,7 +22,7 @@ def test_sign_digits_folder_per_class_with_labels_csv(store, benchdata):
 
 
 def test_raccoon_voc(store, benchdata):
-    project = store.create_project("raccoons", "object-detection")
+    project = store.create_project("raccoons", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, benchdata / "raccoon_voc")
     assert report.format == "voc" and report.added == 103 and report.boxes == 112 and not report.failed
     assert store.stats(project)["boxes"] == 112
@@ -35,7 +35,7 @@ def test_raccoon_voc(store, benchdata):
 
 
 def test_fsdd_audio(store, benchdata):
-    project = store.create_project("digits", "sound-classification")
+    project = store.create_project("digits", "sound-classification", kind="audio", target="label")
     report = import_path(store, project, benchdata / "fsdd_audio")
     assert report.added == 1493 and not report.failed
     stats = store.stats(project)
@@ -46,7 +46,7 @@ def test_fsdd_audio(store, benchdata):
 
 def test_text_sets_merge_duplicate_texts(store, benchdata):
     for name, labels in (("waimai10k_zh", {"0", "1"}), ("sms_spam_en", {"ham", "spam"})):
-        project = store.create_project(name, "text-classification")
+        project = store.create_project(name, "text-classification", kind="text", target="label")
         report = import_path(store, project, benchdata / name / "data.csv")
         with open(benchdata / name / "data.csv", encoding="utf-8", newline="") as handle:
             rows = sum(1 for _ in csv.DictReader(handle))

@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent("""
     from modeldesk.datasets import Store, import_path, importing
     importing.BATCH_SIZE = 20  # many small batches, so the kill lands mid-import
     store = Store(sys.argv[1])
-    project = store.create_project("p", "image-classification")
+    project = store.create_project("p", "image-classification", kind="image", target="label")
 
     def slow():  # polled before every file: keep the import running for a while
         time.sleep(0.003)

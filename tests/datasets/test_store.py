@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from modeldesk.datasets import TASKS, Box, NewSample, Store
+from modeldesk.datasets import Box, NewSample, Store
 from modeldesk.datasets.media import sha256_bytes
 from modeldesk.datasets.schema import SCHEMA_VERSION
 
@@ -20,15 +20,17 @@ def _add(store, project, n, labels=None, kind="text"):
 
 
 def test_projects_create_list_get_delete(store):
-    p = store.create_project("pets", "image-classification", labels=["cat", "dog"])
+    p = store.create_project("pets", "image-classification", kind="image", target="label", labels=["cat", "dog"])
     assert p.task == "image-classification" and p.kind == "image"
     assert store.get_project("pets") == p == store.get_project(p.id)
     assert [q.name for q in store.list_projects()] == ["pets"]
     assert store.labels("pets") == ["cat", "dog"]
     with pytest.raises(ValueError, match="already exists"):
-        store.create_project("pets", "image-classification")
-    with pytest.raises(ValueError, match="unknown task"):
-        store.create_project("x", "regression")
+        store.create_project("pets", "image-classification", kind="image", target="label")
+    with pytest.raises(ValueError, match="unknown kind of sample"):
+        store.create_project("x", "regression", kind="table", target="label")
+    with pytest.raises(ValueError, match="unknown kind of annotation"):
+        store.create_project("x", "regression", kind="image", target="number")
     with pytest.raises(KeyError, match="no project named 'nope'"):
         store.get_project("nope")
     store.delete_project("pets")
@@ -46,7 +48,7 @@ def test_schema_version_wal_and_foreign_keys(store):
 
 def test_reopen_keeps_data(tmp_path):
     with Store(tmp_path) as s:
-        p = s.create_project("t", "text-classification")
+        p = s.create_project("t", "text-classification", kind="text", target="label")
         _add(s, p, 3, ["a"])
     with Store(tmp_path) as s:
         assert s.stats("t")["samples"] == 3
@@ -62,7 +64,7 @@ def test_newer_schema_is_refused(tmp_path):
 
 
 def test_labels_rename_merge_delete(store):
-    p = store.create_project("t", "text-classification")
+    p = store.create_project("t", "text-classification", kind="text", target="label")
     a, b, c = _add(store, p, 3, ["Dog", "dog", "cat"])
     store.rename_label(p, "Dog", "dog")  # merge into the existing label
     assert store.labels(p) == ["cat", "dog"]
@@ -77,7 +79,7 @@ def test_labels_rename_merge_delete(store):
 
 
 def test_samples_filters_and_paging(store):
-    p = store.create_project("t", "text-classification")
+    p = store.create_project("t", "text-classification", kind="text", target="label")
     ids = _add(store, p, 10, ["a", "b"])
     store.set_label(ids[0], None)
     assert store.sample_ids(p) == ids
@@ -94,14 +96,14 @@ def test_samples_filters_and_paging(store):
 
 
 def test_duplicates_are_not_inserted_twice(store):
-    p = store.create_project("t", "text-classification")
+    p = store.create_project("t", "text-classification", kind="text", target="label")
     item = NewSample(kind="text", content_hash="h" * 64, source="x", text="x", labels=["a"])
     assert store.add_samples(p, [item, item])[1][1] is False
     assert store.stats(p)["samples"] == 1
 
 
 def test_set_label_assigns_a_split_and_set_tags_and_boxes(store):
-    p = store.create_project("t", "text-classification")
+    p = store.create_project("t", "text-classification", kind="text", target="label")
     (sid,) = _add(store, p, 1)
     assert store.get_sample(sid).split is None
     store.set_label(sid, "new-label")
@@ -110,7 +112,7 @@ def test_set_label_assigns_a_split_and_set_tags_and_boxes(store):
     assert "new-label" in store.labels(p)
     store.set_tags(sid, ["x", "y", "x"])
     assert store.get_sample(sid).labels == ["x", "y"]
-    d = store.create_project("d", "object-detection")
+    d = store.create_project("d", "object-detection", kind="image", target="boxes")
     (bid,) = _add(store, d, 1, kind="image")
     store.set_boxes(bid, [Box("car", 1, 2, 30, 40), Box("person", 5, 5, 6, 9)])
     got = store.get_sample(bid)
@@ -122,7 +124,7 @@ def test_set_label_assigns_a_split_and_set_tags_and_boxes(store):
 
 
 def test_stats_keys(store):
-    p = store.create_project("t", "text-classification", labels=["unused"])
+    p = store.create_project("t", "text-classification", kind="text", target="label", labels=["unused"])
     _add(store, p, 4, ["a"])
     stats = store.stats(p)
     assert {"samples", "labeled", "labels", "boxes", "splits"} <= set(stats)
@@ -133,7 +135,7 @@ def test_stats_keys(store):
 def test_splits_are_stratified_deterministic_and_stable(tmp_path):
     def run(root, n):
         with Store(root) as s:
-            p = s.create_project("t", "text-classification")
+            p = s.create_project("t", "text-classification", kind="text", target="label")
             _add(s, p, n, ["a", "a", "a", "b"])
             s.assign_splits(p)
             return {x.content_hash: x.split for x in s.samples(p)}, s
@@ -156,14 +158,14 @@ def test_splits_are_stratified_deterministic_and_stable(tmp_path):
 
 
 def test_first_sample_of_a_class_goes_to_train(store):
-    p = store.create_project("t", "text-classification")
+    p = store.create_project("t", "text-classification", kind="text", target="label")
     _add(store, p, 3, ["a", "b", "c"])
     store.assign_splits(p)
     assert {s.split for s in store.samples(p)} == {"train"}
 
 
 def test_models_and_predictions(store):
-    p = store.create_project("t", "text-classification")
+    p = store.create_project("t", "text-classification", kind="text", target="label")
     ids = _add(store, p, 2, ["a"])
     store.add_model(p, "m1", "/models/m1.onnx", "text-fast", {"accuracy": 0.9})
     assert store.get_model("m1")["metrics"] == {"accuracy": 0.9}
@@ -178,7 +180,7 @@ def test_models_and_predictions(store):
 
 
 def test_reads_from_other_threads_while_writing(store):
-    p = store.create_project("t", "text-classification")
+    p = store.create_project("t", "text-classification", kind="text", target="label")
     errors, seen = [], []
 
     def reader():
@@ -200,13 +202,8 @@ def test_reads_from_other_threads_while_writing(store):
     assert seen and all(n % 20 == 0 for n in seen)  # readers only ever see whole batches
 
 
-def test_tasks_tuple():
-    assert TASKS == ("image-classification", "image-multilabel", "object-detection",
-                     "text-classification", "sound-classification")
-
-
 def test_cleanup_removes_leftovers_of_killed_work_only_when_old(store):
-    p = store.create_project("t", "image-classification")
+    p = store.create_project("t", "image-classification", kind="image", target="label")
     kept_hash, kept = store.media.put(b"kept", ".jpg")
     store.add_samples(p, [NewSample(kind="image", content_hash=kept_hash, source="k", ext=".jpg")])
     _, orphan = store.media.put(b"orphan", ".jpg")
@@ -233,7 +230,7 @@ def test_labelling_one_by_one_splits_like_a_bulk_assignment(tmp_path):
     results = []
     for one_by_one in (True, False):
         with Store(tmp_path / str(one_by_one)) as s:
-            p = s.create_project("t", "text-classification")
+            p = s.create_project("t", "text-classification", kind="text", target="label")
             ids = _add(s, p, 60)
             order = sorted(s.samples(p), key=lambda x: x.content_hash)
             for i, sample in enumerate(order):
@@ -255,10 +252,30 @@ def test_ids_for_hashes_maps_only_the_projects_samples(tmp_path):
     from modeldesk.datasets import NewSample, Store
 
     store = Store(tmp_path)
-    one = store.create_project("one", "text-classification")
-    two = store.create_project("two", "text-classification")
+    one = store.create_project("one", "text-classification", kind="text", target="label")
+    two = store.create_project("two", "text-classification", kind="text", target="label")
     store.add_samples(one, [NewSample(kind="text", content_hash="a" * 64, text="hello", source="x")])
     store.add_samples(two, [NewSample(kind="text", content_hash="b" * 64, text="world", source="y")])
     (sample,) = store.samples(one)
     assert store.ids_for_hashes(one, ["a" * 64, "b" * 64, "c" * 64]) == {"a" * 64: sample.id}
     store.close()
+
+
+def test_version_1_workspace_migrates_task_data_into_projects(tmp_path):
+    """A workspace from before projects recorded kind and target gets both from its task."""
+    import sqlite3
+
+    from modeldesk.datasets.schema import MIGRATIONS
+
+    conn = sqlite3.connect(tmp_path / "workspace.db")
+    conn.executescript(MIGRATIONS[0])
+    conn.executemany("INSERT INTO projects(name, task, created) VALUES (?, ?, 0)",
+                     [("boxes", "object-detection"), ("clips", "sound-classification"),
+                      ("tags", "image-multilabel"), ("texts", "text-classification")])
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with Store(tmp_path) as store:
+        found = {p.name: (p.kind, p.target) for p in store.list_projects()}
+    assert found == {"boxes": ("image", "boxes"), "clips": ("audio", "label"),
+                     "tags": ("image", "tags"), "texts": ("text", "label")}
