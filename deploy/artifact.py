@@ -1,7 +1,8 @@
 """The model artifact: a directory holding ``model.onnx`` (one graph) and ``model.json`` (the card).
 
-The card says how to feed the graph (``preprocessing``, an ImageSpec dict), what its outputs mean
-(``labels``) and where it came from (``template``, ``metrics``, ``versions``, ``created``). Every other
+The card says how to feed the graph (``preprocessing``, whose ``kind`` names the input, e.g. an
+ImageSpec dict), what its outputs mean (``target``: ``"label"``, ``"tags"``...; ``labels``) and where it
+came from (``template``, ``metrics``, ``versions``, ``created``). Every other
 part of ModelDesk (trainers, the predictor, export, compression, the service, the bundle) reads and
 writes artifacts only through this module.
 """
@@ -21,12 +22,13 @@ from .preprocess import ImageSpec
 
 MODEL_FILE = "model.onnx"
 CARD_FILE = "model.json"
-TASK = "image-classification"
 REQUIRED_KEYS = ("id", "task", "labels", "preprocessing")
 
 
 class ArtifactError(ValueError):
     """A path is not a usable model artifact; the message says why."""
+
+    user_error = True
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,18 @@ class ModelArtifact:
 
     @property
     def spec(self) -> ImageSpec:
+        """The image preprocessing (image models only)."""
         return ImageSpec.from_dict(self.card["preprocessing"])
+
+    @property
+    def input_kind(self) -> str:
+        """What the model takes: ``"image"``, ``"text"``, ``"audio"``."""
+        return self.card["preprocessing"].get("kind", "image")
+
+    @property
+    def target(self) -> str:
+        """What the model predicts: ``"label"``, ``"tags"``, ``"boxes"``."""
+        return self.card.get("target", "label")
 
     @property
     def input_name(self) -> str:
@@ -78,7 +91,8 @@ def new_model_id() -> str:
 def _complete_card(card: dict) -> dict:
     card = dict(card)
     card.setdefault("id", new_model_id())
-    card.setdefault("task", TASK)
+    card.setdefault("task", "image-classification")
+    card.setdefault("target", "label")
     card.setdefault("preprocessing", ImageSpec().to_dict())
     card.setdefault("template", None)
     card.setdefault("metrics", {})
@@ -154,6 +168,14 @@ def load_artifact(path) -> ModelArtifact:
     absent = [key for key in REQUIRED_KEYS if key not in card]
     if absent:
         raise ArtifactError(f"{path / CARD_FILE}: the model card lacks {', '.join(absent)}")
-    if card["task"] != TASK:
-        raise ArtifactError(f"{path}: task {card['task']!r} is not supported here (only {TASK})")
+    from .inputs import INPUT_KINDS, OUTPUT_KINDS
+
+    kind = (card["preprocessing"] or {}).get("kind", "image") if isinstance(card["preprocessing"], dict) else None
+    if kind not in INPUT_KINDS:
+        raise ArtifactError(f"{path}: this model takes {kind!r} inputs, which this version of the app "
+                            f"cannot read (it reads {', '.join(INPUT_KINDS)})")
+    target = card.get("target", "label")
+    if target not in OUTPUT_KINDS:
+        raise ArtifactError(f"{path}: this model predicts {target!r}, which this version of the app "
+                            f"cannot read (it reads {', '.join(OUTPUT_KINDS)})")
     return ModelArtifact(path=path, card=card)

@@ -21,8 +21,15 @@ HERE = Path(__file__).parent
 TEMPLATE = HERE / "bundle_template"
 PACKAGE = "modeldesk_server"
 # The service's code path, copied verbatim: these import only each other, numpy, Pillow,
-# onnxruntime and starlette.
-MODULES = ("preprocess.py", "runtime.py", "artifact.py", "predictor.py", "service.py")
+# onnxruntime and starlette. The input and output modules come from the inputs registry.
+MODULES = ("preprocess.py", "runtime.py", "artifact.py", "inputs.py", "predictor.py", "service.py")
+
+
+def bundled_modules() -> list[str]:
+    """Every deploy module the bundle's service needs, inputs and outputs of every kind included."""
+    from .inputs import modules
+
+    return list(MODULES) + [name for name in modules() if name not in MODULES]
 REQUIREMENTS = ("numpy", "Pillow", "onnxruntime", "starlette", "uvicorn", "python-multipart")
 
 
@@ -46,7 +53,7 @@ def _write_tree(root: Path, artifact: ModelArtifact) -> None:
     (package / "__init__.py").write_text(
         '"""Serving code copied from ModelDesk\'s deploy package (same code paths as the app)."""\n',
         encoding="utf-8")
-    for name in MODULES:
+    for name in bundled_modules():
         shutil.copy2(HERE / name, package / name)
     for path in (HERE / "static").iterdir():
         if path.is_file():
@@ -60,7 +67,7 @@ def _write_tree(root: Path, artifact: ModelArtifact) -> None:
     labels = artifact.labels
     readme = (readme.replace("{{MODEL_ID}}", artifact.id)
               .replace("{{LABELS}}", ", ".join(labels[:30]) + (" …" if len(labels) > 30 else ""))
-              .replace("{{SIZE}}", str(artifact.spec.size)))
+              .replace("{{SIZE}}", str(artifact.spec.size) if artifact.input_kind == "image" else "-"))
     (root / "README.md").write_text(readme, encoding="utf-8")
     (root / "requirements.txt").write_text(pinned_requirements(), encoding="utf-8")
     os.chmod(root / "client.sh", 0o755)

@@ -1,4 +1,8 @@
-"""In-app prediction on a model artifact: the same code path the service and the bundle use."""
+"""In-app prediction on a model artifact: the same code path the service and the bundle use.
+
+The predictor reads the model card, takes the input of its kind and the output of its target from
+``inputs`` and never looks at a task name.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +11,14 @@ import os
 import numpy as np
 
 from .artifact import ModelArtifact, load_artifact
-from .preprocess import MAX_PIXELS, ImageDecodeError, image_to_tensor, load_image
+from .inputs import InputError, input_for, output_for
+from .outputs import format_predictions  # noqa: F401  (re-exported: part of this module's API)
+from .preprocess import MAX_PIXELS
 from .runtime import create_session
 
 
-def format_predictions(probabilities: np.ndarray, labels: list[str]) -> list[dict]:
-    """Turn an (N, n_classes) probability array into ``{"label", "score", "scores"}`` dicts."""
-    results = []
-    for row in np.asarray(probabilities, dtype=np.float64):
-        best = int(np.argmax(row))
-        results.append({
-            "label": labels[best],
-            "score": float(row[best]),
-            "scores": {label: float(p) for label, p in zip(labels, row)},
-        })
-    return results
-
-
 class Predictor:
-    """Run an artifact's graph on images.
+    """Run an artifact's graph on inputs of the kind its card names.
 
     Parameters
     ----------
@@ -35,8 +28,8 @@ class Predictor:
         ``auto`` (best available execution provider, CPU last), ``cpu``, ``cuda``...
     threads : int or None
         Intra-op threads; None lets ONNX Runtime use every core.
-    batch_size : int
-        Images per ``session.run`` call in :meth:`predict`.
+    batch_size : int or None
+        Items per ``session.run`` call in :meth:`predict` (default: what the input kind allows).
     max_pixels : int
         Images with more pixels are refused (decompression-bomb guard).
 
@@ -45,13 +38,14 @@ class Predictor:
     """
 
     def __init__(self, artifact, device: str = "auto", threads: int | None = None, *,
-                 batch_size: int = 16, max_pixels: int = MAX_PIXELS):
+                 batch_size: int | None = None, max_pixels: int = MAX_PIXELS):
         self.artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
         self.device = device
         self.threads = threads
-        self.batch_size = int(batch_size)
+        self.input = input_for(self.artifact.card, max_pixels=max_pixels)
+        self.output = output_for(self.artifact.card)
+        self.batch_size = int(batch_size or self.input.batch_size)
         self.max_pixels = int(max_pixels)
-        self.spec = self.artifact.spec
         self.labels = self.artifact.labels
         self.session = create_session(self.artifact.model_path, device=device, threads=threads)
         self.input_name = self.artifact.input_name
@@ -61,46 +55,55 @@ class Predictor:
             self.input_name = names[0]
 
     @property
+    def spec(self):
+        """The image preprocessing of an image model."""
+        return self.input.spec
+
+    @property
     def providers(self) -> list[str]:
         """Execution providers the session really uses, best first."""
         return self.session.get_providers()
 
     def preprocess(self, source) -> np.ndarray:
-        """Decode and preprocess one path/bytes source to a (3, S, S) float32 array."""
-        image = load_image(source, max_pixels=self.max_pixels, draft_size=self.spec.size)
-        return image_to_tensor(image, self.spec)
+        """Decode and preprocess one source (a path, bytes, or a text) to the array of one item."""
+        return self.input.load(source)
 
     def predict_tensors(self, batch: np.ndarray) -> np.ndarray:
-        """Probabilities (N, n_classes) for an already preprocessed (N, 3, S, S) batch."""
-        batch = np.ascontiguousarray(batch, dtype=np.float32)
-        if batch.ndim != 4 or batch.shape[1:] != (3, self.spec.size, self.spec.size):
-            raise ValueError(f"expected a batch of shape (N, 3, {self.spec.size}, {self.spec.size}), "
-                             f"got {batch.shape}")
+        """The first output (e.g. probabilities (N, n_classes)) for an already preprocessed batch."""
+        if isinstance(batch, np.ndarray) and batch.dtype != object:
+            batch = np.ascontiguousarray(batch, dtype=np.float32)
+        check = getattr(self.input, "check_batch", None)
+        if check is not None:
+            check(batch)
         if len(batch) == 0:
             return np.zeros((0, len(self.labels)), np.float32)
-        return self.session.run([self.output_name], {self.input_name: batch})[0]
+        return self.session.run(self.output.names[:1], {self.input_name: batch})[0]
 
     def predict(self, sources, *, names=None) -> list[dict]:
-        """Predict a label for each source (paths or bytes), in order.
+        """Predict for each source (paths, bytes or texts), in order.
 
-        Returns one ``{"label", "score", "scores": {label: probability}}`` dict per source.
-        Raises ``ImageDecodeError`` naming the first source that is not a usable image (by its
-        entry in ``names`` when given, e.g. the uploaded file names of in-memory images).
+        Returns one dict per source: ``{"label", "score", "scores"}`` plus what the model's target
+        adds (``"tags"`` for tag models). Raises ``InputError`` (or the input kind's own ValueError
+        subclass, e.g. ``ImageDecodeError``) naming the first source that cannot be used (by its entry
+        in ``names`` when given, e.g. the uploaded file names of in-memory images).
         """
         if isinstance(sources, (str, bytes, bytearray)) or hasattr(sources, "__fspath__"):
             sources = [sources]
         sources = list(sources)
         results: list[dict] = []
         for start in range(0, len(sources), self.batch_size):
-            batch = np.stack([self._preprocess_named(sources, i, names)
-                              for i in range(start, min(start + self.batch_size, len(sources)))])
-            results.extend(format_predictions(self.predict_tensors(batch), self.labels))
+            items = [self._load_named(sources, i, names)
+                     for i in range(start, min(start + self.batch_size, len(sources)))]
+            outputs = self.session.run(self.output.names, {self.input_name: self.input.collate(items)})
+            results.extend(self.output.format(outputs))
         return results
 
-    def _preprocess_named(self, sources, index: int, names) -> np.ndarray:
+    def _load_named(self, sources, index: int, names) -> np.ndarray:
         try:
-            return self.preprocess(sources[index])
-        except ImageDecodeError as exc:
-            if names is None or isinstance(sources[index], (str, os.PathLike)):
+            return self.input.load(sources[index])
+        except ValueError as exc:
+            if names is None or isinstance(sources[index], os.PathLike) or (
+                    isinstance(sources[index], str) and self.input.kind != "text"):
                 raise
-            raise ImageDecodeError(f"{names[index]}: {str(exc).partition(': ')[2] or exc}") from None
+            error = type(exc) if getattr(exc, "user_error", False) else InputError
+            raise error(f"{names[index]}: {str(exc).partition(': ')[2] or exc}") from None

@@ -21,6 +21,8 @@ MAX_PIXELS = 80_000_000
 class ImageDecodeError(ValueError):
     """An image could not be decoded; the message says why in plain words."""
 
+    user_error = True
+
 
 @dataclass(frozen=True)
 class ImageSpec:

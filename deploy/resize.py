@@ -24,6 +24,8 @@ FLATTENERS = {"Flatten", "Reshape", "Gemm", "MatMul"}
 class ResizeError(ValueError):
     """The graph cannot take another input size; the message says why."""
 
+    user_error = True
+
 
 def _spatial_reshapes(model: onnx.ModelProto) -> list[str]:
     """Reshape nodes that fold a 4-D map's fixed H*W into a constant shape (grid pooling by MatMul)."""
@@ -105,6 +107,8 @@ def resize_input(model: onnx.ModelProto, size: int, *, input_name: str | None = 
     ``original_size`` (the size the graph was built for) lets the grid check see through
     symbolic input dimensions.
     """
+
+    user_error = True
     flagged = fixed_grid_pooling(model, original_size)
     if flagged:
         raise ResizeError(f"the graph pools a fixed spatial grid ({', '.join(flagged[:3])}); "

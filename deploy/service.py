@@ -1,10 +1,11 @@
 """The local inference service (Starlette + uvicorn) and its browser console.
 
-This module imports only its siblings ``artifact``, ``predictor``, ``preprocess`` and ``runtime``
-(numpy, Pillow, onnxruntime, starlette): the deploy bundle copies these files verbatim, so the bundle
-serves through exactly this code.
+This module imports only its siblings (``artifact``, ``inputs`` and the input and output modules
+it names, ``predictor``, ``preprocess``, ``runtime``; numpy, Pillow, onnxruntime, starlette): the deploy
+bundle copies these files verbatim, so the bundle serves through exactly this code. What a request
+may carry follows the model's input kind (``inputs.ModelInput``), never a task name.
 
-Endpoints: ``POST /v1/predict`` (multipart files, JSON base64 or a raw image body), ``GET /v1/model``,
+Endpoints: ``POST /v1/predict`` (multipart files, JSON, or a raw body of the input's type), ``GET /v1/model``,
 ``GET /healthz``, ``GET /readyz``, ``GET /openapi.json``, ``GET /docs`` and the console at ``GET /``.
 Configuration comes from arguments, else the environment (``MODELDESK_TOKEN``,
 ``MODELDESK_MAX_REQUEST_BYTES``, ``MODELDESK_MAX_PIXELS``, ``MODELDESK_THREADS``).
@@ -31,6 +32,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from .artifact import ModelArtifact, load_artifact
+from .inputs import InputError, ModelInput, input_for
 from .predictor import Predictor
 from .preprocess import ImageDecodeError
 
@@ -114,36 +116,29 @@ def _login_page() -> HTMLResponse:
     return HTMLResponse(page, status_code=401)
 
 
-def _decode_base64(value, where: str) -> bytes:
-    if not isinstance(value, str):
-        raise ServiceError(f"{where} must be a base64 string", 422)
-    if value.startswith("data:"):
-        value = value.partition(",")[2]
-    try:
-        data = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise ServiceError(f"{where} is not valid base64", 422) from None
-    if not data:
-        raise ServiceError(f"{where} is empty", 422)
-    return data
+async def _read_inputs(request: Request, model_input: ModelInput, max_items: int) -> list[tuple[str, object]]:
+    """The (name, source) items of a predict request, whatever its content type.
 
-
-async def _read_images(request: Request, max_images: int) -> list[tuple[str, bytes]]:
-    """The (name, bytes) images of a predict request, whatever its content type."""
+    Multipart files and raw bodies are taken as bytes when the model's input accepts uploads; a
+    JSON body carries one item or a list under the input's ``json_fields`` (base64 for media).
+    """
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype == "multipart/form-data":
+    single, plural = model_input.json_fields
+    noun = model_input.noun
+    uploads = model_input.upload_types
+    if ctype == "multipart/form-data" and uploads:
         try:
-            form = await request.form(max_files=max_images, max_fields=max_images)
+            form = await request.form(max_files=max_items, max_fields=max_items)
         except ServiceError:
             raise
         except Exception as exc:  # the multipart parser raises several types for malformed bodies
             raise ServiceError(f"malformed multipart body ({getattr(exc, 'detail', exc)})", 400) from None
         try:
-            images = []
+            items = []
             for key, value in form.multi_items():
                 if hasattr(value, "read"):
-                    images.append((value.filename or key, await value.read()))
-                elif key in ("image", "images", "file", "files"):
+                    items.append((value.filename or key, await value.read()))
+                elif key in (single, plural, "file", "files"):
                     raise ServiceError(f"form field {key!r} must be a file upload", 422)
         finally:
             await form.close()
@@ -153,34 +148,51 @@ async def _read_images(request: Request, max_images: int) -> list[tuple[str, byt
             payload = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ServiceError(f"malformed JSON ({exc})", 400) from None
-        if not isinstance(payload, dict) or ("image" not in payload) == ("images" not in payload):
-            raise ServiceError('JSON body must be an object with "image" (base64) or "images" (a list)', 422)
-        if "image" in payload:
-            images = [("image", _decode_base64(payload["image"], '"image"'))]
-        else:
-            if not isinstance(payload["images"], list):
-                raise ServiceError('"images" must be a list of base64 strings', 422)
-            if len(payload["images"]) > max_images:
-                raise ServiceError(f"at most {max_images} images per request", 413)
-            images = [(f"images[{i}]", _decode_base64(v, f'"images[{i}]"')) for i, v in enumerate(payload["images"])]
-    elif ctype.startswith("image/") or ctype == "application/octet-stream":
-        images = [("image", await request.body())]
+        if not isinstance(payload, dict) or (single not in payload) == (plural not in payload):
+            raise ServiceError(f'JSON body must be an object with "{single}" or "{plural}" (a list)', 422)
+        try:
+            if single in payload:
+                items = [(single, model_input.from_json_value(payload[single], f'"{single}"'))]
+            else:
+                if not isinstance(payload[plural], list):
+                    raise ServiceError(f'"{plural}" must be a list', 422)
+                if len(payload[plural]) > max_items:
+                    raise ServiceError(f"at most {max_items} {noun}s per request", 413)
+                items = [(f"{plural}[{i}]", model_input.from_json_value(v, f'"{plural}[{i}]"'))
+                         for i, v in enumerate(payload[plural])]
+        except InputError as exc:
+            raise ServiceError(str(exc), 422) from None
+    elif uploads and (ctype.startswith(uploads) or ctype == "application/octet-stream"):
+        items = [(noun, await request.body())]
     else:
-        raise ServiceError(
-            f"unsupported content type {ctype or '(none)'!r}: send multipart/form-data, application/json "
-            "or an image/* body", 415)
-    if not images:
-        raise ServiceError("no image in the request", 422)
-    if len(images) > max_images:
-        raise ServiceError(f"at most {max_images} images per request", 413)
-    empty = [name for name, data in images if not data]
+        accepted = ", ".join(["multipart/form-data"] * bool(uploads) + ["application/json"]
+                             + [f"{t}*" if t.endswith("/") else t for t in uploads])
+        raise ServiceError(f"unsupported content type {ctype or '(none)'!r}: send {accepted}", 415)
+    if not items:
+        raise ServiceError(f"no {noun} in the request", 422)
+    if len(items) > max_items:
+        raise ServiceError(f"at most {max_items} {noun}s per request", 413)
+    empty = [name for name, data in items if isinstance(data, (bytes, bytearray)) and not data]
     if empty:
         raise ServiceError(f"{empty[0]}: empty file", 422)
-    return images
+    return items
 
 
 def openapi_document(card: dict) -> dict:
-    """The OpenAPI 3 description of the service."""
+    """The OpenAPI 3 description of the service (what a request carries follows the input kind)."""
+    model_input = input_for(card)
+    single, plural = model_input.json_fields
+    noun = model_input.noun
+    if model_input.upload_types:
+        value_schema = {"type": "string", "format": "byte"}
+        body = {"multipart/form-data": {"schema": {"type": "object", "properties": {
+                    "file": {"type": "array", "items": {"type": "string", "format": "binary"}}}}}}
+        for upload in model_input.upload_types:
+            body[f"{upload}*" if upload.endswith("/") else upload] = {"schema": {"type": "string", "format": "binary"}}
+    else:
+        value_schema, body = {"type": "string"}, {}
+    body["application/json"] = {"schema": {"type": "object", "properties": {
+        single: value_schema, plural: {"type": "array", "items": value_schema}}}}
     prediction = {"type": "object", "properties": {
         "label": {"type": "string"}, "score": {"type": "number"},
         "scores": {"type": "object", "additionalProperties": {"type": "number"}}}}
@@ -189,22 +201,16 @@ def openapi_document(card: dict) -> dict:
     return {
         "openapi": "3.0.3",
         "info": {"title": f"ModelDesk model {card.get('id', '')}", "version": "1",
-                 "description": f"Image classification into {len(card.get('labels', []))} labels: "
+                 "description": f"Predicts for each {noun} one of {len(card.get('labels', []))} labels: "
                                 f"{', '.join(map(str, card.get('labels', [])[:20]))}"},
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "security": [{"bearer": []}],
         "paths": {
             "/v1/predict": {"post": {
-                "summary": "Classify one or several images",
-                "requestBody": {"required": True, "content": {
-                    "multipart/form-data": {"schema": {"type": "object", "properties": {
-                        "file": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
-                    "application/json": {"schema": {"type": "object", "properties": {
-                        "image": {"type": "string", "format": "byte"},
-                        "images": {"type": "array", "items": {"type": "string", "format": "byte"}}}}},
-                    "image/*": {"schema": {"type": "string", "format": "binary"}}}},
+                "summary": f"Predict for one or several {noun}s",
+                "requestBody": {"required": True, "content": body},
                 "responses": {
-                    "200": {"description": "one prediction per image, in order", "content": {"application/json": {
+                    "200": {"description": f"one prediction per {noun}, in order", "content": {"application/json": {
                         "schema": {"type": "object", "properties": {
                             "predictions": {"type": "array", "items": prediction},
                             "latency_ms": {"type": "number"}}}}}},
@@ -272,10 +278,10 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
         predictor = getattr(request.app.state, "predictor", None)
         if predictor is None:
             raise ServiceError("the model is still loading", 503)
-        images = await _read_images(request, max_images)
+        items = await _read_inputs(request, predictor.input, max_images)
         start = time.perf_counter()
         predictions = await run_in_threadpool(
-            predictor.predict, [data for _, data in images], names=[name for name, _ in images])
+            predictor.predict, [data for _, data in items], names=[name for name, _ in items])
         latency = (time.perf_counter() - start) * 1000.0
         return JSONResponse({"predictions": predictions, "latency_ms": round(latency, 3)})
 
@@ -306,7 +312,7 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
     async def http_error(request: Request, exc: HTTPException):
         return _error(exc.detail or "error", exc.status_code)
 
-    async def decode_error(request: Request, exc: ImageDecodeError):
+    async def decode_error(request: Request, exc: ValueError):
         return _error(str(exc), 422)
 
     async def unexpected(request: Request, exc: Exception):
@@ -324,7 +330,7 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
             Route("/", index, methods=["GET"]),
         ],
         exception_handlers={ServiceError: service_error, HTTPException: http_error,
-                            ImageDecodeError: decode_error, Exception: unexpected},
+                            ImageDecodeError: decode_error, InputError: decode_error, Exception: unexpected},
         lifespan=lifespan,
     )
     app.add_middleware(_Limits, token=token, max_request_bytes=max_request_bytes)

@@ -3,27 +3,47 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Union
+
+from modeldesk.datasets.records import Box
 
 SPLITS = ("train", "val", "test")
 
+#: A label (``str``), a set of tags (``tuple[str, ...]``) or boxes (``tuple[Box, ...]``); None: unlabeled.
+Target = Union[str, "tuple[str, ...]", "tuple[Box, ...]", None]
+
 
 @dataclass(frozen=True)
-class LabeledImage:
-    """One image sample.
+class LabeledSample:
+    """One sample for any task.
 
     Parameters
     ----------
-    key : the media content hash (the feature cache key).
-    path : where the image file is.
-    label : class name, or None when not labeled yet (ignored for training).
+    key : the content hash (the feature cache key).
+    source : the media file's path for images and sounds, the text itself for texts.
+    target : what the task predicts: a class label, a tuple of tags or a tuple of ``Box``;
+        None when the sample is not labeled yet (ignored for training).
     split : ``"train"``, ``"val"`` or ``"test"``.
     """
 
     key: str
-    path: str
-    label: str | None
+    source: str
+    target: Target
     split: str = "train"
 
     def __post_init__(self):
         if self.split not in SPLITS:
-            raise ValueError(f"{self.path}: split must be one of {', '.join(SPLITS)}, not {self.split!r}")
+            raise ValueError(f"{self.source}: split must be one of {', '.join(SPLITS)}, not {self.split!r}")
+
+    @property
+    def path(self) -> str:
+        """The media file (image and sound samples): the same as ``source``."""
+        return self.source
+
+    @property
+    def label(self) -> str | None:
+        """The class label of a single-label sample (None for tags and boxes)."""
+        return self.target if isinstance(self.target, str) or self.target is None else None
+
+    def with_split(self, split: str) -> "LabeledSample":
+        return LabeledSample(self.key, self.source, self.target, split)

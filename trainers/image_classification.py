@@ -25,7 +25,7 @@ from modeldesk.deploy.graph import prune_unused
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers import heads
 from modeldesk.trainers.backbones import get_backbone
-from modeldesk.trainers.data import LabeledImage
+from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
@@ -63,7 +63,7 @@ def _make_head(template: Template, params: dict):
     raise ValueError(f"template {template.name}: unknown head {template.head!r}")
 
 
-def check_samples(samples: Sequence[LabeledImage]) -> tuple[list[LabeledImage], list[str], list[str]]:
+def check_samples(samples: Sequence[LabeledSample]) -> tuple[list[LabeledSample], list[str], list[str]]:
     """Validate training input; returns (labeled samples, sorted labels, warnings).
 
     Raises ValueError with a plain sentence when there is nothing to train on, a single class, or a
@@ -90,7 +90,7 @@ def check_samples(samples: Sequence[LabeledImage]) -> tuple[list[LabeledImage], 
     if moved:
         warnings.append(f"class {', '.join(map(repr, moved))} had no training images; its held-out "
                         "images were used for training, so its metrics are optimistic")
-        labeled = [LabeledImage(s.key, s.path, s.label, "train") if s.label in moved else s for s in labeled]
+        labeled = [s.with_split("train") if s.label in moved else s for s in labeled]
     few = sorted(label for label, n in counts.items() if 2 <= n < 5)
     if few:
         warnings.append(f"class {', '.join(map(repr, few))} has fewer than 5 images; expect unreliable "
@@ -211,7 +211,7 @@ def estimate_training(samples, template, cache_dir, *, device: str = "auto", thr
     return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
 
 
-def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, cache_dir, *,
+def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, cache_dir, *,
                            time_budget: float | None = None, device: str = "auto",
                            threads: int | None = None, progress: Progress | None = None,
                            should_stop: Callable[[], bool] | None = None,
@@ -220,7 +220,7 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
 
     Parameters
     ----------
-    samples : LabeledImage items; unlabeled ones are ignored.
+    samples : LabeledSample items; unlabeled ones are ignored.
     template : a Template or its name (``"image-classification/accurate"``).
     out_dir : artifact folder to write (replaced atomically).
     cache_dir : the workspace feature cache folder (backbone graphs are cached there too).
@@ -330,6 +330,7 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     card = {
         "id": model_id or new_model_id(),
         "task": "image-classification",
+        "target": "label",
         "labels": labels,
         "preprocessing": backbone.spec.to_dict(),
         "template": template.name,
@@ -358,3 +359,21 @@ def train_image_classifier(samples: Sequence[LabeledImage], template, out_dir, c
     return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=skipped,
                        plan={**estimate["plan"], **(extraction_plan or {}), "eta_s": estimate["eta_s"],
                              "actual_s": round(elapsed, 2)})
+
+
+class ImageClassificationTrainer:
+    """The image classification task's trainer (see ``trainers.tasks.Trainer``)."""
+
+    def check(self, samples) -> None:
+        check_samples(samples)
+
+    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
+        return estimate_training(samples, template, cache_dir, device=device, time_budget=time_budget)
+
+    def train(self, samples, template, out_dir, cache_dir, **options) -> TrainResult:
+        return train_image_classifier(samples, template, out_dir, cache_dir, **options)
+
+    def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
+        from modeldesk.trainers.evaluation import evaluate_labels
+
+        return evaluate_labels(artifact_path, samples, progress=progress)

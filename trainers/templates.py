@@ -1,16 +1,18 @@
 """Training templates: declarative presets a non-expert picks by name.
 
-A template fixes the backbone, the features, the views, the head and its search space, and a
-default time budget. ``list_templates()`` and ``get_template(name)`` are what the app calls.
+Each task's template module lists its templates and the task registry points at it
+(``Task.templates``). Every template has ``name`` (``"<task>/<variant>"``), ``task``,
+``description``, ``time_budget_s`` and ``to_dict()``; :class:`Template` is the one the image
+trainers use (backbone, features, views, head and search space). ``list_templates()`` and
+``get_template(name)`` are what the app calls.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from modeldesk.trainers.features import EMBEDDING, FeatureSpec, Pool
-
-GRID_S16X4_S32X3 = FeatureSpec("grid-s16x4-s32x3", (Pool("stride16", grid=4), Pool("stride32", grid=3)))
+from modeldesk.errors import UserError
+from modeldesk.trainers.features import FeatureSpec
 
 
 @dataclass(frozen=True)
@@ -67,43 +69,21 @@ class Template:
         }
 
 
-_TEMPLATES = {t.name: t for t in (
-    Template(
-        name="image-classification/fast",
-        task="image-classification",
-        description="Quick model from the image's overall look; trains in seconds. Good for a first try.",
-        backbone="efficientnet-lite0",
-        features=EMBEDDING,
-        head="logistic",
-        head_params={"l2": 1e-3, "max_iter": 300},
-        time_budget_s=60.0,
-    ),
-    Template(
-        name="image-classification/accurate",
-        task="image-classification",
-        description="Looks at where things are in the image (shapes, poses, gestures) and tunes itself "
-                    "by cross-validation; slower, usually clearly more accurate.",
-        backbone="efficientnet-lite0",
-        features=GRID_S16X4_S32X3,
-        head="logistic",
-        head_params={"max_iter": 300},
-        search_space={"l2": [3e-2, 1e-2, 1e-1], "views": [("identity",), ("identity", "hflip")]},
-        cv_folds=3,
-        time_budget_s=120.0,
-    ),
-)}
+def list_templates(task: str | None = None) -> list:
+    """Templates of every registered task, or only those of ``task``, in a stable order."""
+    from modeldesk.trainers.tasks import list_tasks, task_templates
+
+    names = [task] if task is not None else [t.name for t in list_tasks()]
+    known = {t.name for t in list_tasks()}
+    return [template for name in names if name in known for template in task_templates(name)]
 
 
-def list_templates(task: str | None = None) -> list[Template]:
-    """Templates, optionally only those for ``task``, in a stable order."""
-    return [t for t in _TEMPLATES.values() if task is None or t.task == task]
-
-
-def get_template(name) -> Template:
-    """The template called ``name`` (a Template passes through); ValueError listing the choices."""
-    if isinstance(name, Template):
+def get_template(name):
+    """The template called ``name`` (a template object passes through); UserError listing the choices."""
+    if not isinstance(name, str):
         return name
+    templates = {t.name: t for t in list_templates()}
     try:
-        return _TEMPLATES[name]
+        return templates[name]
     except KeyError:
-        raise ValueError(f"unknown template {name!r}; available: {', '.join(_TEMPLATES)}") from None
+        raise UserError(f"unknown template {name!r}; available: {', '.join(templates)}") from None

@@ -43,7 +43,11 @@ def test_refuses_to_overwrite_a_folder_that_is_not_an_artifact(tmp_path, deploy_
     (lambda p: (p.mkdir(), (p / "model.onnx").write_bytes(b"x"), (p / "model.json").write_text("{oops")), "unreadable"),
     (lambda p: (p.mkdir(), (p / "model.onnx").write_bytes(b"x"), (p / "model.json").write_text('{"id": 1}')), "lacks"),
     (lambda p: (p.mkdir(), (p / "model.onnx").write_bytes(b"x"),
-                (p / "model.json").write_text('{"id":"a","task":"text","labels":["a"],"preprocessing":{}}')), "not supported"),
+                (p / "model.json").write_text('{"id":"a","task":"x","labels":["a"],"preprocessing":{"kind":"table"}}')),
+     "takes 'table' inputs, which this version of the app cannot read"),
+    (lambda p: (p.mkdir(), (p / "model.onnx").write_bytes(b"x"),
+                (p / "model.json").write_text('{"id":"a","task":"x","labels":["a"],"preprocessing":{},"target":"mask"}')),
+     "predicts 'mask'"),
 ])
 def test_clear_errors_for_things_that_are_not_artifacts(tmp_path, setup, message):
     path = tmp_path / "thing"

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from modeldesk.deploy import Predictor, build_bundle
-from modeldesk.deploy.bundle import MODULES, REQUIREMENTS
+from modeldesk.deploy.bundle import REQUIREMENTS, bundled_modules
+
+MODULES = bundled_modules()
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 ALLOWED_THIRD_PARTY = {"numpy", "PIL", "onnxruntime", "starlette", "uvicorn"}

@@ -1,0 +1,37 @@
+"""Images as model input: decoding and preprocessing through the one implementation in ``preprocess``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .inputs import ModelInput
+from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image
+
+
+class ImageInput(ModelInput):
+    """Image files or bytes -> float32 (3, S, S) tensors, batched as (N, 3, S, S)."""
+
+    kind = "image"
+    json_fields = ("image", "images")
+    upload_types = ("image/",)
+    noun = "image"
+
+    def __init__(self, card: dict, *, max_pixels: int = MAX_PIXELS, **options):
+        super().__init__(card, **options)
+        self.spec = ImageSpec.from_dict(card.get("preprocessing") or {})
+        self.max_pixels = int(max_pixels)
+
+    def load(self, source) -> np.ndarray:
+        image = load_image(source, max_pixels=self.max_pixels, draft_size=self.spec.size)
+        return image_to_tensor(image, self.spec)
+
+    def collate(self, items: list) -> np.ndarray:
+        if not items:
+            return np.zeros((0, 3, self.spec.size, self.spec.size), np.float32)
+        return np.stack(items)
+
+    def check_batch(self, batch: np.ndarray) -> None:
+        """ValueError unless ``batch`` is (N, 3, S, S) for this model's input size."""
+        size = self.spec.size
+        if batch.ndim != 4 or batch.shape[1:] != (3, size, size):
+            raise ValueError(f"expected a batch of shape (N, 3, {size}, {size}), got {batch.shape}")

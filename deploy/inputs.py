@@ -1,0 +1,138 @@
+"""Model inputs and outputs, keyed by what the model card says.
+
+The predictor, the service, the console and the bundle never look at a task name: they ask this
+module for the input of the card's ``preprocessing["kind"]`` (``"image"`` now; ``"text"`` and
+``"audio"`` register the same way) and for the output of the card's ``target`` (``"label"``,
+``"tags"``, ...). Entries are lazy ``".module:Class"`` strings relative to this package, so that the
+deploy bundle, which copies these modules verbatim, resolves them the same way.
+
+A new input kind is one module with a :class:`ModelInput` subclass, one line in ``INPUT_KINDS``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib
+
+import numpy as np
+
+#: input kind -> ".module:Class" (relative to this package)
+INPUT_KINDS = {
+    "image": ".image_input:ImageInput",
+}
+#: target -> ".module:Class"
+OUTPUT_KINDS = {
+    "label": ".outputs:LabelOutput",
+    "tags": ".outputs:TagsOutput",
+}
+
+
+class InputError(ValueError):
+    """An input (an upload, a file, a JSON value) cannot be used; the message names it and says why."""
+
+    user_error = True
+
+
+class ModelInput:
+    """How one kind of input becomes the graph's input tensor.
+
+    Subclasses set the class attributes and implement :meth:`load` and :meth:`collate`.
+
+    Attributes
+    ----------
+    kind : the card's ``preprocessing["kind"]``.
+    batch_size : items per ``session.run`` (1 where items cannot be stacked).
+    json_fields : (one item, a list of items) field names in a JSON request body.
+    upload_types : content-type prefixes accepted as a raw request body or a multipart file.
+    noun : what one item is called in messages ("image", "text", "clip").
+    """
+
+    kind = ""
+    batch_size = 16
+    json_fields: tuple[str, str] = ("input", "inputs")
+    upload_types: tuple[str, ...] = ()
+    noun = "input"
+
+    def __init__(self, card: dict, **options):
+        self.card = card
+        self.options = options
+
+    def load(self, source) -> np.ndarray:
+        """One source (a path, bytes, or a JSON value) -> the array for one item."""
+        raise NotImplementedError
+
+    def collate(self, items: list) -> np.ndarray:
+        """Items from :meth:`load` -> one batch for the graph's input."""
+        return np.stack(items)
+
+    def from_json_value(self, value, where: str):
+        """A JSON value of the request body -> a source for :meth:`load` (base64 by default)."""
+        return decode_base64(value, where)
+
+    def describe(self) -> dict:
+        """What the service's documents and console need to know about this input."""
+        return {"kind": self.kind, "noun": self.noun, "json_fields": list(self.json_fields),
+                "upload_types": list(self.upload_types)}
+
+
+def decode_base64(value, where: str) -> bytes:
+    """Bytes of a base64 string (a ``data:`` URL works too); InputError naming ``where``."""
+    if not isinstance(value, str):
+        raise InputError(f"{where} must be a base64 string")
+    if value.startswith("data:"):
+        value = value.partition(",")[2]
+    try:
+        data = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError(f"{where} is not valid base64") from None
+    if not data:
+        raise InputError(f"{where} is empty")
+    return data
+
+
+def _resolve(reference: str):
+    module, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module, __package__), attribute)
+
+
+def register_input(kind: str, reference: str) -> None:
+    """Add an input kind (``reference``: ``".module:Class"`` or ``"package.module:Class"``)."""
+    INPUT_KINDS[kind] = reference
+
+
+def register_output(target: str, reference: str) -> None:
+    """Add an output kind for a target."""
+    OUTPUT_KINDS[target] = reference
+
+
+def input_kind(card: dict) -> str:
+    return (card.get("preprocessing") or {}).get("kind", "image")
+
+
+def output_kind(card: dict) -> str:
+    return card.get("target", "label")
+
+
+def input_for(card: dict, **options) -> ModelInput:
+    """The input of a model card; ``options`` go to the input class (e.g. ``max_pixels``)."""
+    kind = input_kind(card)
+    if kind not in INPUT_KINDS:
+        raise InputError(f"this model takes {kind!r} inputs, which this version cannot read "
+                         f"(it reads: {', '.join(INPUT_KINDS)})")
+    return _resolve(INPUT_KINDS[kind])(card, **options)
+
+
+def output_for(card: dict):
+    """The output formatter of a model card."""
+    kind = output_kind(card)
+    if kind not in OUTPUT_KINDS:
+        raise InputError(f"this model predicts {kind!r}, which this version cannot read "
+                         f"(it reads: {', '.join(OUTPUT_KINDS)})")
+    return _resolve(OUTPUT_KINDS[kind])(card)
+
+
+def modules() -> list[str]:
+    """File names of the sibling modules that the registered inputs and outputs live in."""
+    return sorted({ref.partition(":")[0].lstrip(".") + ".py"
+                   for ref in (*INPUT_KINDS.values(), *OUTPUT_KINDS.values()) if ref.startswith(".")})

@@ -1,0 +1,217 @@
+"""The task registry: which tasks exist, what they mean for data, how each one trains.
+
+A task is one :class:`Task` entry. Its trainer and templates are lazy ``"module:attr"`` strings,
+so importing the registry imports no trainer (the way napari's manifests name
+``python_name: module:function``), and a task can be registered from outside the package, with
+:func:`register_task` or an entry point in the ``modeldesk.tasks`` group that names a Task.
+
+>>> from modeldesk.trainers.tasks import get_task, get_trainer      # doctest: +SKIP
+>>> get_task("image-classification").target
+'label'
+>>> result = get_trainer("image-classification").train(samples, template, out_dir, cache_dir)
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from dataclasses import asdict, dataclass
+from typing import Callable, Protocol, Sequence, runtime_checkable
+
+from modeldesk.datasets.records import KINDS, TARGETS
+from modeldesk.errors import UserError
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "modeldesk.tasks"
+
+Progress = Callable[[str, float, "float | None", "dict | None"], None]
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    """What every task's trainer does. ``samples`` are ``trainers.data.LabeledSample`` items."""
+
+    def check(self, samples: Sequence) -> None:
+        """Raise UserError with one plain sentence when these samples cannot train a model."""
+
+    def estimate(self, samples: Sequence, template, cache_dir, *, device: str = "auto",
+                 time_budget: float | None = None) -> dict:
+        """``{"eta_s": seconds, "plan": {...}}`` before anything runs."""
+
+    def train(self, samples: Sequence, template, out_dir, cache_dir, *, time_budget: float | None = None,
+              device: str = "auto", progress: Progress | None = None,
+              should_stop: Callable[[], bool] | None = None, model_id: str | None = None):
+        """Train, evaluate and write a model artifact to ``out_dir``; returns a ``TrainResult``."""
+
+    def evaluate(self, artifact_path, samples: Sequence, *, progress=None) -> dict:
+        """Metrics of an existing artifact on labeled samples it never saw."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task.
+
+    Parameters
+    ----------
+    name : e.g. ``"image-classification"``.
+    title, description : words for people (the New project dialog).
+    input_kind : ``"image"``, ``"text"`` or ``"audio"`` (what a sample is).
+    target : ``"label"``, ``"tags"`` or ``"boxes"`` (what a sample's annotation is).
+    trainer : ``"module:attr"`` of the Trainer (a class or an instance), None while it cannot train.
+    templates : ``"module:attr"`` of a sequence of templates.
+    missing : one sentence saying why the task cannot train yet (when ``trainer`` is None).
+    min_classes : how many different labels training needs.
+    """
+
+    name: str
+    title: str
+    description: str
+    input_kind: str
+    target: str
+    trainer: str | None = None
+    templates: str | None = None
+    missing: str = ""
+    min_classes: int = 2
+
+    def __post_init__(self):
+        if self.input_kind not in KINDS:
+            raise ValueError(f"task {self.name!r}: input kind must be one of {', '.join(KINDS)}")
+        if self.target not in TARGETS:
+            raise ValueError(f"task {self.name!r}: target must be one of {', '.join(TARGETS)}")
+        if self.trainer is None and not self.missing:
+            raise ValueError(f"task {self.name!r} has no trainer: say why in `missing`")
+
+    @property
+    def trainable(self) -> bool:
+        return self.trainer is not None
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "trainable": self.trainable}
+
+
+_BUILTIN = (
+    Task("image-classification", "Sort images into classes",
+         "Each image gets one label, e.g. 'cat' or 'dog', 'ripe' or 'unripe'.", "image", "label",
+         trainer="modeldesk.trainers.image_classification:ImageClassificationTrainer",
+         templates="modeldesk.trainers.image_classification_templates:TEMPLATES"),
+    Task("image-multilabel", "Tag images",
+         "Each image gets any number of tags, e.g. 'outdoor', 'person', 'dog'.", "image", "tags",
+         trainer="modeldesk.trainers.image_multilabel:ImageMultilabelTrainer",
+         templates="modeldesk.trainers.image_multilabel_templates:TEMPLATES", min_classes=1),
+    Task("object-detection", "Find objects in images",
+         "Draw boxes around things: the model finds and counts them in new images.", "image", "boxes",
+         missing="Training object detectors is not available yet; you can import and draw boxes now "
+                 "and train when it arrives.", min_classes=1),
+    Task("text-classification", "Sort texts into classes",
+         "Each text gets one label, e.g. 'spam' or 'not spam', a review's sentiment.", "text", "label",
+         missing="Training text classifiers is not available yet; you can import and label texts now."),
+    Task("sound-classification", "Sort sounds into classes",
+         "Each clip gets one label, e.g. a spoken word or a machine noise.", "audio", "label",
+         missing="Training sound classifiers is not available yet; you can import and label clips now."),
+)
+
+_TASKS: dict[str, Task] = {task.name: task for task in _BUILTIN}
+_LOADED: dict[str, object] = {}
+_lock = threading.Lock()
+_entry_points_loaded = False
+
+
+def register_task(task: Task, *, replace: bool = False) -> Task:
+    """Add ``task`` to the registry (``replace=True`` to override one of the same name)."""
+    with _lock:
+        if task.name in _TASKS and not replace and _TASKS[task.name] != task:
+            raise ValueError(f"a task named {task.name!r} is already registered")
+        _TASKS[task.name] = task
+        for key in [k for k in _LOADED if k.startswith(task.name + "\0")]:
+            del _LOADED[key]
+    return task
+
+
+def unregister_task(name: str) -> None:
+    """Remove a task (for tests and plugins that go away)."""
+    with _lock:
+        _TASKS.pop(name, None)
+        for key in [k for k in _LOADED if k.startswith(name + "\0")]:
+            del _LOADED[key]
+
+
+def _load_entry_points() -> None:
+    """Register the tasks that installed packages announce in the ``modeldesk.tasks`` group."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            task = entry.load()
+            register_task(task() if callable(task) and not isinstance(task, Task) else task, replace=True)
+        except Exception:  # a broken plugin must not take the app down
+            log.exception("could not load the task plugin %s", entry.value)
+
+
+def reload_entry_points() -> None:
+    """Look for task plugins again (after a package was installed or a path added)."""
+    global _entry_points_loaded
+    _entry_points_loaded = False
+    _load_entry_points()
+
+
+def list_tasks() -> list[Task]:
+    """Every registered task, built-in ones first."""
+    _load_entry_points()
+    return list(_TASKS.values())
+
+
+def trainable_tasks() -> list[Task]:
+    return [task for task in list_tasks() if task.trainable]
+
+
+def get_task(name) -> Task:
+    """The task called ``name``; UserError listing the choices when there is none."""
+    if isinstance(name, Task):
+        return name
+    _load_entry_points()
+    try:
+        return _TASKS[name]
+    except KeyError:
+        raise UserError(f"unknown task {name!r}; choose one of: {', '.join(_TASKS)}") from None
+
+
+def resolve(reference: str):
+    """Import ``"package.module:attr"`` and return the attribute."""
+    module_name, sep, attribute = reference.partition(":")
+    if not sep:
+        raise ValueError(f"{reference!r} must look like 'package.module:attr'")
+    obj = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _loaded(task: Task, what: str):
+    key = f"{task.name}\0{what}"
+    with _lock:
+        if key not in _LOADED:
+            value = resolve(getattr(task, what))
+            if what == "trainer" and isinstance(value, type):
+                value = value()
+            _LOADED[key] = value
+        return _LOADED[key]
+
+
+def get_trainer(name) -> Trainer:
+    """The trainer of a task; UserError with the task's own sentence when it cannot train yet."""
+    task = get_task(name)
+    if not task.trainable:
+        raise UserError(task.missing)
+    return _loaded(task, "trainer")
+
+
+def task_templates(name) -> list:
+    """The templates of one task (an empty list when it has none)."""
+    task = get_task(name)
+    return list(_loaded(task, "templates")) if task.templates else []
