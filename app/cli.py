@@ -19,14 +19,19 @@ from modeldesk.app.progress import TerminalProgress
 
 log = logging.getLogger(__name__)
 
-TASK_CHOICES = ("image-classification", "image-multilabel", "object-detection",
-                "text-classification", "sound-classification")
 IMPORT_FORMATS = ("auto", "folder", "voc", "coco", "yolo", "csv")
 EXPORT_FORMATS = ("folder", "voc", "coco", "yolo", "csv")
 
 
 class CommandError(Exception):
     """An error whose message is already the one line the user should read."""
+
+
+def task_names() -> list[str]:
+    """The tasks the trainers' registry knows (the only list of tasks there is)."""
+    from modeldesk.trainers.tasks import list_tasks
+
+    return [task.name for task in list_tasks()]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     project_sub = project.add_subparsers(dest="project_command", metavar="ACTION", required=True)
     create = project_sub.add_parser("create", parents=[common], help="create a project")
     create.add_argument("name")
-    create.add_argument("--task", required=True, choices=TASK_CHOICES)
+    create.add_argument("--task", required=True, choices=task_names(),
+                        help="what the model will do (see `modeldesk templates` for what trains)")
     project_sub.add_parser("list", parents=[common], help="list projects")
 
     imp = command("import", "add files, folders or zip archives to a project")

@@ -10,6 +10,7 @@ import logging
 import threading
 from pathlib import Path
 
+from modeldesk.app import pipeline
 from modeldesk.app.logs import setup_logging
 from modeldesk.app.paths import WorkspacePaths, default_workspace
 from modeldesk.app.settings import Settings
@@ -17,7 +18,7 @@ from modeldesk.datasets import Store, export_project, import_path
 
 log = logging.getLogger(__name__)
 
-TRAINING_TARGET = "modeldesk.app.jobs:run_training"
+TRAINING_TARGET = "modeldesk.app.training_job:run_training"
 
 
 class Workspace:
@@ -40,9 +41,36 @@ class Workspace:
 
     # -- projects and data ------------------------------------------------------------------
 
+    # -- tasks --------------------------------------------------------------------------------
+
+    def tasks(self) -> list[dict]:
+        """Every task the app knows: ``name``, ``title``, ``description``, ``input_kind``, ``target``,
+        ``trainable``, ``missing`` (why it cannot train yet), ``min_classes`` and ``templates``."""
+        from modeldesk.trainers.tasks import list_tasks
+
+        return [self._task_dict(task) for task in list_tasks()]
+
+    def task(self, name: str) -> dict:
+        """One task (see :meth:`tasks`); UserError naming the choices for an unknown one."""
+        from modeldesk.trainers.tasks import get_task
+
+        return self._task_dict(get_task(name))
+
+    @staticmethod
+    def _task_dict(task) -> dict:
+        from modeldesk.trainers.templates import list_templates
+
+        templates = [t.name for t in list_templates(task.name)] if task.trainable else []
+        return {**task.to_dict(), "templates": templates}
+
+    # -- projects and data ------------------------------------------------------------------
+
     def create_project(self, name: str, task: str) -> dict:
-        """Create a project for one of ``datasets.TASKS``."""
-        project = self.store.create_project(name, task)
+        """Create a project for one of the registered tasks (see :meth:`tasks`)."""
+        from modeldesk.trainers.tasks import get_task
+
+        spec = get_task(task)
+        project = self.store.create_project(name, spec.name, kind=spec.input_kind, target=spec.target)
         log.info("created project %r (%s)", project.name, project.task)
         return self._project_dict(project)
 
@@ -53,6 +81,8 @@ class Workspace:
         return {
             "name": project.name,
             "task": project.task,
+            "input_kind": project.kind,
+            "target": project.target,
             "created": project.created,
             "samples": self.store.stats(project)["samples"],
         }
@@ -98,16 +128,12 @@ class Workspace:
 
     def estimate_training(self, project, template: str, device: str = "auto") -> dict:
         """The plan and ETA the cost model gives before a run (probes the device the first time)."""
-        from modeldesk.app import jobs
-
-        return jobs.estimate(self, self.project(project), template, device=device)
+        return pipeline.estimate(self, self.project(project), template, device=device)
 
     def submit_training(self, project, template: str, *, time_budget=None, device: str = "auto") -> int:
         """Queue a training job (it starts in a worker process as soon as the queue is free)."""
         project = self.project(project)
-        from modeldesk.app import jobs
-
-        jobs.check_trainable(self, project, template)
+        pipeline.check_trainable(self, project, template)
         params = {
             "workspace": str(self.paths.root),
             "project": project.name,
@@ -205,15 +231,11 @@ class Workspace:
 
     def evaluate(self, model, path, format: str = "auto", *, progress=None) -> dict:
         """Evaluate a model on labeled data outside the project (any import format)."""
-        from modeldesk.app import jobs
-
-        return jobs.evaluate_outside(self, self.model_path(model), path, format, progress=progress)
+        return pipeline.evaluate_outside(self, self.model_path(model), path, format, progress=progress)
 
     def export_model(self, model, out, *, compress: bool = False, bundle: bool = False,
                      progress=None) -> dict:
-        from modeldesk.app import jobs
-
-        return jobs.export(self, model, out, compress=compress, bundle=bundle, progress=progress)
+        return pipeline.export(self, model, out, compress=compress, bundle=bundle, progress=progress)
 
     def start_service(self, model, host: str = "127.0.0.1", port: int = 0, token=None):
         """Start the inference service in a background thread; returns a handle with url/stop()."""

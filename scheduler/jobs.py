@@ -91,7 +91,7 @@ class JobQueue:
     Examples
     --------
     >>> queue = JobQueue(tmp / "workspace.db")                      # doctest: +SKIP
-    >>> job = queue.submit("train", "modeldesk.app.jobs:run_training", {"project": "p"})  # doctest: +SKIP
+    >>> job = queue.submit("train", "modeldesk.app.training_job:run_training", {"project": "p"})  # doctest: +SKIP
     >>> queue.wait(job, on_event=print)["state"]                      # doctest: +SKIP
     'done'
     """

@@ -190,6 +190,34 @@ def multilabel_report(Y_true, proba, labels, threshold=0.5) -> dict:
     }
 
 
+def average_precision(y_true, scores) -> float:
+    """Area under the precision-recall curve of one binary label (scikit-learn's definition:
+    the sum over thresholds of (R_n - R_{n-1}) * P_n); NaN when there is no positive."""
+    y = np.asarray(y_true, dtype=bool)
+    scores = np.asarray(scores, dtype=np.float64)
+    positives = int(y.sum())
+    if positives == 0:
+        return float("nan")
+    order = np.argsort(-scores, kind="stable")
+    y, scores = y[order], scores[order]
+    last = np.r_[np.flatnonzero(np.diff(scores)), len(y) - 1]  # last index of each distinct score
+    tp = np.cumsum(y)[last]
+    precision = tp / (last + 1)
+    recall = tp / positives
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+def mean_average_precision(Y_true, proba, labels) -> dict:
+    """``{"map": mean AP over labels with positives, "per_label_ap": {label: AP}}``."""
+    labels = _check_labels(labels)
+    Y = np.asarray(Y_true)
+    proba = _check_proba(proba, len(labels), Y.shape[0])
+    ap = [average_precision(Y[:, i], proba[:, i]) for i in range(len(labels))]
+    present = [a for a in ap if not np.isnan(a)]
+    return {"map": float(np.mean(present)) if present else float("nan"),
+            "per_label_ap": {_key(lab): (None if np.isnan(a) else float(a)) for lab, a in zip(labels, ap)}}
+
+
 def _per_label(labels, precision, recall, f1, support) -> dict:
     """{label: {precision, recall, f1, support}} as plain Python numbers."""
     return {

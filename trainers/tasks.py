@@ -99,7 +99,7 @@ _BUILTIN = (
     Task("image-multilabel", "Tag images",
          "Each image gets any number of tags, e.g. 'outdoor', 'person', 'dog'.", "image", "tags",
          trainer="modeldesk.trainers.image_multilabel:ImageMultilabelTrainer",
-         templates="modeldesk.trainers.image_multilabel_templates:TEMPLATES", min_classes=1),
+         templates="modeldesk.trainers.image_multilabel_templates:TEMPLATES"),
     Task("object-detection", "Find objects in images",
          "Draw boxes around things: the model finds and counts them in new images.", "image", "boxes",
          missing="Training object detectors is not available yet; you can import and draw boxes now "

@@ -60,8 +60,8 @@ def draw_sample(kind: str, seed: int, size: int = 64) -> Image.Image:
 
 
 def write_dataset(folder: Path, per_class: int, kinds=("disc", "stripes", "checks"), seed: int = 0):
-    """Write PNGs and return LabeledImage samples: about 60% train, 20% val, 20% test per class."""
-    from modeldesk.trainers.data import LabeledImage
+    """Write PNGs and return LabeledSample samples: about 60% train, 20% val, 20% test per class."""
+    from modeldesk.trainers.data import LabeledSample
 
     folder.mkdir(parents=True, exist_ok=True)
     samples = []
@@ -71,7 +71,7 @@ def write_dataset(folder: Path, per_class: int, kinds=("disc", "stripes", "check
             draw_sample(kind, seed * 100000 + k * 1000 + i).save(path)
             split = "test" if i % 5 == 0 else "val" if i % 5 == 1 else "train"
             key = hashlib.sha256(path.read_bytes()).hexdigest()
-            samples.append(LabeledImage(key=key, path=str(path), label=kind, split=split))
+            samples.append(LabeledSample(key=key, source=str(path), target=kind, split=split))
     return samples
 
 
@@ -89,5 +89,5 @@ def photos_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def make_dataset():
-    """``make_dataset(folder, per_class, kinds=..., seed=0)`` -> LabeledImage samples."""
+    """``make_dataset(folder, per_class, kinds=..., seed=0)`` -> LabeledSample samples."""
     return write_dataset

@@ -1,0 +1,194 @@
+"""Glue between the data store and the trainers and deploy: the parts of ``Workspace`` calls that
+need more than one package (the training job itself is in ``training_job``). Nothing here knows a task by name:
+the trainers' task registry says what each task needs and which trainer runs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from modeldesk.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+def labeled_samples(store, project) -> list:
+    """The project's labeled samples as the trainers' neutral input type (``LabeledSample``)."""
+    from modeldesk.trainers.data import LabeledSample
+
+    store.assign_splits(project)
+    samples = []
+    for s in store.samples(project):
+        source = s.text if project.kind == "text" else (str(s.path) if s.path is not None else None)
+        if source is None:
+            continue
+        if project.target == "label":
+            target = s.labels[0] if s.labels else None
+        elif project.target == "tags":
+            target = tuple(s.labels) or None
+        else:
+            target = tuple(s.boxes) or None
+        if target is not None:
+            samples.append(LabeledSample(s.content_hash, source, target, s.split or "train"))
+    return samples
+
+
+def class_counts(samples, target: str) -> Counter:
+    """How many samples carry each label (a tag or a box label counts once per sample)."""
+    counts: Counter = Counter()
+    for sample in samples:
+        if target == "label":
+            counts[sample.target] += 1
+        elif target == "tags":
+            counts.update(set(sample.target))
+        else:
+            counts.update({box.label for box in sample.target})
+    return counts
+
+
+def check_trainable(ws, project, template_name: str) -> list:
+    """Raise UserError with one readable sentence when this project cannot train yet.
+
+    Returns the labeled samples, so the caller need not read them again.
+    """
+    from modeldesk.trainers.tasks import get_task, get_trainer
+    from modeldesk.trainers.templates import get_template
+
+    task = get_task(project.task)
+    trainer = get_trainer(task)
+    template = get_template(template_name)
+    if template.task != project.task:
+        raise UserError(f"template {template_name!r} is for {template.task} projects, "
+                        f"but {project.name!r} is a {project.task} project")
+    samples = labeled_samples(ws.store, project)
+    counts = class_counts(samples, project.target)
+    if not counts:
+        raise UserError(f"project {project.name!r} has no labeled samples: label some first")
+    if len(counts) < task.min_classes:
+        (only,) = counts
+        raise UserError(f"project {project.name!r} has only one class ({only!r}): a model needs at "
+                        f"least {task.min_classes} classes to tell apart")
+    trainer.check(samples)
+    return samples
+
+
+def feature_cache_dir(ws) -> Path:
+    return ws.paths.cache / "features"
+
+
+def estimate(ws, project, template_name: str, *, device: str = "auto") -> dict:
+    """The ETA and plan for training ``project`` with a template, before anything runs."""
+    from modeldesk.trainers.tasks import get_trainer
+    from modeldesk.trainers.templates import get_template
+
+    samples = labeled_samples(ws.store, project)
+    return get_trainer(project.task).estimate(samples, get_template(template_name), feature_cache_dir(ws),
+                                              device=device)
+
+
+def headline(metrics: dict) -> dict:
+    keys = ("accuracy", "macro_f1", "per_class", "confusion", "labels", "n", "split",
+            "micro_f1", "map", "per_label", "per_label_ap", "map50")
+    return {k: metrics[k] for k in keys if k in metrics}
+
+
+def _sources(project, samples) -> list:
+    return [s.text if project.kind == "text" else str(s.path) for s in samples]
+
+
+def prelabel(ws, project, model_id, artifact_dir, ctx) -> None:
+    """Predict every sample once so the UI can suggest labels and filter the predicted-wrong."""
+    from modeldesk.deploy import Predictor
+
+    samples = [s for s in ws.store.samples(project) if s.path is not None or s.text is not None]
+    if not samples:
+        return
+    predictor = Predictor(artifact_dir)
+    rows = []
+    batch = 32
+    for start in range(0, len(samples), batch):
+        if ctx.should_stop():
+            return
+        chunk = samples[start:start + batch]
+        for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
+            if prediction is not None:
+                rows.append((sample.id, prediction["label"], prediction["score"]))
+    ws.store.save_predictions(model_id, rows)
+
+
+def _predict_tolerant(predictor, sources):
+    try:
+        return predictor.predict(sources)
+    except ValueError:
+        # One bad file in the batch: fall back to one at a time so the others still get a label.
+        results = []
+        for source in sources:
+            try:
+                results.extend(predictor.predict([source]))
+            except ValueError as exc:
+                log.warning("could not score %s: %s", source, exc)
+                results.append(None)
+        return results
+
+
+def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None) -> dict:
+    """Evaluate an artifact on labeled data that is not in any project of this workspace."""
+    from modeldesk.datasets import Store, import_path
+    from modeldesk.deploy import load_artifact
+    from modeldesk.trainers.tasks import get_trainer
+
+    artifact = load_artifact(artifact_dir)
+    scratch = Path(tempfile.mkdtemp(prefix="evaluate-", dir=ws.paths.tmp))
+    store = Store(scratch)
+    try:
+        project = store.create_project("evaluation", artifact.card["task"], kind=artifact.input_kind,
+                                       target=artifact.target)
+        report = import_path(store, project, path, format=format, progress=progress)
+        samples = labeled_samples(store, project)
+        if not samples:
+            raise UserError(f"{path}: no labeled samples found to evaluate on")
+        try:
+            metrics = get_trainer(project.task).evaluate(artifact.path, samples)
+        except UserError as exc:
+            raise UserError(f"{path}: {exc}") from None
+        metrics["failed"] = report.failed
+        return metrics
+    finally:
+        store.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> dict:
+    """Export a model; for ``compress``, calibrate on its project's training images."""
+    from modeldesk.deploy import export_artifact, load_artifact
+
+    artifact = load_artifact(ws.model_path(model))
+    calibration = validation = None
+    if compress:
+        calibration, validation = _compression_data(ws, artifact)
+    return export_artifact(artifact, out, compress=compress, bundle=bundle,
+                           calibration=calibration, validation=validation, progress=progress)
+
+
+def _compression_data(ws, artifact):
+    """Training images for calibration and labeled validation images, from the model's project."""
+    if artifact.input_kind != "image" or artifact.target != "label":
+        raise UserError("making this kind of model smaller is not available yet; export it without "
+                        "compression")
+    try:
+        record = ws.store.get_model(artifact.id)
+    except KeyError:
+        raise UserError("compression needs the model's project for calibration images: export a "
+                        "model trained in this workspace") from None
+    project = ws.store.get_project(record["project"])
+    samples = labeled_samples(ws.store, project)
+    train = [s.path for s in samples if s.split == "train"][:200]
+    validation = [(s.path, s.label) for s in samples if s.split in ("val", "test")]
+    if not validation:
+        raise UserError(f"project {project.name!r} has no validation images to check the "
+                        "compressed model's accuracy on")
+    return train, validation
