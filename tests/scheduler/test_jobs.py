@@ -62,7 +62,7 @@ def test_cancel_mid_run_then_resume_does_no_item_twice(queue, tmp_path):
 def test_sigkilled_worker_marks_job_failed_and_queue_stays_usable(queue, tmp_path):
     pid_file = tmp_path / "pid"
     job = queue.submit("sleep", f"{MODULE}:sleeper", {"pid_file": str(pid_file), "seconds": 30})
-    _wait_for(pid_file.exists)
+    _wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())  # written, not just created
     pid = int(pid_file.read_text())
     assert pid != os.getpid()
     os.kill(pid, signal.SIGKILL)
