@@ -107,8 +107,6 @@ def resize_input(model: onnx.ModelProto, size: int, *, input_name: str | None = 
     ``original_size`` (the size the graph was built for) lets the grid check see through
     symbolic input dimensions.
     """
-
-    user_error = True
     flagged = fixed_grid_pooling(model, original_size)
     if flagged:
         raise ResizeError(f"the graph pools a fixed spatial grid ({', '.join(flagged[:3])}); "

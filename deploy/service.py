@@ -13,8 +13,6 @@ Configuration comes from arguments, else the environment (``MODELDESK_TOKEN``,
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import hmac
 import html

@@ -12,7 +12,6 @@ import itertools
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -31,6 +30,7 @@ from modeldesk.trainers.metrics import classification_report, most_confident_mis
 from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.features import Cancelled, extract_feature_views, plan_feature_extraction
 from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
+from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import Template, get_template
 
 log = logging.getLogger(__name__)
@@ -41,17 +41,6 @@ PARITY_TOLERANCE = 1e-4
 CACHE_TOLERANCE = 1e-3
 
 Progress = Callable[[str, float, "float | None", "dict | None"], None]
-
-
-@dataclass
-class TrainResult:
-    """What a training run produced."""
-
-    artifact_dir: Path
-    metrics: dict
-    warnings: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)
-    plan: dict = field(default_factory=dict)
 
 
 def _make_head(template: Template, params: dict):

@@ -19,8 +19,8 @@ from modeldesk.trainers import heads
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import Cancelled, extract_feature_views
-from modeldesk.trainers.image_classification import (TrainResult, _versions, build_classifier_graph,
-                                                     estimate_training)
+from modeldesk.trainers.image_classification import TrainResult, _versions, estimate_training
+from modeldesk.trainers.image_graph import build_classifier_graph
 from modeldesk.trainers.metrics import mean_average_precision, multilabel_report
 from modeldesk.trainers.templates import get_template
 

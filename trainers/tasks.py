@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from modeldesk.datasets.records import KINDS, TARGETS
@@ -27,6 +28,17 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "modeldesk.tasks"
 
 Progress = Callable[[str, float, "float | None", "dict | None"], None]
+
+
+@dataclass
+class TrainResult:
+    """What a training run produced: the artifact, its metrics, warnings, skipped files, the plan."""
+
+    artifact_dir: Path
+    metrics: dict
+    warnings: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    plan: dict = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -39,10 +39,10 @@ def test_train_reports_model_metrics_and_plan(trained):
     assert result["plan"]["devices"] and result["plan"]["eta_s"] > 0 and result["plan"]["actual_s"] > 0
 
 
-def test_templates_lists_fast_and_accurate(trained):
+def test_templates_lists_every_trainable_task(trained):
     run, _ = trained
     names = {t["name"] for t in run("templates")["templates"]}
-    assert {"image-classification/fast", "image-classification/accurate"} <= names
+    assert {"image-classification/fast", "image-classification/accurate", "image-multilabel/standard"} <= names
 
 
 def test_evaluate_and_predict_on_unseen_images(trained, holdout_folder):
