@@ -85,9 +85,29 @@ class Plan:
     def to_dict(self) -> dict:
         """``work_key``, ``n_items``, ``devices`` (list of dicts), ``eta_s``, ``notes``, and after a
         run ``actual_s`` and ``run_stats`` (device name -> items, seconds, chunks, items_per_s)."""
-        return {"work_key": self.work_key, "n_items": self.n_items,
+        data = {"work_key": self.work_key, "n_items": self.n_items,
                 "devices": [d.to_dict() for d in self.devices], "eta_s": self.eta_s, "notes": list(self.notes),
                 "actual_s": self.actual_s, "run_stats": dict(self.run_stats)}
+        if self.run_stats:
+            data["per_device"] = self.estimated_vs_actual()
+        return data
+
+    def estimated_vs_actual(self) -> list[dict]:
+        """Per device, after a run: the planned share and speed against what it really did.
+
+        Each row has ``name``, ``note`` (a cluster worker's name), ``estimated_share``,
+        ``estimated_items_per_s``, ``items``, ``actual_share``, ``actual_items_per_s`` and
+        ``lost_chunks``.
+        """
+        done = sum(s.get("items", 0) for s in self.run_stats.values()) or 1
+        rows = []
+        for share in self.devices:
+            stats = self.run_stats.get(share.name, {})
+            rows.append({"name": share.name, "note": share.note, "estimated_share": share.share,
+                         "estimated_items_per_s": share.items_per_s, "items": stats.get("items", 0),
+                         "actual_share": stats.get("items", 0) / done,
+                         "actual_items_per_s": stats.get("items_per_s"), "lost_chunks": stats.get("lost_chunks", 0)})
+        return rows
 
     @classmethod
     def from_dict(cls, data: dict) -> "Plan":
@@ -175,7 +195,7 @@ def _expand(devices) -> tuple[list[DeviceShare], dict]:
 def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe=None, resources=None,
          devices=None, batch_size: int | None = None, bytes_per_item: float | None = None,
          cpu_workers: int = 1, max_batch: int | None = None,
-         prior_items_per_s: float | None = None) -> "Plan":
+         prior_items_per_s: float | None = None, cluster=None) -> "Plan":
     """Choose devices, threads and batch sizes for ``n_items`` of ``work_key``; estimate the time.
 
     Parameters
@@ -207,6 +227,9 @@ def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe
     prior_items_per_s : float, optional
         A rough throughput (per CPU thread, or per accelerator) for devices the cost model does not
         know and no probe measures, so a first run still gets an ETA (noted as a prior).
+    cluster : backend, optional
+        A :class:`~modeldesk.scheduler.cluster.DaskBackend` whose workers join the local devices;
+        its ``notes`` (workers it refused) go into the plan's notes.
 
     Returns
     -------
@@ -226,6 +249,11 @@ def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe
 
             resources = detect_resources()
         chosen = _select(_candidate_devices(resources), device, notes)
+    if cluster is not None:
+        remote, remote_backends = _expand([cluster])
+        chosen = chosen + remote
+        backends.update(remote_backends)
+        notes.extend(getattr(cluster, "notes", []))
     if not chosen:
         raise ValueError("no device to run on")
 

@@ -28,6 +28,7 @@ from modeldesk.scheduler import CostModel, plan as plan_work, run_partitioned
 from modeldesk.scheduler.partition import Cancelled
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.backbones.registry import write_atomically
+from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
 from modeldesk.trainers.feature_cache import FeatureCache
 
 log = logging.getLogger(__name__)
@@ -295,26 +296,33 @@ class FeatureExtractor:
 
 def plan_feature_extraction(backbone: Backbone, n_items: int, cache: FeatureCache, *,
                             views: Sequence[str] = ("identity",), features: FeatureSpec = EMBEDDING,
-                            device: str = "auto", threads: int | None = None, batch_size: int = 32):
+                            device: str = "auto", threads: int | None = None, batch_size: int = 32,
+                            cluster=None, probe=None):
     """The scheduler's plan for extracting ``n_items`` images (``eta_s`` once throughput was measured).
 
     With ``threads`` the caller fixes the work to one worker with that many threads on ``device``.
-    The measured throughput is kept in ``cache.root`` (the scheduler's cost model file).
+    ``cluster`` (a started backend, see ``cluster_features.open_cluster``) adds its workers, and
+    ``probe`` measures each device the cost model does not know yet. The measured throughput is
+    kept in ``cache.root`` (the scheduler's cost model file).
     """
     devices = None
     if threads:
         devices = [{"name": "cpu" if device in ("auto", "cpu") else device, "threads": threads,
-                    "batch_size": batch_size}]
+                    "batch_size": batch_size}] + ([cluster] if cluster is not None else [])
+        cluster = None
     return plan_work(f"features/{backbone.key}/{features.name}/{len(tuple(views))}", n_items, device=device,
-                     cost_model=CostModel(cache.root), batch_size=batch_size, devices=devices)
+                     cost_model=CostModel(cache.root), batch_size=batch_size, devices=devices, cluster=cluster,
+                     probe=probe)
 
 
 def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
                           views: Sequence[str] = ("identity",), features: FeatureSpec = EMBEDDING,
                           device: str = "auto", threads: int | None = None, batch_size: int = 32,
-                          graph_dir=None, progress=None, should_stop=None) -> dict:
+                          graph_dir=None, progress=None, should_stop=None, cluster=None) -> dict:
     """Like :func:`extract_features` for several views at once (each image is decoded once).
 
+    ``cluster`` (an address, ``{"address", "credentials"}`` or a DaskBackend) adds the cluster's
+    workers to this machine's devices: image bytes travel to them, vectors come back to ``cache``.
     Returns a dict view -> ExtractionResult; every result has the same keys and ``skipped``.
     """
     items = [(str(key), str(path)) for key, path in items]
@@ -343,12 +351,16 @@ def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
         started = time.perf_counter()
         extractor = FeatureExtractor(backbone, cache, features=features, views=views, graph_dir=graph_dir,
                                      batch_size=batch_size, should_stop=should_stop)
-        plan = plan_feature_extraction(backbone, len(todo), cache, views=views, features=features,
-                                       device=device, threads=threads, batch_size=batch_size)
-        base = done
-        outcome = run_partitioned(plan, todo, extractor.process_chunk, chunk_size=batch_size * 8,
-                                  progress=lambda finished, _total, _eta: advance(base + finished - done),
-                                  should_stop=should_stop)
+        with open_cluster(cluster, backbone.name) as backend:
+            work = extractor.process_chunk if backend is None else ClusterExtraction(extractor)
+            plan = plan_feature_extraction(backbone, len(todo), cache, views=views, features=features,
+                                           device=device, threads=threads, batch_size=batch_size, cluster=backend,
+                                           probe=None if backend is None else probe_for(work, todo))
+            base = done
+            # Smaller local chunks beside a cluster, so no device holds a big last one alone.
+            outcome = run_partitioned(plan, todo, work, chunk_size=batch_size * (8 if backend is None else 2),
+                                      progress=lambda finished, _total, _eta: advance(base + finished - done),
+                                      should_stop=should_stop)
         skipped = [entry for entry in outcome if entry is not None]
         plan_info = plan.to_dict()
         log.info("extracted %d %s feature vectors (%s) in %.1f s", len(todo), features.name,
