@@ -259,6 +259,20 @@ class Workspace:
 
         return detect_resources(self.paths.root)
 
+    @staticmethod
+    def device_choices(resources: dict) -> list[tuple[str, str]]:
+        """``(device, words)`` for "Run on": automatic, the CPU, then each device whose provider
+        works here (from the one device table that the planner and the runtime read too)."""
+        from modeldesk.devices import DEVICES
+
+        providers = resources.get("providers") or {}
+        choices = [("auto", "Best available (automatic)"), ("cpu", DEVICES["cpu"][1])]
+        for name, (provider, words) in DEVICES.items():
+            needs_gpu = name in ("cuda", "tensorrt")
+            if name != "cpu" and providers.get(provider) and (resources.get("gpus") or not needs_gpu):
+                choices.append((name, words))
+        return choices
+
     def cleanup(self) -> dict:
         """Remove what killed imports and writes left behind (older than an hour); returns counts."""
         removed = self.store.cleanup()

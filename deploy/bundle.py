@@ -55,6 +55,7 @@ def _write_tree(root: Path, artifact: ModelArtifact) -> None:
         encoding="utf-8")
     for name in bundled_modules():
         shutil.copy2(HERE / name, package / name)
+    shutil.copy2(HERE.parent / "devices.py", package / "devices.py")  # the one device table
     for path in (HERE / "static").iterdir():
         if path.is_file():
             shutil.copy2(path, package / "static" / path.name)

@@ -13,26 +13,10 @@ import onnxruntime as ort
 
 log = logging.getLogger(__name__)
 
-# Preferred order when the caller does not choose.
-PROVIDER_PREFERENCE = (
-    "TensorrtExecutionProvider",
-    "CUDAExecutionProvider",
-    "ROCMExecutionProvider",
-    "DmlExecutionProvider",
-    "CoreMLExecutionProvider",
-    "OpenVINOExecutionProvider",
-    "CPUExecutionProvider",
-)
-
-DEVICE_PROVIDERS = {
-    "cpu": ["CPUExecutionProvider"],
-    "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"],
-    "tensorrt": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"],
-    "rocm": ["ROCMExecutionProvider", "CPUExecutionProvider"],
-    "directml": ["DmlExecutionProvider", "CPUExecutionProvider"],
-    "coreml": ["CoreMLExecutionProvider", "CPUExecutionProvider"],
-    "openvino": ["OpenVINOExecutionProvider", "CPUExecutionProvider"],
-}
+try:
+    from modeldesk.devices import PROVIDER_PREFERENCE, providers_of
+except ImportError:  # inside a deploy bundle, which ships the one device table beside this module
+    from .devices import PROVIDER_PREFERENCE, providers_of
 
 
 def providers_for(device: str = "auto") -> list[str]:
@@ -41,10 +25,8 @@ def providers_for(device: str = "auto") -> list[str]:
     base = device.split(":", 1)[0].lower()
     if base == "auto":
         wanted = [p for p in PROVIDER_PREFERENCE if p in available and p != "TensorrtExecutionProvider"]
-    elif base in DEVICE_PROVIDERS:
-        wanted = [p for p in DEVICE_PROVIDERS[base] if p in available]
     else:
-        raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda, tensorrt, rocm, directml, coreml or openvino")
+        wanted = [p for p in providers_of(device) if p in available]
     if "CPUExecutionProvider" not in wanted:
         wanted.append("CPUExecutionProvider")
     return wanted

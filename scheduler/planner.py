@@ -5,18 +5,10 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass, field, fields
 
+from modeldesk.devices import DEVICE_PROVIDER, DEVICES
+
 log = logging.getLogger(__name__)
 
-# Execution provider used for each device kind.
-DEVICE_PROVIDER = {
-    "cpu": "CPUExecutionProvider",
-    "cuda": "CUDAExecutionProvider",
-    "tensorrt": "TensorrtExecutionProvider",
-    "rocm": "ROCMExecutionProvider",
-    "directml": "DmlExecutionProvider",
-    "coreml": "CoreMLExecutionProvider",
-    "openvino": "OpenVINOExecutionProvider",
-}
 # Accelerators that NVML does not list: one device each when their provider works.
 _OTHER_ACCELERATORS = (("rocm:0", "ROCMExecutionProvider"), ("directml:0", "DmlExecutionProvider"),
                        ("coreml", "CoreMLExecutionProvider"))
@@ -151,7 +143,7 @@ def _select(candidates: list[DeviceShare], device: str, notes: list) -> list[Dev
         return candidates
     kind = device.split(":", 1)[0]
     if kind not in DEVICE_PROVIDER and kind != "dask":
-        raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N, rocm, directml or coreml")
+        raise ValueError(f"unknown device {device!r}; use auto or one of: {', '.join(DEVICES)} (NAME:N for one GPU)")
     picked = [c for c in candidates if c.name == device or (":" not in device and c.kind == kind)]
     if kind == "tensorrt":
         picked = [c for c in candidates if c.provider in ("TensorrtExecutionProvider", "CUDAExecutionProvider")

@@ -167,3 +167,21 @@ def test_a_prior_gives_a_first_eta_without_a_probe():
     work = plan("net", 100, cost_model=CostModel(None), resources=two, prior_items_per_s=25)
     assert work.eta_s == pytest.approx(2.0)  # 2 threads x 25 items/s
     assert "prior" in work.devices[0].note
+
+
+def test_every_device_the_app_offers_is_accepted_by_the_planner_and_the_runtime():
+    """The "Run on" choices, the planner and ONNX Runtime sessions read one device table."""
+    from modeldesk.app.workspace import Workspace
+    from modeldesk.deploy.runtime import providers_for
+    from modeldesk.devices import DEVICES
+
+    every_provider_works = {"providers": {provider: True for provider, _ in DEVICES.values()},
+                            "gpus": [{"index": 0, "name": "GPU", "memory_total_bytes": 8e9}]}
+    offered = [device for device, _ in Workspace.device_choices(every_provider_works)]
+    assert set(offered) == {"auto", *DEVICES}
+    for device in offered:
+        providers = providers_for(device)
+        assert providers[-1] == "CPUExecutionProvider"
+        chosen = plan("net", 100, device=device, cost_model=CostModel(None), resources=every_provider_works,
+                      prior_items_per_s=100.0)  # raises for a device it does not know
+        assert chosen.devices

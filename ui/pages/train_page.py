@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFram
                                QHBoxLayout, QHeaderView, QLabel, QPushButton, QRadioButton, QScrollArea,
                                QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from modeldesk.app.workspace import Workspace
 from modeldesk.ui import theme
 from modeldesk.ui.charts import TrainingChart
 from modeldesk.ui.job_watcher import CANCELLED_STATES, DONE_STATES, FAILED_STATES, JobWatcher, TaskGroup
@@ -60,16 +61,8 @@ def describe_hardware(resources: dict) -> str:
 
 
 def training_devices(resources: dict) -> list[tuple[str, str]]:
-    """``(device, label)`` choices for "Run on": automatic, the CPU, and each working GPU provider."""
-    choices = [("auto", "Best available (automatic)"), ("cpu", "Processor (CPU) only")]
-    providers = resources.get("providers") or {}
-    if providers.get("CUDAExecutionProvider") and resources.get("gpus"):
-        choices.append(("cuda", "NVIDIA GPU (CUDA)"))
-    if providers.get("DmlExecutionProvider"):
-        choices.append(("dml", "GPU (DirectML)"))
-    if providers.get("CoreMLExecutionProvider"):
-        choices.append(("coreml", "Apple Neural Engine / GPU (Core ML)"))
-    return choices
+    """``(device, label)`` choices for "Run on" (the Workspace reads the one device table)."""
+    return Workspace.device_choices(resources)
 
 
 def plan_device_words(plan: dict | None) -> str:
