@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+
+from modeldesk.fileio import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,5 @@ class Settings:
     def save(self, root) -> Path:
         """Write atomically (temporary name, then rename)."""
         path = Path(root) / SETTINGS_FILE
-        tmp = path.with_name(f".{SETTINGS_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(asdict(self), indent=2), durable=True)
         return path

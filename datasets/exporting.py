@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 from .coco import coco_document
-from .media import atomic_write
+from modeldesk.fileio import atomic_open, atomic_write
 from .records import Sample
 from .store import Store
 from .voc import voc_xml
@@ -93,23 +91,17 @@ def _counted(samples: Iterator[Sample], total: int, progress) -> Iterator[Sample
 
 def _copy(sample: Sample, dest: Path) -> None:
     """Copy a media file under a temporary name, then rename: a killed export leaves no torn file."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".tmp-{dest.name}")
-    shutil.copyfile(sample.path, tmp)
-    os.replace(tmp, dest)
+    with atomic_open(dest, "wb") as handle, open(sample.path, "rb") as source:
+        shutil.copyfileobj(source, handle)
 
 
 def _write_text(path: Path, text: str) -> None:
     atomic_write(path, text.encode("utf-8"))
 
 
-@contextmanager
 def _atomic_open(path: Path):
     """A text file written under a temporary name and renamed into place when complete."""
-    tmp = path.with_name(f".tmp-{path.name}")
-    with open(tmp, "w", encoding="utf-8", newline="") as handle:
-        yield handle
-    os.replace(tmp, path)
+    return atomic_open(path, "w", encoding="utf-8", newline="")
 
 
 def _write_text_csv(out: Path, samples) -> tuple[int, int]:

@@ -3,35 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
+
+from modeldesk.fileio import atomic_write  # noqa: F401  (datasets' writers import it from here)
 
 
 def sha256_bytes(data: bytes) -> str:
     """Hex sha256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
-
-
-def atomic_write(path: Path, data: bytes, *, make_parent: bool = True) -> None:
-    """Write ``data`` to ``path`` through a temporary name in the same folder, then rename.
-
-    A reader (or a process killed midway) never sees a half-written file under ``path``. No fsync:
-    the rename is atomic against a process kill, which is the failure the app must survive.
-    """
-    if make_parent:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 class MediaStore:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import threading
 import time
 from pathlib import Path
+
+from modeldesk.fileio import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -100,10 +101,7 @@ class CostModel:
                     merged[key] = entry
             self._entries = merged
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps({"version": FORMAT_VERSION, "entries": merged}, indent=1, sort_keys=True),
-                           encoding="utf-8")
-            os.replace(tmp, path)
+            atomic_write(path, json.dumps({"version": FORMAT_VERSION, "entries": merged}, indent=1, sort_keys=True))
 
     # -- queries ------------------------------------------------------------------------------
     def get(self, work_key: str, device: str, batch_size: int, threads: int) -> dict | None:

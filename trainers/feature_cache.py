@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from modeldesk.fileio import atomic_open
 
 _SAFE = re.compile(r"[^A-Za-z0-9._@+-]")
 _KEY = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
@@ -74,15 +75,8 @@ class FeatureCache:
         """Store one vector atomically."""
         path = self.path(namespace, key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                np.save(file, np.asarray(vector, dtype=np.float32), allow_pickle=False)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_open(path, "wb", make_parent=False) as file:
+            np.save(file, np.asarray(vector, dtype=np.float32), allow_pickle=False)
 
     def get(self, namespace: tuple[str, str, str], key: str) -> np.ndarray:
         """One vector; KeyError if it is not cached."""

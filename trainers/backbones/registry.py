@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
@@ -12,27 +11,15 @@ from typing import Callable, Mapping
 import onnx
 
 from modeldesk.deploy.preprocess import ImageSpec
+from modeldesk.fileio import atomic_write
 from modeldesk.deploy.runtime import create_session
 
 log = logging.getLogger(__name__)
 
 
 def write_atomically(path, data: bytes) -> Path:
-    """Write ``data`` to a temporary file next to ``path``, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    """Write a built graph atomically and durably (it is built once and reused for ever)."""
+    return atomic_write(path, data, durable=True)
 
 
 @dataclass(frozen=True)
