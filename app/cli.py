@@ -27,6 +27,15 @@ class CommandError(Exception):
     """An error whose message is already the one line the user should read."""
 
 
+def describe_error(exc: BaseException) -> str | None:
+    """The one line for a mistake the user can fix (a job's recorded reason included), else None."""
+    from modeldesk.errors import user_message
+
+    if isinstance(exc, (CommandError, RuntimeError)):  # RuntimeError: a job's recorded failure
+        return str(exc)
+    return user_message(exc) if isinstance(exc, (ValueError, KeyError, OSError)) else None
+
+
 def task_names() -> list[str]:
     """The tasks the trainers' registry knows (the only list of tasks there is)."""
     from modeldesk.trainers.tasks import list_tasks
@@ -125,15 +134,15 @@ def main(argv=None, *, open_window=None) -> int:
     except KeyboardInterrupt:
         print("modeldesk: interrupted", file=sys.stderr)
         return 130
-    except (CommandError, KeyError, ValueError, FileNotFoundError, RuntimeError, OSError) as exc:
-        log.exception("command %s failed", args.command)
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"modeldesk {args.command}: error: {message}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # a bug: one line for the user, the traceback in the log
-        log.exception("command %s failed unexpectedly", args.command)
-        print(f"modeldesk {args.command}: unexpected error ({type(exc).__name__}: {exc}); "
-              "the details are in the workspace log file (logs/modeldesk.log)", file=sys.stderr)
+    except Exception as exc:
+        message = describe_error(exc)
+        if message is None:  # a bug: one line for the user, the traceback in the log
+            log.exception("command %s failed unexpectedly", args.command)
+            print(f"modeldesk {args.command}: something went wrong ({type(exc).__name__}); the details are in "
+                  "the workspace log file (logs/modeldesk.log)", file=sys.stderr)
+        else:
+            log.exception("command %s failed", args.command)
+            print(f"modeldesk {args.command}: error: {message}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(result, ensure_ascii=False, default=str))

@@ -30,7 +30,7 @@ from modeldesk.trainers.metrics import classification_report, most_confident_mis
 from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.features import Cancelled, extract_feature_views, plan_feature_extraction
 from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
-from modeldesk.trainers.tasks import TrainResult
+from modeldesk.trainers.tasks import FEW_EXAMPLES, TrainResult
 from modeldesk.trainers.templates import Template, get_template
 
 log = logging.getLogger(__name__)
@@ -80,10 +80,10 @@ def check_samples(samples: Sequence[LabeledSample]) -> tuple[list[LabeledSample]
         warnings.append(f"class {', '.join(map(repr, moved))} had no training images; its held-out "
                         "images were used for training, so its metrics are optimistic")
         labeled = [s.with_split("train") if s.label in moved else s for s in labeled]
-    few = sorted(label for label, n in counts.items() if 2 <= n < 5)
+    few = sorted(label for label, n in counts.items() if 2 <= n < FEW_EXAMPLES)
     if few:
-        warnings.append(f"class {', '.join(map(repr, few))} has fewer than 5 images; expect unreliable "
-                        "predictions for it")
+        warnings.append(f"class {', '.join(map(repr, few))} has fewer than {FEW_EXAMPLES} images; expect "
+                        "unreliable predictions for it")
     return labeled, sorted(counts), warnings
 
 

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "modeldesk.tasks"
 
+#: Below this many examples a class is too small to learn from reliably (a warning, not a refusal).
+FEW_EXAMPLES = 10
+
 Progress = Callable[[str, float, "float | None", "dict | None"], None]
 
 
@@ -100,7 +103,7 @@ class Task:
         return self.trainer is not None
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "trainable": self.trainable}
+        return {**asdict(self), "trainable": self.trainable, "few_examples": FEW_EXAMPLES}
 
 
 _BUILTIN = (
