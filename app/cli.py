@@ -115,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("devices", "CPUs, memory, GPUs and execution providers")
 
+    command("recover", "set a damaged workspace database aside, restore its backup and bring back media")
+
     worker = command("worker", "join a Dask cluster as a worker (pip install modeldesk[cluster])")
     worker.add_argument("scheduler_address", metavar="SCHEDULER_ADDRESS")
     return parser
@@ -164,12 +166,20 @@ def dispatch(args):
 
         result = run_demo(args.workspace, quiet=args.json)
         return result, formatting.demo_summary(result)
+    if args.command == "recover":
+        from modeldesk.app.paths import default_workspace
+        from modeldesk.app.recovery import recover_text, recover_workspace
+
+        result = recover_workspace(args.workspace or default_workspace())
+        return result, recover_text(result)
     if args.command == "worker":
         from modeldesk.scheduler.cluster import start_worker
 
         start_worker(args.scheduler_address)
         return {"stopped": True}, "worker stopped"
     ws = open_workspace(args)
+    for warning in getattr(ws, "warnings", ()):
+        print(f"modeldesk: warning: {warning}", file=sys.stderr)
     try:
         return _dispatch_workspace(ws, args)
     finally:

@@ -171,7 +171,8 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     if compress:
         calibration, validation = _compression_data(ws, artifact)
     return export_artifact(artifact, out, compress=compress, bundle=bundle,
-                           calibration=calibration, validation=validation, progress=progress)
+                           calibration=calibration, validation=validation, progress=progress,
+                           tmp_dir=ws.paths.tmp)
 
 
 def _compression_data(ws, artifact):

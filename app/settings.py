@@ -29,18 +29,41 @@ class Settings:
     thumbnail_size: int = 160
 
     @classmethod
-    def load(cls, root) -> "Settings":
-        """Read ``root/settings.json``; unknown keys are ignored and a damaged file is logged."""
+    def load(cls, root, warnings: list | None = None) -> "Settings":
+        """Read ``root/settings.json``; unknown keys are ignored.
+
+        A file that is not a JSON object, or a value of the wrong type, falls back to the defaults
+        (for the whole file, or that key) with a warning logged and appended to ``warnings``.
+        """
         path = Path(root) / SETTINGS_FILE
+
+        def warn(message: str) -> None:
+            log.warning("%s", message)
+            if warnings is not None:
+                warnings.append(message)
+
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return cls()
         except (OSError, ValueError) as exc:
-            log.error("%s is unreadable (%s); using default settings", path, exc)
+            warn(f"{path} is unreadable ({exc}); using the default settings")
             return cls()
-        known = {f.name: f.type for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        if not isinstance(data, dict):
+            warn(f"{path} holds {json.dumps(data)[:40]} instead of an object of settings; using the defaults")
+            return cls()
+        defaults = cls()
+        values = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            value, default = data[f.name], getattr(defaults, f.name)
+            if type(value) is not type(default):  # noqa: E721 - bool is not an int setting here
+                warn(f"{path}: {f.name} should be {type(default).__name__}, not {json.dumps(value)[:40]}; "
+                     f"using the default {default!r}")
+                continue
+            values[f.name] = value
+        return cls(**values)
 
     def save(self, root) -> Path:
         """Write atomically (temporary name, then rename)."""

@@ -11,14 +11,17 @@ import threading
 from pathlib import Path
 
 from modeldesk.app import pipeline
-from modeldesk.app.logs import setup_logging
-from modeldesk.app.paths import WorkspacePaths, default_workspace
+from modeldesk.app.logs import fallback_log_file, setup_logging
+from modeldesk.app.paths import default_workspace
+from modeldesk.app.recovery import open_paths, start_cleanup
 from modeldesk.app.settings import Settings
 from modeldesk.datasets import Store, export_project, import_path
 
 log = logging.getLogger(__name__)
 
 TRAINING_TARGET = "modeldesk.app.training_job:run_training"
+#: Every job kind the app runs: the job queue runs nothing else, whatever the database says.
+APP_JOB_KINDS = {"train": TRAINING_TARGET}
 
 
 class Workspace:
@@ -28,13 +31,21 @@ class Workspace:
     ----------
     root : path-like, optional
         The workspace folder; ``None`` uses ``MODELDESK_WORKSPACE`` or the platform's user data dir.
+    cleanup : bool
+        Remove what killed work left behind (old temporary files, orphan media), in the background.
+
+    A folder that cannot be written opens read-only (``read_only`` is True): reading commands work,
+    changes raise an error saying the folder is read-only. ``warnings`` lists problems found while
+    opening (a damaged settings file).
     """
 
-    def __init__(self, root=None):
-        self.paths = WorkspacePaths(root if root is not None else default_workspace()).create()
-        setup_logging(self.paths.log)
-        self.store = Store(self.paths.root)
-        self.settings = Settings.load(self.paths.root)
+    def __init__(self, root=None, *, cleanup: bool = True):
+        self.paths, self.read_only = open_paths(root if root is not None else default_workspace())
+        setup_logging(fallback_log_file() if self.read_only else self.paths.log)
+        self.store = Store(self.paths.root, read_only=self.read_only)
+        self.warnings: list[str] = []
+        self.settings = Settings.load(self.paths.root, self.warnings)
+        self._cleanup = start_cleanup(self.store, self.paths.cache) if cleanup else None
         self._jobs = None
         self._predictors: dict = {}
         self._lock = threading.Lock()
@@ -116,8 +127,10 @@ class Workspace:
         """The persistent job queue (jobs run in worker processes)."""
         with self._lock:
             if self._jobs is None:
-                from modeldesk.scheduler import JobQueue
+                from modeldesk.scheduler import JobQueue, register_job_kind
 
+                for kind, target in APP_JOB_KINDS.items():
+                    register_job_kind(kind, target)
                 self._jobs = JobQueue(self.paths.db)
             return self._jobs
 
@@ -281,4 +294,6 @@ class Workspace:
         return removed
 
     def close(self) -> None:
+        if self._cleanup is not None:
+            self._cleanup.stop()
         self.store.close()

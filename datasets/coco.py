@@ -11,6 +11,7 @@ from pathlib import Path
 from .detect import iter_files
 from .items import ImportReport, Item
 from .records import Box
+from .safety import to_float
 
 
 def _coco_files(root: Path) -> list[Path]:
@@ -57,7 +58,7 @@ def read_coco(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
         bad = 0
         for ann in data["annotations"]:
             try:
-                x, y, w, h = (float(v) for v in ann["bbox"])
+                x, y, w, h = (to_float(v) for v in ann["bbox"])  # a huge integer gives inf: refused later
                 label = categories[ann["category_id"]]
                 boxes[ann["image_id"]].append(Box(label, x, y, x + w, y + h))
             except (KeyError, TypeError, ValueError):

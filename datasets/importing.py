@@ -8,7 +8,10 @@ once its row is committed.
 
 from __future__ import annotations
 
+import errno
+import logging
 import re
+import sqlite3
 import time
 import unicodedata
 from pathlib import Path
@@ -19,7 +22,10 @@ from typing import Callable, Iterable, Iterator
 from . import archive, coco, csvpaths, csvtext, folders, voc, yolo
 from .detect import FORMATS, scan
 from .items import ImportReport, Item
-from .media import sha256_bytes
+from .media import sha256_bytes, sha256_file
+from .cleanup import remove_unreferenced
+from .safety import (DiskFullError, WorkspaceWriteError, bad_coordinate, free_bytes, human_bytes,
+                     is_write_failure, space_needed, write_error)
 from .records import Box, Project
 from .store import NewSample, Store
 from .verify import MediaError, media_kind, verify_image, verify_wav
@@ -28,6 +34,8 @@ BATCH_SIZE = 200  # rows per transaction
 BATCH_SECONDS = 1.0  # ... or whatever was read in this long
 _PROGRESS_SECONDS = 0.05
 WORKERS = 4  # threads reading, verifying and storing media files
+STREAM_ABOVE = 16 << 20  # larger files are verified, hashed and copied from disk in blocks
+RESERVE_BYTES = 1 << 20  # free space media files never take: the database must still commit
 
 _FORMAT_NAMES = {"folder": "folder-per-class", "flat": "unlabeled files", "voc": "Pascal VOC",
                  "coco": "COCO", "yolo": "YOLO", "csv": "CSV text"}
@@ -35,6 +43,7 @@ _DETECTION_FORMATS = {"voc", "coco", "yolo"}
 _SPACES = re.compile(r"\s+")
 
 Progress = Callable[[int, int | None, str], None]
+log = logging.getLogger(__name__)
 
 
 def normalise_text(text: str) -> str:
@@ -172,25 +181,49 @@ def _has_files(folder: Path) -> bool:
     return any(p.is_file() for p in folder.rglob("*"))
 
 
-def _store_media(store: Store, kind: str, item: Item) -> tuple[str, str, int | None, int | None, float | None]:
-    """Read, verify and store one media file: (hash, ext, width, height, duration).
+def _store_media(store: Store, kind: str, item: Item) -> tuple:
+    """Read, verify and store one media file: (hash, ext, width, height, duration, created).
 
-    Thread-safe (it touches no report); raises MediaError or OSError when the file cannot be imported.
+    ``created`` is True when this call wrote the file (it was not in the media folder yet).
+    Thread-safe (it touches no report). Raises MediaError when the file cannot be imported, and
+    WorkspaceWriteError (DiskFullError for a full disk) when the workspace cannot be written.
     """
     if item.error:
         raise MediaError(item.error)
     ext = item.path.suffix.lower()
     if media_kind(ext) != kind:
         raise MediaError(f"not {('an image' if kind == 'image' else 'a sound')} file ({ext or 'no extension'})")
-    data = item.path.read_bytes()
-    width = height = duration = None
-    if kind == "image":
-        ext, width, height = verify_image(data)
-    else:
-        duration = verify_wav(data, ext)
-        ext = ".wav"
-    content_hash, _ = store.media.put(data, ext)
-    return content_hash, ext, width, height, duration
+    try:  # a large file is read from disk as it goes, never whole into memory
+        source = item.path.read_bytes() if item.path.stat().st_size <= STREAM_ABOVE else item.path
+        width = height = duration = None
+        if kind == "image":
+            ext, width, height = verify_image(source)
+        else:
+            duration = verify_wav(source, ext)
+            ext = ".wav"
+        content_hash = sha256_bytes(source) if isinstance(source, bytes) else sha256_file(source)
+    except OSError as exc:
+        raise MediaError(f"cannot read the file ({exc.strerror or exc})") from None
+    target = store.media.path(content_hash, ext)
+    created = not target.exists()
+    try:
+        if created:
+            _check_room(store, len(source) if isinstance(source, bytes) else item.path.stat().st_size)
+        if isinstance(source, bytes):
+            store.media.put(source, ext, content_hash)
+        else:
+            store.media.put_file(source, ext, content_hash)
+    except OSError as exc:
+        raise write_error(exc, store.root, doing="store media files") from exc
+    return content_hash, ext, width, height, duration, created
+
+
+def _check_room(store: Store, size: int) -> None:
+    """ENOSPC before a media file would leave less than :data:`RESERVE_BYTES` free: the database still
+    needs room to commit the rows of the files already stored."""
+    free = free_bytes(store.media.root)
+    if free is not None and free - size < RESERVE_BYTES:
+        raise OSError(errno.ENOSPC, "No space left on device (keeping room for the database)")
 
 
 def _to_sample(kind: str, item: Item, stored, report: ImportReport) -> NewSample:
@@ -203,19 +236,20 @@ def _to_sample(kind: str, item: Item, stored, report: ImportReport) -> NewSample
             raise MediaError("empty text")
         return NewSample(kind="text", content_hash=sha256_bytes(text.encode("utf-8")), source=item.source,
                          text=text, labels=list(item.labels))
-    content_hash, ext, width, height, duration = stored
+    content_hash, ext, width, height, duration, _created = stored
     boxes = _clip_boxes(item, width, height, report) if item.boxes else []
     return NewSample(kind=kind, content_hash=content_hash, source=item.source, ext=ext, width=width,
                      height=height, duration=duration, labels=list(item.labels), boxes=boxes)
 
 
-def _stored(store: Store, kind: str, items: Iterable[Item], should_stop, stopped: list
-            ) -> Iterator[tuple[Item, object]]:
+def _stored(store: Store, kind: str, items: Iterator[Item], should_stop, stopped: list,
+            unfinished: list) -> Iterator[tuple[Item, object]]:
     """(item, stored media or the exception) in input order.
 
     Media files are read, verified and written by a few threads (file I/O, hashing and Pillow decoding
     release the GIL), with a bounded look-ahead so memory stays flat. ``should_stop`` is polled before
-    each item is started; items already started are finished. A stop is noted in ``stopped``.
+    each item is started; items already started are finished. A stop is noted in ``stopped``. When the
+    caller stops early, items started but not handed out go to ``unfinished`` as (item, result or None).
     """
     def poll():
         if should_stop is not None and should_stop():
@@ -231,22 +265,31 @@ def _stored(store: Store, kind: str, items: Iterable[Item], should_stop, stopped
         return
     pending: deque = deque()
     with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="import") as pool:
-        iterator = iter(items)
-        stopping = False
-        while True:
-            while not stopping and len(pending) < 4 * WORKERS:
-                item = next(iterator, None)
-                if item is None or poll():
-                    stopping = True
-                    break
-                pending.append((item, pool.submit(_store_media, store, kind, item)))
-            if not pending:
-                return
-            item, future = pending.popleft()
-            try:
-                yield item, future.result()
-            except (MediaError, OSError) as exc:
-                yield item, exc
+        try:
+            stopping = False
+            while True:
+                while not stopping and len(pending) < 4 * WORKERS:
+                    item = next(items, None)
+                    if item is None or poll():
+                        stopping = True
+                        break
+                    pending.append((item, pool.submit(_store_media, store, kind, item)))
+                if not pending:
+                    return
+                item, future = pending[0]
+                try:
+                    result = future.result()
+                except (MediaError, OSError) as exc:
+                    result = exc
+                pending.popleft()
+                yield item, result
+        finally:  # the caller stopped early (a full disk): say what was started and not used
+            for item, future in pending:
+                future.cancel()
+                try:
+                    unfinished.append((item, None if future.cancelled() else future.result()))
+                except Exception:  # noqa: BLE001 - it failed anyway; nothing of it to keep
+                    unfinished.append((item, None))
 
 
 def _clip_boxes(item: Item, width: int, height: int, report: ImportReport) -> list[Box]:
@@ -254,6 +297,9 @@ def _clip_boxes(item: Item, width: int, height: int, report: ImportReport) -> li
     boxes = item.boxes
     if item.normalised:
         boxes = [Box(b.label, b.x0 * width, b.y0 * height, b.x1 * width, b.y1 * height) for b in boxes]
+    problem = bad_coordinate(boxes)
+    if problem:
+        raise MediaError(problem)
     for box in boxes:
         x0, x1 = sorted((box.x0, box.x1))
         y0, y1 = sorted((box.y0, box.y1))
@@ -280,16 +326,19 @@ def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | 
     kind = project.kind
     merge = project.target == "tags"
     batch: list[NewSample] = []
+    batch_items: list[Item] = []  # the items behind ``batch``
     first_labels: dict[str, tuple] = {}
     conflicts = 0
     last_commit = last_progress = time.monotonic()
     done = 0
+    created: dict[str, str] = {}  # media files this import wrote: hash -> ext
+    committed: set[str] = set()  # hashes whose rows are committed
 
     def flush():
         if not batch:
             return
-        results = store.add_samples(project, batch, merge_labels=merge)
-        for new, (_sid, is_new) in zip(batch, results):
+        for new, is_new in _commit(store, project, batch, merge, report):
+            committed.add(new.content_hash)
             if is_new:
                 report.added += 1
                 report.boxes += len(new.boxes)
@@ -297,39 +346,109 @@ def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | 
             else:
                 report.duplicates += 1
         batch.clear()
+        batch_items.clear()
         if on_commit:
             on_commit(report)
 
     stopped: list = []
-    for item, stored in _stored(store, kind, items, should_stop, stopped):
-        done += 1
-        try:
-            if isinstance(stored, BaseException):
-                raise stored
-            new = _to_sample(kind, item, stored, report)
-        except MediaError as exc:
-            report.fail(item.source, str(exc))
-        except OSError as exc:
-            report.fail(item.source, f"cannot read the file ({exc.strerror or exc})")
-        else:
-            labels = tuple(sorted(new.labels))
-            seen = first_labels.setdefault(new.content_hash, labels)
-            if seen != labels and not merge:
-                conflicts += 1
-            batch.append(new)
-        now = time.monotonic()
-        if len(batch) >= BATCH_SIZE or (batch and now - last_commit >= BATCH_SECONDS):
-            flush()
-            last_commit = now
-        if progress is not None and now - last_progress >= _PROGRESS_SECONDS:
-            progress(done, total, item.source)
-            last_progress = now
-    if stopped:
-        report.stopped = True
-        report.warn(f"import stopped on request after {done} of {total if total is not None else '?'} items")
-    flush()
+    unfinished: list = []
+    items = iter(items)
+    item = None
+    try:
+        for item, stored in _stored(store, kind, items, should_stop, stopped, unfinished):
+            done += 1
+            if isinstance(stored, tuple) and stored[-1]:
+                created[stored[0]] = stored[1]
+            try:
+                if isinstance(stored, BaseException):
+                    raise stored
+                new = _to_sample(kind, item, stored, report)
+            except MediaError as exc:
+                report.fail(item.source, str(exc))
+            else:
+                labels = tuple(sorted(new.labels))
+                seen = first_labels.setdefault(new.content_hash, labels)
+                if seen != labels and not merge:
+                    conflicts += 1
+                batch.append(new)
+                batch_items.append(item)
+            now = time.monotonic()
+            if len(batch) >= BATCH_SIZE or (batch and now - last_commit >= BATCH_SECONDS):
+                flush()
+                last_commit = now
+            if progress is not None and now - last_progress >= _PROGRESS_SECONDS:
+                progress(done, total, item.source)
+                last_progress = now
+        item = None
+        if stopped:
+            report.stopped = True
+            report.warn(f"import stopped on request after {done} of {total if total is not None else '?'} items")
+        flush()
+    except WorkspaceWriteError as exc:
+        _stop_on_write_failure(exc, store, report, flush, batch_items, item, unfinished, items, total, done)
+    finally:
+        for _item, stored in unfinished:
+            if isinstance(stored, tuple) and stored[-1]:
+                created[stored[0]] = stored[1]
+        # media whose row never made it (a refused box, a failed commit, a stop): not left behind
+        remove_unreferenced(store, {h: e for h, e in created.items() if h not in committed})
     if progress is not None:
         progress(done, total if total is not None else done, "")
     if conflicts:
         report.warn(f"{conflicts} duplicate item(s) carried a different label than their first copy; "
                     "the first copy's label was kept")
+
+
+def _commit(store: Store, project: Project, batch: list[NewSample], merge: bool, report: ImportReport):
+    """Commit ``batch``; yield (sample, is_new) for each row committed.
+
+    A row the database refuses (a constraint) fails alone: the batch is retried one row at a time. A
+    write failure (disk full, read-only) raises WorkspaceWriteError and commits nothing of the batch.
+    """
+    try:
+        try:
+            results = store.add_samples(project, batch, merge_labels=merge)
+        except sqlite3.IntegrityError:
+            results = None
+        if results is not None:
+            yield from ((new, is_new) for new, (_sid, is_new) in zip(batch, results))
+            return
+        for new in batch:
+            try:
+                (_sid, is_new), = store.add_samples(project, [new], merge_labels=merge)
+            except sqlite3.IntegrityError as exc:
+                log.error("could not store %s: %s", new.source, exc)
+                report.fail(new.source, f"could not be stored ({exc})")
+                continue
+            yield new, is_new
+    except (sqlite3.Error, OSError) as exc:
+        if is_write_failure(exc):
+            raise write_error(exc, store.root, doing="save the import") from exc
+        raise
+
+
+def _stop_on_write_failure(exc: WorkspaceWriteError, store: Store, report: ImportReport, flush,
+                           batch_items: list, item, unfinished: list, rest: Iterator[Item], total: int | None,
+                           done: int) -> None:
+    """End an import the workspace can no longer take: commit what is ready, then raise one error that
+    says how many files were added and (for a full disk) how much more space the rest needs."""
+    try:
+        flush()
+        left = []
+    except WorkspaceWriteError:  # the ready rows could not be committed either (the caller removes
+        left = list(batch_items)  # their media)
+    left += [item] if item is not None else []
+    left += [entry for entry, _ in unfinished] + list(rest)
+    report.stopped = True
+    counted = f"{report.added:,} of {total:,}" if total is not None else f"{report.added:,}"
+    if isinstance(exc, DiskFullError):
+        need = space_needed(left)
+        message = (f"no space left on the disk of {store.root} ({human_bytes(free_bytes(store.root))} free); "
+                   f"{counted} files were added before it filled, and the {len(left):,} not imported need "
+                   f"about {human_bytes(need)} more: free that much and import again (added files are "
+                   "skipped as duplicates)")
+        error = DiskFullError(message, report.to_dict())
+    else:
+        error = WorkspaceWriteError(f"{exc}; {counted} files were added before it stopped", report.to_dict())
+    log.error("import stopped after %d of %s items: %s", done, total, error)
+    raise error from exc

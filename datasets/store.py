@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import sqlite3
 import threading
 import time
@@ -21,9 +20,10 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from . import splits as _splits
+from .cleanup import cleanup_workspace
 from .media import MediaStore
 from .records import KINDS, SPLITS, TARGETS, Box, Project, Sample
-from .schema import migrate
+from .dbfile import ReadOnlyWorkspaceError, connect_uri, is_writable, open_database
 from .thumbs import make_thumbnail
 
 log = logging.getLogger(__name__)
@@ -62,9 +62,12 @@ class Store:
     ...                                labels=["cat", "dog"])
     """
 
-    def __init__(self, root):
+    def __init__(self, root, read_only: bool | None = None):
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        # None: read-only exactly when the folder cannot be written (a read-only disk or folder)
+        self.read_only = (self.root.is_dir() and not is_writable(self.root)) if read_only is None else read_only
+        if not self.read_only:
+            self.root.mkdir(parents=True, exist_ok=True)
         self.db_path = self.root / "workspace.db"
         self.media = MediaStore(self.root / "media")
         self.thumbs_dir = self.root / "cache" / "thumbs"
@@ -73,9 +76,11 @@ class Store:
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._closed = False
-        conn = self._conn()
-        conn.execute("PRAGMA journal_mode=WAL")
-        migrate(conn)
+        try:
+            open_database(self._conn, self.db_path, self.media.root, self.read_only)
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ connections
     def _conn(self) -> sqlite3.Connection:
@@ -83,8 +88,9 @@ class Store:
             raise RuntimeError(f"the store for {self.root} is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None,
-                                   check_same_thread=False)
+            database, uri = connect_uri(self.db_path, self.read_only)
+            conn = sqlite3.connect(database, timeout=30, isolation_level=None, check_same_thread=False,
+                                   uri=uri)
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
@@ -96,14 +102,18 @@ class Store:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: committed when the block ends, rolled back on error."""
+        if self.read_only:
+            raise ReadOnlyWorkspaceError(f"the workspace {self.root} is read-only (its folder cannot be written), "
+                                         "so it cannot be changed: make it writable or choose another workspace")
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # a failed COMMIT (a full disk) can leave the transaction open
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""
@@ -593,45 +603,13 @@ class Store:
         return {sid: (label, score) for sid, label, score in rows}
 
     # ------------------------------------------------------------------ maintenance
-    def cleanup(self, max_age_s: float = 3600.0) -> dict:
-        """Remove what interrupted work left behind, if older than ``max_age_s``.
+    def cleanup(self, max_age_s: float = 3600.0, should_stop=None) -> dict:
+        """Remove what interrupted work left behind, if older than ``max_age_s``; returns counts.
 
-        That is: temporary files of unfinished writes (``.tmp-*``), unzip folders under ``tmp/``, and
-        media files no sample refers to (written by an import that was killed before its commit).
-        The age limit keeps files an import running right now is still using. Returns counts.
+        Temporary files, folders under ``tmp/`` and media no sample uses: see
+        :func:`~modeldesk.datasets.cleanup.cleanup_workspace`.
         """
-        cutoff = time.time() - max_age_s
-        removed = {"temp_files": 0, "unzip_folders": 0, "orphan_media": 0}
-
-        def old(path: Path) -> bool:
-            try:
-                return path.stat().st_mtime < cutoff
-            except FileNotFoundError:
-                return False
-
-        if self.tmp_dir.is_dir():
-            for folder in self.tmp_dir.iterdir():
-                if folder.is_dir() and old(folder):
-                    shutil.rmtree(folder, ignore_errors=True)
-                    removed["unzip_folders"] += 1
-        conn = self._conn()
-        for base in (self.media.root, self.thumbs_dir):
-            if not base.is_dir():
-                continue
-            for shard in base.iterdir():
-                if not shard.is_dir():
-                    continue
-                for path in shard.iterdir():
-                    if path.name.startswith(".tmp-"):
-                        if old(path):
-                            path.unlink(missing_ok=True)
-                            removed["temp_files"] += 1
-                    elif base == self.media.root and old(path) and conn.execute(
-                            "SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1",
-                            (path.name.split(".")[0],)).fetchone() is None:
-                        path.unlink(missing_ok=True)
-                        removed["orphan_media"] += 1
-        return removed
+        return cleanup_workspace(self, max_age_s, should_stop)
 
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` result (``"ok"`` when sound)."""

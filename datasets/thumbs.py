@@ -8,6 +8,7 @@ from pathlib import Path
 from PIL import Image, ImageOps
 
 from .media import atomic_write
+from .verify import IMAGE_FORMATS
 
 
 def make_thumbnail(src: Path, dest: Path, size: int) -> Path:
@@ -15,7 +16,7 @@ def make_thumbnail(src: Path, dest: Path, size: int) -> Path:
 
     JPEG draft mode decodes at a reduced scale, so a 12 MP photo thumbnails in milliseconds.
     """
-    with Image.open(src) as image:
+    with Image.open(src, formats=IMAGE_FORMATS) as image:
         if image.format == "JPEG":
             image.draft("RGB", (size, size))
         image = ImageOps.exif_transpose(image)

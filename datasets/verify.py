@@ -11,6 +11,7 @@ reading them needs codecs ModelDesk does not ship.
 from __future__ import annotations
 
 import io
+import os
 import warnings
 import wave
 
@@ -25,6 +26,10 @@ AUDIO_EXTS = frozenset({".wav", ".wave"})
 #: Sound formats we recognise but cannot read; the message asks for a WAV conversion.
 UNSUPPORTED_AUDIO_EXTS = frozenset({".mp3", ".flac", ".ogg", ".oga", ".opus", ".m4a", ".aac", ".wma",
                                     ".aiff", ".aif"})
+
+#: The only formats Pillow may decode, everywhere ModelDesk opens an image (the importer, thumbnails,
+#: the predictor and the service): Pillow would otherwise also run Ghostscript on EPS, parse PSD, ...
+IMAGE_FORMATS = ("JPEG", "PNG", "GIF", "BMP", "WEBP", "TIFF")
 
 _FORMAT_EXT = {"JPEG": ".jpg", "MPO": ".jpg", "PNG": ".png", "GIF": ".gif", "BMP": ".bmp",
                "WEBP": ".webp", "TIFF": ".tif"}
@@ -44,8 +49,13 @@ def media_kind(ext: str) -> str | None:
     return None
 
 
-def verify_image(data: bytes) -> tuple[str, int, int]:
-    """Check that ``data`` is a complete image within the pixel limit.
+def _source(data):
+    """Bytes to a file object; a path stays a path (Pillow and ``wave`` read it as they go)."""
+    return io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else os.fspath(data)
+
+
+def verify_image(data) -> tuple[str, int, int]:
+    """Check that ``data`` (bytes or a path) is a complete image within the pixel limit.
 
     Returns
     -------
@@ -56,12 +66,12 @@ def verify_image(data: bytes) -> tuple[str, int, int]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data))
+            image = Image.open(_source(data), formats=IMAGE_FORMATS)
     except Image.DecompressionBombError as exc:
         raise MediaError(f"image is over the limit of {MAX_IMAGE_PIXELS:,} pixels, refused before "
                          f"decoding (a decompression bomb?): {exc}") from None
     except Image.UnidentifiedImageError:
-        raise MediaError("not an image file (Pillow cannot identify its format)") from None
+        raise MediaError("not an image file (or a format other than JPEG, PNG, GIF, BMP, WebP, TIFF)") from None
     except (OSError, ValueError, SyntaxError) as exc:
         raise MediaError(f"damaged image ({exc})") from None
     with image:
@@ -85,22 +95,30 @@ def verify_image(data: bytes) -> tuple[str, int, int]:
     return ext, width, height
 
 
-def verify_wav(data: bytes, ext: str = ".wav") -> float:
-    """Check that ``data`` is a complete PCM WAV file; return its duration in seconds."""
+def verify_wav(data, ext: str = ".wav") -> float:
+    """Check that ``data`` (bytes or a path) is a complete PCM WAV file; return its duration in seconds.
+
+    The audio is read in blocks, so a long recording does not have to fit in memory.
+    """
     if ext in UNSUPPORTED_AUDIO_EXTS:
         raise MediaError(f"{ext.lstrip('.').upper()} files are not supported: convert them to WAV "
                          "(PCM) first, for example with ffmpeg -i input output.wav")
     try:
-        with wave.open(io.BytesIO(data), "rb") as reader:
+        with wave.open(_source(data), "rb") as reader:
             frames, rate = reader.getnframes(), reader.getframerate()
             width, channels = reader.getsampwidth(), reader.getnchannels()
-            payload = reader.readframes(frames)
+            payload = 0
+            while payload < frames * width * channels:
+                block = reader.readframes(1 << 18)
+                if not block:
+                    break
+                payload += len(block)
     except (wave.Error, EOFError) as exc:
         raise MediaError(f"not a readable PCM WAV file ({exc}); convert it to 16-bit PCM WAV") from None
     if rate <= 0 or channels <= 0:
         raise MediaError("WAV header is invalid (no sample rate or channels)")
     if frames == 0:
         raise MediaError("WAV file has no audio")
-    if len(payload) < frames * width * channels:
-        raise MediaError(f"truncated WAV file ({len(payload)} of {frames * width * channels} bytes of audio)")
+    if payload < frames * width * channels:
+        raise MediaError(f"truncated WAV file ({payload} of {frames * width * channels} bytes of audio)")
     return frames / rate

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -126,7 +125,7 @@ def save_artifact(directory, onnx_model, card: dict) -> Path:
     data = onnx_model if isinstance(onnx_model, (bytes, bytearray)) else onnx_model.SerializeToString()
     card = _complete_card(card)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    tmp = _new_folder(directory.parent, f".{directory.name}.")
     try:
         (tmp / MODEL_FILE).write_bytes(bytes(data))
         (tmp / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -143,6 +142,17 @@ def save_artifact(directory, onnx_model, card: dict) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return directory
+
+
+def _new_folder(parent: Path, prefix: str) -> Path:
+    """A new, uniquely named folder whose mode follows the umask (``mkdtemp`` would make it 0700)."""
+    while True:
+        path = parent / f"{prefix}{uuid.uuid4().hex[:8]}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
 
 
 def load_artifact(path) -> ModelArtifact:

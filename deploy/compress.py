@@ -130,7 +130,8 @@ class _TensorCache:
 
 
 def compress_artifact(artifact, out_dir, *, calibration: list, validation: list, threads=(1, 2),
-                      max_loss: float = 0.01, candidates=None, progress=None, latency_runs: int = 10) -> dict:
+                      max_loss: float = 0.01, candidates=None, progress=None, latency_runs: int = 10,
+                      tmp_dir=None) -> dict:
     """Try compression candidates, keep the fastest within ``max_loss`` accuracy, save it to ``out_dir``.
 
     Parameters
@@ -151,6 +152,8 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         Restrict the search (names as in the result, e.g. ``"int8-qdq-pertensor-160"``).
     progress : callable, optional
         Called as ``progress(done, total, message)`` after each candidate.
+    tmp_dir : path-like, optional
+        Folder for the quantizer's scratch files (default: the system's temp folder).
 
     Returns
     -------
@@ -176,7 +179,7 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         wanted.remove(Candidate())
         wanted.insert(0, Candidate())
     runner = _Runner(prune_unused(base), artifact, _TensorCache(spec, calibration, validation), threads,
-                     latency_runs)
+                     latency_runs, tmp_dir)
     results, models = [], {}
     try:
         for index, candidate in enumerate(wanted):
@@ -212,8 +215,10 @@ def _hopeless(candidate: Candidate, base_size: int, results: list[dict], max_los
 class _Runner:
     """Builds and measures candidates, reusing resized graphs and calibrations per input size."""
 
-    def __init__(self, base: onnx.ModelProto, artifact: ModelArtifact, data: _TensorCache, threads, latency_runs):
+    def __init__(self, base: onnx.ModelProto, artifact: ModelArtifact, data: _TensorCache, threads, latency_runs,
+                 tmp_dir=None):
         self.base = base
+        self.tmp_dir = tmp_dir
         self.spec = artifact.spec
         self.labels = artifact.labels
         self.input_name = artifact.input_name
@@ -243,7 +248,8 @@ class _Runner:
         if not candidate.quant:
             return graph.SerializeToString()
         if size not in self.quantizers:
-            self.quantizers[size] = Quantizer(graph, self.data.get("calibration", size), input_name=self.input_name)
+            self.quantizers[size] = Quantizer(graph, self.data.get("calibration", size), input_name=self.input_name,
+                                              tmp_dir=self.tmp_dir)
         return self.quantizers[size].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
 
     def skipped(self, candidate: Candidate, reason: str) -> dict:

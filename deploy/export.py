@@ -16,7 +16,7 @@ def _size(path: Path) -> int:
 
 def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = False, calibration=None,
                     validation=None, zip_bundle: bool | None = None, candidates=None,
-                    progress=None) -> dict:
+                    progress=None, tmp_dir=None) -> dict:
     """Export ``artifact`` to ``out`` and describe the result.
 
     Parameters
@@ -33,6 +33,8 @@ def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = Fal
         Write the bundle as one zip (default: when ``out`` ends with ``.zip``).
     candidates, progress
         Passed to :func:`compress_artifact` (restrict the search; progress callback).
+    tmp_dir : path-like, optional
+        Folder for scratch files (the app passes the workspace's ``tmp/``); default: system temp.
 
     Returns
     -------
@@ -46,14 +48,16 @@ def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = Fal
     if zip_bundle is None:
         zip_bundle = out.suffix == ".zip"
     result: dict = {}
-    with tempfile.TemporaryDirectory(prefix="modeldesk-export-") as tmp:
+    if tmp_dir is not None:
+        Path(tmp_dir).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="modeldesk-export-", dir=tmp_dir) as tmp:
         source = artifact
         if compress:
             if not calibration or not validation:
                 raise ValueError("compression needs calibration images and labelled validation images")
             target = Path(tmp) / "compressed" if bundle else out
             result.update(compress_artifact(artifact, target, calibration=calibration, validation=validation,
-                                            candidates=candidates, progress=progress))
+                                            candidates=candidates, progress=progress, tmp_dir=tmp))
             source = load_artifact(target)
         if bundle:
             path = build_bundle(source, out, zip=bool(zip_bundle))

@@ -16,6 +16,8 @@ from PIL import Image, ImageOps
 
 # Pillow's own bomb guard only warns below 2x its limit; we refuse anything over this many pixels.
 MAX_PIXELS = 80_000_000
+# The only formats decoded (the importer accepts the same): no Ghostscript for EPS, no PSD, ...
+IMAGE_FORMATS = ("JPEG", "PNG", "GIF", "BMP", "WEBP", "TIFF")
 
 
 class ImageDecodeError(ValueError):
@@ -55,7 +57,7 @@ def load_image(source, *, max_pixels: int = MAX_PIXELS, draft_size: int | None =
     if isinstance(source, (bytes, bytearray, memoryview)):
         source = io.BytesIO(bytes(source))
     try:
-        with Image.open(source) as image:
+        with Image.open(source, formats=IMAGE_FORMATS) as image:
             width, height = image.size
             if width * height > max_pixels:
                 raise ImageDecodeError(
@@ -71,7 +73,7 @@ def load_image(source, *, max_pixels: int = MAX_PIXELS, draft_size: int | None =
     except Image.DecompressionBombError as exc:
         raise ImageDecodeError(f"{name}: image is too large ({exc})") from None
     except Image.UnidentifiedImageError:
-        raise ImageDecodeError(f"{name}: not an image file (unknown or corrupt format)") from None
+        raise ImageDecodeError(f"{name}: not an image file (or not JPEG, PNG, GIF, BMP, WebP or TIFF)") from None
     except (OSError, ValueError, SyntaxError) as exc:
         raise ImageDecodeError(f"{name}: damaged image ({exc})") from None
 

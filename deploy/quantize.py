@@ -60,19 +60,24 @@ class Quantizer:
         The graph's image input.
     keep_head_float : bool
         Leave ``Gemm``/``MatMul``/``Softmax`` nodes in float.
+    tmp_dir : path-like, optional
+        Where its scratch folder goes (the app passes the workspace's ``tmp/``, which it cleans on
+        start, so a killed compression leaves nothing in the system's temp folder); default: system temp.
 
     Use as a context manager (or call :meth:`close`) to remove its temporary files.
     """
 
     def __init__(self, model: onnx.ModelProto, calibration: np.ndarray, *, input_name: str,
-                 keep_head_float: bool = True):
+                 keep_head_float: bool = True, tmp_dir=None):
         if len(calibration) == 0:
             raise ValueError("static quantization needs at least one calibration image")
         self.model = model
         self.calibration = calibration
         self.input_name = input_name
         self.keep_head_float = keep_head_float
-        self._tmp = Path(tempfile.mkdtemp(prefix="modeldesk-quant-"))
+        if tmp_dir is not None:
+            Path(tmp_dir).mkdir(parents=True, exist_ok=True)
+        self._tmp = Path(tempfile.mkdtemp(prefix="modeldesk-quant-", dir=tmp_dir))
         self._prepared: Path | None = None
         self._excluded: list[str] = []
 
@@ -144,7 +149,8 @@ class Quantizer:
 
 
 def quantize_model(model: onnx.ModelProto, calibration: np.ndarray, *, input_name: str, fmt: str = "qdq",
-                   per_channel: bool = False, keep_head_float: bool = True) -> bytes:
+                   per_channel: bool = False, keep_head_float: bool = True, tmp_dir=None) -> bytes:
     """Quantize ``model`` once (see :class:`Quantizer`); return the serialized graph."""
-    with Quantizer(model, calibration, input_name=input_name, keep_head_float=keep_head_float) as quantizer:
+    with Quantizer(model, calibration, input_name=input_name, keep_head_float=keep_head_float,
+                   tmp_dir=tmp_dir) as quantizer:
         return quantizer.quantize(fmt, per_channel)

@@ -8,7 +8,8 @@ from modeldesk.scheduler.cost import CostModel
 from modeldesk.scheduler.jobs import JobQueue
 from modeldesk.scheduler.partition import Cancelled, run_partitioned
 from modeldesk.scheduler.planner import DeviceShare, Plan, plan
+from modeldesk.scheduler.registry import register_job_kind
 from modeldesk.scheduler.resources import detect_resources, format_resources
 
 __all__ = ["detect_resources", "format_resources", "CostModel", "plan", "Plan", "DeviceShare",
-           "run_partitioned", "Cancelled", "JobQueue"]
+           "run_partitioned", "Cancelled", "JobQueue", "register_job_kind"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -19,10 +18,9 @@ import time
 from pathlib import Path
 
 from modeldesk.scheduler.jobstore import TERMINAL, JobStore
+from modeldesk.scheduler.registry import UnknownJobKind, allowed_target
 
 log = logging.getLogger(__name__)
-
-_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
 def _pid_alive(pid: int | None, started: float | None) -> bool:
@@ -118,12 +116,12 @@ class JobQueue:
     def submit(self, kind: str, target: str, params: dict, *, plan=None) -> int:
         """Queue a job; returns its id.
 
-        ``target`` is "package.module:function", called in the worker as ``fn(params, ctx)``;
+        ``target`` is "package.module:function", called in the worker as ``fn(params, ctx)``; it must
+        be the target registered for ``kind`` (:func:`~modeldesk.scheduler.registry.register_job_kind`).
         ``params`` and ``plan`` (a dict or a :class:`~modeldesk.scheduler.planner.Plan`) must be
         JSON-serialisable.
         """
-        if not _TARGET.match(target):
-            raise ValueError(f"job target {target!r} must look like 'package.module:function'")
+        allowed_target(kind, target)
         if hasattr(plan, "to_dict"):
             plan = plan.to_dict()
         try:
@@ -167,28 +165,35 @@ class JobQueue:
                 job = self.store.next_queued()
                 if job is None:
                     return
+                try:
+                    target = allowed_target(job["kind"], job["target"])
+                except UnknownJobKind as exc:  # a row this app did not write: never imported, never run
+                    log.error("refused job %d: %s", job["id"], exc)
+                    self.store.set_state(job["id"], "failed", where_state="queued", resumable=0, error=str(exc),
+                                         message=str(exc))
+                    continue
                 if not self.store.set_state(job["id"], "running", where_state="queued", started_at=time.time(),
                                             attempts=job["attempts"] + 1, pid=None, pid_started=None):
                     continue
                 try:
-                    self._launch(job["id"])
+                    self._launch(job["id"], target)
                 except OSError as exc:
                     log.error("could not start a worker for job %d: %s", job["id"], exc)
                     self.store.set_state(job["id"], "failed", where_state="running", resumable=1,
                                          error=f"could not start the worker process: {exc}")
 
-    def _launch(self, job_id: int) -> None:
+    def _launch(self, job_id: int, target: str) -> None:
         job = self.store.get(job_id)
         log_path = Path(job["log_path"])
         log_path.parent.mkdir(parents=True, exist_ok=True)
         if getattr(sys, "frozen", False):
-            process = self._launch_spawn(job_id, log_path)
+            process = self._launch_spawn(job_id, log_path, target)
             pid = process.pid
         else:
             env = dict(os.environ, PYTHONUNBUFFERED="1")
             with open(log_path, "ab") as stream:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "modeldesk.scheduler.worker", str(self.db_path), str(job_id)],
+                    [sys.executable, "-m", "modeldesk.scheduler.worker", str(self.db_path), str(job_id), target],
                     stdin=subprocess.DEVNULL, stdout=stream, stderr=subprocess.STDOUT, env=env)
             pid = process.pid
         self.store.update(job_id, pid=pid, pid_started=_create_time(pid))
@@ -197,13 +202,13 @@ class JobQueue:
                          name=f"modeldesk-job-{job_id}", daemon=True).start()
         log.info("job %d runs in process %d", job_id, pid)
 
-    def _launch_spawn(self, job_id: int, log_path: Path):
+    def _launch_spawn(self, job_id: int, log_path: Path, target: str):
         import multiprocessing
 
         from modeldesk.scheduler.worker import spawn_entry
 
         process = multiprocessing.get_context("spawn").Process(
-            target=spawn_entry, args=(str(self.db_path), job_id, str(log_path)), daemon=False)
+            target=spawn_entry, args=(str(self.db_path), job_id, str(log_path), target), daemon=False)
         process.start()
         return process
 
@@ -268,11 +273,12 @@ class JobQueue:
         from modeldesk.scheduler.worker import execute
 
         job = self.store.get(job_id)
+        target = allowed_target(job["kind"], job["target"])
         if not self.store.set_state(job_id, "running", where_state="queued", started_at=time.time(),
                                     attempts=job["attempts"] + 1, pid=os.getpid(),
                                     pid_started=_create_time(os.getpid())):
             raise ValueError(f"job {job_id} is {job['state']}, not queued")
-        execute(self.db_path, job_id)
+        execute(self.db_path, job_id, target)
         return self.store.get(job_id)
 
     # -- cancel and resume --------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""Run one job: ``python -m modeldesk.scheduler.worker DB_PATH JOB_ID``.
+"""Run one job: ``python -m modeldesk.scheduler.worker DB_PATH JOB_ID TARGET``.
 
-The job's target ("package.module:function") is imported and called as ``fn(params, ctx)``; its
-return value (a JSON-serialisable dict) becomes the job's result. A crash marks the job failed with
+``TARGET`` ("package.module:function") comes from the launching queue's registry of job kinds, not
+from the database (see :mod:`modeldesk.scheduler.registry`); a job row naming anything else is failed
+without importing it. The target is called as ``fn(params, ctx)``; its return value (a
+JSON-serialisable dict) becomes the job's result. A crash marks the job failed with
 the traceback in the job's log; a cancel the job saw marks it cancelled. Both can be resumed.
 """
 
@@ -52,15 +54,22 @@ def _is_cancel(exc: BaseException) -> bool:
     return isinstance(exc, Cancelled)
 
 
-def execute(db_path, job_id: int) -> str:
+def execute(db_path, job_id: int, allowed_target: str) -> str:
     """Run job ``job_id`` in this process; returns its final state.
 
-    The job must be in state ``running`` (claimed by the queue); anything else is left alone.
+    The job must be in state ``running`` (claimed by the queue); anything else is left alone. Its
+    stored target must be ``allowed_target`` (what the app registered for its kind), else it fails
+    unrun.
     """
     store = JobStore(db_path)
     job = store.get(job_id)
     if job["state"] != "running":
         return job["state"]
+    if job["target"] != allowed_target:
+        error = (f"job {job_id} names {job['target']!r}, not {allowed_target!r}: the workspace database was "
+                 "changed outside ModelDesk; the job was not run")
+        store.set_state(job_id, "failed", where_state="running", error=error, resumable=0, message=error)
+        return "failed"
     store.update(job_id, pid=os.getpid())
     logger, handler = _job_logger(job)
     ctx = JobContext(store, job, logger)
@@ -100,20 +109,20 @@ def execute(db_path, job_id: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the worker process; stdout and stderr are the job's log file."""
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
-        print("usage: python -m modeldesk.scheduler.worker DB_PATH JOB_ID", file=sys.stderr)
+    if len(argv) != 3:
+        print("usage: python -m modeldesk.scheduler.worker DB_PATH JOB_ID TARGET", file=sys.stderr)
         return 2
     faulthandler.enable()
     logging.basicConfig(level=logging.INFO, format=_LOG_FORMAT, stream=sys.stderr)
-    state = execute(argv[0], int(argv[1]))
+    state = execute(argv[0], int(argv[1]), argv[2])
     return 0 if state in ("done", "cancelled") else 1
 
 
-def spawn_entry(db_path: str, job_id: int, log_path: str) -> None:
+def spawn_entry(db_path: str, job_id: int, log_path: str, target: str) -> None:
     """Target for a multiprocessing (spawn) worker, used when running frozen."""
     with open(log_path, "a", encoding="utf-8") as stream:
         sys.stdout = sys.stderr = stream
-        sys.exit(main([db_path, str(job_id)]))
+        sys.exit(main([db_path, str(job_id), target]))
 
 
 if __name__ == "__main__":

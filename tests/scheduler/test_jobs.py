@@ -9,10 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from modeldesk.scheduler import JobQueue
+from modeldesk.scheduler import JobQueue, register_job_kind
 
 HERE = Path(__file__).resolve().parent
 MODULE = "scheduler_testjobs"
+# The queue runs only registered kinds (tests/security/test_job_kinds.py checks that it refuses others).
+for _kind, _function in {"count": "count_items", "sleep": "sleeper", "quick": "quick", "crash": "crash"}.items():
+    register_job_kind(_kind, f"{MODULE}:{_function}")
+register_job_kind("x", "pkg.mod:fn")
 
 
 @pytest.fixture
