@@ -111,7 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("model")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1; others need --token)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
-    serve.add_argument("--token")
+    serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (16+ characters)")
+    serve.add_argument("--allow-origin", action="append", metavar="ORIGIN",
+                       help="let web pages from ORIGIN (e.g. http://localhost:3000) call the API; repeatable")
 
     command("devices", "CPUs, memory, GPUs and execution providers")
 
@@ -265,16 +267,18 @@ def _train(ws, args):
 
 
 def _serve(ws, args):
-    from modeldesk.deploy.service import check_bind, serve
+    from modeldesk.deploy.server import check_bind
+    from modeldesk.deploy.service import serve
 
     host = args.host or ws.settings.service_host
-    port = args.port or ws.settings.service_port
+    port = args.port if args.port is not None else ws.settings.service_port
     token = args.token or os.environ.get("MODELDESK_TOKEN")
-    check_bind(host, token)
+    check_bind(host, port, token)
     path = ws.model_path(args.model)
     ws.close()
-    print(f"serving {path} at http://{host}:{port}/ (Ctrl+C stops)", file=sys.stderr)
-    serve(path, host=host, port=port, token=token)
+    shown = f"[{host}]" if ":" in host else host
+    serve(path, host=host, port=port, token=token, allowed_origins=args.allow_origin or (),
+          on_ready=lambda: print(f"serving {path} at http://{shown}:{port}/ (Ctrl+C stops)", file=sys.stderr))
     return {"stopped": True}, "service stopped"
 
 

@@ -32,13 +32,14 @@ class ServiceHandle:
         """Start serving ``artifact_path`` and return once the service accepts requests."""
         import uvicorn
 
-        from modeldesk.deploy.service import check_bind, create_app
+        from modeldesk.deploy.server import check_bind, server_config
+        from modeldesk.deploy.service import LOCAL_HOSTS, create_app, load_checked
 
-        check_bind(host, token)
+        check_bind(host, port, token)
         port = port or free_port(host)
-        app = create_app(artifact_path, token=token)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-        server = uvicorn.Server(config)
+        ready = load_checked(artifact_path)
+        app = create_app(ready.artifact, token=token, predictor=ready, local_only=host.strip("[]") in LOCAL_HOSTS)
+        server = uvicorn.Server(server_config(app, host, port, log_level="warning", access_log=False))
         thread = threading.Thread(target=server.run, name="modeldesk-service", daemon=True)
         thread.start()
         deadline = time.monotonic() + timeout

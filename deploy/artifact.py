@@ -155,6 +155,17 @@ def _new_folder(parent: Path, prefix: str) -> Path:
             continue
 
 
+def _check_image_preprocessing(path: Path, preprocessing: dict) -> None:
+    try:
+        spec = ImageSpec.from_dict(preprocessing)
+        sane = 8 <= int(spec.size) <= 4096 and float(spec.std) > 0 and abs(float(spec.mean)) < 1e6
+    except (TypeError, ValueError):
+        sane = False
+    if not sane:
+        raise ArtifactError(f"{path / CARD_FILE}: the model card's image preprocessing is invalid "
+                            "(size 8-4096 pixels, std above 0)")
+
+
 def load_artifact(path) -> ModelArtifact:
     """Load an artifact from its directory, its ``model.json`` or its ``model.onnx`` path."""
     if isinstance(path, ModelArtifact):
@@ -180,7 +191,11 @@ def load_artifact(path) -> ModelArtifact:
         raise ArtifactError(f"{path / CARD_FILE}: the model card lacks {', '.join(absent)}")
     from .inputs import INPUT_KINDS, OUTPUT_KINDS
 
-    kind = (card["preprocessing"] or {}).get("kind", "image") if isinstance(card["preprocessing"], dict) else None
+    if not isinstance(card["preprocessing"], dict):
+        raise ArtifactError(f"{path / CARD_FILE}: the model card's preprocessing is missing")
+    kind = card["preprocessing"].get("kind", "image")
+    if kind == "image":
+        _check_image_preprocessing(path, card["preprocessing"])
     if kind not in INPUT_KINDS:
         raise ArtifactError(f"{path}: this model takes {kind!r} inputs, which this version of the app "
                             f"cannot read (it reads {', '.join(INPUT_KINDS)})")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
+from PIL import Image
 
 from .inputs import ModelInput
 from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image
@@ -24,6 +27,23 @@ class ImageInput(ModelInput):
     def load(self, source) -> np.ndarray:
         image = load_image(source, max_pixels=self.max_pixels, draft_size=self.spec.size)
         return image_to_tensor(image, self.spec)
+
+    def example(self) -> np.ndarray:
+        return np.zeros((3, self.spec.size, self.spec.size), np.float32)
+
+    def cost(self, source) -> int:
+        """Decoded bytes, read from the header only (JPEG decodes reduced, as ``load`` does)."""
+        try:
+            with Image.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source) as image:
+                width, height = image.size
+                if image.format == "JPEG":
+                    scale = 1
+                    while scale < 8 and min(width, height) // (scale * 2) >= 2 * self.spec.size:
+                        scale *= 2
+                    width, height = width // scale, height // scale
+        except Exception:  # not an image: ``load`` will say why; it costs nothing to find out
+            return len(source) if isinstance(source, (bytes, bytearray)) else 0
+        return width * height * 4 + 12 * self.spec.size ** 2
 
     def collate(self, items: list) -> np.ndarray:
         if not items:

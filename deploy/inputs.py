@@ -66,6 +66,14 @@ class ModelInput:
         """Items from :meth:`load` -> one batch for the graph's input."""
         return np.stack(items)
 
+    def example(self):
+        """One made-up item for a warm-up prediction at start (None: no warm-up)."""
+        return None
+
+    def cost(self, source) -> int:
+        """About how many bytes decoding ``source`` holds in memory (the service budgets them)."""
+        return len(source) if isinstance(source, (bytes, bytearray, str)) else 0
+
     def from_json_value(self, value, where: str):
         """A JSON value of the request body -> a source for :meth:`load` (base64 by default)."""
         return decode_base64(value, where)

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from .artifact import ModelArtifact, load_artifact
+from .artifact import ArtifactError, ModelArtifact, load_artifact
 from .inputs import InputError, input_for, output_for
 from .outputs import format_predictions  # noqa: F401  (re-exported: part of this module's API)
 from .preprocess import MAX_PIXELS
@@ -47,7 +47,13 @@ class Predictor:
         self.batch_size = int(batch_size or self.input.batch_size)
         self.max_pixels = int(max_pixels)
         self.labels = self.artifact.labels
-        self.session = create_session(self.artifact.model_path, device=device, threads=threads)
+        try:
+            self.session = create_session(self.artifact.model_path, device=device, threads=threads)
+        except ValueError:  # ours: an unknown device name
+            raise
+        except Exception as exc:  # onnxruntime's own types (InvalidProtobuf, Fail...) for a broken file
+            raise ArtifactError(f"{self.artifact.model_path}: the model file is damaged or not an ONNX "
+                                f"model ({str(exc).splitlines()[0][:160]})") from None
         self.input_name = self.artifact.input_name
         self.output_name = self.artifact.output_name
         names = [i.name for i in self.session.get_inputs()]

@@ -1,27 +1,30 @@
 """The local inference service (Starlette + uvicorn) and its browser console.
 
-This module imports only its siblings (``artifact``, ``inputs`` and the input and output modules
-it names, ``predictor``, ``preprocess``, ``runtime``; numpy, Pillow, onnxruntime, starlette): the deploy
-bundle copies these files verbatim, so the bundle serves through exactly this code. What a request
-may carry follows the model's input kind (``inputs.ModelInput``), never a task name.
+This module imports only its siblings (``artifact``, ``guards``, ``inputs`` and the input and output
+modules it names, ``openapi``, ``predictor``, ``preprocess``, ``runtime``, ``server``; numpy, Pillow,
+onnxruntime, starlette, uvicorn): the deploy bundle copies these files verbatim, so the bundle serves
+through exactly this code. What a request may carry follows the model's input kind
+(``inputs.ModelInput``), never a task name.
 
 Endpoints: ``POST /v1/predict`` (multipart files, JSON, or a raw body of the input's type), ``GET /v1/model``,
 ``GET /healthz``, ``GET /readyz``, ``GET /openapi.json``, ``GET /docs`` and the console at ``GET /``.
 Configuration comes from arguments, else the environment (``MODELDESK_TOKEN``,
-``MODELDESK_MAX_REQUEST_BYTES``, ``MODELDESK_MAX_PIXELS``, ``MODELDESK_THREADS``).
+``MODELDESK_MAX_REQUEST_BYTES``, ``MODELDESK_MAX_PIXELS``, ``MODELDESK_MAX_DECODE_BYTES``,
+``MODELDESK_THREADS``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
-import html
+import ctypes
 import json
 import logging
+import math
 import os
 import time
 from pathlib import Path
 
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -29,19 +32,24 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from .artifact import ModelArtifact, load_artifact
-from .inputs import InputError, ModelInput, input_for
+from .artifact import ArtifactError, ModelArtifact, load_artifact
+from .guards import LOCAL_NAMES, DecodeBudget, GuardError, RequestGuard, error_response
+from .inputs import InputError, ModelInput
+from .openapi import docs_page, openapi_document
 from .predictor import Predictor
 from .preprocess import ImageDecodeError
+from .server import check_bind, port_is_free, server_config
 
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024
 DEFAULT_MAX_PIXELS = 40_000_000
+DEFAULT_MAX_DECODE_BYTES = 512 * 1024 * 1024
 DEFAULT_MAX_IMAGES = 32
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
-PUBLIC_PATHS = {"/healthz"}
+INFERENCE_THREADS = 8  # requests decoded and run at once (Starlette's default pool has 40 threads)
+BIG_DECODE_BYTES = 64 * 1024 * 1024
+LOCAL_HOSTS = LOCAL_NAMES
 
 
 class ServiceError(Exception):
@@ -53,65 +61,24 @@ class ServiceError(Exception):
         self.status = status
 
 
+class StrictJSONResponse(JSONResponse):
+    """JSON that is always valid: a NaN or an infinity is a bug, never sent as ``NaN``."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
 def _env_int(name: str, default):
     value = os.environ.get(name)
     return int(value) if value not in (None, "") else default
 
 
-class _Limits:
-    """Middleware: the auth check and the request-size cap, before any route reads the body."""
-
-    def __init__(self, app, *, token: str | None, max_request_bytes: int):
-        self.app = app
-        self.token = token
-        self.max_request_bytes = max_request_bytes
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        request = Request(scope)
-        if self.token and scope["path"] not in PUBLIC_PATHS and not self._authorized(request):
-            response = _login_page() if scope["path"] == "/" and scope["method"] == "GET" else \
-                _error("missing or wrong access token: send 'Authorization: Bearer <token>'", 401)
-            response.headers["WWW-Authenticate"] = "Bearer"
-            return await response(scope, receive, send)
-        length = request.headers.get("content-length")
-        if length is not None:
-            if not length.isdigit():
-                return await _error("bad Content-Length header", 400)(scope, receive, send)
-            if int(length) > self.max_request_bytes:
-                return await _too_large(self.max_request_bytes)(scope, receive, send)
-        received = 0
-        limit = self.max_request_bytes
-
-        async def limited_receive():
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise ServiceError(f"request body is over the limit of {limit:,} bytes", 413)
-            return message
-
-        await self.app(scope, limited_receive, send)
-
-    def _authorized(self, request: Request) -> bool:
-        header = request.headers.get("authorization", "")
-        offered = header[7:].strip() if header.lower().startswith("bearer ") else request.query_params.get("token", "")
-        return bool(offered) and hmac.compare_digest(offered.encode(), self.token.encode())
-
-
-def _error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
-def _too_large(limit: int) -> JSONResponse:
-    return _error(f"request body is over the limit of {limit:,} bytes", 413)
-
-
-def _login_page() -> HTMLResponse:
-    page = (STATIC / "login.html").read_text(encoding="utf-8")
-    return HTMLResponse(page, status_code=401)
+def _give_memory_back() -> None:
+    """Return freed heap pages to the system after a large decode (glibc keeps them otherwise)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 async def _read_inputs(request: Request, model_input: ModelInput, max_items: int) -> list[tuple[str, object]]:
@@ -146,6 +113,8 @@ async def _read_inputs(request: Request, model_input: ModelInput, max_items: int
             payload = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ServiceError(f"malformed JSON ({exc})", 400) from None
+        except RecursionError:
+            raise ServiceError("JSON nested too deeply", 400) from None
         if not isinstance(payload, dict) or (single not in payload) == (plural not in payload):
             raise ServiceError(f'JSON body must be an object with "{single}" or "{plural}" (a list)', 422)
         try:
@@ -176,68 +145,6 @@ async def _read_inputs(request: Request, model_input: ModelInput, max_items: int
     return items
 
 
-def openapi_document(card: dict) -> dict:
-    """The OpenAPI 3 description of the service (what a request carries follows the input kind)."""
-    model_input = input_for(card)
-    single, plural = model_input.json_fields
-    noun = model_input.noun
-    if model_input.upload_types:
-        value_schema = {"type": "string", "format": "byte"}
-        body = {"multipart/form-data": {"schema": {"type": "object", "properties": {
-                    "file": {"type": "array", "items": {"type": "string", "format": "binary"}}}}}}
-        for upload in model_input.upload_types:
-            body[f"{upload}*" if upload.endswith("/") else upload] = {"schema": {"type": "string", "format": "binary"}}
-    else:
-        value_schema, body = {"type": "string"}, {}
-    body["application/json"] = {"schema": {"type": "object", "properties": {
-        single: value_schema, plural: {"type": "array", "items": value_schema}}}}
-    prediction = {"type": "object", "properties": {
-        "label": {"type": "string"}, "score": {"type": "number"},
-        "scores": {"type": "object", "additionalProperties": {"type": "number"}}}}
-    error = {"description": "request error", "content": {"application/json": {"schema": {
-        "type": "object", "properties": {"error": {"type": "string"}}}}}}
-    return {
-        "openapi": "3.0.3",
-        "info": {"title": f"ModelDesk model {card.get('id', '')}", "version": "1",
-                 "description": f"Predicts for each {noun} one of {len(card.get('labels', []))} labels: "
-                                f"{', '.join(map(str, card.get('labels', [])[:20]))}"},
-        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
-        "security": [{"bearer": []}],
-        "paths": {
-            "/v1/predict": {"post": {
-                "summary": f"Predict for one or several {noun}s",
-                "requestBody": {"required": True, "content": body},
-                "responses": {
-                    "200": {"description": f"one prediction per {noun}, in order", "content": {"application/json": {
-                        "schema": {"type": "object", "properties": {
-                            "predictions": {"type": "array", "items": prediction},
-                            "latency_ms": {"type": "number"}}}}}},
-                    "400": error, "401": error, "413": error, "415": error, "422": error}}},
-            "/v1/model": {"get": {"summary": "The model card", "responses": {"200": {"description": "model card"}}}},
-            "/healthz": {"get": {"summary": "Liveness (no token needed)", "security": [],
-                                 "responses": {"200": {"description": "alive"}}}},
-            "/readyz": {"get": {"summary": "Readiness: the model is loaded",
-                                "responses": {"200": {"description": "ready"}, "503": {"description": "loading"}}}},
-            "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI"}}}},
-            "/docs": {"get": {"summary": "Human-readable API page", "responses": {"200": {"description": "HTML"}}}},
-            "/": {"get": {"summary": "Browser console", "responses": {"200": {"description": "HTML"}}}},
-        },
-    }
-
-
-def _docs_page(document: dict) -> str:
-    rows = []
-    for path, methods in document["paths"].items():
-        for method, spec in methods.items():
-            rows.append(f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}</code></td>"
-                        f"<td>{html.escape(spec.get('summary', ''))}</td></tr>")
-    template = (STATIC / "docs.html").read_text(encoding="utf-8")
-    return (template.replace("{{TITLE}}", html.escape(document["info"]["title"]))
-            .replace("{{DESCRIPTION}}", html.escape(document["info"]["description"]))
-            .replace("{{ROWS}}", "\n".join(rows))
-            .replace("{{JSON}}", html.escape(json.dumps(document, indent=2))))
-
-
 def _console_page() -> str:
     page = (STATIC / "index.html").read_text(encoding="utf-8")
     css = (STATIC / "console.css").read_text(encoding="utf-8")
@@ -245,77 +152,119 @@ def _console_page() -> str:
     return page.replace("/*{{CSS}}*/", css).replace("/*{{JS}}*/", js)
 
 
+def load_checked(artifact, *, device: str = "auto", threads: int | None = None,
+                 max_pixels: int = DEFAULT_MAX_PIXELS) -> Predictor:
+    """A predictor whose card agrees with its graph and that answered one warm-up prediction.
+
+    Raises ArtifactError in one sentence otherwise: a service must not say it is ready and then
+    answer every request with an error.
+    """
+    predictor = Predictor(artifact, device, threads, max_pixels=max_pixels)
+    example = predictor.input.example()
+    if example is not None:
+        try:
+            outputs = predictor.session.run(predictor.output.names,
+                                            {predictor.input_name: predictor.input.collate([example])})
+        except Exception as exc:  # onnxruntime raises its own types for a graph that does not run
+            raise ArtifactError(f"{predictor.artifact.path}: the model does not run on a test input "
+                                f"({str(exc).splitlines()[0][:200]})") from None
+        width = outputs[0].shape[-1] if outputs[0].ndim == 2 else None
+        if width is not None and width != len(predictor.labels):
+            raise ArtifactError(f"{predictor.artifact.path}: the model gives {width} scores but its card "
+                                f"names {len(predictor.labels)} labels")
+        if not all(math.isfinite(float(v)) for v in outputs[0].ravel()[:1000]):
+            raise ArtifactError(f"{predictor.artifact.path}: the model gives NaN or infinite scores on a "
+                                "test input (check the card's preprocessing)")
+    return predictor
+
+
 def create_app(artifact, *, token: str | None = None, max_request_bytes: int | None = None,
                max_pixels: int | None = None, threads: int | None = None, device: str = "auto",
-               max_images: int = DEFAULT_MAX_IMAGES) -> Starlette:
+               max_images: int = DEFAULT_MAX_IMAGES, local_only: bool = True, allowed_origins=(),
+               max_decode_bytes: int | None = None, predictor: Predictor | None = None) -> Starlette:
     """Build the service for ``artifact`` (an artifact, its folder, model.json or model.onnx).
 
-    The inference session is created once, at startup (lifespan); inference runs in Starlette's
-    thread pool so the event loop stays responsive and requests are served in parallel.
-    With ``token`` every request except ``/healthz`` needs ``Authorization: Bearer <token>``
-    (or ``?token=`` for the console page).
+    The inference session is created once, at startup (lifespan; or pass a ``predictor`` from
+    :func:`load_checked`); inference runs in a bounded thread pool so the event loop stays
+    responsive and requests are served in parallel. With ``token`` every request except the pages
+    and ``/healthz`` needs ``Authorization: Bearer <token>``. ``local_only``: answer only requests
+    addressed to a loopback name (set it False when bound to another interface).
     """
     artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
     token = token if token is not None else (os.environ.get("MODELDESK_TOKEN") or None)
     max_request_bytes = max_request_bytes or _env_int("MODELDESK_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES)
     max_pixels = max_pixels or _env_int("MODELDESK_MAX_PIXELS", DEFAULT_MAX_PIXELS)
+    budget = DecodeBudget(max_decode_bytes or _env_int("MODELDESK_MAX_DECODE_BYTES", DEFAULT_MAX_DECODE_BYTES))
     threads = threads or _env_int("MODELDESK_THREADS", None)
     card = artifact.card
-    document = openapi_document(card)
-    console, docs = _console_page(), _docs_page(document)
+    document = openapi_document(card, token_required=bool(token))
+    console, docs = _console_page(), docs_page(document)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        app.state.predictor = await run_in_threadpool(
-            Predictor, artifact, device, threads, max_pixels=max_pixels)
+        anyio.to_thread.current_default_thread_limiter().total_tokens = INFERENCE_THREADS
+        app.state.predictor = predictor or await run_in_threadpool(
+            load_checked, artifact, device=device, threads=threads, max_pixels=max_pixels)
         log.info("serving model %s on %s", artifact.id, app.state.predictor.providers[0])
         yield
         app.state.predictor = None
 
+    def run_bounded(active: Predictor, items) -> list:
+        cost = sum(active.input.cost(source) for _, source in items)
+        budget.acquire(cost)
+        try:
+            return active.predict([data for _, data in items], names=[name for name, _ in items])
+        finally:
+            budget.release(cost)
+            if cost > BIG_DECODE_BYTES:
+                _give_memory_back()
+
     async def predict(request: Request):
-        predictor = getattr(request.app.state, "predictor", None)
-        if predictor is None:
+        active = getattr(request.app.state, "predictor", None)
+        if active is None:
             raise ServiceError("the model is still loading", 503)
-        items = await _read_inputs(request, predictor.input, max_images)
+        items = await _read_inputs(request, active.input, max_images)
         start = time.perf_counter()
-        predictions = await run_in_threadpool(
-            predictor.predict, [data for _, data in items], names=[name for name, _ in items])
+        predictions = await run_in_threadpool(run_bounded, active, items)
         latency = (time.perf_counter() - start) * 1000.0
-        return JSONResponse({"predictions": predictions, "latency_ms": round(latency, 3)})
+        return StrictJSONResponse({"predictions": predictions, "latency_ms": round(latency, 3)})
 
     async def model(request: Request):
-        return JSONResponse(card)
+        return StrictJSONResponse(card)
 
     async def healthz(request: Request):
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request):
-        predictor = getattr(request.app.state, "predictor", None)
-        if predictor is None:
+        active = getattr(request.app.state, "predictor", None)
+        if active is None:
             return JSONResponse({"status": "loading"}, status_code=503)
-        return JSONResponse({"status": "ready", "model": artifact.id, "providers": predictor.providers})
+        return JSONResponse({"status": "ready", "model": artifact.id, "providers": active.providers})
 
     async def openapi(request: Request):
         return JSONResponse(document)
 
-    async def docs_page(request: Request):
+    async def docs_route(request: Request):
         return HTMLResponse(docs)
 
     async def index(request: Request):
         return HTMLResponse(console, headers={"Cache-Control": "no-store"})
 
     async def service_error(request: Request, exc: ServiceError):
-        return _error(exc.message, exc.status)
+        return error_response(exc.message, exc.status)
+
+    async def guard_error(request: Request, exc: GuardError):
+        return error_response(exc.message, exc.status, exc.headers)
 
     async def http_error(request: Request, exc: HTTPException):
-        return _error(exc.detail or "error", exc.status_code)
+        return error_response(exc.detail or "error", exc.status_code, exc.headers)  # 405 keeps its Allow
 
     async def decode_error(request: Request, exc: ValueError):
-        return _error(str(exc), 422)
+        return error_response(str(exc), 422)
 
     async def unexpected(request: Request, exc: Exception):
         log.error("unexpected error serving %s %s", request.method, request.url.path, exc_info=exc)
-        return _error("internal server error", 500)
+        return error_response("internal server error", 500)
 
     app = Starlette(
         routes=[
@@ -324,30 +273,36 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
-            Route("/docs", docs_page, methods=["GET"]),
+            Route("/docs", docs_route, methods=["GET"]),
             Route("/", index, methods=["GET"]),
         ],
-        exception_handlers={ServiceError: service_error, HTTPException: http_error,
+        exception_handlers={ServiceError: service_error, GuardError: guard_error, HTTPException: http_error,
                             ImageDecodeError: decode_error, InputError: decode_error, Exception: unexpected},
         lifespan=lifespan,
     )
-    app.add_middleware(_Limits, token=token, max_request_bytes=max_request_bytes)
+    app.add_middleware(RequestGuard, token=token, max_request_bytes=max_request_bytes,
+                       local_only=local_only, allowed_origins=allowed_origins)
     return app
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse to expose the service beyond this machine without a token."""
-    if host not in LOCAL_HOSTS and not token:
-        raise ValueError(f"binding {host!r} makes the service reachable from other machines; "
-                         "set a token (--token or MODELDESK_TOKEN) or bind 127.0.0.1")
-
-
 def serve(artifact, host: str = "127.0.0.1", port: int = 8000, token: str | None = None, *,
-          threads: int | None = None, device: str = "auto", log_level: str = "info") -> None:
-    """Run the service with uvicorn until interrupted."""
+          threads: int | None = None, device: str = "auto", log_level: str = "info",
+          allowed_origins=(), on_ready=None) -> None:
+    """Check everything that can be checked before binding, then serve with uvicorn until interrupted.
+
+    Raises ValueError (ArtifactError for the model) in one sentence for a bad port, a public bind
+    without a long token, a port in use or a model that cannot serve; ``on_ready()`` is called once
+    all that passed, just before the server binds.
+    """
     import uvicorn
 
     token = token if token is not None else (os.environ.get("MODELDESK_TOKEN") or None)
-    check_bind(host, token)
-    app = create_app(artifact, token=token, threads=threads, device=device)
-    uvicorn.run(app, host=host, port=int(port), log_level=log_level)
+    check_bind(host, port, token)
+    if port and not port_is_free(host, port):
+        raise ValueError(f"port {port} on {host} is in use (another service?); pick another with --port")
+    ready = load_checked(artifact, device=device, threads=threads)
+    app = create_app(ready.artifact, token=token, threads=threads, device=device, predictor=ready,
+                     local_only=host.strip("[]") in LOCAL_NAMES, allowed_origins=allowed_origins)
+    if on_ready is not None:
+        on_ready()
+    uvicorn.Server(server_config(app, host, port, log_level=log_level)).run()

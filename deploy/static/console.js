@@ -1,8 +1,7 @@
 (function () {
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
-  var params = new URLSearchParams(window.location.search);
-  var token = params.get("token") || sessionStorage.getItem("modeldesk-token") || "";
+  var token = sessionStorage.getItem("modeldesk-token") || "";  // sent as a header, never in a URL
   var labelsCount = 0;
   $("token").value = token;
 
@@ -81,7 +80,7 @@
     var base = window.location.origin;
     var auth = token ? " \\\n  -H 'Authorization: Bearer " + token.replace(/./g, "•") + "'" : "";
     $("curl").textContent = "curl -F file=@photo.jpg" + auth + " \\\n  " + base + "/v1/predict";
-    $("docs-link").href = "docs" + (token ? "?token=" + encodeURIComponent(token) : "");
+    $("docs-link").href = "docs";
   }
 
   function renderPrediction(prediction, latency, roundTrip) {

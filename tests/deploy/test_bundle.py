@@ -17,7 +17,7 @@ from modeldesk.deploy.bundle import REQUIREMENTS, bundled_modules
 MODULES = bundled_modules()
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-ALLOWED_THIRD_PARTY = {"numpy", "PIL", "onnxruntime", "starlette", "uvicorn"}
+ALLOWED_THIRD_PARTY = {"numpy", "PIL", "onnxruntime", "starlette", "uvicorn", "h11", "anyio"}
 
 
 def test_bundle_layout_and_pins(standin_artifact, tmp_path):
