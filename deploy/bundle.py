@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 from .artifact import CARD_FILE, MODEL_FILE, ModelArtifact, load_artifact
+from .inputs import input_for
 
 HERE = Path(__file__).parent
 TEMPLATE = HERE / "bundle_template"
@@ -67,10 +68,19 @@ def _write_tree(root: Path, artifact: ModelArtifact) -> None:
             shutil.copy2(path, root / path.name)
     readme = (root / "README.md").read_text(encoding="utf-8")
     labels = artifact.labels
+    model_input = input_for(artifact.card)
     readme = (readme.replace("{{MODEL_ID}}", artifact.id)
               .replace("{{LABELS}}", ", ".join(labels[:30]) + (" …" if len(labels) > 30 else ""))
-              .replace("{{SIZE}}", str(artifact.spec.size) if artifact.input_kind == "image" else "-"))
+              .replace("{{INPUT}}", model_input.readme_text())
+              .replace("{{NOUN}}", model_input.noun)
+              .replace("{{EXAMPLE}}", model_input.example_file)
+              .replace("{{JSON_FIELD}}", model_input.json_fields[0]))
     (root / "README.md").write_text(readme, encoding="utf-8")
+    client = (root / "client.py").read_text(encoding="utf-8")
+    (root / "client.py").write_text(client.replace("{{JSON_FIELDS}}", model_input.json_fields[1])
+                                    .replace("{{NOUN}}", model_input.noun), encoding="utf-8")
+    script = (root / "client.sh").read_text(encoding="utf-8")
+    (root / "client.sh").write_text(script.replace("{{EXAMPLE}}", model_input.example_file), encoding="utf-8")
     (root / "requirements.txt").write_text(pinned_requirements(), encoding="utf-8")
     os.chmod(root / "client.sh", 0o755)
 

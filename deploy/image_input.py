@@ -24,6 +24,12 @@ class ImageInput(ModelInput):
         self.spec = ImageSpec.from_dict(card.get("preprocessing") or {})
         self.max_pixels = int(max_pixels)
 
+    example_file = "photo.jpg"
+
+    def readme_text(self) -> str:
+        return (f"any image; it is resized to {self.spec.size}x{self.spec.size} by `preprocess.py`, the same "
+                "code the app used for training and prediction.")
+
     def load(self, source) -> np.ndarray:
         image = load_image(source, max_pixels=self.max_pixels, draft_size=self.spec.size)
         return image_to_tensor(image, self.spec)

@@ -20,6 +20,7 @@ import numpy as np
 #: input kind -> ".module:Class" (relative to this package)
 INPUT_KINDS = {
     "image": ".image_input:ImageInput",
+    "audio": ".audio_input:AudioInput",
 }
 #: target -> ".module:Class"
 OUTPUT_KINDS = {
@@ -77,6 +78,12 @@ class ModelInput:
     def from_json_value(self, value, where: str):
         """A JSON value of the request body -> a source for :meth:`load` (base64 by default)."""
         return decode_base64(value, where)
+
+    example_file = "input.bin"
+
+    def readme_text(self) -> str:
+        """One sentence for the deploy bundle's README: what an input is and how it is prepared."""
+        return f"one {self.noun} per item."
 
     def describe(self) -> dict:
         """What the service's documents and console need to know about this input."""

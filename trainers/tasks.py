@@ -124,7 +124,8 @@ _BUILTIN = (
          missing="Training text classifiers is not available yet; you can import and label texts now."),
     Task("sound-classification", "Sort sounds into classes",
          "Each clip gets one label, e.g. a spoken word or a machine noise.", "audio", "label",
-         missing="Training sound classifiers is not available yet; you can import and label clips now."),
+         trainer="modeldesk.trainers.sound_classification:SoundClassificationTrainer",
+         templates="modeldesk.trainers.sound_classification_templates:TEMPLATES"),
 )
 
 _TASKS: dict[str, Task] = {task.name: task for task in _BUILTIN}

@@ -1,7 +1,7 @@
-"""Classify images with the running service, using only Python's standard library.
+"""Send files ({{NOUN}}s) to the running service, using only Python's standard library.
 
-Usage: python client.py IMAGE [IMAGE ...] [--url http://127.0.0.1:8000] [--token TOKEN]
-Prints the service's JSON answer: one {"label", "score", "scores"} per image, and the latency.
+Usage: python client.py FILE [FILE ...] [--url http://127.0.0.1:8000] [--token TOKEN]
+Prints the service's JSON answer: one {"label", "score", "scores"} per file, and the latency.
 """
 
 import argparse
@@ -11,15 +11,17 @@ import sys
 import urllib.error
 import urllib.request
 
+FIELD = "{{JSON_FIELDS}}"  # the JSON field of this model's inputs, filled in when the bundle is made
+
 
 def predict(paths, url="http://127.0.0.1:8000", token=None, timeout=60.0) -> dict:
-    """POST the images as base64 JSON to ``url``/v1/predict and return the decoded answer."""
-    images = []
+    """POST the files as base64 JSON to ``url``/v1/predict and return the decoded answer."""
+    files = []
     for path in paths:
         with open(path, "rb") as handle:
-            images.append(base64.b64encode(handle.read()).decode("ascii"))
+            files.append(base64.b64encode(handle.read()).decode("ascii"))
     request = urllib.request.Request(
-        url.rstrip("/") + "/v1/predict", data=json.dumps({"images": images}).encode("utf-8"),
+        url.rstrip("/") + "/v1/predict", data=json.dumps({FIELD: files}).encode("utf-8"),
         headers={"Content-Type": "application/json"}, method="POST")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
@@ -29,12 +31,12 @@ def predict(paths, url="http://127.0.0.1:8000", token=None, timeout=60.0) -> dic
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("images", nargs="+")
+    parser.add_argument("files", nargs="+")
     parser.add_argument("--url", default="http://127.0.0.1:8000")
     parser.add_argument("--token", default=None)
     args = parser.parse_args(argv)
     try:
-        answer = predict(args.images, args.url, args.token)
+        answer = predict(args.files, args.url, args.token)
     except urllib.error.HTTPError as exc:
         body = exc.read().decode("utf-8", "replace")
         sys.stderr.write(f"error {exc.code}: {body}\n")

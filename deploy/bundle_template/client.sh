@@ -1,5 +1,5 @@
 #!/bin/sh
-# Classify an image with curl. Usage: ./client.sh photo.jpg [http://127.0.0.1:8000] [TOKEN]
+# Send a file to the model with curl. Usage: ./client.sh {{EXAMPLE}} [http://127.0.0.1:8000] [TOKEN]
 set -eu
 IMAGE="$1"
 URL="${2:-http://127.0.0.1:8000}"

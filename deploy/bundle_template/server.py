@@ -16,7 +16,7 @@ from modeldesk_server.service import serve  # noqa: E402  (after the path setup 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Serve the bundled image classifier.")
+    parser = argparse.ArgumentParser(description="Serve the bundled model.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--token", default=None, help="require 'Authorization: Bearer TOKEN'")

@@ -1,0 +1,289 @@
+"""The sound classification trainer: frozen speech embeddings pooled over time, a linear head, one graph.
+
+Clips are decoded and resampled to 16 kHz by ``deploy.audio_input`` (the exported model's users run
+the same module), turned into feature vectors by ``trainers.sound_backbone``'s graph (with augmented
+copies of the training clips when there are few), a logistic regression head is tuned by
+cross-validation and fitted, and the head is appended to the feature graph: ``model.onnx`` maps a
+float32 16 kHz waveform (1, samples) straight to ``probabilities`` (1, classes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from modeldesk.deploy.audio_input import AudioDecodeError, AudioSpec, load_waveform
+from modeldesk.deploy.artifact import new_model_id, save_artifact
+from modeldesk.deploy.runtime import create_session
+from modeldesk.errors import UserError
+from modeldesk.trainers import heads
+from modeldesk.trainers.feature_cache import FeatureCache
+from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
+from modeldesk.trainers.report import write_html_report
+from modeldesk.trainers.sound_backbone import (FEATURES, INPUT_NAME, MIN_SAMPLES, feature_nodes, make_model)
+from modeldesk.trainers.sound_features import (PLAIN_VIEWS, Cancelled, SoundFeatureExtractor, estimate_seconds,
+                                               noise_view)
+from modeldesk.trainers.tasks import TrainResult
+from modeldesk.trainers.templates import get_template
+
+OUTPUT_NAME = "probabilities"
+PARITY_TOLERANCE = 1e-4
+BACKGROUND_WORDS = ("background", "noise", "silence")
+
+
+def is_background(label: str) -> bool:
+    """Whether a class holds background sound (mixed into the other classes' augmented copies)."""
+    return any(word in str(label).lower() for word in BACKGROUND_WORDS)
+
+
+def check_clips(samples: Sequence) -> tuple[list, list[str], list[str]]:
+    """(labeled clips, sorted labels, warnings); UserError with one sentence when they cannot train."""
+    labeled = [s for s in samples if s.label not in (None, "")]
+    if not labeled:
+        raise UserError("none of the clips has a label: label some clips first")
+    counts = Counter(s.label for s in labeled)
+    if len(counts) < 2:
+        raise UserError(f"all labeled clips are in one class ({next(iter(counts))!r}): a model needs at "
+                        "least two classes; record or import a second one (a 'background' class of "
+                        "room noise is a good choice)")
+    lonely = sorted(label for label, n in counts.items() if n < 2)
+    if lonely:
+        raise UserError(f"class {', '.join(map(repr, lonely))} has only one clip: record at least one "
+                        "more (better: ten or more)")
+    warnings = []
+    in_train = {s.label for s in labeled if s.split == "train"}
+    moved = sorted(set(counts) - in_train)
+    if moved:
+        warnings.append(f"class {', '.join(map(repr, moved))} had no training clips; its held-out clips "
+                        "were used for training, so its metrics are optimistic")
+        labeled = [s.with_split("train") if s.label in moved else s for s in labeled]
+    few = sorted(label for label, n in counts.items() if n < 5)
+    if few:
+        warnings.append(f"class {', '.join(map(repr, few))} has fewer than 5 clips; expect unreliable "
+                        "predictions for it")
+    return labeled, sorted(counts), warnings
+
+
+def _spec(template) -> AudioSpec:
+    spec = AudioSpec(min_seconds=template.min_seconds, max_seconds=template.max_seconds)
+    if spec.min_samples < MIN_SAMPLES:
+        raise ValueError(f"template {template.name}: min_seconds must be at least {MIN_SAMPLES / 16000:.2f}")
+    return spec
+
+
+def plan_views(labeled, template) -> tuple[dict, list[str]]:
+    """Views to compute per clip key, and the background clips' paths per noise view.
+
+    Training clips get augmented views when the template asks for them (``"auto"``: when a class
+    has fewer than ``augment_below`` training clips); every other clip only ``identity``.
+    """
+    train = [s for s in labeled if s.split == "train"]
+    counts = Counter(s.label for s in train)
+    augment = template.augment == "always" or (template.augment == "auto" and counts
+                                               and min(counts.values()) < template.augment_below)
+    backgrounds = sorted({s.key: s.path for s in train if is_background(s.label)}.items())
+    views = {s.key: ("identity",) for s in labeled}
+    if augment:
+        for s in train:
+            extra = list(PLAIN_VIEWS[1:])
+            if backgrounds and not is_background(s.label):
+                index = int(hashlib.sha1(s.key.encode()).hexdigest()[:8], 16) % len(backgrounds)
+                extra.append(noise_view(backgrounds[index][0]))
+            views[s.key] = ("identity", *extra)
+    return views, [path for _, path in backgrounds] if augment else []
+
+
+def _cv_score(template, l2, X_views, y, train_idx, folds) -> float:
+    """Accuracy by stratified k-fold CV: fit on every view of the fold's training clips, score the
+    identity view of its held-out ones (augmented copies never leak into a score)."""
+    scores = []
+    for fit, held in heads.stratified_folds(y[train_idx], folds):
+        fit_idx, held_idx = train_idx[fit], train_idx[held]
+        X, yy = _stack(X_views, fit_idx, y)
+        head = heads.LogisticRegressionHead(**{**template.head_params, "l2": l2}).fit(X, yy)
+        scores.append(np.mean(head.predict(X_views["identity"][held_idx]) == y[held_idx]))
+    return float(np.mean(scores))
+
+
+def _stack(X_views: dict, idx, y) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``idx`` in every view they have (NaN rows are views a clip does not have)."""
+    rows, labels = [], []
+    for X in X_views.values():
+        part = X[idx]
+        keep = ~np.isnan(part[:, 0])
+        rows.append(part[keep])
+        labels.append(y[idx][keep])
+    return np.concatenate(rows), np.concatenate(labels)
+
+
+def build_graph(template, head):
+    """One graph: ``waveform`` (1, samples) -> backbone -> pooling -> head -> ``probabilities`` (1, C)."""
+    nodes, inits = feature_nodes(template.features)
+    h_nodes, h_inits = head.to_onnx(FEATURES, OUTPUT_NAME, prefix="head/")
+    return make_model(nodes + h_nodes, inits + h_inits, [(OUTPUT_NAME, [1, len(head.classes_)])],
+                      "modeldesk_sound_classifier")
+
+
+class SoundClassificationTrainer:
+    """The sound classification task's trainer (see ``trainers.tasks.Trainer``)."""
+
+    def check(self, samples) -> None:
+        check_clips(samples)
+
+    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None,
+                 threads: int = 2) -> dict:
+        template = get_template(template)
+        labeled = [s for s in samples if s.label not in (None, "")]
+        views, _ = plan_views(labeled, template)
+        extractor = SoundFeatureExtractor(template.features, _spec(template), FeatureCache(cache_dir),
+                                          device=device, threads=threads)
+        todo = extractor.missing_count([(s.key, s.path, views[s.key]) for s in labeled])
+        eta = round(estimate_seconds(extractor.cache, todo, device=device, threads=threads) + 2.0
+                    + 0.02 * len(labeled) * len(template.search_space.get("l2", [0])), 1)
+        return {"eta_s": eta, "plan": {"devices": [{"name": device, "threads": threads}], "eta_s": eta,
+                                       "features_to_compute": todo}}
+
+    def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
+        from modeldesk.trainers.evaluation import evaluate_labels
+
+        return evaluate_labels(artifact_path, samples, progress=progress)
+
+    def train(self, samples, template, out_dir, cache_dir, *, time_budget=None, device: str = "auto",
+              progress=None, should_stop=None, model_id=None, threads: int = 2) -> TrainResult:
+        """Extract (cached) features, tune and fit the head, evaluate, export one graph."""
+        started = time.monotonic()
+        template = get_template(template)
+        budget = float(time_budget or template.time_budget_s)
+        spec = _spec(template)
+        labeled, labels, warnings = check_clips(samples)
+        estimate = self.estimate(labeled, template, cache_dir, device=device, threads=threads)
+
+        def report(stage, fraction, metrics=None):
+            if should_stop is not None and should_stop():
+                raise Cancelled("training was stopped")
+            if progress is not None:
+                elapsed = time.monotonic() - started
+                eta = elapsed * (1 - fraction) / fraction if fraction > 0.05 else \
+                    max(estimate["eta_s"] - elapsed, 0.0)
+                progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
+
+        # 1. features of every clip and view (0 .. 0.75)
+        views, background_paths = plan_views(labeled, template)
+        backgrounds = {}
+        for path, key in ((s.path, s.key) for s in labeled if s.path in background_paths):
+            try:
+                backgrounds[noise_view(key)] = load_waveform(path, spec)
+            except AudioDecodeError:
+                pass
+        views = {k: tuple(v for v in vs if not v.startswith("noise-") or v in backgrounds)
+                 for k, vs in views.items()}
+        extractor = SoundFeatureExtractor(template.features, spec, FeatureCache(cache_dir), device=device,
+                                          threads=threads)
+        result = extractor.extract([(s.key, s.path, views[s.key]) for s in labeled], backgrounds=backgrounds,
+                                   should_stop=should_stop,
+                                   progress=lambda d, t: report("Listening to the clips", 0.75 * d / max(t, 1)))
+        good = set(result.keys)
+        labeled = [s for s in labeled if s.key in good]
+        if not labeled:
+            raise UserError(f"none of the clips could be read (first: {result.skipped[0]['reason']})")
+        if result.skipped:
+            warnings.append(f"{len(result.skipped)} clip(s) could not be read and were left out")
+            labeled, labels, more = check_clips(labeled)
+            warnings += [w for w in more if w not in warnings]
+        index = {label: i for i, label in enumerate(labels)}
+        y = np.array([index[s.label] for s in labeled])
+        dim = template.features.dim
+        X_views = {}
+        for view, vectors in result.by_view.items():
+            X = np.full((len(labeled), dim), np.nan, np.float32)
+            for row, s in enumerate(labeled):
+                if s.key in vectors:
+                    X[row] = vectors[s.key]
+            X_views[view] = X
+        split = np.array([s.split for s in labeled])
+        train_idx, val_idx, test_idx = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
+
+        # 2. the head's L2 penalty by cross-validation on the training clips (0.75 .. 0.9)
+        grid = list(template.search_space.get("l2", [])) or [template.head_params.get("l2", 1e-2)]
+        folds = heads.usable_folds(y[train_idx], template.cv_folds)
+        trials, best_l2 = [], grid[0]
+        if len(grid) > 1 and folds >= 2:
+            deadline = started + 0.8 * budget
+            for i, l2 in enumerate(grid):
+                if trials and time.monotonic() > deadline:
+                    warnings.append("the time budget ran out before every setting was tried")
+                    break
+                trials.append({"params": {"l2": l2}, "cv_accuracy": _cv_score(template, l2, X_views, y, train_idx, folds)})
+                report("Tuning", 0.75 + 0.15 * (i + 1) / len(grid), {"cv_accuracy": max(t["cv_accuracy"] for t in trials)})
+            best_l2 = max(trials, key=lambda t: t["cv_accuracy"])["params"]["l2"]  # ties keep the first
+
+        # 3. the final head, early-stopped on the validation clips (0.9)
+        report("Training", 0.9)
+        head = heads.LogisticRegressionHead(**{**template.head_params, "l2": best_l2})
+        X_fit, y_fit = _stack(X_views, train_idx, y)
+        if len(val_idx) and len(np.unique(y[val_idx])) > 1 and set(y[val_idx]) <= set(y_fit):
+            head.fit(X_fit, y_fit, X_views["identity"][val_idx], y[val_idx])
+        else:
+            head.fit(X_fit, y_fit)
+
+        # 4. evaluation on the test clips, else the validation clips (0.95)
+        report("Evaluating", 0.95)
+        eval_idx, eval_split = (test_idx, "test") if len(test_idx) else (val_idx, "val")
+        if not len(eval_idx):
+            warnings.append("no validation or test clips: the metrics are measured on the training clips")
+            eval_idx, eval_split = train_idx, "train"
+        proba = head.predict_proba(X_views["identity"][eval_idx])
+        metrics = classification_report(y[eval_idx], proba, labels)
+        metrics["split"] = eval_split
+        metrics["mistakes"] = most_confident_mistakes(y[eval_idx], proba, [labeled[i].key for i in eval_idx], labels)
+        if trials:
+            metrics["search"] = {"trials": trials, "best": {"params": {"l2": best_l2}}}
+        metrics["augmented_views"] = sorted({v for vs in views.values() for v in vs} - {"identity"})
+
+        # 5. one graph, checked against the training path on a few clips
+        report("Exporting", 0.97)
+        model = build_graph(template, head)
+        session = create_session(model.SerializeToString(), device="cpu")
+        check = eval_idx[:4]
+        exported = np.concatenate([session.run([OUTPUT_NAME], {INPUT_NAME: load_waveform(labeled[i].path, spec)[None]})[0]
+                                   for i in check]) if len(check) else np.zeros((0, len(labels)))
+        parity = float(np.abs(exported - proba[:len(check)]).max()) if len(check) else 0.0
+        metrics["export_vs_training_features_max_abs_diff"] = parity
+        if parity > PARITY_TOLERANCE and device in ("auto", "cpu"):
+            raise RuntimeError(f"exported graph disagrees with the training path by {parity:.2e}")
+        card = {
+            "id": model_id or new_model_id(),
+            "task": template.task,
+            "target": "label",
+            "labels": labels,
+            "preprocessing": spec.to_dict(),
+            "template": template.name,
+            "backbone": extractor.namespace("identity")[0],
+            "features": template.features.name,
+            "views": ["identity"],
+            "head": {"kind": "logistic", "params": {**template.head_params, "l2": best_l2}},
+            "metrics": metrics,
+            "input_name": INPUT_NAME,
+            "output_name": OUTPUT_NAME,
+            "warnings": warnings,
+            "training": {"samples": {name: int(len(idx)) for name, idx in
+                                     (("train", train_idx), ("val", val_idx), ("test", test_idx))},
+                         "seconds": round(time.monotonic() - started, 2), "skipped": result.skipped},
+        }
+        from modeldesk.trainers.image_classification import _versions
+
+        card["versions"] = _versions()
+        artifact_dir = save_artifact(out_dir, model, card)
+        write_html_report(Path(artifact_dir) / "report.html", title=f"Model {card['id']}", metrics=metrics,
+                          mistakes=metrics["mistakes"], model_card={"task": card["task"], "template": template.name,
+                                                                    "clips": card["training"]["samples"]},
+                          noun="clips")
+        elapsed = round(time.monotonic() - started, 2)
+        report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1")})
+        return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings,
+                           skipped=result.skipped, plan={**estimate["plan"], "actual_s": elapsed})
