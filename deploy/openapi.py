@@ -24,7 +24,7 @@ def _request_body(card: dict) -> dict:
     model_input = input_for(card)
     single, plural = model_input.json_fields
     if model_input.upload_types:
-        value = {"type": "string", "format": "byte"}
+        value = {"type": "string", "format": "byte", "minLength": 1}
         content = {"multipart/form-data": {"schema": {
             "type": "object", "required": ["file"],
             "properties": {"file": {"type": "array", "minItems": 1,
@@ -33,7 +33,7 @@ def _request_body(card: dict) -> dict:
             content[f"{upload}*" if upload.endswith("/") else upload] = {
                 "schema": {"type": "string", "format": "binary"}}
     else:
-        value, content = {"type": "string"}, {}
+        value, content = {"type": "string", "minLength": 1}, {}
     content["application/json"] = {"schema": {"oneOf": [
         {"type": "object", "required": [single], "properties": {single: value}},
         {"type": "object", "required": [plural],
