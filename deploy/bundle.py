@@ -24,7 +24,7 @@ PACKAGE = "modeldesk_server"
 # The service's code path, copied verbatim: these import only each other, numpy, Pillow,
 # onnxruntime and starlette. The input and output modules come from the inputs registry.
 MODULES = ("preprocess.py", "runtime.py", "artifact.py", "inputs.py", "predictor.py", "guards.py",
-           "openapi.py", "server.py", "service.py")
+           "openapi.py", "server.py", "batching.py", "service.py")
 
 
 def bundled_modules() -> list[str]:

@@ -98,10 +98,21 @@ class Predictor:
         sources = list(sources)
         results: list[dict] = []
         for start in range(0, len(sources), self.batch_size):
-            items = [self._load_named(sources, i, names)
-                     for i in range(start, min(start + self.batch_size, len(sources)))]
-            outputs = self.session.run(self.output.names, {self.input_name: self.input.collate(items)})
-            results.extend(self.output.format(outputs))
+            chunk = range(start, min(start + self.batch_size, len(sources)))
+            results.extend(self.run_items([self._load_named(sources, i, names) for i in chunk]))
+        return results
+
+    def prepare(self, sources, *, names=None) -> list:
+        """Decode every source into a model-ready item (the first half of :meth:`predict`)."""
+        sources = list(sources)
+        return [self._load_named(sources, i, names) for i in range(len(sources))]
+
+    def run_items(self, items: list) -> list[dict]:
+        """Predictions for prepared items, in batches of ``batch_size`` (the second half)."""
+        results: list[dict] = []
+        for start in range(0, len(items), self.batch_size):
+            batch = self.input.collate(items[start:start + self.batch_size])
+            results.extend(self.output.format(self.session.run(self.output.names, {self.input_name: batch})))
         return results
 
     def _load_named(self, sources, index: int, names) -> np.ndarray:

@@ -15,6 +15,7 @@ Configuration comes from arguments, else the environment (``MODELDESK_TOKEN``,
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import json
@@ -33,6 +34,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from .artifact import ArtifactError, ModelArtifact, load_artifact
+from .batching import MicroBatcher
 from .guards import LOCAL_NAMES, DecodeBudget, GuardError, RequestGuard, error_response
 from .inputs import InputError, ModelInput
 from .openapi import docs_page, openapi_document
@@ -205,19 +207,21 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
         anyio.to_thread.current_default_thread_limiter().total_tokens = INFERENCE_THREADS
         app.state.predictor = predictor or await run_in_threadpool(
             load_checked, artifact, device=device, threads=threads, max_pixels=max_pixels)
+        app.state.batcher = MicroBatcher(app.state.predictor.run_items, max_batch=app.state.predictor.batch_size * 2)
         log.info("serving model %s on %s", artifact.id, app.state.predictor.providers[0])
         yield
+        app.state.batcher.stop()
         app.state.predictor = None
 
-    def run_bounded(active: Predictor, items) -> list:
+    def decode(active: Predictor, items) -> tuple[list, int]:
+        """Decoded items within the decode budget (the caller releases ``cost`` when done)."""
         cost = sum(active.input.cost(source) for _, source in items)
         budget.acquire(cost)
         try:
-            return active.predict([data for _, data in items], names=[name for name, _ in items])
-        finally:
+            return active.prepare([data for _, data in items], names=[name for name, _ in items]), cost
+        except BaseException:
             budget.release(cost)
-            if cost > BIG_DECODE_BYTES:
-                _give_memory_back()
+            raise
 
     async def predict(request: Request):
         active = getattr(request.app.state, "predictor", None)
@@ -225,7 +229,19 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
             raise ServiceError("the model is still loading", 503)
         items = await _read_inputs(request, active.input, max_images)
         start = time.perf_counter()
-        predictions = await run_in_threadpool(run_bounded, active, items)
+        batcher = request.app.state.batcher
+        batcher.expect()  # so that requests arriving together wait for each other, briefly
+        try:
+            prepared, cost = await run_in_threadpool(decode, active, items)
+        except BaseException:
+            batcher.forget()
+            raise
+        try:
+            predictions = await asyncio.wrap_future(batcher.submit(prepared))
+        finally:
+            budget.release(cost)
+            if cost > BIG_DECODE_BYTES:
+                _give_memory_back()
         latency = (time.perf_counter() - start) * 1000.0
         return StrictJSONResponse({"predictions": predictions, "latency_ms": round(latency, 3)})
 

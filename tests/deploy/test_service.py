@@ -161,9 +161,9 @@ def test_fuzzed_raw_bodies_never_cause_a_5xx(client, body, content_type):
 def test_unexpected_errors_are_a_generic_500(standin_artifact, deploy_helpers, caplog):
     app = create_app(standin_artifact)
     with TestClient(app, raise_server_exceptions=False, base_url=LOCAL) as client:
-        def boom(sources, names=None):
+        def boom(items):
             raise RuntimeError("secret internal detail")
-        app.state.predictor.predict = boom
+        app.state.batcher.run_items = boom
         response = client.post("/v1/predict", files={"file": ("a.png", deploy_helpers.color_image_bytes("red", 1), "image/png")})
     assert response.status_code == 500
     assert response.json() == {"error": "internal server error"}
@@ -214,3 +214,19 @@ def test_eight_concurrent_clients_get_the_right_answers(client, standin_artifact
     for (label, _), answer, want in zip(jobs, answers, expected):
         assert answer["label"] == label == want["label"]
         assert answer["scores"] == pytest.approx(want["scores"], abs=1e-6)
+
+
+def test_concurrent_requests_are_batched_and_each_gets_its_own_answers(standin_artifact, deploy_helpers):
+    """32 clients at once: fewer session runs than requests, and every answer is the right one."""
+    labels = ["red", "green", "blue"]
+    jobs = [(labels[i % 3], deploy_helpers.color_image_bytes(labels[i % 3], 80 + i)) for i in range(64)]
+    app = create_app(standin_artifact, threads=1)
+    with TestClient(app, base_url=LOCAL) as client:
+        def call(job):
+            return client.post("/v1/predict", files={"file": ("x.png", job[1], "image/png")}).json()["predictions"][0]
+
+        with ThreadPoolExecutor(32) as pool:
+            answers = list(pool.map(call, jobs))
+        batcher = app.state.batcher
+        assert [a["label"] for a in answers] == [label for label, _ in jobs]
+        assert batcher.items == 64 and batcher.batches < 64
