@@ -275,6 +275,20 @@ class AudioInput(ModelInput):
     def load(self, source) -> np.ndarray:
         return load_waveform(source, self.spec)
 
+    def example(self) -> np.ndarray:
+        """A second of silence for the service's warm-up run."""
+        return np.zeros(self.spec.min_samples, np.float32)
+
+    def cost(self, source) -> int:
+        """Bytes decoding holds at most: the read PCM, its float copy and the resampled clip (header only)."""
+        try:
+            with wave.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source, "rb") as reader:
+                rate, channels, width = reader.getframerate(), reader.getnchannels(), reader.getsampwidth()
+                seconds = min(reader.getnframes() / max(rate, 1), self.spec.max_seconds)
+        except Exception:  # not a WAV: ``load`` will say why
+            return len(source) if isinstance(source, (bytes, bytearray)) else 0
+        return int(seconds * (rate * channels * (width + 4) + rate * 4 + 3 * self.spec.sample_rate * 4))
+
     def collate(self, items: list) -> np.ndarray:
         if not items:
             return np.zeros((0, self.spec.min_samples), np.float32)

@@ -138,7 +138,7 @@ def test_exported_model_and_service_answer_exactly_as_the_app(tmp_path):
         in_app = ws.predict(result["model"], clips)
         exported = ws.export_model(result["model"], tmp_path / "out")
         from_export = Predictor(exported["path"], device="cpu").predict(clips)
-        with TestClient(create_app(exported["path"], device="cpu")) as client:
+        with TestClient(create_app(exported["path"], device="cpu"), base_url="http://127.0.0.1:8000") as client:
             upload = client.post("/v1/predict", files=[("file", (p.name, p.read_bytes(), "audio/wav")) for p in clips[:1]])
             as_json = client.post("/v1/predict", json={"audio": base64.b64encode(clips[1].read_bytes()).decode()})
             bad = client.post("/v1/predict", files=[("file", ("song.mp3", b"ID3\x03" + b"\x00" * 64, "audio/mpeg"))])
