@@ -11,6 +11,9 @@ from .inputs import ModelInput
 from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image
 
 
+_MODE_BYTES = {"1": 1, "L": 1, "P": 1, "LA": 2, "I;16": 2, "RGB": 3, "YCbCr": 3, "RGBA": 4, "CMYK": 4, "I": 4, "F": 4}
+
+
 class ImageInput(ModelInput):
     """Image files or bytes -> float32 (3, S, S) tensors, batched as (N, 3, S, S)."""
 
@@ -42,6 +45,7 @@ class ImageInput(ModelInput):
         try:
             with Image.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source) as image:
                 width, height = image.size
+                decoded = _MODE_BYTES.get(image.mode, 4)
                 if image.format == "JPEG":
                     scale = 1
                     while scale < 8 and min(width, height) // (scale * 2) >= 2 * self.spec.size:
@@ -49,7 +53,8 @@ class ImageInput(ModelInput):
                     width, height = width // scale, height // scale
         except Exception:  # not an image: ``load`` will say why; it costs nothing to find out
             return len(source) if isinstance(source, (bytes, bytearray)) else 0
-        return width * height * 4 + 12 * self.spec.size ** 2
+        # the decoded image, its RGB copy, and the float tensor
+        return width * height * (decoded + 3) + 12 * self.spec.size ** 2
 
     def collate(self, items: list) -> np.ndarray:
         if not items:
