@@ -3,6 +3,7 @@
   var $ = function (id) { return document.getElementById(id); };
   var token = sessionStorage.getItem("modeldesk-token") || "";  // sent as a header, never in a URL
   var labelsCount = 0;
+  var inputKind = "image";
   $("token").value = token;
 
   function headers() { return token ? { "Authorization": "Bearer " + token } : {}; }
@@ -46,13 +47,15 @@
     var comp = card.compression;
     var title = card.name || card.template || "Image classifier";
     $("model-name").textContent = title;
+    setInputKind(pre.kind || "image");
     $("model-id").textContent = card.id;
     document.title = title + " · ModelDesk";
     labelsCount = (card.labels || []).length;
     var facts = [
       ["Task", (card.task || "").replace(/-/g, " ")],
       ["Labels", String(labelsCount)],
-      ["Input", (pre.size || "?") + " × " + (pre.size || "?") + " px"],
+      ["Input", pre.kind === "audio" ? (pre.sample_rate / 1000) + " kHz clip, " + pre.min_seconds + "–" + pre.max_seconds + " s"
+                                      : (pre.size || "?") + " × " + (pre.size || "?") + " px"],
       ["Template", card.template || "—"],
     ];
     if (typeof metrics.accuracy === "number") facts.push(["Accuracy", pct(metrics.accuracy)]);
@@ -108,16 +111,139 @@
     $("latency").textContent = latency.toFixed(1) + " ms inference · " + roundTrip.toFixed(0) + " ms total";
   }
 
+  // --- the input widget follows the card's input kind: images, or sound clips (WAV) -------------
+  function setInputKind(kind) {
+    inputKind = kind;
+    var audio = kind === "audio";
+    $("file").accept = audio ? "audio/wav,audio/x-wav,.wav" : "image/*";
+    $("try-hint").textContent = audio ? "Drop or choose a WAV clip, or record one" : "Drop, paste or choose an image";
+    $("drop-title").textContent = audio ? "Drag a sound clip here" : "Drag an image here";
+    $("drop-formats").textContent = audio ? "WAV (PCM), any sample rate" : "JPEG, PNG, WebP, BMP";
+    $("replace-noun").textContent = audio ? "clip" : "image";
+    $("audio-tools").hidden = !audio;
+    var canRecord = !!(navigator.mediaDevices && navigator.mediaDevices.getUserMedia && window.AudioContext);
+    $("record").disabled = !canRecord;
+    if (!canRecord) $("record-text").textContent = "No microphone access in this browser (needs http://127.0.0.1 or https)";
+  }
+
+  function drawWave(samples) {
+    var canvas = $("wave"), ctx = canvas.getContext("2d");
+    var w = canvas.width, h = canvas.height, step = Math.max(1, Math.floor(samples.length / w));
+    ctx.clearRect(0, 0, w, h);
+    ctx.fillStyle = "#818cf8";
+    for (var x = 0; x < w; x++) {
+      var lo = 0, hi = 0;
+      for (var i = x * step; i < Math.min(samples.length, (x + 1) * step); i++) {
+        if (samples[i] < lo) lo = samples[i];
+        if (samples[i] > hi) hi = samples[i];
+      }
+      ctx.fillRect(x, h / 2 - hi * h / 2, 1, Math.max(1, (hi - lo) * h / 2));
+    }
+  }
+
+  function showClip(file) {
+    var url = URL.createObjectURL(file);
+    $("player").src = url; $("player").hidden = false;
+    $("preview").hidden = true; $("drop-empty").hidden = true; $("replace").hidden = false;
+    $("file-meta").textContent = file.name + " · " + (file.size / 1024).toFixed(0) + " KB";
+    file.arrayBuffer().then(function (data) {
+      var context = new (window.AudioContext || window.webkitAudioContext)();
+      return context.decodeAudioData(data).then(function (buffer) {
+        $("wave").hidden = false;
+        drawWave(buffer.getChannelData(0));
+        $("file-meta").textContent = file.name + " · " + buffer.duration.toFixed(2) + " s · " +
+          buffer.sampleRate + " Hz · " + (file.size / 1024).toFixed(0) + " KB";
+        context.close();
+      });
+    }).catch(function () { $("wave").hidden = true; });
+  }
+
+  // 16-bit PCM mono WAV bytes of float samples in [-1, 1]
+  function encodeWav(samples, rate) {
+    var buffer = new ArrayBuffer(44 + samples.length * 2), view = new DataView(buffer);
+    function text(offset, value) { for (var i = 0; i < value.length; i++) view.setUint8(offset + i, value.charCodeAt(i)); }
+    text(0, "RIFF"); view.setUint32(4, 36 + samples.length * 2, true); text(8, "WAVE");
+    text(12, "fmt "); view.setUint32(16, 16, true); view.setUint16(20, 1, true); view.setUint16(22, 1, true);
+    view.setUint32(24, rate, true); view.setUint32(28, rate * 2, true); view.setUint16(32, 2, true);
+    view.setUint16(34, 16, true); text(36, "data"); view.setUint32(40, samples.length * 2, true);
+    for (var i = 0; i < samples.length; i++) {
+      var v = Math.max(-1, Math.min(1, samples[i]));
+      view.setInt16(44 + i * 2, v < 0 ? v * 32768 : v * 32767, true);
+    }
+    return new Blob([buffer], { type: "audio/wav" });
+  }
+
+  // the microphone's samples at 16 kHz (resampled by the browser's own OfflineAudioContext)
+  function to16k(samples, rate) {
+    if (rate === 16000) return Promise.resolve(samples);
+    var offline = new OfflineAudioContext(1, Math.ceil(samples.length * 16000 / rate), 16000);
+    var buffer = offline.createBuffer(1, samples.length, rate);
+    buffer.copyToChannel(samples, 0);
+    var source = offline.createBufferSource();
+    source.buffer = buffer; source.connect(offline.destination); source.start();
+    return offline.startRendering().then(function (rendered) { return rendered.getChannelData(0); });
+  }
+
+  var RECORD_SECONDS = 2;
+  function record() {
+    var button = $("record");
+    if (button.classList.contains("recording")) return;
+    showError("");
+    navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: false, noiseSuppression: false } }).then(function (stream) {
+      var context = new (window.AudioContext || window.webkitAudioContext)();
+      var source = context.createMediaStreamSource(stream);
+      var processor = context.createScriptProcessor(4096, 1, 1);
+      var chunks = [], started = performance.now();
+      button.classList.add("recording");
+      processor.onaudioprocess = function (e) {
+        var data = e.inputBuffer.getChannelData(0), peak = 0;
+        chunks.push(new Float32Array(data));
+        for (var i = 0; i < data.length; i++) peak = Math.max(peak, Math.abs(data[i]));
+        $("meter-fill").style.width = Math.min(100, peak * 140) + "%";
+        var left = RECORD_SECONDS - (performance.now() - started) / 1000;
+        $("record-text").textContent = "Recording… " + Math.max(0, left).toFixed(1) + " s";
+      };
+      source.connect(processor); processor.connect(context.destination);
+      setTimeout(function () {
+        processor.disconnect(); source.disconnect();
+        stream.getTracks().forEach(function (t) { t.stop(); });
+        var length = chunks.reduce(function (n, c) { return n + c.length; }, 0), all = new Float32Array(length), at = 0;
+        chunks.forEach(function (c) { all.set(c, at); at += c.length; });
+        var rate = context.sampleRate;
+        context.close();
+        button.classList.remove("recording");
+        $("meter-fill").style.width = "0";
+        $("record-text").textContent = "Record " + RECORD_SECONDS + " s from the microphone";
+        to16k(all, rate).then(function (samples) {
+          var blob = encodeWav(samples, 16000);
+          predict(new File([blob], "recording.wav", { type: "audio/wav" }));
+        });
+      }, RECORD_SECONDS * 1000);
+    }).catch(function (error) {
+      showError("The microphone cannot be used: " + (error.message || error.name) + ". You can still drop a WAV file.");
+    });
+  }
+  $("record").addEventListener("click", record);
+
   function predict(file) {
     if (!file) return;
-    if (file.type && file.type.indexOf("image/") !== 0) { showError(file.name + " is not an image."); return; }
+    var audio = inputKind === "audio";
+    if (audio && !/\.wav$/i.test(file.name) && file.type.indexOf("wav") < 0) {
+      showError(file.name + " is not a WAV file: record a clip here, or convert it to WAV (PCM) first."); return;
+    }
+    if (!audio && file.type && file.type.indexOf("image/") !== 0) { showError(file.name + " is not an image."); return; }
     showError("");
+    if (audio) { showClip(file); sendFile(file); return; }
     var url = URL.createObjectURL(file);
     var img = $("preview");
     img.onload = function () {
       $("file-meta").textContent = file.name + " · " + img.naturalWidth + " × " + img.naturalHeight + " px · " + (file.size / 1024).toFixed(0) + " KB";
     };
-    img.src = url; img.hidden = false; $("drop-empty").hidden = true; $("replace").hidden = false;
+    img.src = url; img.hidden = false; $("wave").hidden = true; $("drop-empty").hidden = true; $("replace").hidden = false;
+    sendFile(file);
+  }
+
+  function sendFile(file) {
     $("busy").hidden = false;
     var form = new FormData();
     form.append("file", file, file.name);

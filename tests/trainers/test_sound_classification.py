@@ -142,12 +142,14 @@ def test_exported_model_and_service_answer_exactly_as_the_app(tmp_path):
             upload = client.post("/v1/predict", files=[("file", (p.name, p.read_bytes(), "audio/wav")) for p in clips[:1]])
             as_json = client.post("/v1/predict", json={"audio": base64.b64encode(clips[1].read_bytes()).decode()})
             bad = client.post("/v1/predict", files=[("file", ("song.mp3", b"ID3\x03" + b"\x00" * 64, "audio/mpeg"))])
+            console = client.get("/").text
         assert upload.status_code == 200 and as_json.status_code == 200
         for a, b in zip(in_app, from_export):
             assert a["label"] == b["label"] and a["scores"] == b["scores"]
         assert upload.json()["predictions"][0]["scores"] == in_app[0]["scores"]
         assert as_json.json()["predictions"][0]["scores"] == in_app[1]["scores"]
         assert bad.status_code == 422 and "MP3" in bad.json()["error"] and "WAV files work" in bad.json()["error"]
+        assert 'id="record"' in console and "encodeWav" in console  # the console can record a clip
     finally:
         ws.close()
 
