@@ -8,7 +8,7 @@ import sys
 
 
 def open_window(workspace=None) -> int:
-    from modeldesk.ui.app import run
+    from modeldesk.ui.application import run
 
     return run(workspace)
 

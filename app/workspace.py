@@ -15,6 +15,7 @@ from modeldesk.app.logs import fallback_log_file, setup_logging
 from modeldesk.app.paths import default_workspace
 from modeldesk.app.recovery import open_paths, start_cleanup
 from modeldesk.app.settings import Settings
+from modeldesk.app.ui_calls import UiCalls
 from modeldesk.datasets import Store, export_project, import_path
 
 log = logging.getLogger(__name__)
@@ -24,8 +25,10 @@ TRAINING_TARGET = "modeldesk.app.training_job:run_training"
 APP_JOB_KINDS = {"train": TRAINING_TARGET}
 
 
-class Workspace:
+class Workspace(UiCalls):
     """One workspace folder: the data store, the models, the caches and the job queue.
+
+    The calls the desktop app needs beyond the command line's come from :class:`UiCalls`.
 
     Parameters
     ----------

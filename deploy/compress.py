@@ -160,7 +160,8 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
     dict
         ``path``, ``size_bytes``, ``candidates`` (each ``name``, ``size_bytes``, ``input_size``,
         ``latency_ms`` (at the largest thread count), ``latency_ms_1t``, ``latency_ms_by_threads``,
-        ``accuracy``, ``kept``, ``reason``), ``chosen``, ``accuracy_fp32``, ``accuracy_compressed``,
+        ``accuracy``, ``kept``, ``reason``, and ``code``: ``kept``, ``reference``, ``less_accurate``,
+        ``not_faster``, ``slower``, ``skipped`` or ``failed``), ``chosen``, ``accuracy_fp32``, ``accuracy_compressed``,
         ``speedup`` (at the largest thread count, which also decides "fastest"),
         ``speedup_by_threads``, ``reason``.
     """
@@ -255,7 +256,7 @@ class _Runner:
     def skipped(self, candidate: Candidate, reason: str) -> dict:
         """The result row of a candidate that is not measured."""
         row = self.empty_row(candidate)
-        row["reason"] = reason
+        row["reason"], row["code"] = reason, "skipped"
         return row
 
     def empty_row(self, candidate: Candidate) -> dict:
@@ -263,23 +264,24 @@ class _Runner:
                 "quantization": candidate.quant, "per_channel": candidate.per_channel,
                 "keep_first_float": candidate.keep_first, "size_bytes": None, "latency_ms": None,
                 "latency_ms_1t": None, "latency_ms_by_threads": {}, "accuracy": None, "kept": False,
-                "reason": ""}
+                "reason": "", "code": ""}
 
     def run(self, candidate: Candidate) -> tuple[dict, bytes | None]:
         """The result row for ``candidate`` and its serialized graph (None when skipped or failed)."""
         size = candidate.size or self.spec.size
         row = self.empty_row(candidate)
         if candidate.quant and not self.data.calibration:
-            row["reason"] = "skipped: no calibration images"
+            row["reason"], row["code"] = "skipped: no calibration images", "skipped"
             return row, None
         try:
             blob = self.build(candidate, size)
         except ResizeError as exc:
-            row["reason"] = f"skipped: {exc}"
+            row["reason"], row["code"] = f"skipped: {exc}", "skipped"
             return row, None
         except Exception as exc:  # one broken recipe must not end the search; it is reported
             log.exception("compression candidate %s failed", candidate.name)
             row["reason"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            row["code"] = "failed"
             return row, None
         row["size_bytes"] = len(blob)
         tensors = self.data.get("validation", size)
@@ -310,19 +312,21 @@ def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: i
             if row["accuracy"] < floor:
                 row["reason"] = (f"rejected: accuracy {row['accuracy']:.4f} is more than {max_loss * 100:g} "
                                  f"point(s) below fp32 {fp32['accuracy']:.4f}")
+                row["code"] = "less_accurate"
             elif row["latency_ms"] >= fp32["latency_ms"]:
                 row["reason"] = f"rejected: not faster than fp32 ({row['latency_ms']:.3f} >= {fp32['latency_ms']:.3f} ms)"
+                row["code"] = "not_faster"
     eligible = [r for r in results if r["accuracy"] is not None and not r["reason"]]
     best = min(eligible, key=lambda r: r["latency_ms"])
-    best["kept"] = True
+    best["kept"], best["code"] = True, "kept"
     if best is fp32:
         best["reason"] = "kept: no compressed candidate was faster within the accuracy limit"
     else:
         best["reason"] = "kept: fastest within the accuracy limit"
-        fp32["reason"] = f"reference; slower than {best['name']}"
+        fp32["reason"], fp32["code"] = f"reference; slower than {best['name']}", "reference"
     for row in eligible:
         if row is not best and row is not fp32:
-            row["reason"] = f"accurate enough but slower than {best['name']}"
+            row["reason"], row["code"] = f"accurate enough but slower than {best['name']}", "slower"
 
     blob, size, candidate = models[best["name"]]
     card = dict(artifact.card)

@@ -78,7 +78,7 @@ def main(argv=None) -> int:
 
     from modeldesk.app.workspace import Workspace
     from modeldesk.ui import theme
-    from modeldesk.ui.app import create_application
+    from modeldesk.ui.application import create_application
     from modeldesk.ui.main_window import MainWindow
     from modeldesk.ui.sample_project import make_sample_project
 

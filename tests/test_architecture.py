@@ -1,64 +1,76 @@
-"""DESIGN.md's import directions, checked on the source: only ui/ imports Qt, and the core packages
-import only what they are allowed to."""
+"""DESIGN.md's import directions, enforced by the import-linter contracts in pyproject.toml.
+
+The linter sees every import (relative ones and those inside functions too). It runs on a copy of
+the package so that the test can also show a contract breaking on a file that violates it.
+"""
+
+from __future__ import annotations
 
 import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+pytest.importorskip("importlinter")
+
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("app", "ui", "datasets", "trainers", "scheduler", "deploy")
+LINT = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 
-ALLOWED = {
-    "app": {"app", "trainers", "deploy", "scheduler", "datasets"},
-    "trainers": {"trainers", "deploy", "scheduler", "datasets"},
-    "datasets": {"datasets"},
-    "scheduler": {"scheduler"},
-    "deploy": {"deploy"},
-    "ui": {"ui", "app", "datasets", "scheduler", "trainers", "deploy"},
+
+def lint(tmp_path: Path, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the contracts on a copy of the package (plus ``extra`` files: relative path -> source)."""
+    copy = tmp_path / "src" / "modeldesk"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+        ".git", "tests", "bench", "packaging", "__pycache__", "*.pyc", "*.onnx", "*.db", "*.egg-info"))
+    for relative, source in (extra or {}).items():
+        (copy / relative).write_text(source, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(copy.parent), "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-c", LINT, "--no-cache", str(copy / "pyproject.toml")],
+                          cwd=copy, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_import_contracts_hold(tmp_path):
+    result = lint(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+VIOLATIONS = {
+    "ui reaches the core only through app": ("ui/violation.py", "def f():\n    from ..datasets import Store\n    return Store\n"),
+    "only ui imports Qt": ("deploy/violation.py", "def f():\n    import PySide6.QtCore\n"),
+    "the three below import none of the others": ("datasets/violation.py",
+                                                  "from modeldesk.scheduler import planner\n"),
+    "never a bare datasets": ("trainers/violation.py", "import datasets\n"),
 }
-QT_MODULES = ("PySide6", "PyQt5", "PyQt6", "shiboken6")
 
 
-def imported_modules(path: Path):
+@pytest.mark.parametrize("contract", sorted(VIOLATIONS))
+def test_a_violating_file_breaks_its_contract(tmp_path, contract):
+    path, source = VIOLATIONS[contract]
+    result = lint(tmp_path, {path: source})
+    assert result.returncode != 0, result.stdout
+    text = " ".join(result.stdout.split())
+    assert re.search(re.escape(contract) + r"[^\n]* BROKEN", result.stdout), result.stdout
+    assert "kept, 1 broken" in text, result.stdout  # only the one this file violates
+    assert "modeldesk." + path[:-3].replace("/", ".") in text, result.stdout
+
+
+def _attribute_chains(path: Path):
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: stays inside its own package
-                continue
-            yield node.module or ""
+        if isinstance(node, ast.Attribute) and node.attr in ("store", "jobs"):
+            yield node.lineno, node.attr
 
 
-def package_files(package: str):
-    return sorted((ROOT / package).rglob("*.py"))
-
-
-@pytest.mark.parametrize("package", sorted(ALLOWED))
-def test_imports_follow_design(package):
-    files = package_files(package)
-    assert files, f"no python files under {package}/"
-    problems = []
-    for path in files:
-        for module in imported_modules(path):
-            parts = module.split(".")
-            if parts[0] in QT_MODULES and package != "ui":
-                problems.append(f"{path.relative_to(ROOT)} imports {module}")
-            if parts[0] == "modeldesk" and len(parts) > 1 and parts[1] in ALLOWED:
-                if parts[1] not in ALLOWED[package]:
-                    problems.append(f"{path.relative_to(ROOT)} imports {module}")
-    assert not problems, "imports against DESIGN.md:\n" + "\n".join(problems)
-
-
-def test_no_bare_subpackage_imports():
-    """Code imports modeldesk.datasets, never a bare `datasets` (it would shadow Hugging Face's)."""
-    bare = {"app", "ui", "datasets", "trainers", "scheduler", "deploy"}
-    problems = [
-        f"{path.relative_to(ROOT)} imports {module}"
-        for package in ALLOWED
-        for path in package_files(package)
-        for module in imported_modules(path)
-        if module.split(".")[0] in bare
-    ]
+def test_ui_reaches_neither_the_store_nor_the_job_queue():
+    """The UI calls Workspace methods; it never reaches ``ws.store`` or ``ws.jobs`` through it."""
+    problems = [f"{path.relative_to(ROOT)}:{line} uses .{attr}"
+                for path in sorted((ROOT / "ui").rglob("*.py")) for line, attr in _attribute_chains(path)]
     assert not problems, "\n".join(problems)
+

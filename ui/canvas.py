@@ -1,19 +1,29 @@
 """The labeling canvas: shows one image; for detection, draw, move, resize and delete boxes.
 
 Scene coordinates are the image's pixels (after EXIF orientation), the unit the store keeps boxes
-in, so a box read back from :meth:`BoxCanvas.boxes` can go straight to ``store.set_boxes``.
+in, so a box read back from :meth:`BoxCanvas.boxes` can go straight to ``ws.annotate(id, "boxes", ...)``.
 """
 
 from __future__ import annotations
 
 import zlib
+from typing import NamedTuple
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (QGraphicsItem, QGraphicsPixmapItem, QGraphicsRectItem, QGraphicsScene,
                                QGraphicsView)
 
-from modeldesk.datasets import Box
+
+class Box(NamedTuple):
+    """A box as drawn: its label and corners in image pixels (``x0 < x1``, ``y0 < y1``)."""
+
+    label: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
 
 #: Boxes smaller than this (image pixels) after a drag are treated as a click, not a box.
 MIN_BOX = 4.0
@@ -212,7 +222,7 @@ class BoxCanvas(QGraphicsView):
         self.fit()
 
     def set_boxes(self, boxes) -> None:
-        """Replace the shown boxes (``Box`` records, image pixels)."""
+        """Replace the shown boxes (anything with ``label``, ``x0``, ``y0``, ``x1``, ``y1``; image pixels)."""
         self.clear_boxes()
         for box in boxes:
             self._add(box.label, QRectF(QPointF(box.x0, box.y0), QPointF(box.x1, box.y1)))

@@ -1,7 +1,7 @@
 """The image gallery: a list model of sample ids with lazily loaded thumbnails.
 
 Stays smooth on 10,000+ images: the view asks only for visible rows; a thumbnail that is not in
-the LRU of pixmaps is requested from a small loader that reads ``store.thumbnail(id)`` in a
+the LRU of pixmaps is requested from a small loader that reads ``ws.thumbnail(id)`` in a
 thread pool (newest request first, stale requests dropped) and hands a QImage back through a
 queued signal. Only the cheap QImage -> QPixmap conversion runs on the UI thread.
 """
@@ -45,29 +45,10 @@ class GalleryRows:
     captions: dict[int, str] = field(default_factory=dict)
     wrong: set[int] = field(default_factory=set)
 
-
-def query_rows(store, project: str, query: GalleryQuery) -> GalleryRows:
-    """Run ``query`` against the store (call from a worker thread)."""
-    unlabeled = True if query.unlabeled else None
-    samples = store.samples(project, split=query.split, label=query.label, unlabeled=unlabeled)
-    predictions = store.predictions(query.model_id) if query.model_id else {}
-    rows = GalleryRows()
-    for sample in samples:
-        if sample.boxes:
-            n = len(sample.boxes)
-            caption = f"{n} box{'es' if n > 1 else ''}"
-        else:
-            caption = ", ".join(sample.labels) if sample.labels else "unlabeled"
-        predicted = predictions.get(sample.id)
-        is_wrong = bool(predicted and sample.labels and predicted[0] not in sample.labels)
-        if is_wrong:
-            rows.wrong.add(sample.id)
-            caption = f"{caption} ≠ {predicted[0]}"
-        if query.wrong_only and not is_wrong:
-            continue
-        rows.ids.append(sample.id)
-        rows.captions[sample.id] = caption
-    return rows
+    @classmethod
+    def from_dict(cls, rows: dict) -> "GalleryRows":
+        """From ``Workspace.gallery_rows``."""
+        return cls(list(rows["ids"]), dict(rows["captions"]), set(rows["wrong"]))
 
 
 # ------------------------------------------------------------------------------ thumbnails
@@ -134,7 +115,7 @@ class _DrainQueue(QRunnable):
             if sample_id is None:
                 return
             try:
-                path = loader.store.thumbnail(sample_id, loader.pixel_size)
+                path = loader.source.thumbnail(sample_id, loader.pixel_size)
                 image = QImage(str(path))
                 if image.isNull():
                     raise ValueError(f"unreadable thumbnail {path}")
@@ -158,10 +139,10 @@ class ThumbnailLoader(QObject):
     loaded = Signal(int, QImage)
     failed = Signal(int, str)
 
-    def __init__(self, store, pixel_size: int = 160, threads: int = 2, max_pending: int = 400,
+    def __init__(self, source, pixel_size: int = 160, threads: int = 2, max_pending: int = 400,
                  display_size: int | None = None, parent: QObject | None = None):
         super().__init__(parent)
-        self.store = store
+        self.source = source  # the Workspace: thumbnail(sample_id, size) -> path
         self.pixel_size = int(pixel_size)
         self.display_size = int(display_size or pixel_size)
         self.max_pending = int(max_pending)
@@ -245,11 +226,11 @@ def placeholder_pixmap(size: int, ratio: float, color: str, text: str = "") -> Q
 class SampleListModel(QAbstractListModel):
     """Rows are sample ids; DecorationRole is the thumbnail, DisplayRole the caption."""
 
-    def __init__(self, store, ratio: float = 1.0, parent: QObject | None = None):
+    def __init__(self, source, ratio: float = 1.0, parent: QObject | None = None):
         super().__init__(parent)
         self.ratio = max(1.0, float(ratio))
         pixel = int(ICON * self.ratio)
-        self.loader = ThumbnailLoader(store, pixel_size=160 if pixel <= 160 else 320, display_size=pixel,
+        self.loader = ThumbnailLoader(source, pixel_size=160 if pixel <= 160 else 320, display_size=pixel,
                                       parent=self)
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._failed)

@@ -1,7 +1,7 @@
 """Follow long work from the UI: queued jobs (:class:`JobWatcher`) and a page's thread-pool tasks
 (:class:`TaskGroup`), reported through Qt signals.
 
-The job queue writes events to SQLite; the watcher reads the new ones (``jobs.events(job_id,
+The job queue writes events to SQLite; the watcher reads the new ones (``ws.job_events(job_id,
 after_seq)``) every 200 ms from a QTimer, in a thread of its own (a database read can wait on a lock),
 and re-emits them on the UI thread. Watching a job that already ran replays its events, so a page
 opened mid-run redraws its whole curve.
@@ -44,7 +44,7 @@ class JobWatcher(QObject):
 
     Parameters
     ----------
-    jobs : the job queue (``ws.jobs``): ``events(job_id, after_seq)`` and ``get(job_id)``.
+    source : the Workspace, or anything with its ``job_events(job_id, after_seq)`` and ``job(job_id)``.
     interval_ms : polling period.
 
     Signals
@@ -52,7 +52,7 @@ class JobWatcher(QObject):
     progress(event)
         Every new event dict (``seq``, ``type``, ``stage``, ``fraction``, ``eta_s``, ``metrics``, ``message``).
     finished(job)
-        The job ended well; ``job`` is ``jobs.get(job_id)`` (its ``result`` holds the model id).
+        The job ended well; ``job`` is ``source.job(job_id)`` (its ``result`` holds the model id).
     failed(message)
         The job failed; the message is the job's error, readable.
     cancelled()
@@ -64,9 +64,9 @@ class JobWatcher(QObject):
     failed = Signal(str)
     cancelled = Signal()
 
-    def __init__(self, jobs, interval_ms: int = 200, parent: QObject | None = None):
+    def __init__(self, source, interval_ms: int = 200, parent: QObject | None = None):
         super().__init__(parent)
-        self.jobs = jobs
+        self.source = source
         self.job_id: int | None = None
         self.after_seq = 0
         self.last_status: dict | None = None
@@ -103,18 +103,18 @@ class JobWatcher(QObject):
         """Start one background read of the new events, unless one is still running."""
         if self.job_id is None or self._inflight is not None or not self._timer.isActive():
             return
-        jobs, job_id, after = self.jobs, self.job_id, self.after_seq
+        source, job_id, after = self.source, self.job_id, self.after_seq
         check_status = self._polls % STATUS_EVERY == 0
         self._polls += 1
         generation = self._generation
 
         def read(state):
-            events = jobs.events(job_id, after)
+            events = source.job_events(job_id, after)
             status = None
             if check_status or any(event_state(e) in TERMINAL_STATES for e in events):
-                status = jobs.get(job_id)
+                status = source.job(job_id)
                 if status.get("state") in TERMINAL_STATES:  # events written just before the end
-                    events += jobs.events(job_id, events[-1]["seq"] if events else after)
+                    events += source.job_events(job_id, events[-1]["seq"] if events else after)
             return events, status
 
         handle = run_task(read, pool=self._pool, parent=self)
@@ -159,6 +159,8 @@ class TaskGroup(QObject):
     ----------
     report_error : callable(title, message, details)
         Shows a failure (the pages pass one that opens the error dialog with the log file).
+    pool : QThreadPool, optional
+        Where the tasks run (the global pool by default).
 
     Signals
     -------
@@ -167,9 +169,10 @@ class TaskGroup(QObject):
 
     idle = Signal()
 
-    def __init__(self, report_error, parent: QObject | None = None):
+    def __init__(self, report_error, parent: QObject | None = None, pool: QThreadPool | None = None):
         super().__init__(parent)
         self.report_error = report_error
+        self.pool = pool
         self.handles = set()
 
     @property
@@ -184,7 +187,7 @@ class TaskGroup(QObject):
         A failure goes to ``on_failed(message, details)`` when given, else to the error dialog
         titled ``title``. With ``panel`` (a ProgressPanel) the task shows progress and can be cancelled.
         """
-        handle = run_task(fn, parent=self)
+        handle = run_task(fn, pool=self.pool, parent=self)
         handle.setObjectName(getattr(fn, "__qualname__", "task"))  # names what is running, for logs and tests
         self.handles.add(handle)
         if on_done is not None:

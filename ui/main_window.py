@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QThreadPool, Signal
 from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QWidget, QHBoxLayout
 
-from .app import settings
+from .settings import settings
 from .status import project_status
 from .welcome import WelcomePage
 from .widgets.error_dialog import show_error
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 #: page key -> (module, class); the modules are imported when the page is first shown.
 PAGES = {
     "data": ("modeldesk.ui.pages.data_page", "DataPage"),
-    "label": ("modeldesk.ui.pages.label_page", "LabelPage"),
+    "label": ("modeldesk.ui.pages.label", "LabelPage"),
     "train": ("modeldesk.ui.pages.train_page", "TrainPage"),
     "evaluate": ("modeldesk.ui.pages.evaluate_page", "EvaluatePage"),
     "deploy": ("modeldesk.ui.pages.deploy_page", "DeployPage"),

@@ -1,44 +1,44 @@
-"""Where a project stands, step by step, for the sidebar (Qt-free; runs in a worker thread)."""
+"""Where a project stands, step by step, for the sidebar (Qt-free; runs in a worker thread).
+
+Whether a project can train comes from the Workspace (``training_readiness``), which asks the
+training rules themselves: the sidebar never keeps its own copy of "needs two classes".
+"""
 
 from __future__ import annotations
 
-#: Below this many examples a class is "too small to learn from".
-MIN_PER_CLASS = 10
+from .wording import plural, small_classes
 
-
-def small_classes(labels: dict[str, int], minimum: int = MIN_PER_CLASS) -> list[tuple[str, int]]:
-    """(label, count) for the classes with fewer than ``minimum`` examples, smallest first."""
-    return sorted(((n, c) for n, c in labels.items() if c < minimum), key=lambda nc: (nc[1], nc[0]))
+#: What a sample is called, by input kind.
+NOUNS = {"image": ("image", "images"), "text": ("text", "texts"), "audio": ("clip", "clips")}
 
 
 def project_status(ws, project: str) -> dict[str, tuple[str, str]]:
     """Map each step key to ``(state, detail)``; state is ``done``, ``active``, ``warn`` or ``todo``."""
+    info = ws.project_info(project)
     stats = ws.stats(project)
     models = ws.list_models(project)
+    noun, nouns = NOUNS.get(info.get("input_kind"), NOUNS["image"])
     samples, labeled = stats["samples"], stats["labeled"]
     status: dict[str, tuple[str, str]] = {}
-    status["data"] = ("done", f"{samples:,} images") if samples else ("active", "Add images")
+    status["data"] = ("done", plural(samples, noun, nouns)) if samples else ("active", f"Add {nouns}")
     if not samples:
         status["label"] = ("todo", "Nothing to label yet")
     elif labeled < samples:
         status["label"] = ("active", f"{labeled:,} of {samples:,} labeled")
-    elif small_classes(stats["labels"]):
-        status["label"] = ("warn", "Some classes need more examples")
+    elif small_classes(stats["labels"], info.get("few_examples") or 10):
+        status["label"] = ("warn", "Some classes are small")
     else:
         status["label"] = ("done", f"All {samples:,} labeled")
-    needed = 1 if stats.get("task") == "object-detection" else 2
-    trainable = len([c for c in stats["labels"].values() if c > 0]) >= needed
     if models:
-        status["train"] = ("done", f"{len(models)} model{'s' if len(models) > 1 else ''}")
+        status["train"] = ("done", plural(len(models), "model"))
         metrics = models[-1].get("metrics") or {}
         score = metrics.get("accuracy", metrics.get("map50"))
-        key = "Accuracy" if "accuracy" in metrics else "mAP@50"
-        status["evaluate"] = ("done", f"{key} {score:.0%}" if isinstance(score, (int, float))
-                              else "Latest model")
-        status["deploy"] = ("active", "Export or run a service")
+        key = "Right" if "accuracy" in metrics else "Finds"
+        status["evaluate"] = ("done", f"{key} {score:.0%}" if isinstance(score, (int, float)) else "Latest model")
+        status["deploy"] = ("active", "Try, serve or export")
     else:
-        status["train"] = (("active", "Ready to train") if trainable
-                           else ("todo", f"Needs {needed} labeled class{'es' if needed > 1 else ''}"))
+        missing = ws.training_readiness(project)
+        status["train"] = ("todo", missing) if missing else ("active", "Ready to train")
         status["evaluate"] = ("todo", "After training")
         status["deploy"] = ("todo", "After training")
     if ws.training_jobs(project):

@@ -3,6 +3,7 @@ latency probe that measures how long the Qt event loop goes without running."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import time
@@ -208,6 +209,12 @@ class LatencyProbe(QObject):
         return max(self.gaps_ms, default=0.0)
 
     @property
+    def max_cpu_ms(self) -> float:
+        """The most CPU time the UI thread spent between two ticks: how long our own code kept the
+        event loop from running. A loaded machine stretches wall time, not this."""
+        return max((cpu for _end, _gap, cpu in self._gaps), default=0.0)
+
+    @property
     def ticks(self) -> int:
         return len(self.gaps_ms)
 
@@ -228,3 +235,52 @@ def latency_probe(qtbot):
     yield probe
     if probe._timer.isActive():
         probe.stop()
+
+
+class UiThreadCalls:
+    """Records every Workspace call made on the UI thread while active (a context manager).
+
+    The Workspace is where waiting happens (SQLite, files, the job queue), so "the UI thread made no
+    Workspace call" says it never waited on work, whatever the machine's load.
+    """
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.calls: list[str] = []
+        self._wrapped: list[str] = []
+        self._depth = 0
+
+    def __enter__(self) -> "UiThreadCalls":
+        main = threading.main_thread()
+        for name in dir(type(self.ws)):
+            if name.startswith("_") or isinstance(inspect.getattr_static(type(self.ws), name), property):
+                continue
+            method = getattr(self.ws, name)
+            if not callable(method):
+                continue
+
+            def wrapper(*args, __method=method, __name=name, **kwargs):
+                if threading.current_thread() is not main:
+                    return __method(*args, **kwargs)
+                if not self._depth:  # the call the UI made, not the ones it makes inside
+                    self.calls.append(__name)
+                self._depth += 1
+                try:
+                    return __method(*args, **kwargs)
+                finally:
+                    self._depth -= 1
+
+            setattr(self.ws, name, wrapper)
+            self._wrapped.append(name)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name in self._wrapped:
+            delattr(self.ws, name)
+        self._wrapped.clear()
+
+
+@pytest.fixture
+def ui_thread_calls():
+    """``ui_thread_calls(ws)``: a :class:`UiThreadCalls` recorder for that workspace."""
+    return UiThreadCalls

@@ -114,7 +114,7 @@ def test_whole_flow_through_the_window(qtbot, ws, show_widget, tmp_path, cleanup
 
 @pytest.mark.slow
 def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, show_widget, tmp_path, latency_probe,
-                                                               cleanup_jobs):
+                                                               ui_thread_calls, cleanup_jobs):
     window = make_window(show_widget, ws)
     new_project_with_folder(qtbot, window, "Colours", write_photos(tmp_path / "photos", 8))
     big = tmp_path / "big"
@@ -131,16 +131,20 @@ def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, show
     window.show_page("train")
     train = window.page("train")
     qtbot.waitUntil(lambda: train.loaded, timeout=20_000)
-    with latency_probe:
+    with latency_probe, ui_thread_calls(ws) as calls:
         with qtbot.waitSignal(train.model_trained, timeout=300_000):
             qtbot.mouseClick(train.start_button, Qt.LeftButton)
             qtbot.waitUntil(lambda: train.job_id is not None, timeout=10_000)
             data.import_paths([big])
             qtbot.waitUntil(lambda: data.last_report is not None, timeout=180_000)
-        assert ws.jobs.get(train.job_id)["state"] == "done"
+        qtbot.waitUntil(lambda: not train.tasks.busy and data.import_task is None, timeout=30_000)
+    assert ws.job(train.job_id)["state"] == "done"
     assert data.last_report["added"] == 2000
     assert latency_probe.ticks > 50
-    print(f"longest event-loop gaps (ms): {sorted(round(g) for g in latency_probe.gaps_ms)[-5:]}")
-    # No gap over 100 ms that the UI thread caused (busy, or waiting while the process could run);
-    # gaps where the OS ran nothing of ours are a loaded machine, not a frozen window.
-    assert latency_probe.blocked(100) == [], f"UI thread blocked (wall ms, CPU ms): {latency_probe.blocked(100)}"
+    print(f"longest event-loop gaps (ms wall): {sorted(round(g) for g in latency_probe.gaps_ms)[-5:]}, "
+          f"most UI-thread CPU in one gap: {latency_probe.max_cpu_ms:.0f} ms")
+    # Measures a busy machine cannot fail: the UI thread never waited on the workspace (every
+    # Workspace call ran in a worker thread), and never computed for long between two event-loop turns
+    # (CPU time of the UI thread, which other processes do not stretch).
+    assert calls.calls == [], f"Workspace calls on the UI thread: {calls.calls}"
+    assert latency_probe.max_cpu_ms < 100, f"the UI thread computed {latency_probe.max_cpu_ms:.0f} ms in one go"

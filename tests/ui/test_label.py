@@ -9,7 +9,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from modeldesk.ui.pages.label_page import LabelPage
+from modeldesk.ui.pages.label import LabelPage
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from modeldesk.ui.job_watcher import JobWatcher
 
 
 class MemoryQueue:
-    """``events(job_id, after_seq)`` and ``get(job_id)`` over lists a test appends to."""
+    """The Workspace's ``job_events(job_id, after_seq)`` and ``job(job_id)`` over lists a test appends to."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -32,12 +32,12 @@ class MemoryQueue:
             for key, value in extra.items():
                 setattr(self, key, value)
 
-    def events(self, job_id, after_seq=0):
+    def job_events(self, job_id, after_seq=0):
         self.reader_threads.add(threading.get_ident())
         with self.lock:
             return [dict(e) for e in self.rows if e["seq"] > after_seq]
 
-    def get(self, job_id):
+    def job(self, job_id):
         with self.lock:
             return {"id": job_id, "state": self.state, "result": self.result, "error": self.error}
 

@@ -8,8 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from modeldesk.app.workspace import Workspace
-from modeldesk.ui.pages.train_page import (TrainPage, describe_duration, describe_hardware,
-                                           template_title, training_devices)
+from modeldesk.ui.pages.train_page import TrainPage, describe_duration, describe_hardware, template_title
 
 FAST = "image-classification/fast"
 @pytest.fixture
@@ -28,16 +27,16 @@ def open_page(ws, open_page):
     return open_page
 
 
-def test_plain_words_for_hardware_and_time():
+def test_plain_words_for_hardware_and_time(ws):
     resources = {"cpu": {"model": "Intel(R) Xeon(R) Processor", "physical_cores": 2},
                  "memory": {"total_bytes": 23e9}, "gpus": [],
                  "providers": {"CPUExecutionProvider": True, "CUDAExecutionProvider": False}}
     assert describe_hardware(resources) == "Intel Xeon, 2 cores, 23 GB memory, no GPU found"
-    assert [d for d, _ in training_devices(resources)] == ["auto", "cpu"]
+    assert [d for d, _ in ws.device_choices(resources)] == ["auto", "cpu"]
     resources["gpus"] = [{"name": "NVIDIA H200", "memory_total_bytes": 141e9}]
     resources["providers"]["CUDAExecutionProvider"] = True
     assert "NVIDIA H200 (141 GB)" in describe_hardware(resources)
-    assert [d for d, _ in training_devices(resources)] == ["auto", "cpu", "cuda"]
+    assert [d for d, _ in ws.device_choices(resources)] == ["auto", "cpu", "cuda"]
     assert describe_duration(3) == "about 5 s"
     assert describe_duration(75) == "about 1 min"
     assert describe_duration(5400) == "about 1.5 h"

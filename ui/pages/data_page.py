@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt, QThreadPool, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QMenu,
                                QPushButton, QStackedWidget, QVBoxLayout, QWidget)
 
-from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel, query_rows
+from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
 from ..widgets.error_dialog import show_error
 from ..widgets.import_summary import ImportSummaryDialog, merge_reports, summary_line
 from ..widgets.label_counts import LabelCountsChart, small_class_warning
@@ -122,7 +122,7 @@ class DataPage(QWidget):
         filters.addStretch(1)
         filters.addWidget(self.count_label)
 
-        self.model = SampleListModel(self.ws.store, ratio=self.devicePixelRatioF(), parent=self)
+        self.model = SampleListModel(self.ws, ratio=self.devicePixelRatioF(), parent=self)
         self.gallery = GalleryView()
         self.gallery.setModel(self.model)
         self.gallery.doubleClicked.connect(
@@ -225,7 +225,9 @@ class DataPage(QWidget):
             stats = ws.stats(project)
             models = ws.list_models(project)
             query.model_id = models[-1]["id"] if models else None
-            return project, stats, query.model_id, query_rows(ws.store, project, query)
+            rows = ws.gallery_rows(project, label=query.label, unlabeled=query.unlabeled, split=query.split,
+                                   wrong_only=query.wrong_only, model_id=query.model_id)
+            return project, stats, query.model_id, GalleryRows.from_dict(rows)
 
         self.refresh_task = run_task(work, pool=self.pool, parent=self)
         self.refresh_task.finished.connect(self._refreshed)

@@ -341,12 +341,12 @@ class EvaluatePage(QWidget):
 
     def _load_thumbnails(self, mistakes: list[dict]) -> None:
         """Find each mistake's sample (by id, else by its media hash ``key``) and its thumbnail."""
-        generation, project, store = self._mistakes_generation, self.project, self.ws.store
+        generation, project, ws = self._mistakes_generation, self.project, self.ws
 
         def make(state):
             by_hash = {}
             if any(m.get("sample_id") is None for m in mistakes):
-                by_hash = {s.content_hash: s.id for s in store.samples(store.get_project(project))}
+                by_hash = ws.sample_ids_for_keys(project, [m.get("key") for m in mistakes if m.get("key")])
             found = []
             for mistake in mistakes:
                 if state.is_interruption_requested():
@@ -357,7 +357,7 @@ class EvaluatePage(QWidget):
                 path = None
                 if sample_id is not None:
                     try:
-                        path = str(store.thumbnail(sample_id, THUMB))
+                        path = str(ws.thumbnail(sample_id, THUMB))
                     except (KeyError, ValueError, OSError) as exc:
                         log.warning("no thumbnail for sample %s: %s", sample_id, exc)
                 found.append((sample_id, path))

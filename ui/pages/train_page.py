@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QComboBox, QFram
                                QHBoxLayout, QHeaderView, QLabel, QPushButton, QRadioButton, QScrollArea,
                                QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from modeldesk.app.workspace import Workspace
 from modeldesk.ui import theme
 from modeldesk.ui.charts import TrainingChart
 from modeldesk.ui.job_watcher import CANCELLED_STATES, DONE_STATES, FAILED_STATES, JobWatcher, TaskGroup
@@ -58,11 +57,6 @@ def describe_hardware(resources: dict) -> str:
     else:
         parts.append("no GPU found")
     return ", ".join(parts)
-
-
-def training_devices(resources: dict) -> list[tuple[str, str]]:
-    """``(device, label)`` choices for "Run on" (the Workspace reads the one device table)."""
-    return Workspace.device_choices(resources)
 
 
 def plan_device_words(plan: dict | None) -> str:
@@ -323,20 +317,25 @@ class TrainPage(QWidget):
     # -- hardware and estimates ----------------------------------------------------------------
 
     def _load_hardware(self) -> None:
-        def done(resources):
+        def done(found):
+            resources, choices = found
             self.resources = resources
             self.hardware.setText(describe_hardware(resources))
             self.hardware.setToolTip("\n".join(f"{name}: {'works' if ok else 'not available'}"
                                                for name, ok in (resources.get("providers") or {}).items()))
             current = self.device.currentData()
             self.device.clear()
-            for device, label in training_devices(resources):
+            for device, label in choices:
                 self.device.addItem(label, device)
             index = self.device.findData(current)
             self.device.setCurrentIndex(max(index, 0))
             self._update_estimates()
 
-        self._run(lambda state: self.ws.devices(), done, on_failed=lambda message, details: (
+        def look(state):
+            resources = self.ws.devices()
+            return resources, self.ws.device_choices(resources)
+
+        self._run(look, done, on_failed=lambda message, details: (
             self.hardware.setText(f"Could not look at this computer: {message}")))
 
     def _estimate_devices(self) -> list[tuple[str, str]]:
@@ -522,7 +521,7 @@ class TrainPage(QWidget):
     def watcher(self) -> JobWatcher:
         """The job watcher (created on first use, so the queue opens only when needed)."""
         if self._watcher is None:
-            self._watcher = JobWatcher(self.ws.jobs, parent=self)
+            self._watcher = JobWatcher(self.ws, parent=self)
             self._watcher.progress.connect(self._on_event)
             self._watcher.finished.connect(self._on_finished)
             self._watcher.failed.connect(self._on_failed)
@@ -582,7 +581,7 @@ class TrainPage(QWidget):
         """Ask the running job to stop (it keeps what it finished, so it can be resumed)."""
         if self.job_id is not None:
             job_id = self.job_id
-            self._run(lambda state: self.ws.jobs.cancel(job_id), None, title="Could not cancel the run")
+            self._run(lambda state: self.ws.cancel_job(job_id), None, title="Could not cancel the run")
 
     def _on_event(self, event: dict) -> None:
         if event.get("type") == "state":
@@ -733,9 +732,7 @@ class TrainPage(QWidget):
             self._error("The run could not be resumed", message, details)
 
         def resume(state):
-            events = self.ws.jobs.events(job_id, 0)
-            self.ws.jobs.resume(job_id)
-            return events[-1]["seq"] if events else 0
+            return self.ws.resume_job(job_id)
 
         self._run(resume, lambda after_seq: self._follow(job_id, after_seq), on_failed=failed)
 
@@ -745,16 +742,18 @@ class TrainPage(QWidget):
             return
         job_id = items[0].data(Qt.UserRole)
         self._clear_run_view()
-        for event in self.ws.jobs.events(job_id, 0):
-            if self.chart.add_metrics(event.get("metrics")):
-                self.chart_card.show()
+
+        def show(events):
+            for event in events:
+                if self.chart.add_metrics(event.get("metrics")):
+                    self.chart_card.show()
+
+        self._run(lambda state: self.ws.job_events(job_id, 0), show, title="Could not read the run")
 
 
 def project_jobs(ws, project: str) -> list[dict]:
     """The project's training jobs, newest first (worker thread: the first call opens the queue)."""
-    rows = [job for job in ws.jobs.jobs(kind="train", limit=200)
-            if (job.get("params") or {}).get("project") == project]
-    return sorted(rows, key=lambda j: j.get("id", 0), reverse=True)
+    return ws.training_runs(project)
 
 
 def _short_time(value) -> str:

@@ -7,18 +7,7 @@ from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from .. import theme
-from ..status import MIN_PER_CLASS, small_classes
-
-
-def small_class_warning(labels: dict[str, int], minimum: int = MIN_PER_CLASS, noun: str = "photos") -> str:
-    """One readable sentence about the classes that are too small ("" when none are)."""
-    small = small_classes(labels, minimum)
-    if not small:
-        return ""
-    parts = [f"Add more {noun} of {name}: {count} {'is' if count == 1 else 'are'} too few to learn from"
-             for name, count in small[:3]]
-    more = f" (and {len(small) - 3} more classes)" if len(small) > 3 else ""
-    return ". ".join(parts) + f"{more}. Aim for at least {minimum} each."
+from ..wording import MIN_PER_CLASS, small_class_warning, small_classes  # noqa: F401 (re-exported)
 
 
 class LabelCountsChart(QWidget):

@@ -5,21 +5,14 @@ from __future__ import annotations
 import logging
 import sys
 
-from PySide6.QtCore import QCoreApplication, QSettings, Qt
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from . import theme
+from .settings import APPLICATION, ORGANIZATION, settings
 
 log = logging.getLogger(__name__)
-
-ORGANIZATION = "ModelDesk"
-APPLICATION = "ModelDesk"
-
-
-def settings() -> QSettings:
-    """The app's persistent settings (INI format, per user)."""
-    return QSettings(QSettings.IniFormat, QSettings.UserScope, ORGANIZATION, APPLICATION)
 
 
 def create_application(argv: list[str] | None = None) -> QApplication:

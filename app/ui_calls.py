@@ -1,0 +1,172 @@
+"""The Workspace calls the desktop app needs beyond the command line's: samples, labels, runs.
+
+:class:`UiCalls` is mixed into :class:`~modeldesk.app.workspace.Workspace`, so ``ui/`` reaches all of
+it through the one facade and never the store or the job queue directly. Everything here is Qt-free
+and safe to call from a worker thread (the UI never calls it on its own thread).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def _box_records(boxes):
+    """Boxes from the UI (objects with label/x0/y0/x1/y1, or 5-tuples) as the store's records."""
+    from modeldesk.datasets import Box
+
+    out = []
+    for box in boxes:
+        if isinstance(box, (tuple, list)):
+            out.append(Box(str(box[0]), *map(float, box[1:5])))
+        else:
+            out.append(Box(str(box.label), float(box.x0), float(box.y0), float(box.x1), float(box.y1)))
+    return out
+
+
+class UiCalls:
+    """Workspace calls for the desktop app (mixed into ``Workspace``; uses its ``store`` and ``jobs``)."""
+
+    # -- tasks and projects ---------------------------------------------------------------------
+
+    def project_info(self, project) -> dict:
+        """The project as a dict with its task's facts: ``name``, ``task``, ``input_kind``, ``target``,
+        ``samples``, and from the task registry ``title``, ``min_classes`` and ``few_examples``."""
+        info = dict(self._project_dict(self.project(project)))
+        task = self.task(info["task"])
+        for key in ("title", "min_classes", "few_examples", "trainable", "missing"):
+            info.setdefault(key, task.get(key))
+        return info
+
+    def training_readiness(self, project) -> str:
+        """Why ``project`` cannot train yet, as one sentence ("" when it can).
+
+        The rules (how many classes, what the task's trainer needs) live with training; the UI only
+        shows the sentence.
+        """
+        from modeldesk.app import pipeline
+        from modeldesk.errors import describe
+
+        record = self.project(project)
+        task = self.task(record.task)
+        if not task["trainable"] or not task["templates"]:
+            return task.get("missing") or "This kind of project cannot be trained yet."
+        try:
+            pipeline.check_trainable(self, record, task["templates"][0])
+        except ValueError as exc:
+            return describe(exc)
+        return ""
+
+    # -- classes ----------------------------------------------------------------------------------
+
+    def labels(self, project) -> list[str]:
+        """The project's class names, sorted (classes with no example yet included)."""
+        return self.store.labels(self.project(project))
+
+    def add_class(self, project, name: str) -> None:
+        """Add a class to the project (kept even before anything is labeled with it)."""
+        self.store.add_label(self.project(project), name)
+
+    def rename_class(self, project, old: str, new: str) -> None:
+        """Rename a class everywhere; renaming onto an existing class merges the two."""
+        self.store.rename_label(self.project(project), old, new)
+
+    def delete_class(self, project, name: str) -> None:
+        """Delete a class and its labels (the samples stay, maybe unlabeled)."""
+        self.store.delete_label(self.project(project), name)
+
+    # -- samples -------------------------------------------------------------------------------------
+
+    def sample_ids(self, project, *, split=None, label=None, unlabeled=None) -> list[int]:
+        """Ids of the project's matching samples, in the order they were added."""
+        return self.store.sample_ids(self.project(project), split=split, label=label, unlabeled=unlabeled)
+
+    def sample(self, sample_id: int):
+        """One sample: ``id``, ``source``, ``path``, ``text``, ``labels``, ``boxes``, ``width``..."""
+        return self.store.get_sample(int(sample_id))
+
+    def annotate(self, sample_id: int, target: str, value) -> None:
+        """Write a sample's annotation: ``label`` (a name or None), ``tags`` (names) or ``boxes``."""
+        if target == "label":
+            self.store.set_label(int(sample_id), value)
+        elif target == "tags":
+            self.store.set_tags(int(sample_id), list(value or ()))
+        elif target == "boxes":
+            self.store.set_boxes(int(sample_id), _box_records(value or ()))
+        else:
+            raise ValueError(f"unknown annotation target {target!r}; use label, tags or boxes")
+
+    def thumbnail(self, sample_id: int, size: int = 160) -> Path:
+        """A cached JPEG thumbnail of an image sample."""
+        return self.store.thumbnail(int(sample_id), int(size))
+
+    def sample_ids_for_keys(self, project, keys) -> dict:
+        """Media hash (a report's ``key``) -> sample id, for the keys found in the project."""
+        return self.store.ids_for_hashes(self.project(project), list(keys))
+
+    def labeling_order(self, project, mode: str, model_id: str | None = None) -> list[int]:
+        """Sample ids in the order to label them: ``order`` (as added), ``unlabeled`` first, or
+        ``uncertain`` (the model's least sure first, then the other unlabeled, then the labeled)."""
+        if mode == "order":
+            return self.sample_ids(project)
+        unlabeled = self.sample_ids(project, unlabeled=True)
+        labeled = self.sample_ids(project, unlabeled=False)
+        if mode == "uncertain" and model_id:
+            first = self.uncertainty_order(project, model_id)
+            seen = set(first)
+            unlabeled = first + [s for s in unlabeled if s not in seen]
+        return unlabeled + labeled
+
+    def gallery_rows(self, project, *, label=None, unlabeled=False, split=None, wrong_only=False,
+                     model_id=None) -> dict:
+        """What the Data page's gallery shows: ``ids`` in order, a ``captions`` dict and the ids the
+        model got ``wrong`` (a set)."""
+        samples = self.store.samples(self.project(project), split=split, label=label,
+                                     unlabeled=True if unlabeled else None)
+        predictions = self.store.predictions(model_id) if model_id else {}
+        rows = {"ids": [], "captions": {}, "wrong": set()}
+        for sample in samples:
+            if sample.boxes:
+                n = len(sample.boxes)
+                caption = f"{n} box{'es' if n > 1 else ''}"
+            else:
+                caption = ", ".join(sample.labels) if sample.labels else "unlabeled"
+            predicted = predictions.get(sample.id)
+            wrong = bool(predicted and sample.labels and predicted[0] not in sample.labels)
+            if wrong:
+                rows["wrong"].add(sample.id)
+                caption = f"{caption} ≠ {predicted[0]}"
+            if wrong_only and not wrong:
+                continue
+            rows["ids"].append(sample.id)
+            rows["captions"][sample.id] = caption
+        return rows
+
+    # -- training runs -----------------------------------------------------------------------------
+
+    def training_runs(self, project) -> list[dict]:
+        """The project's training jobs, newest first."""
+        name = self.project(project).name
+        rows = [job for job in self.jobs.jobs(kind="train", limit=200)
+                if (job.get("params") or {}).get("project") == name]
+        return sorted(rows, key=lambda j: j.get("id", 0), reverse=True)
+
+    def job(self, job_id: int) -> dict:
+        """One job as a dict (``state``, ``result``, ``error``, ``log_path``...)."""
+        return self.jobs.get(int(job_id))
+
+    def job_events(self, job_id: int, after_seq: int = 0) -> list[dict]:
+        """A job's events after ``after_seq`` (progress, stages, metrics), oldest first."""
+        return self.jobs.events(int(job_id), int(after_seq))
+
+    def cancel_job(self, job_id: int) -> bool:
+        """Ask a job to stop (it keeps its finished work, so it can be resumed)."""
+        return self.jobs.cancel(int(job_id))
+
+    def resume_job(self, job_id: int) -> int:
+        """Queue a cancelled or failed job again; returns the seq of its last event so far."""
+        events = self.jobs.events(int(job_id), 0)
+        self.jobs.resume(int(job_id))
+        return events[-1]["seq"] if events else 0

@@ -1,0 +1,91 @@
+"""The Workspace calls the desktop app uses (app/ui_calls.py), headless."""
+
+from __future__ import annotations
+
+import pytest
+
+from modeldesk.app.workspace import Workspace
+
+ALL_WORKING = {"cpu": {"physical_cores": 2}, "memory": {"total_bytes": 8e9},
+               "gpus": [{"name": "Some GPU", "memory_total_bytes": 8e9}],
+               "providers": {"CPUExecutionProvider": True, "CUDAExecutionProvider": True,
+                             "DmlExecutionProvider": True, "CoreMLExecutionProvider": True,
+                             "ROCMExecutionProvider": True}}
+
+
+@pytest.fixture
+def ws(tmp_path, shapes_folder):
+    workspace = Workspace(tmp_path / "ws")
+    workspace.create_project("shapes", "image-classification")
+    workspace.import_data("shapes", shapes_folder)
+    yield workspace
+    workspace.close()
+
+
+def test_every_device_the_ui_offers_is_accepted_end_to_end(ws):
+    from modeldesk.deploy.runtime import providers_for
+
+    choices = [device for device, _words in ws.device_choices(ALL_WORKING)]
+    assert {"auto", "cpu", "cuda", "directml", "coreml"} <= set(choices)
+    template = ws.templates("image-classification")[0]["name"]
+    for device in choices:
+        assert providers_for(device)[-1] == "CPUExecutionProvider"  # the runtime knows the name
+        plan = ws.estimate_training("shapes", template, device=device)  # and so does the planner
+        assert plan["eta_s"] is None or plan["eta_s"] >= 0
+
+
+def test_device_choices_follow_what_works_here(ws):
+    nothing = {**ALL_WORKING, "gpus": [], "providers": {"CPUExecutionProvider": True}}
+    assert [d for d, _ in ws.device_choices(nothing)] == ["auto", "cpu"]
+
+
+def test_training_readiness_says_why_in_one_sentence(ws, tmp_path, shapes_folder):
+    assert ws.training_readiness("shapes") == ""
+    ws.create_project("one", "image-classification")
+    ws.import_data("one", shapes_folder / sorted(p.name for p in shapes_folder.iterdir())[0])
+    ws.annotate(ws.sample_ids("one")[0], "label", "circle")
+    reason = ws.training_readiness("one")
+    assert "two classes" in reason and "Error" not in reason
+
+
+def test_annotate_each_target_and_read_it_back(ws, tmp_path, shapes_folder):
+    sid = ws.sample_ids("shapes")[0]
+    ws.annotate(sid, "label", "star")
+    assert ws.sample(sid).labels == ["star"]
+    ws.create_project("finder", "object-detection")
+    ws.import_data("finder", shapes_folder, format="flat")
+    box_id = ws.sample_ids("finder")[0]
+    ws.annotate(box_id, "boxes", [("thing", 1, 2, 10, 12)])
+    (box,) = ws.sample(box_id).boxes
+    assert (box.label, box.x0, box.y1) == ("thing", 1.0, 12.0)
+    with pytest.raises(ValueError):
+        ws.annotate(sid, "colour", "red")
+
+
+def test_labeling_order_puts_the_unlabeled_first(ws):
+    first = ws.sample_ids("shapes")[0]
+    ws.annotate(first, "label", None)
+    order = ws.labeling_order("shapes", "unlabeled")
+    assert order[0] == first and sorted(order) == sorted(ws.sample_ids("shapes"))
+    assert ws.labeling_order("shapes", "order") == ws.sample_ids("shapes")
+
+
+def test_gallery_rows_mark_what_the_model_got_wrong(ws):
+    ids = ws.sample_ids("shapes")
+    ws.store.add_model("shapes", "m1", ws.paths.models / "m1", "image-classification/fast", {})
+    truth = ws.sample(ids[0]).labels[0]
+    ws.store.save_predictions("m1", [(ids[0], truth + "-not", 0.9), (ids[1], ws.sample(ids[1]).labels[0], 0.9)])
+    rows = ws.gallery_rows("shapes", wrong_only=True, model_id="m1")
+    assert rows["ids"] == [ids[0]] and rows["wrong"] == {ids[0]}
+    assert "≠" in rows["captions"][ids[0]]
+
+
+def test_tasks_say_which_can_train(ws):
+    tasks = {t["name"]: t for t in ws.tasks()}
+    assert tasks["image-classification"]["trainable"] and tasks["image-classification"]["templates"]
+    for task in tasks.values():
+        assert task["input_kind"] in ("image", "text", "audio")
+        assert task["target"] in ("label", "tags", "boxes")
+        assert task["trainable"] or task["missing"]
+    info = ws.project_info("shapes")
+    assert (info["input_kind"], info["target"]) == ("image", "label")

@@ -1,0 +1,230 @@
+"""Words for people: every Qt-free helper that turns numbers, plans and results into short text.
+
+Nothing here imports Qt or reads the workspace, so each helper is a plain function a test can call.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+#: Below this many examples a class is "too small to learn from" (a warning, not a refusal).
+MIN_PER_CLASS = 10
+
+TIME_LIMITS = ((None, "Recipe default"), (60, "1 minute"), (120, "2 minutes"), (300, "5 minutes"),
+               (900, "15 minutes"), (1800, "30 minutes"), (3600, "1 hour"))
+STATE_WORDS = {"queued": "Waiting", "pending": "Waiting", "running": "Training", "done": "Finished",
+               "failed": "Failed", "cancelled": "Cancelled", "canceled": "Cancelled"}
+#: What happened to a compression candidate (its ``code``), in two words.
+VERDICTS = {"kept": "✓ Kept", "reference": "Original", "less_accurate": "Less accurate",
+            "not_faster": "Not faster", "slower": "Slower", "skipped": "Skipped", "failed": "Failed"}
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``plural(1, "box", "boxes")`` -> ``1 box``; ``plural(3, "class", "classes")`` -> ``3 classes``."""
+    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
+
+
+# -- time ------------------------------------------------------------------------------------------
+
+def describe_duration(seconds) -> str:
+    """``75`` -> ``about 1 min``; short and rounded the way people say it."""
+    if seconds is None:
+        return "unknown"
+    seconds = float(seconds)
+    if seconds < 60:
+        return f"about {max(5, round(seconds / 5) * 5)} s"
+    if seconds < 3600:
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def format_eta(seconds) -> str:
+    """'about 3 min left', 'about 12 s left', '' when unknown."""
+    if seconds is None or seconds < 0:
+        return ""
+    if seconds < 60:
+        return f"about {max(1, round(seconds))} s left"
+    if seconds < 3600:
+        return f"about {round(seconds / 60)} min left"
+    return f"about {seconds / 3600:.1f} h left"
+
+
+def short_time(value) -> str:
+    """A timestamp (epoch seconds or ISO text) as ``02 Dec 17:07``."""
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value).strftime("%d %b %H:%M")
+    text = str(value or "")
+    try:
+        return datetime.fromisoformat(text).astimezone().strftime("%d %b %H:%M")
+    except ValueError:
+        return text
+
+
+# -- hardware and plans ------------------------------------------------------------------------------
+
+def describe_hardware(resources: dict) -> str:
+    """One line a person can read: ``Intel Xeon, 2 cores, 23 GB memory, no GPU found``."""
+    cpu = resources.get("cpu") or {}
+    model = " ".join(str(cpu.get("model") or "Unknown CPU").replace("(R)", "").replace("(TM)", "")
+                     .replace(" Processor", "").replace(" CPU", "").split())
+    cores = cpu.get("physical_cores") or cpu.get("logical_cores") or "?"
+    memory = (resources.get("memory") or {}).get("total_bytes") or 0
+    parts = [model, f"{cores} cores", f"{memory / 1e9:.0f} GB memory"]
+    gpus = resources.get("gpus") or []
+    if gpus:
+        parts.extend(f"{g.get('name', 'GPU')} ({(g.get('memory_total_bytes') or 0) / 1e9:.0f} GB)" for g in gpus)
+    else:
+        parts.append("no GPU found")
+    return ", ".join(parts)
+
+
+def plan_device_words(plan: dict | None) -> str:
+    """Which devices a plan uses, in words ("on the CPU", "on NVIDIA H200")."""
+    if not plan:
+        return ""
+    names = []
+    for device in plan.get("devices") or []:
+        if isinstance(device, dict):
+            name = device.get("name") or device.get("device") or device.get("kind")
+        else:
+            name = str(device)
+        if name and str(name).lower() != "auto":
+            names.append("the CPU" if str(name).lower() == "cpu" else str(name))
+    return f"on {' + '.join(dict.fromkeys(names))}" if names else ""
+
+
+def template_title(template: dict) -> str:
+    """The recipe's display title: its ``title``, else the last part of its name (``.../fast`` -> ``Fast``)."""
+    return template.get("title") or template["name"].rsplit("/", 1)[-1].replace("-", " ").capitalize()
+
+
+# -- data ---------------------------------------------------------------------------------------------
+
+def small_classes(labels: dict[str, int], minimum: int = MIN_PER_CLASS) -> list[tuple[str, int]]:
+    """(label, count) for the classes with fewer than ``minimum`` examples, smallest first."""
+    return sorted(((n, c) for n, c in labels.items() if c < minimum), key=lambda nc: (nc[1], nc[0]))
+
+
+def small_class_warning(labels: dict[str, int], minimum: int = MIN_PER_CLASS, noun: str = "photos") -> str:
+    """One readable sentence about the classes that are too small ("" when none are)."""
+    small = small_classes(labels, minimum)
+    if not small:
+        return ""
+    parts = [f"Add more {noun} of {name}: {count} {'is' if count == 1 else 'are'} too few to learn from"
+             for name, count in small[:3]]
+    more = f" (and {len(small) - 3} more classes)" if len(small) > 3 else ""
+    return ". ".join(parts) + f"{more}. Aim for at least {minimum} each."
+
+
+def merge_reports(reports: list[dict]) -> dict:
+    """Sum several import reports (one per dropped path) into one."""
+    total = {"added": 0, "duplicates": 0, "boxes": 0, "failed": [], "warnings": [], "stopped": False}
+    for report in reports:
+        total["added"] += int(report.get("added", 0))
+        total["duplicates"] += int(report.get("duplicates", 0))
+        total["boxes"] += int(report.get("boxes", 0))
+        total["failed"] += list(report.get("failed", []))
+        total["warnings"] += list(report.get("warnings", []))
+        total["stopped"] = total["stopped"] or bool(report.get("stopped"))
+    return total
+
+
+def summary_line(report: dict, noun: str = "image") -> str:
+    """'120 images added, 3 already there, 2 refused.'"""
+    parts = [f"{plural(report['added'], noun)} added"]
+    if report["duplicates"]:
+        parts.append(f"{report['duplicates']:,} already in the project (merged)")
+    if report["failed"]:
+        parts.append(f"{len(report['failed']):,} refused")
+    line = ", ".join(parts) + "."
+    if report.get("stopped"):
+        line = "Stopped: " + line
+    return line
+
+
+# -- evaluation ------------------------------------------------------------------------------------------
+
+def headline(accuracy: float | None, n: int | None = None) -> str:
+    """``0.97`` -> ``Right 97 times out of 100``; with few test photos, the real counts."""
+    if not isinstance(accuracy, (int, float)):
+        return "No accuracy measured yet"
+    if n and n < 100:
+        return f"Right {round(accuracy * n)} times out of {n}"
+    return f"Right {round(accuracy * 100)} times out of 100"
+
+
+def per_class_rows(report: dict) -> list[tuple[str, tuple[float, float]]]:
+    """``(label, (precision, recall))`` rows from the report's ``per_class`` (a dict or a list)."""
+    per_class = report.get("per_class") or {}
+    items = per_class.items() if isinstance(per_class, dict) else (
+        (entry.get("label"), entry) for entry in per_class)
+    return [(str(label), (float(values.get("precision", 0.0)), float(values.get("recall", 0.0))))
+            for label, values in items]
+
+
+def most_confused(report: dict) -> tuple[str, str, int] | None:
+    """The (true, predicted, count) pair the model mixes up most, or None when it makes no mistake."""
+    labels, matrix = report.get("labels") or [], report.get("confusion") or []
+    best = None
+    for i, row in enumerate(matrix):
+        for j, value in enumerate(row):
+            if i != j and value and (best is None or value > best[2]):
+                best = (labels[i], labels[j], int(value))
+    return best
+
+
+def model_title(model: dict, recipe_titles: dict | None = None) -> str:
+    """A picker line: ``Accurate, 02 Dec 17:07, 99%`` (recipe in words, when, how often right)."""
+    template = str(model.get("template") or "")
+    recipe = (recipe_titles or {}).get(template) or template_title({"name": template or "model"})
+    created = model.get("created")
+    parts = [recipe, short_time(created) if isinstance(created, (int, float)) else ""]
+    accuracy = (model.get("metrics") or {}).get("accuracy")
+    if isinstance(accuracy, (int, float)):
+        parts.append(f"{accuracy:.0%}")
+    return ", ".join(p for p in parts if p)
+
+
+# -- deploy ------------------------------------------------------------------------------------------------
+
+def human_size(n_bytes) -> str:
+    """``1_234_567`` -> ``1.2 MB``."""
+    if not isinstance(n_bytes, (int, float)):
+        return "–"
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n_bytes < 1000 or unit == "GB":
+            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1000
+    return ""
+
+
+def candidate_words(name: str) -> str:
+    """``int8-qdq-perchannel-160`` -> ``8-bit, 160 px (qdq, per channel)``; ``fp32`` -> ``Original``."""
+    parts = name.split("-")
+    size = f"{parts.pop()} px" if parts and parts[-1].isdigit() else ""
+    kind = parts[0] if parts else name
+    words = ["Original" if kind in ("fp32", "float32") else "8-bit" if kind == "int8" else
+             "16-bit" if kind == "fp16" else kind]
+    if size:
+        words.append(size)
+    detail = ", ".join(p.replace("perchannel", "per channel").replace("pertensor", "per tensor") for p in parts[1:])
+    return ", ".join(words) + (f" ({detail})" if detail else "")
+
+
+def verdict(candidate: dict) -> str:
+    """What happened to a compression candidate, in two words (from its ``code``)."""
+    if candidate.get("kept"):
+        return VERDICTS["kept"]
+    return VERDICTS.get(str(candidate.get("code") or ""), "–")
+
+
+def top_scores(prediction: dict, k: int = 5) -> list[tuple[str, float]]:
+    """The ``k`` best ``(label, score)`` of a prediction, best first."""
+    scores = prediction.get("scores") or {prediction.get("label"): prediction.get("score", 0.0)}
+    return sorted(((str(label), float(score)) for label, score in scores.items()), key=lambda x: -x[1])[:k]
+
+
+def file_name(path) -> str:
+    """The last part of a path or a source string (``a/b/c.jpg`` -> ``c.jpg``)."""
+    return Path(str(path)).name or str(path)
