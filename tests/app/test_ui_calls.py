@@ -45,7 +45,7 @@ def test_training_readiness_says_why_in_one_sentence(ws, tmp_path, shapes_folder
     ws.import_data("one", shapes_folder / sorted(p.name for p in shapes_folder.iterdir())[0])
     ws.annotate(ws.sample_ids("one")[0], "label", "circle")
     reason = ws.training_readiness("one")
-    assert "two classes" in reason and "Error" not in reason
+    assert "2 classes" in reason and "Error" not in reason
 
 
 def test_annotate_each_target_and_read_it_back(ws, tmp_path, shapes_folder):
