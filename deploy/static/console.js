@@ -123,7 +123,7 @@
     $("audio-tools").hidden = !audio;
     var canRecord = !!(navigator.mediaDevices && navigator.mediaDevices.getUserMedia && window.AudioContext);
     $("record").disabled = !canRecord;
-    if (!canRecord) $("record-text").textContent = "No microphone access in this browser (needs http://127.0.0.1 or https)";
+    if (!canRecord) $("record-text").textContent = "No microphone access here: open the console as 127.0.0.1 or over HTTPS";
   }
 
   function drawWave(samples) {
