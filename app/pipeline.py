@@ -166,17 +166,21 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     """Export a model; for ``compress``, calibrate on its project's training images."""
     from modeldesk.deploy import export_artifact, load_artifact
 
+    from modeldesk.trainers.compression import head_refitter
+
     artifact = load_artifact(ws.model_path(model))
-    calibration = validation = None
+    calibration = validation = training = None
     if compress:
-        calibration, validation = _compression_data(ws, artifact)
+        calibration, validation, training = _compression_data(ws, artifact)
     return export_artifact(artifact, out, compress=compress, bundle=bundle,
                            calibration=calibration, validation=validation, progress=progress,
-                           tmp_dir=ws.paths.tmp)
+                           tmp_dir=ws.paths.tmp, training=training,
+                           refit_head=head_refitter(artifact.card) if compress else None)
 
 
 def _compression_data(ws, artifact):
-    """Training images for calibration and labeled validation images, from the model's project."""
+    """Calibration images, labeled validation images and labeled training images (for re-fitted
+    heads), from the model's project."""
     if artifact.input_kind != "image" or artifact.target != "label":
         raise UserError("making this kind of model smaller is not available yet; export it without "
                         "compression")
@@ -187,9 +191,9 @@ def _compression_data(ws, artifact):
                         "model trained in this workspace") from None
     project = ws.store.get_project(record["project"])
     samples = labeled_samples(ws.store, project)
-    train = [s.path for s in samples if s.split == "train"][:200]
+    training = [(s.path, s.label) for s in samples if s.split == "train"]
     validation = [(s.path, s.label) for s in samples if s.split in ("val", "test")]
     if not validation:
         raise UserError(f"project {project.name!r} has no validation images to check the "
                         "compressed model's accuracy on")
-    return train, validation
+    return [path for path, _ in training[:200]], validation, training

@@ -28,7 +28,7 @@ from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
-from modeldesk.trainers.features import Cancelled, extract_feature_views, plan_feature_extraction
+from modeldesk.trainers.features import FEATURES_OUTPUT, Cancelled, extract_feature_views, plan_feature_extraction
 from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
 from modeldesk.trainers.tasks import FEW_EXAMPLES, TrainResult
 from modeldesk.trainers.templates import Template, get_template
@@ -325,6 +325,7 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
         "template": template.name,
         "backbone": backbone.key,
         "features": template.features.name,
+        "features_output": FEATURES_OUTPUT,  # what compression re-fits a head on
         "views": list(views),
         "head": {"kind": template.head, "params": {**template.head_params, **params}},
         "metrics": metrics,

@@ -1,0 +1,23 @@
+"""What compression needs from the trainers: a head of the model's own kind, re-fitted on the
+features a compressed candidate computes (deploy cannot build heads: it imports nothing of ours)."""
+
+from __future__ import annotations
+
+from modeldesk.trainers import heads
+
+HEADS = {"logistic": heads.LogisticRegressionHead, "mlp": heads.MLPHead}
+
+
+def head_refitter(card: dict):
+    """``refit(X, y) -> fitted head`` for an image classifier's card, or None when its head is of a
+    kind that cannot be re-fitted here (then compression keeps the trained head)."""
+    head = card.get("head") or {}
+    make = HEADS.get(head.get("kind"))
+    if make is None or len(card.get("views") or ["identity"]) != 1:
+        return None
+    params = dict(head.get("params") or {})
+
+    def refit(X, y):
+        return make(**params).fit(X, y)
+
+    return refit
