@@ -98,6 +98,24 @@ class UiCalls:
         else:
             raise ValueError(f"unknown annotation target {target!r}; use label, tags or boxes")
 
+    def add_recording(self, project, label: str, wav: bytes, name: str = "recording") -> dict:
+        """Add one recorded clip (WAV bytes) to ``project`` labeled ``label``; the import report."""
+        import shutil
+        import tempfile
+        import time
+
+        label = str(label).strip()
+        if not label or "/" in label or "\\" in label or label in (".", ".."):
+            raise ValueError(f"{label!r} cannot be a class name for a recording: pick or type another")
+        folder = Path(tempfile.mkdtemp(prefix="recording-", dir=self.paths.tmp))
+        try:
+            (folder / label).mkdir()
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            (folder / label / f"{name}-{stamp}-{time.monotonic_ns() % 10**6:06d}.wav").write_bytes(wav)
+            return self.import_data(project, folder, format="folder")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def thumbnail(self, sample_id: int, size: int = 160) -> Path:
         """A cached JPEG thumbnail of an image sample."""
         return self.store.thumbnail(int(sample_id), int(size))

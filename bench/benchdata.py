@@ -1,4 +1,4 @@
-"""The held-out split every image benchmark uses, so their accuracies compare."""
+"""The held-out split every benchmark uses (images, sounds), so their accuracies compare."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 
 
-def load_samples(root: Path):
+def load_samples(root: Path, suffixes=IMAGE_SUFFIXES):
     """``root/<label>/<image>`` as LabeledSample rows: a fixed 25% test / 10% val / 65% train split
     by a hash of the file name, so the test quarter never changes between runs."""
     from modeldesk.trainers.data import LabeledSample
@@ -16,7 +16,7 @@ def load_samples(root: Path):
     samples = []
     for label_dir in sorted(p for p in Path(root).iterdir() if p.is_dir()):
         for path in sorted(label_dir.iterdir()):
-            if path.suffix.lower() not in IMAGE_SUFFIXES:
+            if path.suffix.lower() not in suffixes:
                 continue
             bucket = int(hashlib.sha1(path.name.encode()).hexdigest(), 16) % 20
             split = "test" if bucket < 5 else "val" if bucket < 7 else "train"

@@ -24,7 +24,7 @@ from .cleanup import cleanup_workspace
 from .media import MediaStore
 from .records import KINDS, SPLITS, TARGETS, Box, Project, Sample
 from .dbfile import ReadOnlyWorkspaceError, connect_uri, is_writable, open_database
-from .thumbs import make_thumbnail
+from .thumbs import make_thumbnail, waveform_thumbnail
 
 log = logging.getLogger(__name__)
 
@@ -541,18 +541,19 @@ class Store:
         for split, count in conn.execute(
                 "SELECT split, COUNT(*) FROM samples WHERE project_id = ? GROUP BY split", (pid,)):
             split_counts[split or "unassigned"] = count
-        return {"project": project.name, "task": project.task, "samples": samples, "labeled": labeled,
-                "labels": labels, "boxes": boxes, "splits": split_counts}
+        return {"project": project.name, "task": project.task, "kind": project.kind, "samples": samples,
+                "labeled": labeled, "labels": labels, "boxes": boxes, "splits": split_counts}
 
     # ------------------------------------------------------------------ thumbnails
     def thumbnail(self, sample_id: int, size: int = 160) -> Path:
-        """A JPEG thumbnail (longest side ``size``) of an image sample, made once and cached."""
+        """A JPEG thumbnail (longest side ``size``) of an image sample, or a picture of a sound
+        sample's waveform, made once and cached."""
         sample = self.get_sample(sample_id)
-        if sample.kind != "image" or sample.path is None:
-            raise ValueError(f"sample {sample_id} is {sample.kind}, not an image: no thumbnail")
+        if sample.kind not in ("image", "audio") or sample.path is None:
+            raise ValueError(f"sample {sample_id} is {sample.kind}: no thumbnail")
         dest = self.thumbs_dir / sample.content_hash[:2] / f"{sample.content_hash}_{int(size)}.jpg"
         if not dest.exists():
-            make_thumbnail(sample.path, dest, int(size))
+            (make_thumbnail if sample.kind == "image" else waveform_thumbnail)(sample.path, dest, int(size))
         return dest
 
     # ------------------------------------------------------------------ models and predictions

@@ -169,6 +169,9 @@ class DataPage(QWidget):
         layout.setContentsMargins(24, 18, 24, 18)
         layout.setSpacing(10)
         layout.addLayout(header)
+        self.recorder_slot = QVBoxLayout()  # a sound project's record bar (ui/widgets/recorder.py)
+        self.recorder = None
+        layout.addLayout(self.recorder_slot)
         layout.addWidget(self.progress)
         layout.addWidget(self.result_line)
         layout.addLayout(filters)
@@ -247,7 +250,9 @@ class DataPage(QWidget):
         self._set_label_filter_items(list(stats["labels"]))
         self.model.set_rows(rows)
         n_labels = len([c for c in stats["labels"].values() if c])
-        self.subtitle.setText(f"{stats['samples']:,} images · {stats['labeled']:,} labeled · "
+        sound = stats.get("kind") == "audio"
+        self._show_recorder(sound, list(stats["labels"]))
+        self.subtitle.setText(f"{stats['samples']:,} {'clips' if sound else 'images'} · {stats['labeled']:,} labeled · "
                               f"{n_labels} class{'es' if n_labels != 1 else ''}")
         self.count_label.setText(f"Showing {len(rows.ids):,}")
         self.body.setCurrentWidget(self.gallery if stats["samples"] else self.empty)
@@ -259,6 +264,34 @@ class DataPage(QWidget):
         self.wrong_filter.setEnabled(model_id is not None)
         self.wrong_filter.setToolTip("" if model_id else "Available after training a model")
         self.label_button.setEnabled(stats["samples"] > 0)
+
+    # -- recording (sound projects) -----------------------------------------------------------
+
+    def make_recorder(self):
+        """The record bar; tests and previews replace it to record from a generated signal."""
+        from ..widgets.recorder import RecorderWidget
+
+        return RecorderWidget()
+
+    def _show_recorder(self, sound: bool, labels: list[str]) -> None:
+        if sound and self.recorder is None:
+            self.recorder = self.make_recorder()
+            self.recorder.recorded.connect(self.add_recording)
+            self.recorder_slot.addWidget(self.recorder)
+        if self.recorder is not None:
+            self.recorder.setVisible(sound)
+            if sound:
+                self.recorder.set_classes(labels)
+
+    def add_recording(self, label: str, wav: bytes) -> None:
+        """Store a recorded clip in ``label`` (worker thread), then refresh."""
+        if self.project is None or self._shut:
+            return
+        project, ws = self.project, self.ws
+        task = run_task(lambda _state: ws.add_recording(project, label, wav), pool=self.pool, parent=self)
+        task.finished.connect(lambda report: (self.refresh(), self.status_changed.emit()))
+        task.failed.connect(lambda message, details: show_error(self, "The recording was not saved", message,
+                                                                details))
 
     def _set_label_filter_items(self, labels: list[str]) -> None:
         current = self.show_filter.currentData()
