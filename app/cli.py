@@ -97,9 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("path")
     evaluate.add_argument("--format", default="auto", choices=IMPORT_FORMATS)
 
-    predict = command("predict", "predict files with a model")
+    predict = command("predict", "predict files with a model (a text model: texts, or .txt files "
+                                 "with one text per line)")
     predict.add_argument("model")
-    predict.add_argument("files", nargs="+", metavar="FILE")
+    predict.add_argument("files", nargs="*", metavar="FILE")
+    predict.add_argument("--text", action="append", default=[], metavar="TEXT",
+                         help="a text to classify (text models; repeat for several)")
 
     export = command("export", "export a model as ONNX, compressed, or as a deploy bundle")
     export.add_argument("model")
@@ -224,7 +227,13 @@ def _dispatch_workspace(ws, args):
         result = ws.evaluate(args.model, args.path, args.format)
         return result, formatting.metrics_text(result)
     if command == "predict":
-        predictions = ws.predict(args.model, args.files)
+        if not args.files and not args.text:
+            raise CommandError("give files to predict, or --text TEXT for a text model")
+        predictions = []
+        if args.text:
+            predictions += ws.predict_texts(args.model, args.text)
+        if args.files:
+            predictions += ws.predict(args.model, args.files)
         return {"predictions": predictions}, formatting.predictions_text(predictions)
     if command == "export":
         bar = _progress(args, "exporting")

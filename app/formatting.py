@@ -77,7 +77,8 @@ def train_text(result) -> str:
 
 
 def predictions_text(predictions) -> str:
-    return "\n".join(f"{p['file']}: {p['label']} ({p['score']:.1%})" for p in predictions)
+    return "\n".join(f"{p['file']}: {p['label']} ({p['score']:.1%})"
+                     + (f"  {_short(p['text'], 60)}" if "text" in p else "") for p in predictions)
 
 
 def export_text(result) -> str:

@@ -96,6 +96,24 @@ def headline(metrics: dict) -> dict:
     return {k: metrics[k] for k in keys if k in metrics}
 
 
+def text_lines(files) -> tuple[list[str], list[str]]:
+    """(texts, names) of UTF-8 text files, one text per non-empty line, named ``file:line``."""
+    texts, names = [], []
+    for file in files:
+        path = Path(file)
+        try:
+            content = path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{path}: not UTF-8 text (bad byte at position {exc.start}); save it as UTF-8") from None
+        for number, line in enumerate(content.splitlines(), 1):
+            if line.strip():
+                texts.append(line)
+                names.append(f"{path.name}:{number}")
+    if not texts:
+        raise UserError(f"{', '.join(map(str, files))}: no text found (one text per line)")
+    return texts, names
+
+
 def _sources(project, samples) -> list:
     return [s.text if project.kind == "text" else str(s.path) for s in samples]
 

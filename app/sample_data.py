@@ -46,3 +46,34 @@ def make_shapes_folder(folder, per_class: int = 20, *, seed: int = 0, size: int 
             image = make_shape_image(shape, rng, size)
             image.save(folder / shape / f"{shape}_{seed}_{index:03d}.jpg", quality=90)
     return folder
+
+
+TEXT_WORDS = {
+    "praise": (["great", "tasty", "fresh", "lovely", "fast delivery", "friendly", "delicious", "warm"],
+               ["很好吃", "很快", "新鲜", "推荐", "满意"]),
+    "complaint": (["terrible", "cold", "late", "slow delivery", "rude", "stale", "wrong order", "refund"],
+                  ["太慢", "难吃", "凉了", "差评", "退款"]),
+    "question": (["when", "how", "can i", "do you", "is it", "what time", "where", "could you"],
+                 ["什么时候", "怎么", "可以吗", "有没有", "几点"]),
+}
+_FILLER = ["the", "food", "order", "today", "and", "was", "very", "meal", "restaurant", "it", "我们", "这个"]
+
+
+def make_text_table(path, per_class: int = 20, *, seed: int = 0) -> Path:
+    """Write a ``text,label`` CSV of short made-up reviews in English and Chinese, three classes."""
+    import csv
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        for label, (english, chinese) in TEXT_WORDS.items():
+            for i in range(per_class):
+                words = list(rng.choice(english, 2)) + list(rng.choice(_FILLER, 3))
+                if i % 3 == 0:
+                    words.append(str(rng.choice(chinese)))
+                rng.shuffle(words)
+                writer.writerow([f"{' '.join(words)} #{seed}-{i}", label])
+    return path

@@ -222,13 +222,32 @@ class Workspace(UiCalls):
         return path
 
     def predict(self, model, files) -> list[dict]:
-        """Predictions as the service gives them, one dict per file (``file`` added)."""
+        """Predictions as the service gives them, one dict per file (``file`` added).
+
+        For a text model each file is a UTF-8 text file read one text per non-empty line
+        (``file`` is then ``name:line``, and ``text`` is added).
+        """
         predictor = self._predictor(model)
+        if predictor.input.kind == "text":
+            return self.predict_texts(model, *pipeline.text_lines(files))
         files = [str(f) for f in files]
         results = []
         for start in range(0, len(files), 32):
             chunk = files[start:start + 32]
             results += [{"file": f, **p} for f, p in zip(chunk, predictor.predict(chunk))]
+        return results
+
+    def predict_texts(self, model, texts, names=None) -> list[dict]:
+        """Predictions for texts (a text model), one dict per text with ``text`` (and ``file`` when
+        ``names`` are given) added."""
+        predictor = self._predictor(model)
+        texts = [str(t) for t in texts]
+        names = list(names) if names is not None else [f"text {i + 1}" for i in range(len(texts))]
+        results = []
+        for start in range(0, len(texts), predictor.batch_size):
+            chunk, chunk_names = texts[start:start + predictor.batch_size], names[start:start + predictor.batch_size]
+            predictions = predictor.predict(chunk, names=chunk_names)
+            results += [{"file": n, "text": t, **p} for n, t, p in zip(chunk_names, chunk, predictions)]
         return results
 
     def _predictor(self, model):

@@ -21,6 +21,7 @@ import numpy as np
 INPUT_KINDS = {
     "image": ".image_input:ImageInput",
     "audio": ".audio_input:AudioInput",
+    "text": ".text_input:TextInput",
 }
 #: target -> ".module:Class"
 OUTPUT_KINDS = {
@@ -74,6 +75,10 @@ class ModelInput:
     def cost(self, source) -> int:
         """About how many bytes decoding ``source`` holds in memory (the service budgets them)."""
         return len(source) if isinstance(source, (bytes, bytearray, str)) else 0
+    def feeds(self, items: list, input_name: str) -> dict:
+        """The graph's inputs for a batch of loaded items (one input by default; a model with more,
+        e.g. a text model that also takes sentence embeddings, adds them here)."""
+        return {input_name: self.collate(items)}
 
     def from_json_value(self, value, where: str):
         """A JSON value of the request body -> a source for :meth:`load` (base64 by default)."""

