@@ -127,6 +127,8 @@ def test_templates_registry():
     with pytest.raises(ValueError, match="unknown template 'nope'"):
         get_template("nope")
     for template in list_templates():
+        # every template has the common fields (a task may bring its own dataclass, see trainers.templates)
+        assert template.name.startswith(template.task + "/")
         if template.task.startswith("image-"):
             assert isinstance(template, Template)
         info = template.to_dict()
