@@ -13,7 +13,7 @@ import os
 import sys
 
 from modeldesk import __version__
-from modeldesk.app import formatting
+from modeldesk.app import cli_cluster, formatting
 from modeldesk.app.paths import ENV_WORKSPACE
 from modeldesk.app.progress import TerminalProgress
 
@@ -88,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("name")
     train.add_argument("--template", required=True)
     train.add_argument("--time-budget", type=float, metavar="SECONDS")
+    train.add_argument("--cluster", metavar="ADDRESS",
+                       help="a Dask scheduler (tcp://host:8786) whose workers help; off: this computer only "
+                            "(default: the workspace setting, see `modeldesk cluster`)")
+    train.add_argument("--credentials", metavar="FILE", help="TLS credentials file for a tls:// cluster")
     train.add_argument("--device", help="auto, cpu, cuda, cuda:1, ... (default: the workspace setting, auto)")
 
     command("templates", "list training templates")
@@ -118,12 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--allow-origin", action="append", metavar="ORIGIN",
                        help="let web pages from ORIGIN (e.g. http://localhost:3000) call the API; repeatable")
 
-    command("devices", "CPUs, memory, GPUs and execution providers")
+    devices = command("devices", "CPUs, memory, GPUs and execution providers (and a cluster's workers)")
+    devices.add_argument("--cluster", metavar="ADDRESS", help="also list this Dask cluster's workers "
+                                                             "(default: the workspace setting)")
+    devices.add_argument("--credentials", metavar="FILE", help="TLS credentials file for a tls:// cluster")
 
     command("recover", "set a damaged workspace database aside, restore its backup and bring back media")
 
-    worker = command("worker", "join a Dask cluster as a worker (pip install modeldesk[cluster])")
-    worker.add_argument("scheduler_address", metavar="SCHEDULER_ADDRESS")
+    cli_cluster.add_commands(command, common)
     return parser
 
 
@@ -178,10 +184,7 @@ def dispatch(args):
         result = recover_workspace(args.workspace or default_workspace())
         return result, recover_text(result)
     if args.command == "worker":
-        from modeldesk.scheduler.cluster import start_worker
-
-        start_worker(args.scheduler_address)
-        return {"stopped": True}, "worker stopped"
+        return cli_cluster.run_worker(args)
     ws = open_workspace(args)
     for warning in getattr(ws, "warnings", ()):
         print(f"modeldesk: warning: {warning}", file=sys.stderr)
@@ -246,16 +249,16 @@ def _dispatch_workspace(ws, args):
     if command == "serve":
         return _serve(ws, args)
     if command == "devices":
-        from modeldesk.scheduler import format_resources
-
-        result = ws.devices()
-        return result, format_resources(result)
+        return cli_cluster.run_devices(ws, args)
+    if command == "cluster":
+        return cli_cluster.run_cluster(ws, args)
     raise CommandError(f"unknown command {command}")
 
 
 def _train(ws, args):
     device = args.device or ws.settings.device
-    estimate = ws.estimate_training(args.name, args.template, device=device)
+    estimate = ws.estimate_training(args.name, args.template, device=device, cluster=args.cluster,
+                                    credentials=args.credentials)
     if not args.json:
         print(formatting.plan_text(estimate), file=sys.stderr)
     bar = _progress(args, "training")
@@ -266,7 +269,7 @@ def _train(ws, args):
 
     try:
         result = ws.train(args.name, args.template, time_budget=args.time_budget, device=device,
-                          progress=on_event)
+                          progress=on_event, cluster=args.cluster, credentials=args.credentials)
     finally:
         bar and bar.close()
     result.setdefault("plan", {})

@@ -57,11 +57,38 @@ def metrics_text(metrics) -> str:
     return "\n".join(lines)
 
 
+def _device_name(device: dict) -> str:
+    """"cpu", or a cluster worker as "worker NAME" (its address when it has no name)."""
+    name = device.get("name", "?")
+    if name.startswith("dask:"):
+        address, _, gpu = name[len("dask:"):].partition("/cuda:")
+        return f"worker {device.get('note') or address}" + (f" cuda:{gpu}" if gpu else "")
+    return name
+
+
 def plan_text(estimate) -> str:
     plan = estimate.get("plan") or {}
-    devices = ", ".join(f"{d.get('name')} ({d.get('threads', '?')} threads, {d.get('share', 1):.0%})"
+    devices = ", ".join(f"{_device_name(d)} ({d.get('threads', '?')} threads, {d.get('share', 1):.0%})"
                         for d in plan.get("devices", []))
-    return f"plan: {devices or 'cpu'}; estimated time {format_seconds(estimate.get('eta_s'))}"
+    lines = [f"plan: {devices or 'cpu'}; estimated time {format_seconds(estimate.get('eta_s'))}"]
+    lines += [f"note: {note}" for note in plan.get("notes", []) if "refused" in note or "lost" in note]
+    return "\n".join(lines)
+
+
+def _rate(value) -> str:
+    return f"{value:.1f}/s" if value else "?"
+
+
+def per_device_text(plan: dict) -> str:
+    """Estimated against actual share and speed per device, after a run on more than one."""
+    rows = plan.get("per_device") or []
+    if len(rows) < 2:
+        return ""
+    return _table([(_device_name(r), f"{r['estimated_share']:.0%}", f"{r['actual_share']:.0%}",
+                    _rate(r.get("estimated_items_per_s")), _rate(r.get("actual_items_per_s")),
+                    f"{r['lost_chunks']} chunk(s) lost" if r.get("lost_chunks") else "")
+                   for r in rows],
+                  ["device", "share est.", "share actual", "images est.", "images actual", ""])
 
 
 def train_text(result) -> str:
@@ -71,9 +98,42 @@ def train_text(result) -> str:
              f"accuracy {metrics.get('accuracy', 0):.1%}, macro-F1 {metrics.get('macro_f1', 0):.3f} "
              f"on {metrics.get('n', '?')} held-out samples",
              f"took {format_seconds(plan.get('actual_s'))} (estimated {format_seconds(plan.get('eta_s'))})"]
+    devices = per_device_text(plan)
+    if devices:
+        lines.append(devices)
+    lines += [f"note: {note}" for note in plan.get("notes", []) if "refused" in note or "lost" in note]
     lines += [f"warning: {w}" for w in result.get("warnings", [])]
     lines += [f"skipped {s['file']}: {s['reason']}" for s in result.get("skipped", [])]
     return "\n".join(lines)
+
+
+def cluster_started_text(result) -> str:
+    lines = [f"scheduler {'already running' if result.get('already_running') else 'started'} at {result['address']}; "
+             "training in this workspace now uses it",
+             f"on each worker machine run: {result['worker_command']}"]
+    if result.get("credentials"):
+        lines.append(f"copy {result['credentials']} to each worker machine first: it is the cluster's key "
+                     "(Dask TLS), keep it private")
+    lines.append("stop it with: modeldesk cluster stop")
+    return "\n".join(lines)
+
+
+def cluster_status_text(result) -> str:
+    spec, scheduler = result.get("cluster"), result.get("scheduler")
+    lines = [f"training uses: {'this computer and ' + spec['address'] if spec else 'this computer only'}"]
+    lines.append(f"this workspace's scheduler: {scheduler['address'] if scheduler else 'not running'}")
+    return "\n".join(lines)
+
+
+def cluster_workers_text(address: str, workers: list) -> str:
+    if not workers:
+        return f"cluster {address}: no worker has joined (run `modeldesk worker {address}` on a machine)"
+    rows = [(w["name"], w.get("host") or "", w["cores"], w["gpus"],
+             f"{w['memory_bytes'] / 1e9:.1f} GB" if w.get("memory_bytes") else "?",
+             _rate((w.get("measured") or {}).get("items_per_s")) if w.get("measured") else "not measured yet",
+             f"refused: {w['refused']}" if w.get("refused") else "ok")
+            for w in workers]
+    return f"cluster {address}:\n" + _table(rows, ["worker", "host", "cores", "GPUs", "memory", "images", "status"])
 
 
 def predictions_text(predictions) -> str:

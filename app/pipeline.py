@@ -80,14 +80,16 @@ def feature_cache_dir(ws) -> Path:
     return ws.paths.cache / "features"
 
 
-def estimate(ws, project, template_name: str, *, device: str = "auto") -> dict:
-    """The ETA and plan for training ``project`` with a template, before anything runs."""
+def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: dict | None = None) -> dict:
+    """The ETA and plan for training ``project`` with a template, before anything runs (with
+    ``cluster``, ``{"address", "credentials"}``, its workers' first contact probes them)."""
     from modeldesk.trainers.tasks import get_trainer
     from modeldesk.trainers.templates import get_template
 
     samples = labeled_samples(ws.store, project)
+    options = {"cluster": cluster} if cluster else {}
     return get_trainer(project.task).estimate(samples, get_template(template_name), feature_cache_dir(ws),
-                                              device=device)
+                                              device=device, **options)
 
 
 def headline(metrics: dict) -> dict:

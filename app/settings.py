@@ -27,6 +27,8 @@ class Settings:
     service_host: str = "127.0.0.1"
     service_port: int = 8000
     thumbnail_size: int = 160
+    cluster: str = ""  # a Dask scheduler address that training uses beside this machine; "" for none
+    cluster_credentials: str = ""  # the TLS credentials file for a tls:// cluster
 
     @classmethod
     def load(cls, root, warnings: list | None = None) -> "Settings":

@@ -28,10 +28,11 @@ def run_training(params: dict, ctx) -> dict:
         def progress(stage, fraction, eta_s=None, metrics=None):
             ctx.progress(stage, fraction, eta_s=eta_s, metrics=metrics)
 
+        options = {"cluster": params["cluster"]} if params.get("cluster") else {}
         result = get_trainer(project.task).train(
             samples, template, out_dir, pipeline.feature_cache_dir(ws),
             time_budget=params.get("time_budget"), device=params.get("device") or "auto",
-            progress=progress, should_stop=ctx.should_stop, model_id=model_id,
+            progress=progress, should_stop=ctx.should_stop, model_id=model_id, **options,
         )
         ws.store.add_model(project, model_id, str(result.artifact_dir), template.name, result.metrics)
         for skipped in result.skipped:

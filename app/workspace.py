@@ -142,11 +142,17 @@ class Workspace(UiCalls):
 
         return [t.to_dict() for t in list_templates(task)]
 
-    def estimate_training(self, project, template: str, device: str = "auto") -> dict:
-        """The plan and ETA the cost model gives before a run (probes the device the first time)."""
-        return pipeline.estimate(self, self.project(project), template, device=device)
+    def estimate_training(self, project, template: str, device: str = "auto", *, cluster: str | None = None,
+                          credentials=None) -> dict:
+        """The plan and ETA the cost model gives before a run (probes each device the first time).
 
-    def submit_training(self, project, template: str, *, time_budget=None, device: str = "auto") -> int:
+        ``cluster``: a Dask scheduler address, "off", or None for the workspace setting.
+        """
+        return pipeline.estimate(self, self.project(project), template, device=device,
+                                 cluster=self.resolve_cluster(cluster, credentials))
+
+    def submit_training(self, project, template: str, *, time_budget=None, device: str = "auto",
+                        cluster: str | None = None, credentials=None) -> int:
         """Queue a training job (it starts in a worker process as soon as the queue is free)."""
         project = self.project(project)
         pipeline.check_trainable(self, project, template)
@@ -156,6 +162,7 @@ class Workspace(UiCalls):
             "template": template,
             "time_budget": time_budget,
             "device": device,
+            "cluster": self.resolve_cluster(cluster, credentials),
         }
         job_id = self.jobs.submit("train", TRAINING_TARGET, params)
         log.info("submitted training job %s for %r with %s", job_id, project.name, template)
@@ -168,9 +175,10 @@ class Workspace(UiCalls):
                 if (job.get("params") or {}).get("project") == name]
 
     def train(self, project, template: str, *, time_budget=None, device: str = "auto",
-              progress=None) -> dict:
+              progress=None, cluster: str | None = None, credentials=None) -> dict:
         """Train and wait: ``progress(event)`` gets every job event; returns the job's result."""
-        job_id = self.submit_training(project, template, time_budget=time_budget, device=device)
+        job_id = self.submit_training(project, template, time_budget=time_budget, device=device,
+                                      cluster=cluster, credentials=credentials)
         return self.wait_job(job_id, progress=progress)
 
     def wait_job(self, job_id: int, *, progress=None) -> dict:
@@ -307,6 +315,44 @@ class Workspace(UiCalls):
             if name != "cpu" and providers.get(provider) and (resources.get("gpus") or not needs_gpu):
                 choices.append((name, words))
         return choices
+
+    # -- cluster (app/cluster.py) --------------------------------------------------------------
+
+    def resolve_cluster(self, cluster: str | None = None, credentials=None) -> dict | None:
+        """``{"address", "credentials"}`` for ``cluster`` ("off": None; None: the workspace setting)."""
+        from modeldesk.app import cluster as cluster_setup
+
+        return cluster_setup.resolve(self, cluster, credentials)
+
+    def cluster_workers(self, cluster: str | None = None, credentials=None) -> list[dict]:
+        """The workers of ``cluster`` (default: the setting): cores, GPUs, memory, versions,
+        ``refused`` (why, or None) and ``measured`` speed; [] when no cluster is set."""
+        from modeldesk.app import cluster as cluster_setup
+
+        spec = self.resolve_cluster(cluster, credentials)
+        return cluster_setup.workers(self, spec) if spec else []
+
+    def use_cluster(self, address: str | None, credentials=None) -> dict:
+        """Make ``address`` (None or "off": none) the cluster training uses by default."""
+        from modeldesk.app import cluster as cluster_setup
+
+        return cluster_setup.use(self, address, credentials)
+
+    def start_cluster(self, host: str = "127.0.0.1", port: int | None = None, credentials=None) -> dict:
+        """Start a Dask scheduler on this machine for other machines' workers (see app/cluster.py)."""
+        from modeldesk.app import cluster as cluster_setup
+
+        return cluster_setup.start(self, host, port, credentials)
+
+    def stop_cluster(self) -> dict:
+        from modeldesk.app import cluster as cluster_setup
+
+        return cluster_setup.stop(self)
+
+    def cluster_status(self) -> dict:
+        from modeldesk.app import cluster as cluster_setup
+
+        return cluster_setup.status(self)
 
     def cleanup(self) -> dict:
         """Remove what killed imports and writes left behind (older than an hour); returns counts."""

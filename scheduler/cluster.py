@@ -30,14 +30,16 @@ _THIS_WORKER: dict | None = None  # set by start_worker in a worker process
 
 
 class ClusterError(RuntimeError):
-    """The cluster cannot be used; the message says why and what to do."""
+    """The cluster cannot be used; the message says why and what to do (a user error)."""
+
+    user_error = True
 
 
 def _distributed():
     try:
         import distributed
-    except ImportError as exc:
-        raise ImportError(INSTALL_HINT) from exc
+    except ImportError:
+        raise ClusterError(INSTALL_HINT) from None
     return distributed
 
 

@@ -69,8 +69,9 @@ class _Cursor:
                 if self.next < self.total:
                     remaining = self.total - self.next
                     size = self.chunk_size or max(1, share.batch_size)
-                    if self.chunk_size is None and self.n_devices > 1:
-                        # Near the end, smaller chunks so no device holds the last big one alone.
+                    if self.n_devices > 1:
+                        # Never more than the device's share of what is left: near the end smaller
+                        # chunks, so no device holds the last big one alone while others wait.
                         size = min(size, max(1, math.ceil(remaining * max(share.share, 1 / (2 * self.n_devices)))))
                     if cap:
                         size = min(size, cap)

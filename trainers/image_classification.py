@@ -25,10 +25,12 @@ from modeldesk.scheduler import CostModel
 from modeldesk.trainers import heads
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.data import LabeledSample
+from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
-from modeldesk.trainers.features import FEATURES_OUTPUT, Cancelled, extract_feature_views, plan_feature_extraction
+from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, FeatureExtractor, extract_feature_views,
+                                         plan_feature_extraction)
 from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
 from modeldesk.trainers.tasks import FEW_EXAMPLES, TrainResult
 from modeldesk.trainers.templates import Template, get_template
@@ -170,10 +172,20 @@ def _head_seconds(cost: CostModel, units: int) -> float:
     return units / rate if rate else units / 1000.0
 
 
+def _uncached(cache: FeatureCache, backbone, template, keys) -> set:
+    """The keys missing a vector in any view the template may use."""
+    missing = set()
+    for view in template.all_views():
+        missing.update(cache.missing((backbone.key, template.features.name, view), keys))
+    return missing
+
+
 def estimate_training(samples, template, cache_dir, *, device: str = "auto", threads: int | None = None,
-                      time_budget: float | None = None) -> dict:
+                      time_budget: float | None = None, cluster=None) -> dict:
     """The ETA and plan before training: uncached features (measured throughput when the scheduler
     has seen this work before, else a default per image) plus a rough figure for the head.
+    With ``cluster`` (see ``features.extract_feature_views``) the plan covers its workers, each
+    probed once on a few of these images the first time it is seen.
 
     Returns ``{"eta_s", "plan"}``; ``plan`` is the scheduler's plan for the feature extraction
     (``devices``, ``notes``...) with ``eta_s`` for the whole training and ``features_to_compute``.
@@ -184,11 +196,15 @@ def estimate_training(samples, template, cache_dir, *, device: str = "auto", thr
     labeled = [s for s in samples if s.target is not None]
     views = template.all_views()
     keys = [s.key for s in labeled]
-    missing = set()
-    for view in views:
-        missing.update(cache.missing((backbone.key, template.features.name, view), keys))
-    plan = plan_feature_extraction(backbone, len(missing), cache, views=views, features=template.features,
-                                   device=device, threads=threads)
+    missing = _uncached(cache, backbone, template, keys)
+    with open_cluster(cluster if missing else None, backbone.name) as backend:
+        probe = None
+        if backend is not None:
+            todo = [(s.key, s.path) for s in labeled if s.key in missing]
+            probe = probe_for(ClusterExtraction(FeatureExtractor(backbone, cache, features=template.features,
+                                                                 views=views)), todo)
+        plan = plan_feature_extraction(backbone, len(missing), cache, views=views, features=template.features,
+                                       device=device, threads=threads, cluster=backend, probe=probe)
     features_s = plan.eta_s
     if features_s is None:
         per_image = DEFAULT_SECONDS_PER_IMAGE * (1 + 0.6 * (len(views) - 1))
@@ -204,7 +220,7 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
                            time_budget: float | None = None, device: str = "auto",
                            threads: int | None = None, progress: Progress | None = None,
                            should_stop: Callable[[], bool] | None = None,
-                           model_id: str | None = None) -> TrainResult:
+                           model_id: str | None = None, cluster=None) -> TrainResult:
     """Train an image classifier and write its artifact to ``out_dir``.
 
     Parameters
@@ -219,6 +235,8 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     progress : ``progress(stage, fraction, eta_s, metrics)``.
     should_stop : polled regularly; when True, ``Cancelled`` is raised (finished features stay cached).
     model_id : id written to the model card (default: a new one).
+    cluster : a Dask scheduler address, ``{"address", "credentials"}`` or a DaskBackend whose
+        workers compute features beside this machine's devices (``None``: this machine only).
 
     Returns
     -------
@@ -230,8 +248,8 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     budget = float(time_budget or template.time_budget_s)
     backbone = get_backbone(template.backbone)
     labeled, labels, warnings = check_samples(samples)
-    estimate = estimate_training(labeled, template, cache_dir, device=device, threads=threads, time_budget=budget)
     cache = FeatureCache(cache_dir)
+    estimate: dict = {}
 
     def report(stage, fraction, metrics=None):
         if should_stop is not None and should_stop():
@@ -247,10 +265,15 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     # 1. features for every view any candidate needs (0 .. 0.7 of the progress bar)
     views_needed = template.all_views()
     items = [(s.key, s.path) for s in labeled]
-    extracted = extract_feature_views(
-        backbone, items, cache, views=views_needed, features=template.features, device=device,
-        threads=threads, should_stop=should_stop,
-        progress=lambda done, total: report("Extracting features", 0.7 * done / max(total, 1)))
+    # One cluster connection for the estimate and the extraction, none when every vector is cached.
+    with open_cluster(cluster if _uncached(cache, backbone, template, [k for k, _ in items]) else None,
+                      backbone.name) as backend:
+        estimate.update(estimate_training(labeled, template, cache_dir, device=device, threads=threads,
+                                          time_budget=budget, cluster=backend))
+        extracted = extract_feature_views(
+            backbone, items, cache, views=views_needed, features=template.features, device=device,
+            threads=threads, should_stop=should_stop, cluster=backend,
+            progress=lambda done, total: report("Extracting features", 0.7 * done / max(total, 1)))
     skipped = extracted[views_needed[0]].skipped
     extraction_plan = extracted[views_needed[0]].plan
     good = set(extracted[views_needed[0]].keys)
@@ -357,8 +380,9 @@ class ImageClassificationTrainer:
     def check(self, samples) -> None:
         check_samples(samples)
 
-    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
-        return estimate_training(samples, template, cache_dir, device=device, time_budget=time_budget)
+    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, cluster=None) -> dict:
+        return estimate_training(samples, template, cache_dir, device=device, time_budget=time_budget,
+                                 cluster=cluster)
 
     def train(self, samples, template, out_dir, cache_dir, **options) -> TrainResult:
         return train_image_classifier(samples, template, out_dir, cache_dir, **options)

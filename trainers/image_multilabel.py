@@ -67,8 +67,9 @@ class ImageMultilabelTrainer:
     def check(self, samples) -> None:
         check_tag_samples(samples)
 
-    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
-        return estimate_training(samples, template, cache_dir, device=device, time_budget=time_budget)
+    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, cluster=None) -> dict:
+        return estimate_training(samples, template, cache_dir, device=device, time_budget=time_budget,
+                                 cluster=cluster)
 
     def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
         from modeldesk.trainers.evaluation import evaluate_tags
@@ -76,14 +77,14 @@ class ImageMultilabelTrainer:
         return evaluate_tags(artifact_path, samples, progress=progress)
 
     def train(self, samples, template, out_dir, cache_dir, *, time_budget=None, device: str = "auto",
-              progress=None, should_stop=None, model_id=None) -> TrainResult:
+              progress=None, should_stop=None, model_id=None, cluster=None) -> TrainResult:
         """Extract features, fit one sigmoid per tag, pick thresholds on validation, evaluate, export."""
         started = time.monotonic()
         template = get_template(template)
         backbone = get_backbone(template.backbone)
         tagged, tags = check_tag_samples(samples)
         cache = FeatureCache(cache_dir)
-        estimate = self.estimate(tagged, template, cache_dir, device=device)
+        estimate = self.estimate(tagged, template, cache_dir, device=device, cluster=cluster)
         warnings: list[str] = []
 
         def report(stage, fraction, metrics=None):
@@ -96,7 +97,7 @@ class ImageMultilabelTrainer:
 
         extracted = extract_feature_views(
             backbone, [(s.key, s.path) for s in tagged], cache, views=("identity",),
-            features=template.features, device=device, should_stop=should_stop,
+            features=template.features, device=device, should_stop=should_stop, cluster=cluster,
             progress=lambda done, total: report("Extracting features", 0.8 * done / max(total, 1)))
         result = extracted["identity"]
         index = {key: row for row, key in enumerate(result.keys)}

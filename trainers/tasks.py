@@ -52,13 +52,17 @@ class Trainer(Protocol):
         """Raise UserError with one plain sentence when these samples cannot train a model."""
 
     def estimate(self, samples: Sequence, template, cache_dir, *, device: str = "auto",
-                 time_budget: float | None = None) -> dict:
+                 time_budget: float | None = None, cluster=None) -> dict:
         """``{"eta_s": seconds, "plan": {...}}`` before anything runs."""
 
     def train(self, samples: Sequence, template, out_dir, cache_dir, *, time_budget: float | None = None,
               device: str = "auto", progress: Progress | None = None,
-              should_stop: Callable[[], bool] | None = None, model_id: str | None = None):
-        """Train, evaluate and write a model artifact to ``out_dir``; returns a ``TrainResult``."""
+              should_stop: Callable[[], bool] | None = None, model_id: str | None = None, cluster=None):
+        """Train, evaluate and write a model artifact to ``out_dir``; returns a ``TrainResult``.
+
+        ``cluster`` (a Dask scheduler address, ``{"address", "credentials"}`` or None) adds a
+        cluster's workers to this machine's devices; a trainer that cannot use one ignores it.
+        """
 
     def evaluate(self, artifact_path, samples: Sequence, *, progress=None) -> dict:
         """Metrics of an existing artifact on labeled samples it never saw."""

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from modeldesk.scheduler import CostModel, plan, run_partitioned
-from modeldesk.scheduler.cluster import INSTALL_HINT, DaskBackend, worker_resources
+from modeldesk.scheduler.cluster import INSTALL_HINT, ClusterError, DaskBackend, worker_resources
 
 
 def test_importing_the_scheduler_does_not_import_dask():
@@ -17,7 +17,7 @@ def test_importing_the_scheduler_does_not_import_dask():
 
 def test_without_dask_the_message_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
-    with pytest.raises(ImportError, match=r"pip install modeldesk\[cluster\]"):
+    with pytest.raises(ClusterError, match=r"pip install modeldesk\[cluster\]"):
         DaskBackend().start()
     assert "modeldesk[cluster]" in INSTALL_HINT
 
