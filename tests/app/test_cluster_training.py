@@ -62,12 +62,13 @@ def cluster(tmp_path, monkeypatch):
     workers = [subprocess.Popen([sys.executable, "-m", "modeldesk", "worker", *common, "--name", "steady"]),
                subprocess.Popen([sys.executable, "-c", DIES_ON_SECOND_CHUNK, *common, "--name", "doomed"])]
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            found = cli(workspace, "devices", "--cluster", address)["cluster"]["workers"]
-            if len(found) == 2:
-                break
-            time.sleep(0.5)
+        from modeldesk.scheduler.cluster import DaskBackend
+
+        with DaskBackend(address) as backend:
+            deadline = time.monotonic() + 120
+            while len(backend.workers()) < 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
+        found = cli(workspace, "devices", "--cluster", address)["cluster"]["workers"]
         assert {w["name"] for w in found} == {"steady", "doomed"}
         assert all(w["refused"] is None and w["cores"] == 1 for w in found)
         yield workspace, address, workers
@@ -95,13 +96,13 @@ def test_training_on_two_workers_survives_one_dying(cluster, tmp_path, shapes_fo
 
     plan = result["plan"]
     rows = {row["note"]: row for row in plan["per_device"] if row["name"].startswith("dask:")}
-    assert set(rows) == {"steady", "doomed"}
-    assert rows["steady"]["items"] > 0 and rows["doomed"]["items"] > 0  # both workers did work
-    assert rows["doomed"]["lost_chunks"] >= 1 and doomed.poll() == 3  # ... and one died mid-run
+    assert set(rows) == {"steady", "doomed"}, plan
+    assert rows["steady"]["items"] > 0 and rows["doomed"]["items"] > 0, plan  # both workers did work
+    assert rows["doomed"]["lost_chunks"] >= 1 and doomed.poll() == 3, plan  # ... and one died mid-run
     assert any("was lost during the run" in note for note in plan["notes"])
     n_images = 36
-    assert sum(row["items"] for row in plan["per_device"]) == n_images
-    assert all(row["estimated_items_per_s"] for row in plan["per_device"])  # every device measured
+    assert sum(row["items"] for row in plan["per_device"]) == n_images, plan
+    assert all(row["estimated_items_per_s"] for row in plan["per_device"]), plan  # every device measured
     assert plan["eta_s"] > 0 and plan["actual_s"] > 0
     assert all(d["name"] == "cpu" for d in alone["plan"]["devices"])
 
