@@ -220,7 +220,7 @@ def _dispatch_workspace(ws, args):
         return result, formatting.stats_text(args.name, result)
     if command == "export-data":
         result = ws.export_data(args.name, args.out, args.format)
-        return result, f"wrote {result['samples']} samples as {args.format} to {result['path']}"
+        return result, formatting.export_data_text(result)
     if command == "templates":
         templates = ws.templates()
         return {"templates": templates}, formatting.templates_text(templates)

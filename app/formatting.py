@@ -176,3 +176,15 @@ def _percent(value) -> str:
 def demo_summary(result) -> str:
     return (f"demo finished: every step worked. Open it in the app with\n"
             f"  modeldesk --workspace {result['workspace']}")
+
+
+def export_data_text(result: dict) -> str:
+    """``export-data``: what was written, and each sample left out with its reason."""
+    lines = [f"wrote {result['samples']} samples as {result['format']} to {result['path']}"]
+    skipped = result.get("skipped") or []
+    if skipped:
+        lines.append(f"skipped {len(skipped)}:")
+        lines += [f"  {entry['file']}: {entry['reason']}" for entry in skipped[:20]]
+        if len(skipped) > 20:
+            lines.append(f"  ... and {len(skipped) - 20} more")
+    return "\n".join(lines)

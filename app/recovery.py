@@ -109,7 +109,7 @@ def _orphans(store: Store) -> dict[str, list[Path]]:
 
 def _import_orphans(store: Store, kind: str, files: list[Path], stamp: str) -> dict:
     task = {"image": "image-classification", "audio": "sound-classification"}[kind]
-    project = store.create_project(f"recovered {kind} {stamp}", task)
+    project = store.create_project(f"recovered {kind} {stamp}", task, kind=kind, target="label")
     staging = store.tmp_dir / f"recover-{stamp}-{kind}"
     staging.mkdir(parents=True, exist_ok=True)
     try:

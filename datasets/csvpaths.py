@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from .csvtext import LABEL_COLUMNS, find_column, sniff_encoding, sniff_header
 from .items import ImportReport, Item
 from .records import Box
+from .safety import unescape_cell
 from .verify import media_kind
 
 PATH_COLUMNS = ("path", "file", "filename", "file_name", "image", "image_path", "audio", "filepath")
@@ -80,7 +81,7 @@ def read_path_table(table: Path, report: ImportReport, *, label_column: str | No
                 item = entries[value] = Item(source=value, path=target, boxes=[] if has_boxes else None)
             if item.error:
                 continue
-            label = row[label_i].strip() if label_i is not None and label_i < len(row) else ""
+            label = unescape_cell(row[label_i].strip()) if label_i is not None and label_i < len(row) else ""
             if has_boxes:
                 cells = [row[i].strip() if i < len(row) else "" for i in box_i]
                 if label and all(cells):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .items import ImportReport, Item
+from .safety import unescape_cell
 
 TEXT_COLUMNS = ("text", "sentence", "content", "review", "message", "comment", "document", "body",
                 "文本", "内容", "评论", "句子")
@@ -128,8 +129,8 @@ def _rows(path: Path, encoding: str, delimiter: str, text_i: int, label_i: int |
             if text_i >= len(row):
                 yield Item(source=source, error=f"row has {len(row)} fields, no text")
                 continue
-            label = row[label_i].strip() if label_i is not None and label_i < len(row) else ""
-            yield Item(source=source, text=row[text_i], labels=[label] if label else [])
+            label = unescape_cell(row[label_i].strip()) if label_i is not None and label_i < len(row) else ""
+            yield Item(source=source, text=unescape_cell(row[text_i]), labels=[label] if label else [])
 
 
 def read_csv(path: Path, report: ImportReport, *, text_column=None, label_column=None):

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
+import os
 import shutil
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 from .coco import coco_document
 from modeldesk.fileio import atomic_open, atomic_write
 from .records import Sample
+from .safety import escape_cell
 from .store import Store
 from .voc import voc_xml
 from .yolo import yolo_line
 
 EXPORT_FORMATS = ("folder", "csv", "voc", "coco", "yolo")
+log = logging.getLogger(__name__)
 _PAGE = 500
 
 
@@ -56,11 +62,16 @@ def export_project(store: Store, project, out_dir, format: str, *,
                    progress: Callable[[int, int | None, str], None] | None = None) -> dict:
     """Write ``project`` to ``out_dir`` (created; must be empty) in ``format``.
 
+    Everything is written into a temporary folder beside ``out_dir`` that is renamed into place at
+    the end, so a failed or killed export leaves no partial folder. A sample whose media file is
+    missing from the workspace is skipped and listed in ``skipped``. Text cells of CSV files are
+    escaped against spreadsheet formulas (:func:`~.safety.escape_cell`).
+
     Returns
     -------
     dict
-        ``{"path", "format", "samples", "files"}``: the folder, the format, how many samples and how
-        many files were written.
+        ``{"path", "format", "samples", "files", "skipped"}``: the folder, the format, how many samples
+        and how many files were written, and the samples left out as ``{"file", "reason"}``.
     """
     project = store.get_project(project)
     if format not in EXPORT_FORMATS:
@@ -75,11 +86,42 @@ def export_project(store: Store, project, out_dir, format: str, *,
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty; export into a new or empty folder")
-    out.mkdir(parents=True, exist_ok=True)
     total = store.stats(project)["samples"]
     writer = {"folder": _folder, "csv": _csv, "voc": _voc, "coco": _coco, "yolo": _yolo}[format]
-    samples, files = writer(store, project, out, _counted(_pages(store, project), total, progress))
-    return {"path": str(out), "format": format, "samples": samples, "files": files}
+    skipped: list[dict] = []
+    with _staging(out) as staging:
+        samples, files = writer(store, project, staging,
+                                _present(_counted(_pages(store, project), total, progress), skipped))
+    for entry in skipped:
+        log.warning("export skipped %s: %s", entry["file"], entry["reason"])
+    return {"path": str(out), "format": format, "samples": samples, "files": files, "skipped": skipped}
+
+
+@contextmanager
+def _staging(out: Path) -> Iterator[Path]:
+    """A new folder beside ``out`` (its mode follows the umask) that replaces ``out`` when the block ends
+    cleanly; removed otherwise."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f".{out.name}.export-{uuid.uuid4().hex[:8]}")
+    staging.mkdir()
+    try:
+        yield staging
+        if out.exists():
+            out.rmdir()  # checked empty above
+        os.replace(staging, out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _present(samples: Iterator[Sample], skipped: list[dict]) -> Iterator[Sample]:
+    """The samples whose media file is there; the others go to ``skipped`` with a reason."""
+    for sample in samples:
+        if sample.path is not None and not sample.path.is_file():
+            skipped.append({"file": sample.source, "reason": f"its media file {sample.path.name} is missing from "
+                                                             "the workspace's media folder"})
+            continue
+        yield sample
 
 
 def _counted(samples: Iterator[Sample], total: int, progress) -> Iterator[Sample]:
@@ -110,7 +152,7 @@ def _write_text_csv(out: Path, samples) -> tuple[int, int]:
         writer = csv.writer(handle)
         writer.writerow(["text", "label"])
         for sample in samples:
-            writer.writerow([sample.text, ";".join(sample.labels)])
+            writer.writerow([escape_cell(sample.text), escape_cell(";".join(sample.labels))])
             count += 1
     return count, 1
 
@@ -144,11 +186,12 @@ def _csv(store, project, out: Path, samples) -> tuple[int, int]:
             count, files = count + 1, files + 1
             if detection:
                 for b in sample.boxes or []:
-                    writer.writerow([name, sample.width, sample.height, b.label, b.x0, b.y0, b.x1, b.y1])
+                    writer.writerow([name, sample.width, sample.height, escape_cell(b.label), b.x0, b.y0, b.x1,
+                                     b.y1])
                 if not sample.boxes:
                     writer.writerow([name, sample.width, sample.height, "", "", "", "", ""])
             else:
-                writer.writerow([name, ";".join(sample.labels)])
+                writer.writerow([name, escape_cell(";".join(sample.labels))])
     return count, files
 
 

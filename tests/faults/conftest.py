@@ -85,6 +85,18 @@ def mounts(tmp_path):
     handle.close()
 
 
+def _close_logs_under(folder: Path) -> None:
+    """Close the log handlers writing into ``folder`` (an open file keeps a mount from going read-only)."""
+    import logging
+
+    root = logging.getLogger("modeldesk")
+    for handler in list(root.handlers):
+        name = getattr(handler, "baseFilename", "")
+        if name and Path(name).is_relative_to(folder):
+            root.removeHandler(handler)
+            handler.close()
+
+
 @pytest.fixture
 def read_only(mounts, tmp_path):
     """read_only(fill) -> folder: a folder that ``fill(folder)`` populates, then made read-only for real
@@ -96,6 +108,7 @@ def read_only(mounts, tmp_path):
         folder = point if point is not None else tmp_path / "ro"
         folder.mkdir(exist_ok=True)
         fill(folder)
+        _close_logs_under(folder)
         if point is not None:
             mounts.remount_read_only(point)
         else:
@@ -113,3 +126,55 @@ def read_only(mounts, tmp_path):
             path.chmod(0o755 if path.is_dir() else 0o644)
         except OSError:
             pass
+
+
+def tiny_model(size: int = 32):
+    """A 2-class image classifier graph (conv -> pooling -> Gemm -> Softmax): red vs. not red."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w1 = np.zeros((4, 3, 3, 3), np.float32)
+    for c in range(3):
+        w1[c, c] = 1.0 / 9
+    w1[3] = np.random.default_rng(0).normal(0, 0.2, (3, 3, 3))
+    wf = np.array([[4.0, -2.0, -2.0, 0.1], [-4.0, 2.0, 2.0, -0.1]], np.float32)
+    inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(wf, "wf"),
+             numpy_helper.from_array(np.zeros(2, np.float32), "bf")]
+    nodes = [helper.make_node("Conv", ["image", "w1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("GlobalAveragePool", ["r1"], ["gap"]),
+             helper.make_node("Flatten", ["gap"], ["feat"], axis=1),
+             helper.make_node("Gemm", ["feat", "wf", "bf"], ["logits"], transB=1),
+             helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1)]
+    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("image", TensorProto.FLOAT,
+                                                                            ["N", 3, size, size])],
+                              [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 2])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.fixture
+def tiny_artifact():
+    """tiny_artifact(folder) -> the folder of a saved 2-class artifact (labels red, other; 32 px)."""
+    from modeldesk.deploy.artifact import save_artifact
+    from modeldesk.deploy.preprocess import ImageSpec
+
+    def _make(folder: Path) -> Path:
+        return save_artifact(folder, tiny_model(), {"labels": ["red", "other"],
+                                                    "preprocessing": ImageSpec(size=32).to_dict()})
+
+    return _make
+
+
+@pytest.fixture
+def cli(capsys):
+    """cli(workspace, *args) -> (exit code, stdout, stderr) of ``modeldesk ARGS --workspace W``."""
+    from modeldesk.app.cli import main
+
+    def run(workspace, *args):
+        code = main([*map(str, args), "--workspace", str(workspace)])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
