@@ -222,11 +222,16 @@ class SoundClassificationTrainer:
                 report("Tuning", 0.75 + 0.15 * (i + 1) / len(grid), {"cv_accuracy": max(t["cv_accuracy"] for t in trials)})
             best_l2 = max(trials, key=lambda t: t["cv_accuracy"])["params"]["l2"]  # ties keep the first
 
-        # 3. the final head, early-stopped on the validation clips (0.9)
+        # 3. the final head (0.9): after a search, refitted on training and validation clips with
+        # the chosen setting; without one, early-stopped on the validation clips
         report("Training", 0.9)
         head = heads.LogisticRegressionHead(**{**template.head_params, "l2": best_l2})
         X_fit, y_fit = _stack(X_views, train_idx, y)
-        if len(val_idx) and len(np.unique(y[val_idx])) > 1 and set(y[val_idx]) <= set(y_fit):
+        if trials and len(val_idx):
+            X_fit = np.concatenate([X_fit, X_views["identity"][val_idx]])
+            y_fit = np.concatenate([y_fit, y[val_idx]])
+            head.fit(X_fit, y_fit)
+        elif len(val_idx) and len(np.unique(y[val_idx])) > 1 and set(y[val_idx]) <= set(y_fit):
             head.fit(X_fit, y_fit, X_views["identity"][val_idx], y[val_idx])
         else:
             head.fit(X_fit, y_fit)

@@ -79,6 +79,7 @@ TEMPLATES = (
         head_params={"max_iter": 500},
         search_space={"l2": [1e-2, 1e-3, 1e-1]},
         augment="auto",
+        augment_below=150,  # spoken digits, ~96 training clips per class: 98.7% -> 99.2% held out
         time_budget_s=180.0,
     ),
 )

@@ -58,3 +58,49 @@ def test_recorder_level_meter_and_countdown_follow_the_frames(qtbot):
     with qtbot.waitSignal(widget.recorded, timeout=2000) as signal:
         widget.feed(np.zeros(16000, "<i2").tobytes())
     assert signal.args[0] == "" and widget.button.isEnabled()
+
+
+def test_sound_model_pages_play_record_and_classify(qtbot, ws, show_widget, tmp_path, monkeypatch):
+    """Label shows a playable waveform; Deploy records (generated signal) and classifies; Evaluate
+    speaks of clips and lists them with their waveforms."""
+    from modeldesk.ui.pages.deploy_page import DeployPage
+    from modeldesk.ui.pages.evaluate_page import EvaluatePage
+    from modeldesk.ui.pages.label import LabelPage
+
+    from modeldesk.deploy.audio_input import wav_bytes
+
+    rng = np.random.default_rng(0)
+    for label, freq in (("low", 300.0), ("high", 2000.0)):
+        (tmp_path / "clips" / label).mkdir(parents=True)
+        for i in range(6):
+            t = np.arange(int(16000 * rng.uniform(0.5, 1.0))) / 16000
+            clip = 0.3 * np.sin(2 * np.pi * freq * rng.uniform(0.9, 1.1) * t) * np.hanning(len(t))
+            (tmp_path / "clips" / label / f"{label}{i}.wav").write_bytes(wav_bytes(clip, 16000))
+    ws.create_project("tones", "sound-classification")
+    ws.import_data("tones", tmp_path / "clips")
+    ws.train("tones", "sound-classification/fast")
+
+    label_page = LabelPage(ws)
+    show_widget(label_page)
+    with qtbot.waitSignal(label_page.sample_shown, timeout=20_000):
+        label_page.set_project("tones")
+    view = label_page.views["audio"]
+    assert len(view.player.waveform.peaks) > 0 and view.player.caption.text()
+
+    monkeypatch.setattr(DeployPage, "make_recorder", lambda self: RecorderWidget(
+        GeneratedSource(rate=16000, freq=2000.0), with_classes=False, seconds=0.8, countdown_s=0.0))
+    deploy = DeployPage(ws)
+    show_widget(deploy)
+    deploy.set_project("tones")
+    qtbot.waitUntil(lambda: deploy.sound and deploy.recorder.isVisible(), timeout=10_000)
+    assert not deploy.drop.isVisible()
+    deploy.recorder.button.click()
+    qtbot.waitUntil(lambda: deploy.last_prediction is not None, timeout=20_000)
+    assert deploy.last_prediction["label"] == "high"
+    assert len(deploy.clip_player.waveform.peaks) > 0
+
+    evaluate = EvaluatePage(ws)
+    show_widget(evaluate)
+    evaluate.set_project("tones")
+    qtbot.waitUntil(lambda: evaluate.report is not None, timeout=10_000)
+    assert evaluate.sound and "clips" in evaluate.hero_detail.text()

@@ -24,6 +24,8 @@ from modeldesk.ui.charts import BarChart
 from modeldesk.ui.job_watcher import TaskGroup
 from modeldesk.ui.widgets.model_picker import fill_model_picker
 from modeldesk.ui.widgets import ProgressPanel, show_error
+from modeldesk.ui.widgets.clip_player import ClipPlayer, load_peaks
+from modeldesk.ui.widgets.recorder import RecorderWidget
 from modeldesk.ui.workers import TaskCancelled
 
 log = logging.getLogger(__name__)
@@ -252,6 +254,7 @@ class DeployPage(QWidget):
 
         # Try it
         try_card, try_layout = self._card("Try it", "Drop a photo to see what the model says.")
+        self.try_card_subtitle = try_card.findChildren(QLabel)[-1]
         self.drop = DropArea()
         self.drop.dropped.connect(self.try_file)
         self.choose_button = QPushButton("Choose a photo…")
@@ -264,8 +267,17 @@ class DeployPage(QWidget):
         self.answer.setWordWrap(True)
         self.scores = BarChart(("Score",), highlight_first=True,
                                empty_text="The model's answer for your photo appears here.")
+        # sound models: the clip tried, and recording one from the microphone
+        self.clip_player = ClipPlayer()
+        self.clip_player.hide()
+        self.recorder = self.make_recorder()
+        self.recorder.recorded.connect(self._recorded)
+        self.recorder.hide()
+        self.sound = False
         left = QVBoxLayout()
         left.addWidget(self.drop, 1)
+        left.addWidget(self.clip_player, 1)
+        left.addWidget(self.recorder)
         buttons = QHBoxLayout()
         buttons.addWidget(self.choose_button)
         buttons.addWidget(self.camera_button)
@@ -407,6 +419,38 @@ class DeployPage(QWidget):
         self.project = name
         self.model_id = None
         self.refresh()
+        if name is not None:
+            ws = self.ws
+            self.tasks.run(lambda state: ws.project_info(name).get("input_kind"),
+                           lambda kind: self.set_sound(kind == "audio") if self.project == name else None)
+
+    def make_recorder(self):
+        """The record bar of sound models (tests and previews pass a generated signal instead)."""
+        return RecorderWidget(with_classes=False, button_text="Record and classify", countdown_s=0.5)
+
+    def set_sound(self, sound: bool) -> None:
+        """Switch the try-it card between photos and sound clips."""
+        self.sound = sound
+        self.drop.setVisible(not sound)
+        self.camera_button.setVisible(not sound and bool(cameras()))
+        self.clip_player.setVisible(sound)
+        self.recorder.setVisible(sound)
+        self.choose_button.setText("Choose a WAV clip…" if sound else "Choose a photo…")
+        self.try_card_subtitle.setText("Record a clip or choose a WAV file to see what the model says." if sound
+                                       else "Drop a photo to see what the model says.")
+        self.scores.empty_text = ("The model's answer for your clip appears here." if sound else
+                                  "The model's answer for your photo appears here.")
+
+    def _recorded(self, _label: str, wav: bytes) -> None:
+        """A clip from the microphone: save it (worker) and classify it."""
+        ws = self.ws
+
+        def save(state):
+            path = ws.paths.tmp / "try-it-recording.wav"
+            path.write_bytes(wav)
+            return str(path)
+
+        self.tasks.run(save, self.try_file)
 
     def refresh(self) -> None:
         """Re-read the project's models (a running service keeps serving its model)."""
@@ -432,6 +476,12 @@ class DeployPage(QWidget):
     # -- try it ---------------------------------------------------------------------------------------
 
     def _choose_photo(self) -> None:
+        if self.sound:
+            path, _ = QFileDialog.getOpenFileName(self, "Choose a sound clip", str(Path.home()),
+                                                  "WAV sound clips (*.wav *.wave)")
+            if path:
+                self.try_file(path)
+            return
         path, _ = QFileDialog.getOpenFileName(self, "Choose a photo", str(Path.home()),
                                               "Images (" + " ".join(f"*{s}" for s in IMAGE_SUFFIXES) + ")")
         if path:
@@ -446,11 +496,20 @@ class DeployPage(QWidget):
         if self.model_id is None:
             return
         model_id = self.model_id
-        self.drop.show_image(path)
-        self.answer.setText("Looking…")
+        sound = self.sound
+        if not sound:
+            self.drop.show_image(path)
+        self.answer.setText("Listening…" if sound else "Looking…")
         self.scores.set_rows([])
 
-        def done(results):
+        def work(state):
+            results = self.ws.predict(model_id, [path])
+            return results, (load_peaks(path) if sound else None)
+
+        def done(result):
+            results, clip = result
+            if clip is not None:
+                self.clip_player.set_clip(path, *clip)
             prediction = results[0]
             self.last_prediction = prediction
             self.answer.setText(f"{prediction['label']}  <span style='font-size:15px; font-weight:400'>"
@@ -459,9 +518,9 @@ class DeployPage(QWidget):
 
         def failed(message, details):
             self.answer.setText("")
-            self._error("Could not read this photo", message, details)
+            self._error("Could not read this clip" if sound else "Could not read this photo", message, details)
 
-        self.tasks.run(lambda state: self.ws.predict(model_id, [path]), done, on_failed=failed)
+        self.tasks.run(work, done, on_failed=failed)
 
     # -- service ----------------------------------------------------------------------------------------
 

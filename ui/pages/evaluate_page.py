@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QListView
 from modeldesk.ui.charts import BarChart, ConfusionMatrixView
 from modeldesk.ui.job_watcher import TaskGroup
 from modeldesk.ui.widgets import show_error
+from modeldesk.ui.widgets.clip_player import ClipPlayer, load_peaks
 from modeldesk.ui.widgets.model_picker import fill_model_picker
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class EvaluatePage(QWidget):
         self.tasks = TaskGroup(self._error, self)
         self._generation = 0
         self._mistakes_generation = 0
+        self.sound = False  # a sound project's model: clips are played, their nouns are "clips"
         self._build()
 
     # -- layout ----------------------------------------------------------------------------------
@@ -167,6 +169,9 @@ class EvaluatePage(QWidget):
         self.mistakes.setUniformItemSizes(True)
         self.mistakes.setMinimumHeight(THUMB + 70)
         self.mistakes.itemClicked.connect(self._mistake_clicked)
+        self.mistakes.itemDoubleClicked.connect(self._mistake_relabel)
+        self.clip_player = ClipPlayer()
+        self.clip_player.hide()
         mistakes_card = QFrame()
         mistakes_card.setObjectName("Card")
         mistakes_layout = QVBoxLayout(mistakes_card)
@@ -177,6 +182,7 @@ class EvaluatePage(QWidget):
         mistakes_layout.addLayout(row)
         mistakes_layout.addWidget(self.mistakes_hint)
         mistakes_layout.addWidget(self.mistakes, 1)
+        mistakes_layout.addWidget(self.clip_player)
         self.no_mistakes = QLabel("None: every test photo was recognised correctly.")
         self.no_mistakes.setObjectName("Muted")
         mistakes_layout.addWidget(self.no_mistakes)
@@ -266,20 +272,34 @@ class EvaluatePage(QWidget):
         self.hero_detail.setText("")
         self.advice.setText("")
 
-        def done(report):
+        def done(result):
+            report, kind = result
             if generation == self._generation:
+                self.sound = kind == "audio"
+                self.clip_player.setVisible(self.sound)
+                self.clip_player.clear()
                 self._show_report(report)
 
-        self.tasks.run(lambda state: self.ws.model_report(model_id), done, title="Could not read the evaluation")
+        project, ws = self.project, self.ws
+
+        def read(state):
+            kind = ws.project_info(project).get("input_kind") if project else None
+            return ws.model_report(model_id), kind
+
+        self.tasks.run(read, done, title="Could not read the evaluation")
+
+    @property
+    def noun(self) -> str:
+        return "clip" if self.sound else "photo"
 
     def _show_report(self, report: dict) -> None:
         self.report = report
         n = report.get("n") or sum(sum(row) for row in report.get("confusion") or [])
         self.hero.setText(headline(report.get("accuracy"), n or None))
-        detail = (f"on {n} photos it never saw during training." if n else
-                  "on photos it never saw during training.")
+        detail = (f"on {n} {self.noun}s it never saw during training." if n else
+                  f"on {self.noun}s it never saw during training.")
         if n and n < 20:
-            detail += (f" With only {n} test photos this number is rough: label more photos for a "
+            detail += (f" With only {n} test {self.noun}s this number is rough: label more {self.noun}s for a "
                        "reliable one.")
         self.hero_detail.setText(detail)
         confused = most_confused(report)
@@ -287,9 +307,9 @@ class EvaluatePage(QWidget):
             true, predicted, count = confused
             times = "once" if count == 1 else f"{count} times"
             self.advice.setText(f"It mixes up <b>{true}</b> and <b>{predicted}</b> most often ({times}). "
-                                f"More varied photos of both would help.")
+                                f"More varied {self.noun}s of both would help.")
         else:
-            self.advice.setText("It made no mistake on the test photos.")
+            self.advice.setText(f"It made no mistake on the test {self.noun}s.")
         labels = report.get("labels") or []
         if labels and report.get("confusion"):
             self.matrix.set_data(labels, report["confusion"])
@@ -304,13 +324,13 @@ class EvaluatePage(QWidget):
                     if (true is None or m.get("true") == true)
                     and (predicted is None or m.get("predicted") == predicted)]
         if true is not None and true == predicted:
-            self.mistakes_title.setText(f"<b>'{true}' photos it got right</b> are not listed; "
+            self.mistakes_title.setText(f"<b>'{true}' {self.noun}s it got right</b> are not listed; "
                                         "pick a red square")
         elif true is not None:
-            self.mistakes_title.setText(f"<b>'{true}' photos it took for '{predicted}'</b> ({len(mistakes)})")
+            self.mistakes_title.setText(f"<b>'{true}' {self.noun}s it took for '{predicted}'</b> ({len(mistakes)})")
         else:
             total = len((self.report or {}).get("mistakes") or [])
-            self.mistakes_title.setText(f"<b>Photos it got wrong</b> ({total})")
+            self.mistakes_title.setText(f"<b>{self.noun.capitalize()}s it got wrong</b> ({total})")
         self.show_all.setVisible(true is not None)
         self._mistakes_generation += 1
         self.mistakes.clear()
@@ -323,25 +343,29 @@ class EvaluatePage(QWidget):
             tip = f"Labeled '{mistake.get('true')}', the model said '{mistake.get('predicted')}'"
             if isinstance(score, (int, float)):
                 tip += f" ({score:.0%} sure)"
-            item.setToolTip(tip + "\nClick to check its label.")
+            item.setToolTip(tip + ("\nClick to play it, double-click to check its label." if self.sound
+                                   else "\nClick to check its label."))
             item.setSizeHint(QSize(THUMB + 30, THUMB + 40))
             self.mistakes.addItem(item)
+        self.mistakes_hint.setText("Click a clip to hear it, double-click to check its label: a wrong label "
+                                   "teaches the model wrong." if self.sound else
+                                   "Click a photo to check its label: a wrong label teaches the model wrong.")
         self.mistakes_hint.setVisible(bool(mistakes))
         self.mistakes.setVisible(bool(mistakes))
         self.no_mistakes.setVisible(not mistakes)
         if "mistakes" not in (self.report or {}):
-            self.mistakes_title.setText("<b>Photos it got wrong</b>")
+            self.mistakes_title.setText(f"<b>{self.noun.capitalize()}s it got wrong</b>")
             self.no_mistakes.setText("This model's evaluation does not list them.")
         elif true is not None:
             self.no_mistakes.setText("None in this square.")
         else:
-            self.no_mistakes.setText("None: every test photo was recognised correctly.")
+            self.no_mistakes.setText(f"None: every test {self.noun} was recognised correctly.")
         if shown:
             self._load_thumbnails(shown)
 
     def _load_thumbnails(self, mistakes: list[dict]) -> None:
         """Find each mistake's sample (by id, else by its media hash ``key``) and its thumbnail."""
-        generation, project, ws = self._mistakes_generation, self.project, self.ws
+        generation, project, ws, sound = self._mistakes_generation, self.project, self.ws, self.sound
 
         def make(state):
             by_hash = {}
@@ -354,29 +378,43 @@ class EvaluatePage(QWidget):
                 sample_id = mistake.get("sample_id")
                 if sample_id is None:
                     sample_id = by_hash.get(mistake.get("key"))
-                path = None
+                path = clip = None
                 if sample_id is not None:
                     try:
                         path = str(ws.thumbnail(sample_id, THUMB))
-                    except (KeyError, ValueError, OSError) as exc:
+                        if sound:
+                            media = ws.sample(sample_id).path
+                            clip = (media, *load_peaks(media))
+                    except (KeyError, ValueError, OSError, EOFError) as exc:
                         log.warning("no thumbnail for sample %s: %s", sample_id, exc)
-                found.append((sample_id, path))
+                found.append((sample_id, path, clip))
             return found
 
         def done(found):
             if generation != self._mistakes_generation:  # the list was rebuilt meanwhile
                 return
-            for row, (sample_id, path) in enumerate(found):
+            for row, (sample_id, path, clip) in enumerate(found):
                 item = self.mistakes.item(row)
                 if item is None:
                     continue
                 item.setData(Qt.UserRole, sample_id)
+                item.setData(Qt.UserRole + 1, clip)
                 if path:
                     item.setIcon(QIcon(QPixmap(path)))
 
         self.tasks.run(make, done, on_failed=lambda message, details: log.warning("thumbnails: %s", message))
 
     def _mistake_clicked(self, item: QListWidgetItem) -> None:
+        clip = item.data(Qt.UserRole + 1)
+        if self.sound:
+            if clip:
+                path, peaks, duration = clip
+                self.clip_player.set_clip(path, peaks, duration, f"{item.text()} · {duration:.2f} s")
+                self.clip_player.play()
+            return
+        self._mistake_relabel(item)
+
+    def _mistake_relabel(self, item: QListWidgetItem) -> None:
         sample_id = item.data(Qt.UserRole)
         if sample_id is not None:
             self.relabel_requested.emit(int(sample_id))

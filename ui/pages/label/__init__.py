@@ -3,5 +3,6 @@
 from .annotators import ANNOTATORS, Annotator, register_annotator
 from .page import LabelPage
 from .views import VIEWS, SampleView, register_view
+from . import audio_view  # noqa: F401,E402  (registers the view of sound clips)
 
 __all__ = ["ANNOTATORS", "Annotator", "LabelPage", "SampleView", "VIEWS", "register_annotator", "register_view"]
