@@ -26,8 +26,15 @@ LINT = "import sys; from importlinter.cli import lint_imports_command; sys.exit(
 def lint(tmp_path: Path, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the contracts on a copy of the package (plus ``extra`` files: relative path -> source)."""
     copy = tmp_path / "src" / "modeldesk"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
-        ".git", "tests", "bench", "packaging", "__pycache__", "*.pyc", "*.onnx", "*.db", "*.egg-info"))
+    copy.mkdir(parents=True)
+    # Only the package's Python sources: a checkout may also hold builds, venvs and caches (and links
+    # into them) that the linter does not need and that once filled the disk when copied each time.
+    for path in [ROOT / "pyproject.toml", *ROOT.glob("*.py")]:
+        shutil.copy2(path, copy / path.name)
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, copy / package, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "static", "resources",
+                                                      "bundle_template", "*.onnx"))
     for relative, source in (extra or {}).items():
         (copy / relative).write_text(source, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(copy.parent), "COLUMNS": "200"}
