@@ -201,6 +201,12 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
 def _compression_data(ws, artifact):
     """Calibration images, labeled validation images and labeled training images (for re-fitted
     heads), from the model's project."""
+    if artifact.input_kind == "text":
+        # The graph is an n-gram table and one matrix: int8 would shrink the matrix, but the time goes
+        # to tokenizing and counting strings, which quantization does not touch.
+        size = artifact.size_bytes() / 1e6
+        raise UserError(f"a text model is already small ({size:.1f} MB) and answers in about a "
+                        "millisecond; compression has nothing to gain for it: export it without --compress")
     if artifact.input_kind != "image" or artifact.target != "label":
         raise UserError("making this kind of model smaller is not available yet; export it without "
                         "compression")

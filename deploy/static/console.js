@@ -54,7 +54,7 @@
     var facts = [
       ["Task", (card.task || "").replace(/-/g, " ")],
       ["Labels", String(labelsCount)],
-      ["Input", pre.kind === "audio" ? (pre.sample_rate / 1000) + " kHz clip, " + pre.min_seconds + "–" + pre.max_seconds + " s"
+      ["Input", pre.kind === "text" ? "text (" + (pre.script === "cjk" ? "characters" : "words + characters") + ", up to " + (pre.max_chars || 20000) + " chars)" : pre.kind === "audio" ? (pre.sample_rate / 1000) + " kHz clip, " + pre.min_seconds + "–" + pre.max_seconds + " s"
                                       : (pre.size || "?") + " × " + (pre.size || "?") + " px"],
       ["Template", card.template || "—"],
     ];
@@ -82,7 +82,9 @@
   function renderCurl() {
     var base = window.location.origin;
     var auth = token ? " \\\n  -H 'Authorization: Bearer " + token.replace(/./g, "•") + "'" : "";
-    $("curl").textContent = "curl -F file=@photo.jpg" + auth + " \\\n  " + base + "/v1/predict";
+    $("curl").textContent = inputKind === "text"
+      ? "curl -H 'Content-Type: application/json'" + auth + " \\\n  -d '{\"text\": \"your text\"}' " + base + "/v1/predict"
+      : "curl -F file=@photo.jpg" + auth + " \\\n  " + base + "/v1/predict";
     $("docs-link").href = "docs";
   }
 
@@ -114,7 +116,10 @@
   // --- the input widget follows the card's input kind: images, or sound clips (WAV) -------------
   function setInputKind(kind) {
     inputKind = kind;
-    var audio = kind === "audio";
+    var audio = kind === "audio", text = kind === "text";
+    $("drop").hidden = text;
+    $("text-tools").hidden = !text;
+    if (text) { $("try-hint").textContent = "Type or paste a text"; renderCurl(); return; }
     $("file").accept = audio ? "audio/wav,audio/x-wav,.wav" : "image/*";
     $("try-hint").textContent = audio ? "Drop or choose a WAV clip, or record one" : "Drop, paste or choose an image";
     $("drop-title").textContent = audio ? "Drag a sound clip here" : "Drag an image here";
@@ -242,6 +247,25 @@
     img.src = url; img.hidden = false; $("wave").hidden = true; $("drop-empty").hidden = true; $("replace").hidden = false;
     sendFile(file);
   }
+
+  function sendText() {
+    var value = $("text-input").value;
+    if (!value.trim()) { showError("Type a text first."); return; }
+    showError("");
+    $("busy").hidden = false;
+    var start = performance.now();
+    api("v1/predict", { method: "POST", headers: { "Content-Type": "application/json" },
+                        body: JSON.stringify({ text: value }) }).then(function (body) {
+      $("file-meta").textContent = value.length + " characters";
+      renderPrediction(body.predictions[0], body.latency_ms, performance.now() - start);
+    }).catch(function (error) {
+      if (error.status === 401) needToken(error.message); else showError(error.message);
+    }).then(function () { $("busy").hidden = true; });
+  }
+  $("text-send").addEventListener("click", sendText);
+  $("text-input").addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); sendText(); }
+  });
 
   function sendFile(file) {
     $("busy").hidden = false;

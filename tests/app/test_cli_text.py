@@ -53,3 +53,17 @@ def test_made_text_table_has_a_label_column(tmp_path):
     with path.open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 6 and {r["label"] for r in rows} == {"praise", "complaint", "question"}
+
+
+def test_text_model_exports_as_onnx_and_a_bundle_and_says_why_compression_does_not_apply(cli, tmp_path):
+    table = make_text_table(tmp_path / "t.csv", per_class=12, seed=3)
+    cli("project", "create", "t", "--task", "text-classification")
+    cli("import", "t", table)
+    code, trained = cli("train", "t", "--template", "text-classification/fast")
+    assert code == 0, trained
+    code, exported = cli("export", trained["model"], tmp_path / "out")
+    assert code == 0 and exported["size_bytes"] > 0
+    code, bundled = cli("export", trained["model"], tmp_path / "bundle", "--bundle")
+    assert code == 0 and (tmp_path / "bundle" / "modeldesk_server" / "text_input.py").is_file()
+    code, text = cli("export", trained["model"], tmp_path / "small", "--compress")
+    assert code == 1 and "nothing to gain" in text
