@@ -152,6 +152,7 @@ class DataPage(QWidget):
                       "to label it.")
         hint.setObjectName("Muted")
         hint.setWordWrap(True)
+        self.tip = hint
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(16, 14, 16, 14)
         side_layout.addWidget(side_title)
@@ -282,6 +283,18 @@ class DataPage(QWidget):
             self.recorder.setVisible(sound)
             if sound:
                 self.recorder.set_classes(labels)
+        noun = "clips" if sound else "images"
+        self.import_button.setText(f"Add {noun}")
+        self.label_button.setText(f"Label {noun}  ›")
+        self.wrong_filter.setText(f"Only {noun} the model got wrong")
+        self.tip.setText(f"Tip: drag more {noun} onto the window at any time. Double-click "
+                         f"{'a clip' if sound else 'an image'} to label it.")
+        if self.show_filter.count():
+            self.show_filter.setItemText(0, f"All {noun}")
+        self.empty.setText(f"Drop {'WAV clips' if sound else 'images'}, folders or a zip archive here\n\n"
+                           f"or use “Add {noun}”. A folder with one sub-folder per class imports the labels too."
+                           + ("\nOr record clips with the button above." if sound and self.recorder
+                              and self.recorder.has_microphone else ""))
 
     def add_recording(self, label: str, wav: bytes) -> None:
         """Store a recorded clip in ``label`` (worker thread), then refresh."""

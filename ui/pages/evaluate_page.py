@@ -132,6 +132,7 @@ class EvaluatePage(QWidget):
         hint = QLabel("Green: right. Red: mixed up. Click a square to see those photos.")
         hint.setObjectName("Muted")
         hint.setWordWrap(True)
+        self.matrix_hint = hint
         matrix_layout.addWidget(hint)
         matrix_layout.addWidget(self.matrix, 1)
 
@@ -144,6 +145,7 @@ class EvaluatePage(QWidget):
                          "Recall: of the photos of this class, how many it finds.")
         explain.setObjectName("Muted")
         explain.setWordWrap(True)
+        self.bars_hint = explain
         bars_layout.addWidget(explain)
         bars_layout.addWidget(self.bars)
         bars_layout.addStretch(1)
@@ -276,8 +278,11 @@ class EvaluatePage(QWidget):
             report, kind = result
             if generation == self._generation:
                 self.sound = kind == "audio"
-                self.clip_player.setVisible(self.sound)
+                self.clip_player.hide()  # shown with the first clip clicked
                 self.clip_player.clear()
+                self.matrix_hint.setText(f"Green: right. Red: mixed up. Click a square to see those {self.noun}s.")
+                self.bars_hint.setText(f"Precision: when it says this class, how often it is right.\n"
+                                       f"Recall: of the {self.noun}s of this class, how many it finds.")
                 self._show_report(report)
 
         project, ws = self.project, self.ws
@@ -410,6 +415,7 @@ class EvaluatePage(QWidget):
             if clip:
                 path, peaks, duration = clip
                 self.clip_player.set_clip(path, peaks, duration, f"{item.text()} · {duration:.2f} s")
+                self.clip_player.show()
                 self.clip_player.play()
             return
         self._mistake_relabel(item)

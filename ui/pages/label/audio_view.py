@@ -20,7 +20,7 @@ class AudioView(SampleView):
 
     def show(self, sample, payload) -> None:
         peaks, duration = payload
-        self.player.set_clip(sample.path, peaks, duration, f"{duration:.2f} s · {sample.path.name if hasattr(sample.path, 'name') else ''}")
+        self.player.set_clip(sample.path, peaks, duration, f"{duration:.2f} s")
         self.player.play()
 
     def clear(self) -> None:
