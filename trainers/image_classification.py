@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -23,6 +22,7 @@ from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers import heads
+from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
@@ -32,7 +32,7 @@ from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, FeatureExtractor, extract_feature_views,
                                          plan_feature_extraction)
 from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
-from modeldesk.trainers.tasks import FEW_EXAMPLES, TrainResult
+from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import Template, get_template
 
 log = logging.getLogger(__name__)
@@ -55,38 +55,8 @@ def _make_head(template: Template, params: dict):
 
 
 def check_samples(samples: Sequence[LabeledSample]) -> tuple[list[LabeledSample], list[str], list[str]]:
-    """Validate training input; returns (labeled samples, sorted labels, warnings).
-
-    Raises ValueError with a plain sentence when there is nothing to train on, a single class, or a
-    class with only one image. A class with no image in the training split gets its held-out
-    images moved into training, with a warning.
-    """
-    labeled = [s for s in samples if s.label is not None and str(s.label) != ""]
-    if not samples:
-        raise ValueError("no images to train on")
-    if not labeled:
-        raise ValueError(f"none of the {len(samples)} images has a label: label some images first")
-    counts = Counter(s.label for s in labeled)
-    if len(counts) < 2:
-        (only,) = counts
-        raise ValueError(f"all labeled images are in one class ({only!r}): a model needs at least two classes")
-    lonely = sorted(label for label, n in counts.items() if n < 2)
-    if lonely:
-        names = ", ".join(repr(label) for label in lonely)
-        raise ValueError(f"class {names} has only one image: add at least one more image per class "
-                         "(better: ten or more)")
-    warnings = []
-    train_labels = {s.label for s in labeled if s.split == "train"}
-    moved = sorted(set(counts) - train_labels)
-    if moved:
-        warnings.append(f"class {', '.join(map(repr, moved))} had no training images; its held-out "
-                        "images were used for training, so its metrics are optimistic")
-        labeled = [s.with_split("train") if s.label in moved else s for s in labeled]
-    few = sorted(label for label, n in counts.items() if 2 <= n < FEW_EXAMPLES)
-    if few:
-        warnings.append(f"class {', '.join(map(repr, few))} has fewer than {FEW_EXAMPLES} images; expect "
-                        "unreliable predictions for it")
-    return labeled, sorted(counts), warnings
+    """(labeled samples, sorted labels, warnings); see ``trainers.label_samples``."""
+    return check_label_samples(samples, "image")
 
 
 class _Features:

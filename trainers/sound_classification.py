@@ -22,6 +22,7 @@ from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
 from modeldesk.trainers import heads
+from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
@@ -42,31 +43,9 @@ def is_background(label: str) -> bool:
 
 
 def check_clips(samples: Sequence) -> tuple[list, list[str], list[str]]:
-    """(labeled clips, sorted labels, warnings); UserError with one sentence when they cannot train."""
-    labeled = [s for s in samples if s.label not in (None, "")]
-    if not labeled:
-        raise UserError("none of the clips has a label: label some clips first")
-    counts = Counter(s.label for s in labeled)
-    if len(counts) < 2:
-        raise UserError(f"all labeled clips are in one class ({next(iter(counts))!r}): a model needs at "
-                        "least two classes; record or import a second one (a 'background' class of "
-                        "room noise is a good choice)")
-    lonely = sorted(label for label, n in counts.items() if n < 2)
-    if lonely:
-        raise UserError(f"class {', '.join(map(repr, lonely))} has only one clip: record at least one "
-                        "more (better: ten or more)")
-    warnings = []
-    in_train = {s.label for s in labeled if s.split == "train"}
-    moved = sorted(set(counts) - in_train)
-    if moved:
-        warnings.append(f"class {', '.join(map(repr, moved))} had no training clips; its held-out clips "
-                        "were used for training, so its metrics are optimistic")
-        labeled = [s.with_split("train") if s.label in moved else s for s in labeled]
-    few = sorted(label for label, n in counts.items() if n < 5)
-    if few:
-        warnings.append(f"class {', '.join(map(repr, few))} has fewer than 5 clips; expect unreliable "
-                        "predictions for it")
-    return labeled, sorted(counts), warnings
+    """(labeled clips, sorted labels, warnings); see ``trainers.label_samples``."""
+    return check_label_samples(samples, "clip", one_class_hint="; record or import a second one (a "
+                               "'background' class of room noise is a good choice)")
 
 
 def _spec(template) -> AudioSpec:

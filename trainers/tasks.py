@@ -145,8 +145,7 @@ def register_task(task: Task, *, replace: bool = False) -> Task:
         if task.name in _TASKS and not replace and _TASKS[task.name] != task:
             raise ValueError(f"a task named {task.name!r} is already registered")
         _TASKS[task.name] = task
-        for key in [k for k in _LOADED if k.startswith(task.name + "\0")]:
-            del _LOADED[key]
+        _forget_loaded(task.name)
     return task
 
 
@@ -154,8 +153,13 @@ def unregister_task(name: str) -> None:
     """Remove a task (for tests and plugins that go away)."""
     with _lock:
         _TASKS.pop(name, None)
-        for key in [k for k in _LOADED if k.startswith(name + "\0")]:
-            del _LOADED[key]
+        _forget_loaded(name)
+
+
+def _forget_loaded(name: str) -> None:
+    """Drop the imported trainer and templates of a task (call with the lock held)."""
+    for key in [k for k in _LOADED if k.startswith(name + "\0")]:
+        del _LOADED[key]
 
 
 def _load_entry_points() -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS, clean_text, sentence_embeddings
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
+from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import Cancelled
 from modeldesk.trainers.heads import stratified_folds, usable_folds
@@ -43,30 +43,8 @@ MISTAKE_CHARS = 400
 
 
 def check_text_samples(samples) -> tuple[list, list[str], list[str]]:
-    """(labeled samples, sorted labels, warnings); UserError when they cannot train a model."""
-    labeled = [s for s in samples if s.label is not None and str(s.label) != ""]
-    if not labeled:
-        raise UserError(f"none of the {len(samples)} texts has a label: label some texts first")
-    counts = Counter(s.label for s in labeled)
-    if len(counts) < 2:
-        (only,) = counts
-        raise UserError(f"all labeled texts are in one class ({only!r}): a model needs at least two classes")
-    lonely = sorted(label for label, n in counts.items() if n < 2)
-    if lonely:
-        raise UserError(f"class {', '.join(map(repr, lonely))} has only one text: add at least one more "
-                        "text per class (better: twenty or more)")
-    warnings = []
-    train_labels = {s.label for s in labeled if s.split == "train"}
-    moved = sorted(set(counts) - train_labels)
-    if moved:
-        warnings.append(f"class {', '.join(map(repr, moved))} had no training texts; its held-out texts "
-                        "were used for training, so its metrics are optimistic")
-        labeled = [s.with_split("train") if s.label in moved else s for s in labeled]
-    few = sorted(label for label, n in counts.items() if 2 <= n < 10)
-    if few:
-        warnings.append(f"class {', '.join(map(repr, few))} has fewer than 10 texts; expect unreliable "
-                        "predictions for it")
-    return labeled, sorted(counts), warnings
+    """(labeled samples, sorted labels, warnings); see ``trainers.label_samples``."""
+    return check_label_samples(samples, "text")
 
 
 def _seconds(cost: CostModel, work: str, units: float) -> float:
