@@ -207,7 +207,7 @@ def _compression_data(ws, artifact):
         size = artifact.size_bytes() / 1e6
         raise UserError(f"a text model is already small ({size:.1f} MB) and answers in about a "
                         "millisecond; compression has nothing to gain for it: export it without --compress")
-    if artifact.input_kind != "image" or artifact.target != "label":
+    if artifact.input_kind not in ("image", "audio") or artifact.target != "label":
         raise UserError("making this kind of model smaller is not available yet; export it without "
                         "compression")
     try:

@@ -202,6 +202,12 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         ``speedup_by_threads``, ``reason``.
     """
     artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
+    if artifact.input_kind != "image":  # inputs that run one item at a time (sound clips)
+        from .compress_clips import compress_item_artifact
+
+        return compress_item_artifact(artifact, out_dir, calibration=calibration, validation=validation,
+                                      threads=threads, max_loss=max_loss, candidates=candidates,
+                                      progress=progress, latency_runs=latency_runs)
     if not validation:
         raise ValueError("compression needs labelled validation images to check accuracy")
     threads = tuple(sorted({int(t) for t in threads}))

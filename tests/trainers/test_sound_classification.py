@@ -137,6 +137,10 @@ def test_exported_model_and_service_answer_exactly_as_the_app(tmp_path):
         clips = [p for p, _ in write_clips(tmp_path / "unseen", seed=8, per_kind=2, rate=48000)]
         in_app = ws.predict(result["model"], clips)
         exported = ws.export_model(result["model"], tmp_path / "out")
+        compressed = ws.export_model(result["model"], tmp_path / "small", compress=True)
+        assert compressed["chosen"] in ("fp32", "int8-qdq-perchannel")
+        assert {c["name"] for c in compressed["candidates"]} == {"fp32", "int8-qdq-perchannel"}
+        assert all(c["accuracy"] is not None for c in compressed["candidates"]), compressed["candidates"]
         from_export = Predictor(exported["path"], device="cpu").predict(clips)
         with TestClient(create_app(exported["path"], device="cpu"), base_url="http://127.0.0.1:8000") as client:
             upload = client.post("/v1/predict", files=[("file", (p.name, p.read_bytes(), "audio/wav")) for p in clips[:1]])
