@@ -6,8 +6,9 @@ runs: a scheduler on loopback (the `modeldesk cluster start` code) and `modeldes
 that get the image bytes with each chunk and send the vectors back to this machine's feature cache.
 
 Configurations: this machine alone; + two workers with 2 threads each; + one worker with 2 threads
-and a slower one limited to 1 thread. Each runs twice on a cold feature cache: "first" is planned
-from the probes (each device measured once, alone), "again" from what the first run measured.
+and a slower one limited to 1 thread. Each runs twice on a cold feature cache: "first" starts from an
+empty cost model, so it is planned from probes (each device measured once, alone, the same way);
+"again" is planned from what the first run measured (the cost model's moving average).
 Printed per run: images/s, each device's share (planned -> actual) and speed, ETA, actual time and
 ETA error; then the gain estimated for two real machines from the isolated measurements.
 
@@ -57,13 +58,13 @@ def run(label, items, backbone, graph_dir, cost_from, root, cluster=None) -> tup
         devices.append(f"{name} {row['estimated_share']:.0%}->{row['actual_share']:.0%} "
                        f"({row['actual_items_per_s'] or 0:.0f}/s)")
     return {"run": label, "eta_s": plan["eta_s"], "actual_s": actual, "items_per_s": len(items) / actual,
-            "devices": ", ".join(devices)}, cache_dir
+            "devices": ", ".join(devices), "planned": plan["per_device"]}, cache_dir
 
 
-def start_worker(address: str, name: str, threads: int, cache: Path) -> subprocess.Popen:
+def start_worker(address: str, name: str, threads: int, cache: Path, log_dir: Path) -> subprocess.Popen:
+    log = open(log_dir / f"worker-{name.split()[0]}.log", "ab")  # noqa: SIM115 - closed with the process
     return subprocess.Popen([sys.executable, "-m", "modeldesk", "worker", address, "--nthreads", str(threads),
-                             "--name", name, "--cache", str(cache)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                             "--name", name, "--cache", str(cache)], stdout=log, stderr=subprocess.STDOUT)
 
 
 def wait_for(backend, names: set, timeout_s: float = 180) -> None:
@@ -98,14 +99,6 @@ def print_table(rows) -> None:
               f"{r['devices']} |")
 
 
-def probes(cost_dir: Path) -> dict:
-    """Isolated probe figures (images/s) per cost-model device and thread count."""
-    from modeldesk.scheduler import CostModel
-
-    return {(e["device"], e["threads"]): e["items_per_s"] for e in CostModel(cost_dir).entries()
-            if e.get("source") == "probe"}
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=256, help="images per run")
@@ -133,33 +126,38 @@ def main(argv=None) -> int:
 
             address = cluster_service.start(root / "scheduler", "127.0.0.1", 0)["address"]
             worker_cache = root / "worker-cache"
-            processes = [start_worker(address, "w1 (2 thr)", 2, worker_cache),
-                         start_worker(address, "w2 (2 thr)", 2, worker_cache)]
+            log_dir = Path(tempfile.gettempdir()) / "modeldesk-bench-scheduler-logs"
+            log_dir.mkdir(exist_ok=True)
+            processes = [start_worker(address, "w1 (2 thr)", 2, worker_cache, log_dir),
+                         start_worker(address, "w2 (2 thr)", 2, worker_cache, log_dir)]
             with DaskBackend(address) as backend:
                 wait_for(backend, {"w1 (2 thr)", "w2 (2 thr)"})
                 rtt = round_trip_s(backend)
-                row, two = run("+ 2 workers x 2 threads, first", items, backbone, graph_dir, alone, root, backend)
+                row, two = run("+ 2 workers x 2 threads, first", items, backbone, graph_dir, None, root, backend)
                 rows.append(row)
                 row, two = run("+ 2 workers x 2 threads, again", items, backbone, graph_dir, two, root, backend)
                 rows.append(row)
                 processes.pop().terminate()
-                processes.append(start_worker(address, "slow (1 thr)", 1, worker_cache))
+                processes.append(start_worker(address, "slow (1 thr)", 1, worker_cache, log_dir))
                 wait_for(backend, {"w1 (2 thr)", "slow (1 thr)"})
-                row, slow = run("+ 1 worker x 2 thr + slow worker x 1 thr, first", items, backbone, graph_dir, two,
+                row, slow = run("+ 1 worker x 2 thr + slow worker x 1 thr, first", items, backbone, graph_dir, None,
                                 root, backend)
                 rows.append(row)
                 row, slow = run("+ 1 worker x 2 thr + slow worker x 1 thr, again", items, backbone, graph_dir, slow,
                                 root, backend)
                 rows.append(row)
-            figures = probes(slow)
-            local = max(v for (device, _), v in figures.items() if device == "cpu")
-            worker2 = max(v for (device, threads), v in figures.items() if device.startswith("dask:") and threads == 2)
-            worker1 = max(v for (device, threads), v in figures.items() if device.startswith("dask:") and threads == 1)
+            # The "first" cluster runs start from an empty cost model: every device was probed
+            # alone, the same way, before the run; those figures are what the estimate uses.
+            first_two, first_slow = rows[2]["planned"], rows[4]["planned"]
+            local = next(r["estimated_items_per_s"] for r in first_two if r["name"] == "cpu")
+            worker2 = max(r["estimated_items_per_s"] for r in first_two if r["name"].startswith("dask:"))
+            worker1 = min(r["estimated_items_per_s"] for r in first_slow if r["name"].startswith("dask:"))
             # Per image on a second machine: its compute, its share of a chunk's round trip (two
             # chunks stay in flight, so this is an upper bound) and the bytes over 1 Gbit/s.
             per_image = 1 / worker2 + rtt / WORK_BATCH + mean_bytes / 125e6
-            notes = [f"isolated probes: this machine {local:.1f} images/s (all cores), a 2-thread worker "
-                     f"{worker2:.1f}, a 1-thread worker {worker1:.1f} (ratio {worker1 / worker2:.2f})",
+            notes = [f"probes, each device alone: this machine {local:.1f} images/s (2 threads), a worker with "
+                     f"2 threads {worker2:.1f}, with 1 thread {worker1:.1f} (ratio {worker1 / worker2:.2f}); "
+                     f"this machine's own run alone: {rows[1]['items_per_s']:.1f} images/s",
                      f"round trip of an empty task {rtt * 1000:.1f} ms; images average {mean_bytes / 1e3:.1f} kB",
                      f"estimate for two real machines like this one on a 1 Gbit/s LAN: {local:.1f} + "
                      f"{1 / per_image:.1f} = {local + 1 / per_image:.1f} images/s, "

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 INSTALL_HINT = "the cluster backend needs Dask: pip install modeldesk[cluster]"
 _THIS_WORKER: dict | None = None  # set by start_worker in a worker process
+LOST_AFTER_S = 30.0  # a scheduler silent this long while a chunk waits: its worker counts as lost
 
 
 class ClusterError(RuntimeError):
@@ -287,11 +288,19 @@ class DaskBackend:
         declared = self._resources.get(self._address(share)) or {}
         return {"CPU": declared["CPU"]} if declared.get("CPU") else None
 
-    def _alive(self, address: str) -> bool:
+    def _alive(self, address: str, failures: list | None = None) -> bool:
+        """False once the scheduler says the worker is gone. A scheduler that does not answer
+        (busy, or a network hiccup) counts as gone only after ``LOST_AFTER_S`` of silence."""
         try:
-            return address in self._scheduler_workers()
-        except Exception:  # noqa: BLE001 - the scheduler itself is gone: so is the worker
-            return False
+            alive = address in self._scheduler_workers()
+        except Exception as exc:  # noqa: BLE001 - counted below; a long silence is a loss
+            if failures is None:
+                return True
+            failures.append(exc)
+            return len(failures) * self.poll_s < LOST_AFTER_S
+        if failures:
+            failures.clear()
+        return alive
 
     def _submit(self, fn, *args, share: DeviceShare):
         """Run ``fn(*args)`` on the share's worker and wait; DeviceLost when the worker leaves."""
@@ -302,12 +311,13 @@ class DaskBackend:
         future = self.client_.submit(fn, *args, workers=[address], allow_other_workers=False, pure=False,
                                      resources=self._task_resources(share))
         lost_errors = (distributed.KilledWorker, distributed.comm.CommClosedError, distributed.client.FutureCancelledError)
+        failures: list = []
         try:
             while True:
                 try:
                     return future.result(timeout=self.poll_s)
                 except (TimeoutError, asyncio.TimeoutError):
-                    if not self._alive(address):
+                    if not self._alive(address, failures):
                         raise DeviceLost(f"worker {address} left the cluster") from None
                 except lost_errors as exc:
                     raise DeviceLost(f"worker {address} failed: {exc}") from None
