@@ -49,8 +49,8 @@ def test_sigkill_mid_import(tmp_path, make_images):
         for sample in samples:
             assert hashlib.sha256(sample.path.read_bytes()).hexdigest() == sample.content_hash
         for folder, _dirs, files in os.walk(workspace / "media"):
-            for name in files:  # every file under a final name is complete; partial ones are .tmp-*
-                if not name.startswith(".tmp-"):
+            for name in files:  # every file under a final name is complete; partial ones are .NAME.*.tmp
+                if not (name.startswith(".") and name.endswith(".tmp")):
                     data = open(os.path.join(folder, name), "rb").read()
                     assert hashlib.sha256(data).hexdigest() == name.split(".")[0]
         # the workspace still works: the rest of the import can be done again
