@@ -45,7 +45,11 @@ def is_loopback(host: str) -> bool:
 
 def create_credentials(path) -> Path:
     """Write a new key and self-signed certificate for every role of a cluster (mode 600)."""
-    security = _distributed().Security.temporary()
+    try:
+        security = _distributed().Security.temporary()
+    except ImportError:
+        raise ClusterError("creating the cluster's TLS credentials needs cryptography: "
+                           "pip install modeldesk[cluster]") from None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
