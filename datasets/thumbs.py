@@ -62,3 +62,56 @@ def waveform_thumbnail(src: Path, dest: Path, size: int, *, max_seconds: float =
     image.save(buffer, "JPEG", quality=85)
     atomic_write(dest, buffer.getvalue())
     return dest
+
+
+#: fonts with CJK glyphs, tried in order (Linux fonts-noto-cjk, macOS, Windows); then Pillow's own
+CJK_FONTS = ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+             "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
+             "/System/Library/Fonts/PingFang.ttc", "/System/Library/Fonts/STHeiti Light.ttc",
+             "C:/Windows/Fonts/msyh.ttc", "C:/Windows/Fonts/simsun.ttc")
+
+
+def _font(pixels: int):
+    from PIL import ImageFont
+
+    for path in CJK_FONTS:
+        if Path(path).exists():
+            try:
+                return ImageFont.truetype(path, pixels)
+            except OSError:
+                continue
+    return ImageFont.load_default(pixels)
+
+
+def text_thumbnail(text: str, dest: Path, size: int, *, max_chars: int = 160) -> Path:
+    """Write a ``size`` x ``size`` JPEG card showing the start of ``text``, wrapped (CJK included)."""
+    from PIL import ImageDraw
+
+    image = Image.new("RGB", (size, size), (250, 250, 252))
+    draw = ImageDraw.Draw(image)
+    pixels = max(10, size // 11)
+    font = _font(pixels)
+    margin, line_height = size // 14, int(pixels * 1.35)
+    lines, line = [], ""
+    import re
+
+    # a CJK character, or a word with its trailing space: lines break between them
+    pieces = re.findall(r"[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]|[^\s\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]+\s*|\s+",
+                        " ".join(text.split())[:max_chars])
+    for piece in pieces:
+        if line and draw.textlength(line + piece.rstrip(), font=font) > size - 2 * margin:
+            lines.append(line)
+            line = piece.lstrip()
+        else:
+            line += piece
+    lines.append(line)
+    room = max(1, (size - 2 * margin) // line_height)
+    if len(lines) > room:
+        lines = lines[:room]
+        lines[-1] = lines[-1][:-1] + "…"
+    for i, row in enumerate(lines):
+        draw.text((margin, margin + i * line_height), row, fill=(30, 33, 40), font=font)
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=90)
+    atomic_write(dest, buffer.getvalue())
+    return dest

@@ -280,3 +280,18 @@ def test_version_1_workspace_migrates_task_data_into_projects(tmp_path):
         found = {p.name: (p.kind, p.target) for p in store.list_projects()}
     assert found == {"boxes": ("image", "boxes"), "clips": ("audio", "label"),
                      "tags": ("image", "tags"), "texts": ("text", "label")}
+
+
+def test_text_samples_get_a_thumbnail_card_with_their_words(store, tmp_path):
+    from PIL import Image
+
+    from modeldesk.datasets import import_path
+
+    table = tmp_path / "t.csv"
+    table.write_text("text,label\n非常好吃，下次还点 and fast delivery,good\n", encoding="utf-8")
+    p = store.create_project("cards", "text-classification", kind="text", target="label")
+    import_path(store, p, table)
+    (sample,) = store.samples(p)
+    with Image.open(store.thumbnail(sample.id, 160)) as image:
+        assert image.size == (160, 160)
+        assert min(image.convert("L").getdata()) < 100  # some dark text was drawn

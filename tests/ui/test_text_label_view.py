@@ -1,0 +1,21 @@
+"""The Label page shows a text sample large and readable, cut when huge."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from modeldesk.ui.pages.label import VIEWS
+
+
+def test_text_view_shows_the_text_and_notes_a_cut(qtbot):
+    view = VIEWS["text"]()
+    qtbot.addWidget(view.widget)
+    sample = SimpleNamespace(text="送餐很快，味道很好 — fast and tasty")
+    view.show(sample, view.load(sample))
+    assert view.widget.toPlainText() == sample.text
+    assert view.widget.font().pointSize() >= 16
+    huge = SimpleNamespace(text="字" * 50_000)
+    shown = view.load(huge)
+    assert len(shown) < 21_000 and "more characters not shown" in shown
+    view.clear()
+    assert view.widget.toPlainText() == ""
