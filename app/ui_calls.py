@@ -98,6 +98,30 @@ class UiCalls:
         else:
             raise ValueError(f"unknown annotation target {target!r}; use label, tags or boxes")
 
+    def add_text(self, project, text: str, label: str = "") -> dict:
+        """Add one typed or pasted text (with its class, or unlabeled) to a text project; the import
+        report. ValueError with the reason when the text cannot be added (empty)."""
+        import csv
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="text-", dir=self.paths.tmp))
+        try:
+            with (folder / "typed.csv").open("w", encoding="utf-8", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(["text", "label"])
+                writer.writerow([text, str(label or "").strip()])
+            report = self.import_data(project, folder / "typed.csv", format="csv")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if report["failed"]:
+            raise ValueError(f"the text was not added: {report['failed'][0]['reason']}")
+        if report["duplicates"]:
+            raise ValueError("this text is already in the project (it was not added twice)")
+        if not report["added"]:
+            raise ValueError("the text is empty: type or paste some words first")
+        return report
+
     def add_recording(self, project, label: str, wav: bytes, name: str = "recording") -> dict:
         """Add one recorded clip (WAV bytes) to ``project`` labeled ``label``; the import report."""
         import shutil

@@ -172,6 +172,7 @@ class DataPage(QWidget):
         layout.addLayout(header)
         self.recorder_slot = QVBoxLayout()  # a sound project's record bar (ui/widgets/recorder.py)
         self.recorder = None
+        self.text_adder = None  # a text project's "type a text" box (ui/widgets/text_adder.py)
         layout.addLayout(self.recorder_slot)
         layout.addWidget(self.progress)
         layout.addWidget(self.result_line)
@@ -252,8 +253,10 @@ class DataPage(QWidget):
         self.model.set_rows(rows)
         n_labels = len([c for c in stats["labels"].values() if c])
         sound = stats.get("kind") == "audio"
+        text = stats.get("kind") == "text"
         self._show_recorder(sound, list(stats["labels"]))
-        self.subtitle.setText(f"{stats['samples']:,} {'clips' if sound else 'images'} · {stats['labeled']:,} labeled · "
+        self._show_text_adder(text, list(stats["labels"]))
+        self.subtitle.setText(f"{stats['samples']:,} {'clips' if sound else 'texts' if text else 'images'} · {stats['labeled']:,} labeled · "
                               f"{n_labels} class{'es' if n_labels != 1 else ''}")
         self.count_label.setText(f"Showing {len(rows.ids):,}")
         self.body.setCurrentWidget(self.gallery if stats["samples"] else self.empty)
@@ -265,6 +268,39 @@ class DataPage(QWidget):
         self.wrong_filter.setEnabled(model_id is not None)
         self.wrong_filter.setToolTip("" if model_id else "Available after training a model")
         self.label_button.setEnabled(stats["samples"] > 0)
+
+    # -- typing texts (text projects) ----------------------------------------------------------
+
+    def _show_text_adder(self, text: bool, labels: list[str]) -> None:
+        from ..widgets.text_adder import TextAdder
+
+        if text and self.text_adder is None:
+            self.text_adder = TextAdder()
+            self.text_adder.submitted.connect(self.add_text)
+            self.recorder_slot.addWidget(self.text_adder)
+        if self.text_adder is not None:
+            self.text_adder.setVisible(text)
+            if text:
+                self.text_adder.set_classes(labels)
+        if text:
+            self.import_button.setText("Add texts")
+            self.label_button.setText("Label texts  ›")
+            self.wrong_filter.setText("Only texts the model got wrong")
+            self.tip.setText("Tip: import CSV, TSV, JSONL or TXT files, or type a text above. "
+                             "Double-click a text to label it.")
+            if self.show_filter.count():
+                self.show_filter.setItemText(0, "All texts")
+            self.empty.setText("Drop CSV or TSV files (a text column and a label column) here\n\n"
+                               "or use “Add texts”, or type a text above.")
+
+    def add_text(self, text: str, label: str) -> None:
+        """Store a typed text (worker thread), then refresh."""
+        if self.project is None or self._shut:
+            return
+        project, ws = self.project, self.ws
+        task = run_task(lambda _state: ws.add_text(project, text, label), pool=self.pool, parent=self)
+        task.finished.connect(lambda report: (self.refresh(), self.status_changed.emit()))
+        task.failed.connect(lambda message, details: show_error(self, "The text was not added", message, details))
 
     # -- recording (sound projects) -----------------------------------------------------------
 
