@@ -274,7 +274,13 @@ class DeployPage(QWidget):
         self.recorder.recorded.connect(self._recorded)
         self.recorder.hide()
         self.sound = False
+        from ..widgets.text_try import TextTry
+
+        self.text_try = TextTry()  # text models: a text box instead of the drop area
+        self.text_try.submitted.connect(self.try_text)
+        self.text_try.hide()
         left = QVBoxLayout()
+        left.addWidget(self.text_try, 1)
         left.addWidget(self.drop, 1)
         left.addWidget(self.clip_player, 1)
         left.addWidget(self.recorder)
@@ -422,7 +428,42 @@ class DeployPage(QWidget):
         if name is not None:
             ws = self.ws
             self.tasks.run(lambda state: ws.project_info(name).get("input_kind"),
-                           lambda kind: self.set_sound(kind == "audio") if self.project == name else None)
+                           lambda kind: self.set_input_kind(kind) if self.project == name else None)
+
+    def set_input_kind(self, kind: str | None) -> None:
+        """Switch the try-it card to the model's input: photos, sound clips or texts."""
+        self.set_sound(kind == "audio")
+        text = kind == "text"
+        self.text_try.setVisible(text)
+        if text:
+            self.drop.hide()
+            self.camera_button.hide()
+            self.choose_button.hide()
+            self.try_card_subtitle.setText("Type or paste a text to see what the model says.")
+            self.scores.empty_text = "The model's answer for your text appears here."
+        else:
+            self.choose_button.show()
+
+    def try_text(self, text: str) -> None:
+        """Classify a typed text with the current model (off the UI thread) and show the scores."""
+        if self.model_id is None:
+            return
+        model_id = self.model_id
+        self.answer.setText("Reading…")
+        self.scores.set_rows([])
+
+        def done(results):
+            prediction = results[0]
+            self.last_prediction = prediction
+            self.answer.setText(f"{prediction['label']}  <span style='font-size:15px; font-weight:400'>"
+                                f"({prediction['score']:.0%} sure)</span>")
+            self.scores.set_rows((label, (score,)) for label, score in top_scores(prediction))
+
+        def failed(message, details):
+            self.answer.setText("")
+            self._error("Could not read this text", message, details)
+
+        self.tasks.run(lambda state: self.ws.predict_texts(model_id, [text]), done, on_failed=failed)
 
     def make_recorder(self):
         """The record bar of sound models (tests and previews pass a generated signal instead)."""

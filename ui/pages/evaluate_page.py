@@ -185,7 +185,7 @@ class EvaluatePage(QWidget):
         mistakes_layout.addWidget(self.mistakes_hint)
         mistakes_layout.addWidget(self.mistakes, 1)
         mistakes_layout.addWidget(self.clip_player)
-        self.no_mistakes = QLabel("None: every test photo was recognised correctly.")
+        self.no_mistakes = QLabel("None: every test sample was recognised correctly.")
         self.no_mistakes.setObjectName("Muted")
         mistakes_layout.addWidget(self.no_mistakes)
 
@@ -278,6 +278,7 @@ class EvaluatePage(QWidget):
             report, kind = result
             if generation == self._generation:
                 self.sound = kind == "audio"
+                self.input_kind = kind
                 self.clip_player.hide()  # shown with the first clip clicked
                 self.clip_player.clear()
                 self.matrix_hint.setText(f"Green: right. Red: mixed up. Click a square to see those {self.noun}s.")
@@ -295,7 +296,7 @@ class EvaluatePage(QWidget):
 
     @property
     def noun(self) -> str:
-        return "clip" if self.sound else "photo"
+        return "clip" if self.sound else "text" if getattr(self, "input_kind", None) == "text" else "photo"
 
     def _show_report(self, report: dict) -> None:
         self.report = report
@@ -354,7 +355,7 @@ class EvaluatePage(QWidget):
             self.mistakes.addItem(item)
         self.mistakes_hint.setText("Click a clip to hear it, double-click to check its label: a wrong label "
                                    "teaches the model wrong." if self.sound else
-                                   "Click a photo to check its label: a wrong label teaches the model wrong.")
+                                   f"Click a {self.noun} to check its label: a wrong label teaches the model wrong.")
         self.mistakes_hint.setVisible(bool(mistakes))
         self.mistakes.setVisible(bool(mistakes))
         self.no_mistakes.setVisible(not mistakes)
