@@ -12,8 +12,7 @@ import logging
 import os
 import sys
 
-from modeldesk import __version__
-from modeldesk.app import cli_cluster, formatting
+from modeldesk.app import about, cli_cluster, formatting
 from modeldesk.app.paths import ENV_WORKSPACE
 from modeldesk.app.progress import TerminalProgress
 
@@ -53,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="modeldesk", parents=[common],
         description="Build models from your own data, on your own machine. "
                     "With no command, opens the desktop app.")
-    parser.add_argument("--version", action="version", version=f"modeldesk {__version__}")
+    parser.add_argument("--version", action="version", version=about.version_line())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name, help_text):

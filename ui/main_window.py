@@ -13,6 +13,7 @@ from .settings import settings
 from .status import project_status
 from .welcome import WelcomePage
 from .widgets.error_dialog import show_error
+from .widgets.help_menu import HelpMenu
 from .widgets.new_project import NewProjectDialog
 from .widgets.sidebar import STEPS, Sidebar
 from .workers import run_task
@@ -86,6 +87,7 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.sidebar)
         layout.addWidget(self.stack, 1)
         self.setCentralWidget(central)
+        self.help_menu = HelpMenu(self, self.ws)  # Report a problem, About
 
         self._restore()
 
