@@ -74,9 +74,22 @@ def folder_kib(path: Path) -> int:
     return max(1, total // 1024)
 
 
+def known_licences() -> dict:
+    """``app/about.py``'s ``KNOWN_LICENCES`` (for packages whose metadata states none), read as text."""
+    import ast
+
+    tree = ast.parse((HERE.parents[1] / "app" / "about.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "KNOWN_LICENCES":
+            return ast.literal_eval(node.value)
+    return {}
+
+
 def third_party_notice(app: Path) -> str:
     """The licences of what the build bundles, from the dist-info folders PyInstaller copied."""
-    lines = ["ModelDesk bundles these components; their licence files follow where the package ships them.", ""]
+    known = {k.lower().replace("_", "-"): v for k, v in known_licences().items()}
+    lines = ["ModelDesk bundles Python (PSF-2.0) and these components. Their licence texts are in the",
+             f"*.dist-info folders under /{PREFIX}/_internal.", ""]
     internal = app / "_internal"
     for info in sorted(internal.glob("*.dist-info")):
         meta = (info / "METADATA").read_text(encoding="utf-8", errors="replace") if (info / "METADATA").exists() else ""
@@ -87,8 +100,12 @@ def third_party_notice(app: Path) -> str:
             key, _, value = line.partition(": ")
             if key in ("Name", "Version", "License-Expression", "License") and key not in fields:
                 fields[key] = value.strip()
-        licence = fields.get("License-Expression") or fields.get("License") or "see its licence file"
-        lines.append(f"{fields.get('Name', info.name)} {fields.get('Version', '')}: {licence[:120]}")
+        name = fields.get("Name", info.name)
+        stated = fields.get("License-Expression") or fields.get("License") or ""
+        if not stated or stated.upper() == "UNKNOWN":
+            stated = known.get(name.lower().replace("_", "-"), "see its licence file")
+        licence = stated
+        lines.append(f"{name} {fields.get('Version', '')}: {licence[:120]}")
     lines += ["", "Qt 6 (through PySide6) is used under the LGPL-3.0. It is linked dynamically; you may replace",
               f"the Qt libraries in /{PREFIX}/_internal/PySide6/Qt/lib with your own build of the same version.", ""]
     return "\n".join(lines)

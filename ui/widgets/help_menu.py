@@ -10,10 +10,7 @@ from PySide6.QtCore import QObject, QStandardPaths, QUrl
 from PySide6.QtGui import QAction, QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from modeldesk.app.problem_report import default_report_name, write_problem_report
-
 from ..workers import run_task
-from .about_dialog import AboutDialog
 from .error_dialog import show_error
 
 log = logging.getLogger(__name__)
@@ -34,7 +31,7 @@ class HelpMenu(QObject):
         self.window = window
         self.ws = workspace
         self.task = None
-        self.about_dialog: AboutDialog | None = None
+        self.about_dialog = None  # AboutDialog, made on first use (keeps start-up lean)
         self.file_dialog: QFileDialog | None = None
         self.last_report: Path | None = None
         menu = window.menuBar().addMenu("&Help")
@@ -47,7 +44,10 @@ class HelpMenu(QObject):
         menu.addSeparator()
         menu.addAction(self.about_action)
 
-    def show_about(self) -> AboutDialog:
+    def show_about(self):
+        """Show the About dialog (non-modal), creating it the first time."""
+        from .about_dialog import AboutDialog
+
         if self.about_dialog is None:
             self.about_dialog = AboutDialog(self.window)
         self.about_dialog.show()
@@ -56,6 +56,8 @@ class HelpMenu(QObject):
 
     def ask_report_path(self) -> QFileDialog:
         """Open the save dialog (non-blocking); the report is written once a file is chosen."""
+        from modeldesk.app.problem_report import default_report_name
+
         folder = QStandardPaths.writableLocation(QStandardPaths.DesktopLocation) or str(Path.home())
         dialog = QFileDialog(self.window, "Save the problem report", str(Path(folder) / default_report_name()),
                              "Zip archives (*.zip)")
@@ -70,6 +72,8 @@ class HelpMenu(QObject):
         """Write the report to ``path`` in the background; says where it went when done."""
         if not path or self.task is not None:
             return
+        from modeldesk.app.problem_report import write_problem_report
+
         self.report_action.setEnabled(False)
         paths = self.ws.paths
         self.task = run_task(lambda _state: write_problem_report(paths, path), parent=self)
