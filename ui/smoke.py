@@ -50,12 +50,16 @@ def fast_template(ws, task: str = "image-classification") -> str:
     return (fast or names)[0]
 
 
-def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600.0) -> dict:
-    """Drive the first run on ``workspace``; returns the timings and the prediction."""
+def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600.0,
+        window_only: bool = False) -> dict:
+    """Drive the first run on ``workspace``; returns the timings and the prediction.
+
+    With ``window_only`` it stops once the first window is shown (``first_window_s`` only).
+    """
     started = _process_started()
     from modeldesk.app.sample_data import make_shapes_folder
     from modeldesk.app.workspace import Workspace
-    from modeldesk.ui.app import create_application
+    from modeldesk.ui.application import create_application
     from modeldesk.ui.main_window import MainWindow
     from modeldesk.ui.workers import run_task
 
@@ -72,6 +76,10 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
         result["first_window_s"] = round(shown - started, 3)
         if screenshot is not None:
             window.grab().save(str(screenshot))
+        if window_only:
+            window.close()
+            app.processEvents()
+            return result
         created: list[str] = []
         window.welcome.project_created.connect(created.append)
         window.welcome.sample_button.click()
@@ -107,9 +115,10 @@ def main(argv=None) -> int:
     parser.add_argument("--workspace", type=Path, required=True, help="a new or empty workspace folder")
     parser.add_argument("--screenshot", type=Path, help="save the first-run screen as PNG")
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--window-only", action="store_true", help="stop once the first window is shown")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    result = run(args.workspace, screenshot=args.screenshot, timeout=args.timeout)
+    result = run(args.workspace, screenshot=args.screenshot, timeout=args.timeout, window_only=args.window_only)
     if args.json:
         print(json.dumps(result))
     else:
