@@ -154,8 +154,8 @@ def folder_bytes(path: Path) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("deb", type=Path)
-    parser.add_argument("--base", type=Path, default=Path("build/installer/rootfs-base"),
-                        help="cached minimal Debian root (made with debootstrap when missing)")
+    parser.add_argument("--base", type=Path, default=Path.home() / ".cache" / "modeldesk-installer" / "rootfs-bookworm",
+                        help="cached minimal Debian root, outside the checkout (made with debootstrap when missing)")
     parser.add_argument("--mirror", default="http://deb.debian.org/debian")
     parser.add_argument("--shots", type=Path, help="folder for screenshots of the first run")
     parser.add_argument("--drop-caches", action="store_true",
