@@ -125,3 +125,20 @@ def test_the_local_cluster_listens_on_this_machine_only():
     with DaskBackend(local_workers=2):
         opened = listening() - before
     assert opened and {address.ip for address in opened} <= {"127.0.0.1", "::1"}
+
+
+def test_each_machine_is_probed_once_and_remembered_by_its_identity(tmp_path):
+    pytest.importorskip("distributed")
+
+    def probe(device, batch_size, threads):
+        return 0.01
+
+    with DaskBackend(local_workers=2) as backend:
+        first = plan("work", 100, devices=backend, cost_model=CostModel(tmp_path), probe=probe, batch_size=4)
+        ids = {w["identity"]["id"] for w in backend.workers()}
+    assert len(ids) == 1  # two workers of one machine: one identity, measured once
+    (entry,) = CostModel(tmp_path).entries()
+    assert entry["device"] == f"dask:{ids.pop()}" and entry["source"] == "probe" and entry["samples"] == 1
+    with DaskBackend(local_workers=2) as backend:  # a new connection, new worker addresses
+        again = plan("work", 100, devices=backend, cost_model=CostModel(tmp_path), probe=probe, batch_size=4)
+    assert CostModel(tmp_path).entries() == [entry] and again.eta_s == first.eta_s
