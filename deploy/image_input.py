@@ -46,6 +46,8 @@ class ImageInput(ModelInput):
             with Image.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source) as image:
                 width, height = image.size
                 decoded = _MODE_BYTES.get(image.mode, 4)
+                if width * height > self.max_pixels:
+                    return 0  # refused by ``load`` before anything is decoded, with its own message
                 if image.format == "JPEG":
                     scale = 1
                     while scale < 8 and min(width, height) // (scale * 2) >= 2 * self.spec.size:
