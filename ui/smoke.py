@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QEventLoop
+from PySide6.QtCore import QEvent, QEventLoop
 from PySide6.QtWidgets import QApplication
 
 
@@ -43,6 +43,14 @@ def _pump_until(condition, timeout: float, what: str) -> None:
         time.sleep(0.005)
 
 
+def _close(window) -> None:
+    """Close the window (its pages stop their work) and delete it before the workspace closes."""
+    window.close()
+    window.deleteLater()
+    QApplication.instance().sendPostedEvents(None, QEvent.DeferredDelete)
+    QApplication.instance().processEvents()
+
+
 def fast_template(ws, task: str = "image-classification") -> str:
     """The quickest template for ``task`` (named ``.../fast`` when there is one)."""
     names = [t["name"] for t in ws.templates(task)]
@@ -63,7 +71,7 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
     from modeldesk.ui.main_window import MainWindow
     from modeldesk.ui.workers import run_task
 
-    app = create_application(sys.argv[:1])
+    app = QApplication.instance() or create_application(sys.argv[:1])
     ws = Workspace(workspace)
     result: dict = {"workspace": str(workspace)}
     try:
@@ -77,8 +85,7 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
         if screenshot is not None:
             window.grab().save(str(screenshot))
         if window_only:
-            window.close()
-            app.processEvents()
+            _close(window)
             return result
         created: list[str] = []
         window.welcome.project_created.connect(created.append)
@@ -102,8 +109,7 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
             prediction = ws.predict(done[0]["model"], [image])[0]
         result["prediction"] = {"expected": "circle", "label": prediction["label"],
                                 "score": round(float(prediction["score"]), 4)}
-        window.close()
-        app.processEvents()
+        _close(window)
     finally:
         ws.close()
     result["total_s"] = round(time.time() - started, 3)
