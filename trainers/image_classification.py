@@ -1,14 +1,14 @@
 """The image-classification trainer: features from a frozen backbone, a small head, one ONNX model.
 
-``train_image_classifier`` extracts (cached) features, searches the template's hyperparameters by
-cross-validation on the training split within the time budget, trains the head with early stopping
-on the validation split, evaluates on the test split and writes the artifact: ``model.onnx`` (the
-backbone, the feature pooling, the head and any test-time views in one graph) and ``model.json``.
+``train_image_classifier`` extracts (cached) features, chooses the template's head settings and views
+by cross-validation on the train and validation photos within the time budget, evaluates that choice
+on the test photos (with a 90% interval), refits it on every labeled photo (``image_selection``) and
+writes the artifact: ``model.onnx`` (the backbone, the feature pooling, the head and any test-time
+views in one graph) and ``model.json``.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from pathlib import Path
@@ -21,13 +21,13 @@ import onnxruntime
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.scheduler import CostModel
-from modeldesk.trainers import heads
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
 from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
+from modeldesk.trainers.image_selection import Features, make_head, n_candidates, select_evaluate_refit
+from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, FeatureExtractor, extract_feature_views,
                                          plan_feature_extraction)
@@ -45,67 +45,31 @@ CACHE_TOLERANCE = 1e-3
 Progress = Callable[[str, float, "float | None", "dict | None"], None]
 
 
-def _make_head(template: Template, params: dict):
-    merged = {**template.head_params, **params}
-    if template.head == "logistic":
-        return heads.LogisticRegressionHead(**merged)
-    if template.head == "mlp":
-        return heads.MLPHead(**merged)
-    raise ValueError(f"template {template.name}: unknown head {template.head!r}")
-
-
 def check_samples(samples: Sequence[LabeledSample]) -> tuple[list[LabeledSample], list[str], list[str]]:
     """(labeled samples, sorted labels, warnings); see ``trainers.label_samples``."""
     return check_label_samples(samples, "image")
 
 
-class _Features:
-    """Cached features of the usable samples for each view, row-aligned with ``samples``."""
-
-    def __init__(self, samples, by_view: dict):
-        self.samples = samples
-        self.by_view = by_view
-
-    def views(self, indices, views) -> np.ndarray:
-        """Features of sample ``indices`` as a (n_views, n_samples, dim) array."""
-        return np.stack([self.by_view[v][indices] for v in views])
-
-
-def _fit_views(head, X_views, y, X_val=None, y_val=None):
-    """Fit ``head`` on every view of every sample (and early-stop on every view of the validation ones)."""
-    flat = X_views.reshape(-1, X_views.shape[-1])
-    if X_val is None:
-        return head.fit(flat, np.tile(y, X_views.shape[0]))
-    return head.fit(flat, np.tile(y, X_views.shape[0]), X_val.reshape(-1, X_val.shape[-1]),
-                    np.tile(y_val, X_val.shape[0]))
-
-
-def _search(template, feats, y, train_idx, deadline, report) -> tuple[dict, tuple, list]:
-    """Best (head params, views) by cross-validation on the training split; also the trials.
-
-    Two stages: the head parameter grid with the default views, then every other view set with
-    the best parameters. No new trial starts after ``deadline``; ties keep the earlier (cheaper) one.
-    """
-    space = {k: v for k, v in template.search_space.items() if k != "views"}
-    grid = [dict(zip(space, values)) for values in itertools.product(*space.values())] or [{}]
-    views_options = template.candidate_views()
-    folds = heads.usable_folds(y[train_idx], template.cv_folds)
-    if len(grid) + len(views_options) == 2 or folds < 2:
-        return grid[0], views_options[0], []
-
-    def score(params):
-        params = dict(params)
-        views = params.pop("views")
-        return heads.cross_val_score(lambda: _make_head(template, params), feats.views(train_idx, views),
-                                     y[train_idx], folds=folds).mean()
-
-    result = heads.staged_search(
-        [grid, [{"views": views} for views in views_options]], score, start={"views": views_options[0]},
-        deadline=deadline, progress=lambda done, total, best: report(done / total, {"cv_accuracy": best}))
-    trials = [{"params": {k: v for k, v in t["params"].items() if k != "views"},
-               "views": list(t["params"]["views"]), "cv_accuracy": t["score"]} for t in result.trials]
-    params = dict(result.best)
-    return params, tuple(params.pop("views")), trials
+def _evaluation(chosen, y, labels, keys, warnings) -> dict:
+    """The metrics of the chosen configuration on its evaluation photos, with a 90% interval."""
+    idx, proba = chosen.eval_idx, chosen.eval_proba
+    metrics = classification_report(y[idx], proba, labels)
+    metrics["split"] = chosen.eval_split
+    metrics["mistakes"] = most_confident_mistakes(y[idx], proba, [keys[i] for i in idx], labels)
+    interval = accuracy_interval(int(round(metrics["accuracy"] * metrics["n"])), metrics["n"])
+    metrics["interval"] = interval
+    metrics["final_model"] = {"samples": len(y), "text": f"The final model was trained on all {len(y)} labeled "
+                              "images, after this evaluation, so it has seen the test images too."}
+    if chosen.cv_accuracy is not None:
+        metrics["cv_accuracy"] = chosen.cv_accuracy
+    if chosen.trials:
+        metrics["search"] = {"trials": chosen.trials, "best": {
+            "params": {k: v for k, v in chosen.config.items() if k != "views"}, "views": list(chosen.config["views"])}}
+    if interval["too_wide"] and chosen.eval_split != "train":
+        warnings.append(f"only {metrics['n']} images were tested: the accuracy is somewhere between "
+                        f"{interval['text']}, too wide to tell apart two models a few points apart; "
+                        "label more images or move more of them to the test split")
+    return metrics
 
 
 def _versions() -> dict:
@@ -119,13 +83,10 @@ def _versions() -> dict:
             "onnx": onnx.__version__, "numpy": np.__version__}
 
 
-def _search_trials(template: Template) -> int:
-    grid = 1
-    for name, values in template.search_space.items():
-        if name != "views":
-            grid *= len(values)
-    trials = grid + len(template.candidate_views()) - 1
-    return 1 if trials == 1 else trials * template.cv_folds + 1
+def _search_fits(template: Template) -> int:
+    """Head fits of a full search: every candidate on every fold, then the evaluation fit and the refit."""
+    trials = n_candidates(template)
+    return 2 if trials <= 1 else trials * template.cv_folds + 2
 
 
 HEAD_WORK = "head-fitting"  # cost-model key: thousands of (sample x feature x trial) per second
@@ -180,7 +141,7 @@ def estimate_training(samples, template, cache_dir, *, device: str = "auto", thr
         per_image = DEFAULT_SECONDS_PER_IMAGE * (1 + 0.6 * (len(views) - 1))
         features_s = len(missing) * (per_image if device in ("auto", "cpu") else per_image / 4)
     budget = float(time_budget or template.time_budget_s)
-    units = _head_units(len(labeled), template.features.dim(backbone), _search_trials(template))
+    units = _head_units(len(labeled), template.features.dim(backbone), _search_fits(template))
     head_s = min(0.8 * budget, 1.0 + _head_seconds(CostModel(cache.root), units))
     eta = round(features_s + head_s + 1.0, 1)
     return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
@@ -259,48 +220,28 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
         warnings.append(f"{len(skipped)} image(s) could not be read and were left out")
         labeled, labels, more = check_samples(labeled)
         warnings += [w for w in more if w not in warnings]
-    feats = _Features(labeled, by_view)
+    feats = Features(labeled, by_view)
     label_index = {label: i for i, label in enumerate(labels)}
     y = np.array([label_index[s.label] for s in labeled])
     split = np.array([s.split for s in labeled])
-    train_idx, val_idx, test_idx = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
 
-    # 2. hyperparameter search by cross-validation on the training split (0.7 .. 0.9)
+    # 2. select by cross-validation on train + val, evaluate on test, refit on all (0.7 .. 0.95)
     head_started = time.monotonic()
-    deadline = started + 0.8 * budget
-    params, views, trials = _search(template, feats, y, train_idx, deadline,
-                                    lambda f, m: report("Tuning", 0.7 + 0.2 * f, m))
-
-    # 3. final head, early stopping on the validation split (0.9 .. 0.95)
-    report("Training", 0.9)
-    head = _make_head(template, params)
-    if len(val_idx) and len(np.unique(y[val_idx])) > 1:
-        _fit_views(head, feats.views(train_idx, views), y[train_idx], feats.views(val_idx, views), y[val_idx])
-    else:
-        _fit_views(head, feats.views(train_idx, views), y[train_idx])
-
-    fits = len(trials) * template.cv_folds + 1 if trials else 1  # trials cut by the budget count less
-    CostModel(cache.root).record(HEAD_WORK, "cpu", 1, 1, n_items=_head_units(len(labeled), template.features.dim(backbone), fits),
+    chosen = select_evaluate_refit(template, feats, y, split, deadline=started + 0.8 * budget,
+                                   progress=lambda f, m: report("Tuning", 0.7 + 0.2 * f, m))
+    head, views, eval_idx = chosen.head, tuple(chosen.config["views"]), chosen.eval_idx
+    warnings += chosen.warnings
+    CostModel(cache.root).record(HEAD_WORK, "cpu", 1, 1, n_items=_head_units(len(labeled), template.features.dim(backbone), chosen.fits),
                                  seconds=max(time.monotonic() - head_started, 1e-3))
 
-    # 4. evaluation on the test split, else the validation split (0.95)
+    # 3. the evaluation of the chosen configuration on photos the selection did not use (0.95)
     report("Evaluating", 0.95)
-    eval_idx, eval_split = (test_idx, "test") if len(test_idx) else (val_idx, "val")
-    if not len(eval_idx):
-        warnings.append("no validation or test images: the metrics are measured on the training images")
-        eval_idx, eval_split = train_idx, "train"
-    eval_proba = heads.predict_views(head, feats.views(eval_idx, views))
-    metrics = classification_report(y[eval_idx], eval_proba, labels)
-    metrics["split"] = eval_split
-    eval_keys = [feats.samples[i].key for i in eval_idx]
-    metrics["mistakes"] = most_confident_mistakes(y[eval_idx], eval_proba, eval_keys, labels)
-    if trials:
-        metrics["search"] = {"trials": trials, "best": {"params": params, "views": list(views)}}
+    metrics = _evaluation(chosen, y, labels, [s.key for s in labeled], warnings)
 
     # 5. one graph, checked against the training path, written as an artifact
     report("Exporting", 0.97)
     model = build_classifier_graph(backbone, template, head, views, cache.root / "graphs")
-    parity, vs_cache = check_parity(model, backbone, template, head, [feats.samples[i].path for i in eval_idx[:4]],
+    parity, vs_cache = check_parity(model, backbone, template, head, [labeled[i].path for i in eval_idx[:4]],
                                     feats.views(eval_idx[:4], views), views, cache.root / "graphs")
     metrics["export_max_abs_diff"] = parity
     metrics["export_vs_training_features_max_abs_diff"] = vs_cache
@@ -320,14 +261,14 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
         "features": template.features.name,
         "features_output": FEATURES_OUTPUT,  # what compression re-fits a head on
         "views": list(views),
-        "head": {"kind": template.head, "params": {**template.head_params, **params}},
+        "head": {"kind": chosen.config["head"], "params": make_head(template, chosen.config).get_params()},
         "metrics": metrics,
         "versions": _versions(),
         "input_name": backbone.input_name,
         "output_name": OUTPUT_NAME,
         "warnings": warnings,
-        "training": {"samples": {name: int(len(idx)) for name, idx in
-                                 (("train", train_idx), ("val", val_idx), ("test", test_idx))},
+        "training": {"samples": {name: int(np.sum(split == name)) for name in ("train", "val", "test")},
+                     "final_fit": len(labeled),
                      "seconds": round(time.monotonic() - started, 2), "skipped": skipped},
     }
     # The backbone's ImageNet classifier is not needed behind the new head: ~5 MB less to ship.

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["classification_report", "most_confident_mistakes", "multilabel_report"]
+__all__ = ["accuracy_interval", "classification_report", "most_confident_mistakes", "multilabel_report"]
+
+#: Wider than this (high - low), a test split cannot tell apart models whose accuracies differ by a few points.
+TOO_WIDE = 0.06
 
 
 def _py(label):
@@ -225,3 +228,28 @@ def _per_label(labels, precision, recall, f1, support) -> dict:
                     "support": int(support[i])}
         for i, lab in enumerate(labels)
     }
+
+
+def accuracy_interval(correct: int, n: int, level: float = 0.9) -> dict:
+    """Wilson score interval of an accuracy measured as ``correct`` right out of ``n``.
+
+    Returns ``{"low", "high", "level", "method", "correct", "n", "text", "too_wide"}``: ``text``
+    words it for people ("92 to 97 out of 100"); ``too_wide`` is True when the interval spans more
+    than :data:`TOO_WIDE`, i.e. the test split is too small to tell two similar models apart.
+
+    >>> accuracy_interval(95, 100)["text"]
+    '90 to 98 out of 100'
+    """
+    from statistics import NormalDist
+
+    if n <= 0 or not 0 <= correct <= n:
+        raise ValueError(f"need 0 <= correct <= n and n > 0, got {correct} of {n}")
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if correct == 0 else max(0.0, centre - half)
+    high = 1.0 if correct == n else min(1.0, centre + half)
+    return {"low": float(low), "high": float(high), "level": level, "method": "wilson", "correct": int(correct),
+            "n": int(n), "text": f"{int(np.floor(100 * low))} to {int(np.ceil(100 * high))} out of 100",
+            "too_wide": bool(high - low > TOO_WIDE)}

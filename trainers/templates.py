@@ -33,6 +33,8 @@ class Template:
         averages its predictions over them (inside the exported graph too). The parameter grid is
         scored by cross-validation on the training split with the first view set, then the other
         view sets with the best parameters, while the time budget lasts.
+    head_candidates : other heads the search tries last, with the best views, each a dict of
+        changes such as ``{"head": "mlp", "hidden": 512}`` (``head`` names the kind).
     cv_folds : folds for that search (ignored when the space has a single point).
     time_budget_s : default training time budget in seconds.
     """
@@ -45,6 +47,7 @@ class Template:
     head: str = "logistic"
     head_params: dict = field(default_factory=dict)
     search_space: dict = field(default_factory=dict)
+    head_candidates: tuple = ()
     cv_folds: int = 3
     time_budget_s: float = 120.0
 
@@ -65,6 +68,7 @@ class Template:
             "head_params": dict(self.head_params),
             "search_space": {k: [list(v) if isinstance(v, tuple) else v for v in values]
                              for k, values in self.search_space.items()},
+            "head_candidates": [dict(c) for c in self.head_candidates],
             "cv_folds": self.cv_folds, "time_budget_s": self.time_budget_s,
         }
 

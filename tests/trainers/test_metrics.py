@@ -4,7 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from modeldesk.trainers.metrics import classification_report, most_confident_mistakes, multilabel_report
+from modeldesk.trainers.metrics import (accuracy_interval, classification_report, most_confident_mistakes,
+                                       multilabel_report)
 
 
 def one_hot_scores(pred, c, confidence=None):
@@ -127,3 +128,20 @@ def test_against_scikit_learn_on_random_data():
     assert m["micro_f1"] == pytest.approx(sk.f1_score(Y, P >= 0.5, average="micro"))
     assert m["macro_f1"] == pytest.approx(sk.f1_score(Y, P >= 0.5, average="macro", zero_division=0))
     assert m["exact_match"] == pytest.approx(sk.accuracy_score(Y, P >= 0.5))
+
+
+def test_accuracy_interval_is_wilsons_and_covers_the_truth_nine_times_in_ten():
+    r = accuracy_interval(95, 100)
+    # Wilson's score interval for 95/100 at 90% (z = 1.6449), computed by hand
+    assert (r["low"], r["high"]) == (pytest.approx(0.90084, abs=1e-4), pytest.approx(0.97545, abs=1e-4))
+    assert r["text"] == "90 to 98 out of 100" and r["too_wide"] and r["level"] == 0.9
+    assert accuracy_interval(20, 20)["high"] == 1.0 and accuracy_interval(0, 20)["low"] == 0.0
+    assert not accuracy_interval(970, 1000)["too_wide"]
+    rng = np.random.default_rng(0)
+    hits = 0
+    for _ in range(2000):
+        r = accuracy_interval(int(rng.binomial(200, 0.93)), 200)
+        hits += r["low"] <= 0.93 <= r["high"]
+    assert 0.87 <= hits / 2000 <= 0.93
+    with pytest.raises(ValueError):
+        accuracy_interval(5, 0)

@@ -198,3 +198,17 @@ def test_long_labels_are_shortened_in_charts_but_kept_whole_in_tooltips_and_tabl
     assert shown and all(s.endswith("\u2026") for s in shown)
     assert all(len(s) <= 9 for s in shown if s[0] == "这")  # wide characters count double
     assert f"<td>{long_cjk}</td>" in html
+
+
+def test_the_interval_and_the_final_fit_are_stated(evaluation):
+    from modeldesk.trainers.metrics import accuracy_interval
+
+    metrics = dict(evaluation[0])
+    n = metrics["n"]
+    metrics["interval"] = accuracy_interval(round(metrics["accuracy"] * n), n)
+    metrics["final_model"] = {"samples": n + 40, "text": f"The final model was trained on all {n + 40} labeled "
+                              "images, after this evaluation, so it has seen the test images too."}
+    html = render_html_report(title="t", metrics=metrics)
+    assert metrics["interval"]["text"].replace(" out of ", " times out of ") in html and "90% confidence" in html
+    assert f"trained on all {n + 40} labeled images" in html
+    assert ("too few to tell apart" in html) == metrics["interval"]["too_wide"]

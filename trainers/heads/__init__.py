@@ -22,7 +22,7 @@ from modeldesk.trainers.heads.export import head_onnx_model
 from modeldesk.trainers.heads.linear import LogisticRegressionHead, SigmoidHead
 from modeldesk.trainers.heads.losses import mlp_loss_grad, sigmoid_loss_grad, softmax_loss_grad
 from modeldesk.trainers.heads.mlp import MLPHead
-from modeldesk.trainers.heads.model_selection import (SearchResult, cross_val_score, predict_views,
+from modeldesk.trainers.heads.model_selection import (SearchResult, cross_val_predict, cross_val_score, predict_views,
                                                       staged_search, stratified_folds, usable_folds)
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "stratified_folds",
     "usable_folds",
     "predict_views",
+    "cross_val_predict",
     "cross_val_score",
     "staged_search",
     "SearchResult",

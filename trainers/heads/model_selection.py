@@ -25,8 +25,8 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-__all__ = ["stratified_folds", "usable_folds", "predict_views", "cross_val_score", "staged_search",
-           "SearchResult"]
+__all__ = ["stratified_folds", "usable_folds", "predict_views", "cross_val_predict", "cross_val_score",
+           "staged_search", "SearchResult"]
 
 SCORINGS = ("accuracy", "neg_log_loss")
 
@@ -89,6 +89,38 @@ def _score(head, proba, y, scoring) -> float:
     return float(np.mean(np.log(np.clip(p_true, 1e-15, 1.0))))
 
 
+def _folds(X, y, folds, random_state):
+    X = _as_views(X)
+    y = np.asarray(y)
+    if y.shape[0] != X.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} samples, y has {y.shape[0]}")
+    for train, test in stratified_folds(y, folds, random_state):
+        yield X, y, train, test
+
+
+def _fit_views(make_head, X, y, rows):
+    return make_head().fit(X[:, rows].reshape(-1, X.shape[2]), np.concatenate([y[rows]] * X.shape[0]))
+
+
+def cross_val_predict(make_head, X, y, folds=3, random_state=0) -> np.ndarray:
+    """Out-of-fold probabilities (N, C): each row predicted by a head that never saw it.
+
+    Columns follow ``np.unique(y)`` (every class must be in every fold's training part, which
+    stratified folds ensure when each class has at least ``folds`` samples).  ``X``, ``y`` as in
+    :func:`cross_val_score`.
+    """
+    proba = None
+    for X_, y_, train, test in _folds(X, y, folds, random_state):
+        head = _fit_views(make_head, X_, y_, train)
+        part = predict_views(head, X_[:, test])
+        if proba is None:
+            proba = np.zeros((len(y_), part.shape[1]))
+        if y_.ndim == 1 and not np.array_equal(head.classes_, np.unique(y_)):
+            raise ValueError("a class is missing from a training fold: use fewer folds")
+        proba[test] = part
+    return proba
+
+
 def cross_val_score(make_head, X, y, folds=3, random_state=0, scoring="accuracy"):
     """Score a head configuration with stratified k-fold cross-validation.
 
@@ -106,16 +138,10 @@ def cross_val_score(make_head, X, y, folds=3, random_state=0, scoring="accuracy"
     """
     if scoring not in SCORINGS:
         raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
-    X = _as_views(X)
-    y = np.asarray(y)
-    if y.shape[0] != X.shape[1]:
-        raise ValueError(f"X has {X.shape[1]} samples, y has {y.shape[0]}")
-    n_views = X.shape[0]
     scores = []
-    for train, test in stratified_folds(y, folds, random_state):
-        y_fit = np.concatenate([y[train]] * n_views)
-        head = make_head().fit(X[:, train].reshape(-1, X.shape[2]), y_fit)
-        scores.append(_score(head, predict_views(head, X[:, test]), y[test], scoring))
+    for X_, y_, train, test in _folds(X, y, folds, random_state):
+        head = _fit_views(make_head, X_, y_, train)
+        scores.append(_score(head, predict_views(head, X_[:, test]), y_[test], scoring))
     return np.array(scores)
 
 
