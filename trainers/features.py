@@ -30,11 +30,11 @@ from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.backbones.registry import write_atomically
 from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
 from modeldesk.trainers.feature_cache import FeatureCache
+from modeldesk.trainers.views import VIEWS, apply_view, view_nodes  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
 FEATURES_OUTPUT = "features"
-VIEWS = ("identity", "hflip")
 _STRIDES = {"stride8": 8, "stride16": 16, "stride32": 32}
 
 
@@ -87,28 +87,6 @@ def grid_pool_matrix(height: int, width: int, grid: int) -> np.ndarray:
         for gx, (x0, x1) in enumerate(bins(width)):
             matrix[y0:y1, x0:x1, gy, gx] = 1.0 / ((y1 - y0) * (x1 - x0))
     return matrix.reshape(height * width, grid * grid).astype(np.float32)
-
-
-def view_nodes(view: str, source: str, prefix: str) -> tuple[list, list, str]:
-    """Nodes turning image tensor ``source`` into ``view`` of it; returns (nodes, initializers, name)."""
-    if view == "identity":
-        return [], [], source
-    if view == "hflip":
-        inits = [numpy_helper.from_array(np.array(v, np.int64), f"{prefix}{n}")
-                 for n, v in (("starts", [-1]), ("ends", [-(2 ** 62)]), ("axes", [3]), ("steps", [-1]))]
-        out = f"{prefix}flipped"
-        node = helper.make_node("Slice", [source] + [i.name for i in inits], [out], name=f"{prefix}flip")
-        return [node], inits, out
-    raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
-
-
-def apply_view(batch: np.ndarray, view: str) -> np.ndarray:
-    """The numpy twin of ``view_nodes`` for an (N, 3, H, W) batch."""
-    if view == "identity":
-        return batch
-    if view == "hflip":
-        return np.ascontiguousarray(batch[..., ::-1])
-    raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
 
 
 def feature_nodes(spec: FeatureSpec, backbone: Backbone, prefix: str = "feat/") -> tuple[list, list]:

@@ -26,14 +26,14 @@ from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
 from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.image_selection import Features, make_head, n_candidates, select_evaluate_refit
+from modeldesk.trainers.image_selection import Features, make_head, planned_work, select_evaluate_refit
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, FeatureExtractor, extract_feature_views,
                                          plan_feature_extraction)
 from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
 from modeldesk.trainers.tasks import TrainResult
-from modeldesk.trainers.templates import Template, get_template
+from modeldesk.trainers.templates import get_template
 
 log = logging.getLogger(__name__)
 
@@ -83,18 +83,15 @@ def _versions() -> dict:
             "onnx": onnx.__version__, "numpy": np.__version__}
 
 
-def _search_fits(template: Template) -> int:
-    """Head fits of a full search: every candidate on every fold, then the evaluation fit and the refit."""
-    trials = n_candidates(template)
-    return 2 if trials <= 1 else trials * template.cv_folds + 2
 
 
 HEAD_WORK = "head-fitting"  # cost-model key: thousands of (sample x feature x trial) per second
 
 
-def _head_units(n_samples: int, dim: int, trials: int) -> int:
-    """The size of the search and final fit, in the unit the cost model measures head fitting in."""
-    return max(1, n_samples * dim * trials // 1000)
+def _head_units(n_samples: int, dim: int, work: float) -> int:
+    """The size of the search and final fits (``work``: see ``image_selection.config_work``), in the
+    unit the cost model measures head fitting in: thousands of sample x feature x logistic fits."""
+    return max(1, int(n_samples * dim * work // 1000))
 
 
 def _head_seconds(cost: CostModel, units: int) -> float:
@@ -141,7 +138,7 @@ def estimate_training(samples, template, cache_dir, *, device: str = "auto", thr
         per_image = DEFAULT_SECONDS_PER_IMAGE * (1 + 0.6 * (len(views) - 1))
         features_s = len(missing) * (per_image if device in ("auto", "cpu") else per_image / 4)
     budget = float(time_budget or template.time_budget_s)
-    units = _head_units(len(labeled), template.features.dim(backbone), _search_fits(template))
+    units = _head_units(len(labeled), template.features.dim(backbone), planned_work(template))
     head_s = min(0.8 * budget, 1.0 + _head_seconds(CostModel(cache.root), units))
     eta = round(features_s + head_s + 1.0, 1)
     return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
@@ -231,7 +228,7 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
                                    progress=lambda f, m: report("Tuning", 0.7 + 0.2 * f, m))
     head, views, eval_idx = chosen.head, tuple(chosen.config["views"]), chosen.eval_idx
     warnings += chosen.warnings
-    CostModel(cache.root).record(HEAD_WORK, "cpu", 1, 1, n_items=_head_units(len(labeled), template.features.dim(backbone), chosen.fits),
+    CostModel(cache.root).record(HEAD_WORK, "cpu", 1, 1, n_items=_head_units(len(labeled), template.features.dim(backbone), chosen.work),
                                  seconds=max(time.monotonic() - head_started, 1e-3))
 
     # 3. the evaluation of the chosen configuration on photos the selection did not use (0.95)

@@ -1,8 +1,15 @@
-"""The image classification templates (the task registry points here)."""
+"""The image classification templates (the task registry points here).
+
+All three pool the same backbone maps (a 4x4 grid of the stride-16 map and a 3x3 grid of the
+stride-32 map), so features cached by one are reused by the others. Measured on held-out photos
+(``bench/train_image.py``): richer pooling (stride 8, max pooling, more grids, the embedding), a
+288 px input and training on many crops did not beat this pooling; a smaller L2 penalty than before
+and training on every labeled photo did.
+"""
 
 from __future__ import annotations
 
-from modeldesk.trainers.features import EMBEDDING, FeatureSpec, Pool
+from modeldesk.trainers.features import FeatureSpec, Pool
 from modeldesk.trainers.templates import Template
 
 GRID_S16X4_S32X3 = FeatureSpec("grid-s16x4-s32x3", (Pool("stride16", grid=4), Pool("stride32", grid=3)))
@@ -11,26 +18,42 @@ TEMPLATES = (
     Template(
         name="image-classification/fast",
         task="image-classification",
-        description="Quick model from the image's overall look; trains in seconds. Good for a first try.",
+        description="A good first model in under a minute: looks at where things are in the image, "
+                    "with settings that usually work.",
         backbone="efficientnet-lite0",
-        features=EMBEDDING,
+        features=GRID_S16X4_S32X3,
         head="logistic",
-        head_params={"l2": 1e-3, "max_iter": 300},
+        head_params={"l2": 3e-3, "max_iter": 200},
         time_budget_s=60.0,
     ),
     Template(
         name="image-classification/accurate",
         task="image-classification",
-        description="Looks at where things are in the image (shapes, poses, gestures) and tunes itself "
-                    "by cross-validation; slower, usually clearly more accurate.",
+        description="Tunes itself by cross-validation (how strongly to regularise, whether mirrored "
+                    "images help); a few minutes, often a little more accurate.",
         backbone="efficientnet-lite0",
         features=GRID_S16X4_S32X3,
         head="logistic",
         head_params={"max_iter": 300},
-        search_space={"l2": [3e-2, 1e-2, 1e-1], "views": [("identity",), ("identity", "hflip")]},
+        search_space={"l2": [3e-3, 1e-2, 1e-3], "views": [("identity",), ("identity", "hflip")]},
         cv_folds=3,
-        time_budget_s=120.0,
+        time_budget_s=180.0,
+    ),
+    Template(
+        name="image-classification/best",
+        task="image-classification",
+        description="For when you have time (about 10 minutes for 1,000 images on a laptop): tries more "
+                    "settings, mirrored and zoomed views and a small neural network, each checked by "
+                    "5-fold cross-validation.",
+        backbone="efficientnet-lite0",
+        features=GRID_S16X4_S32X3,
+        head="logistic",
+        head_params={"max_iter": 300},
+        search_space={"l2": [3e-3, 1e-2, 1e-3],
+                      "views": [("identity",), ("identity", "zoom"), ("identity", "hflip"),
+                                ("identity", "hflip", "zoom")]},
+        head_candidates=({"head": "mlp", "hidden": 128, "l2": 1e-3, "dropout": 0.3, "epochs": 30},),
+        cv_folds=5,
+        time_budget_s=900.0,
     ),
 )
-
-

@@ -37,7 +37,7 @@ def build_classifier_graph(backbone: Backbone, template, head, views: Sequence[s
     batch_name = "views/batch"
     nodes, inits, pieces = [], [], []
     for view in views:
-        v_nodes, v_inits, out = view_nodes(view, source, f"views/{view}/")
+        v_nodes, v_inits, out = view_nodes(view, source, f"views/{view}/", backbone.spec.size)
         nodes += v_nodes
         inits += v_inits
         pieces.append(out)

@@ -60,6 +60,32 @@ def search_stages(template) -> tuple[dict, list]:
     return start, [stage for stage in stages if stage]
 
 
+def config_work(template, config: dict) -> float:
+    """Relative cost of one fit of ``config`` per sample and feature: 1 for a logistic head on one view."""
+    kind = config.get("head", template.head)
+    per_view = 1.0
+    if kind == "mlp":
+        mlp = make_head(template, config)
+        per_view = mlp.epochs * mlp.hidden / 600  # Adam epochs over a hidden layer vs ~100 L-BFGS steps
+    return per_view * len(config.get("views", ("identity",)))
+
+
+def planned_work(template) -> float:
+    """:func:`config_work` summed over a full search, the evaluation fit and the refit."""
+    start, stages = search_stages(template)
+    folds = template.cv_folds
+    widest = max(template.candidate_views(), key=len)
+    work = 0.0
+    for number, stage in enumerate(stages):
+        for change in stage:
+            config = {**start, **change}
+            if number == len(stages) - 1 and "views" not in change and len(stages) > 2:
+                config["views"] = widest  # the last stage runs with the best views, say the widest
+            work += config_work(template, config) * (folds - 1) if n_candidates(template) > 1 else 0.0
+    final = {**start, **(stages[0][0] if stages else {}), "views": widest}
+    return work + 2 * config_work(template, final)
+
+
 def n_candidates(template) -> int:
     """How many configurations the search can try (1: nothing to search)."""
     _, stages = search_stages(template)
@@ -78,6 +104,7 @@ class Selection:
     eval_proba: np.ndarray = None
     head: object = None  # the refitted head, trained on every labeled sample
     fits: int = 0
+    work: float = 0.0  # config_work summed over every fit made
     warnings: list = field(default_factory=list)
 
 
@@ -101,6 +128,7 @@ def select_evaluate_refit(template, feats: Features, y, split, *, deadline=None,
     out = Selection(config=dict(start))
     if folds >= 2 and sum(len(s) for s in stages) > 1:
         def score(config):
+            out.work += config_work(template, config) * (folds - 1)
             return heads.cross_val_score(lambda: make_head(template, config),
                                          feats.views(dev, config["views"]), y[dev], folds=folds).mean()
 
@@ -120,11 +148,13 @@ def select_evaluate_refit(template, feats: Features, y, split, *, deadline=None,
         out.eval_idx, out.eval_split = test, "test"
         out.eval_proba = _aligned(head, heads.predict_views(head, feats.views(test, views)), y)
         out.fits += 1
+        out.work += config_work(template, out.config) * len(dev) / len(y)
     elif folds >= 2:
         out.eval_idx, out.eval_split = dev, "cross-validation"
         out.eval_proba = heads.cross_val_predict(lambda: make_head(template, out.config), feats.views(dev, views),
                                                  y[dev], folds=folds)
         out.fits += folds
+        out.work += config_work(template, out.config) * (folds - 1) * len(dev) / len(y)
         out.warnings.append("no test images: the evaluation comes from cross-validation on the photos that also "
                             "chose the settings, so it may be a little optimistic; put some photos in the test split")
     else:
@@ -132,6 +162,7 @@ def select_evaluate_refit(template, feats: Features, y, split, *, deadline=None,
         out.warnings.append("too few images to hold any out: the metrics are measured on the training images")
     out.head = fit_views(make_head(template, out.config), feats.views(everyone, views), y)
     out.fits += 1
+    out.work += config_work(template, out.config)
     if out.eval_split == "train":
         out.eval_proba = heads.predict_views(out.head, feats.views(everyone, views))
     return out

@@ -29,9 +29,9 @@ class Template:
     head : ``"logistic"`` or ``"mlp"``.
     head_params : fixed head parameters.
     search_space : head parameter -> candidate values, plus ``"views"``: candidate tuples of image
-        views (``"identity"``, ``"hflip"``); a model with several views trains on all of them and
+        views (``"identity"``, ``"hflip"``, ``"zoom"``: see ``trainers.views``); a model with several views trains on all of them and
         averages its predictions over them (inside the exported graph too). The parameter grid is
-        scored by cross-validation on the training split with the first view set, then the other
+        scored by cross-validation on the train and validation photos with the first view set, then the other
         view sets with the best parameters, while the time budget lasts.
     head_candidates : other heads the search tries last, with the best views, each a dict of
         changes such as ``{"head": "mlp", "hidden": 512}`` (``head`` names the kind).
