@@ -3,9 +3,7 @@ features a compressed candidate computes (deploy cannot build heads: it imports 
 
 from __future__ import annotations
 
-from modeldesk.trainers import heads
-
-HEADS = {"logistic": heads.LogisticRegressionHead, "mlp": heads.MLPHead}
+from modeldesk.trainers.image_selection import HEADS
 
 
 def head_refitter(card: dict):
