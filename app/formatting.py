@@ -45,7 +45,31 @@ def templates_text(templates) -> str:
     return "\n".join(f"{t['name']:<34} {t.get('description', '')}" for t in templates)
 
 
+def _detection_headline(metrics) -> str:
+    return (f"mAP50 {_num(metrics.get('map50'))}, mAP 0.5:0.95 {_num(metrics.get('map'))} on "
+            f"{metrics.get('n', '?')} images; at score >= {metrics.get('threshold', 0):.2f}: precision "
+            f"{metrics.get('precision', 0):.1%}, recall {metrics.get('recall', 0):.1%}, "
+            f"{metrics.get('misses', 0)} missed objects, {metrics.get('false_boxes', 0)} false boxes")
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def detection_metrics_text(metrics) -> str:
+    lines = [_detection_headline(metrics)]
+    per_class = metrics.get("per_class", {})
+    if per_class:
+        lines.append(_table(
+            [(label, _num(m.get("ap50")), _num(m.get("ap")), f"{m['precision']:.3f}", f"{m['recall']:.3f}",
+              m["support"]) for label, m in per_class.items()],
+            ["label", "AP50", "AP", "precision", "recall", "boxes"]))
+    return "\n".join(lines)
+
+
 def metrics_text(metrics) -> str:
+    if "map50" in metrics:
+        return detection_metrics_text(metrics)
     lines = [f"accuracy {metrics['accuracy']:.1%}, macro-F1 {metrics['macro_f1']:.3f} "
              f"on {metrics.get('n', '?')} samples"]
     per_class = metrics.get("per_class", {})
@@ -94,9 +118,10 @@ def per_device_text(plan: dict) -> str:
 def train_text(result) -> str:
     metrics = result.get("metrics", {})
     plan = result.get("plan") or {}
-    lines = [f"model {result['model']}",
-             f"accuracy {metrics.get('accuracy', 0):.1%}, macro-F1 {metrics.get('macro_f1', 0):.3f} "
-             f"on {metrics.get('n', '?')} held-out samples",
+    quality = (_detection_headline(metrics) if "map50" in metrics else
+               f"accuracy {metrics.get('accuracy', 0):.1%}, macro-F1 {metrics.get('macro_f1', 0):.3f} "
+               f"on {metrics.get('n', '?')} held-out samples")
+    lines = [f"model {result['model']}", quality,
              f"took {format_seconds(plan.get('actual_s'))} (estimated {format_seconds(plan.get('eta_s'))})"]
     devices = per_device_text(plan)
     if devices:
@@ -137,8 +162,15 @@ def cluster_workers_text(address: str, workers: list) -> str:
 
 
 def predictions_text(predictions) -> str:
-    return "\n".join(f"{p['file']}: {p['label']} ({p['score']:.1%})"
-                     + (f"  {_short(p['text'], 60)}" if "text" in p else "") for p in predictions)
+    return "\n".join(_prediction_line(p) for p in predictions)
+
+
+def _prediction_line(p) -> str:
+    if "boxes" not in p:
+        return f"{p['file']}: {p['label']} ({p['score']:.1%})" + (f"  {_short(p['text'], 60)}" if "text" in p else "")
+    boxes = "; ".join(f"{b['label']} {b['score']:.0%} [{', '.join(f'{v:.0f}' for v in b['box'])}]"
+                      for b in p["boxes"])
+    return f"{p['file']}: {len(p['boxes'])} box(es){': ' + boxes if boxes else ''}"
 
 
 def export_text(result) -> str:

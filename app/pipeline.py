@@ -94,7 +94,8 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
 
 def headline(metrics: dict) -> dict:
     keys = ("accuracy", "macro_f1", "per_class", "confusion", "labels", "n", "split",
-            "micro_f1", "map", "per_label", "per_label_ap", "map50")
+            "micro_f1", "map", "per_label", "per_label_ap", "map50", "precision", "recall", "f1",
+            "misses", "false_boxes", "threshold")
     return {k: metrics[k] for k in keys if k in metrics}
 
 

@@ -77,3 +77,47 @@ def make_text_table(path, per_class: int = 20, *, seed: int = 0) -> Path:
                 rng.shuffle(words)
                 writer.writerow([f"{' '.join(words)} #{seed}-{i}", label])
     return path
+
+
+BOX_CLASSES = ("square", "disc")
+
+
+def make_boxes_image(rng: np.random.Generator, size=(200, 150)) -> tuple[Image.Image, list]:
+    """A noisy photo with a red square and/or a blue disc that do not overlap; returns it and its
+    boxes as ``(label, x0, y0, x1, y1)`` in pixels."""
+    width, height = size
+    image = Image.fromarray(rng.integers(90, 170, (height, width, 3), dtype=np.uint8))
+    draw = ImageDraw.Draw(image)
+    shapes = list(BOX_CLASSES) if rng.random() < 0.4 else [str(rng.choice(BOX_CLASSES))]
+    boxes: list = []
+    for shape in shapes:
+        for _ in range(20):
+            side = int(rng.integers(34, 60))
+            x0, y0 = int(rng.integers(0, width - side)), int(rng.integers(0, height - side))
+            if all(x0 + side < a or c < x0 or y0 + side < b or d < y0 for _, a, b, c, d in boxes):
+                break
+        if shape == "square":
+            draw.rectangle([x0, y0, x0 + side - 1, y0 + side - 1], fill=(220, 30, 30))
+        else:
+            draw.ellipse([x0, y0, x0 + side - 1, y0 + side - 1], fill=(30, 40, 220))
+        boxes.append((shape, float(x0), float(y0), float(x0 + side), float(y0 + side)))
+    return image, boxes
+
+
+def make_boxes_folder(folder, count: int = 24, *, seed: int = 0,
+                      sizes=((200, 150), (150, 200), (180, 180))) -> Path:
+    """Write ``count`` photos with boxed shapes as a Pascal VOC folder (``x.png`` + ``x.xml``)."""
+    from modeldesk.datasets.records import Box
+    from modeldesk.datasets.voc import voc_xml
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for index in range(count):
+        size = sizes[index % len(sizes)]
+        image, boxes = make_boxes_image(rng, size)
+        name = f"shapes_{seed}_{index:03d}.png"
+        image.save(folder / name)
+        xml = voc_xml(name, size[0], size[1], [Box(*b) for b in boxes])
+        (folder / name).with_suffix(".xml").write_text(xml, encoding="utf-8")
+    return folder

@@ -8,14 +8,18 @@ import numpy as np
 from PIL import Image
 
 from .inputs import ModelInput
-from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image
+from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image_sized
 
 
 _MODE_BYTES = {"1": 1, "L": 1, "P": 1, "LA": 2, "I;16": 2, "RGB": 3, "YCbCr": 3, "RGBA": 4, "CMYK": 4, "I": 4, "F": 4}
 
 
 class ImageInput(ModelInput):
-    """Image files or bytes -> float32 (3, S, S) tensors, batched as (N, 3, S, S)."""
+    """Image files or bytes -> float32 (3, S, S) tensors, batched as (N, 3, S, S).
+
+    When the card names a ``size_input`` (detectors, whose boxes come back in the original image's
+    pixels), an item is ``(tensor, [width, height])`` and that input gets the (N, 2) original sizes.
+    """
 
     kind = "image"
     json_fields = ("image", "images")
@@ -26,16 +30,20 @@ class ImageInput(ModelInput):
         super().__init__(card, **options)
         self.spec = ImageSpec.from_dict(card.get("preprocessing") or {})
         self.max_pixels = int(max_pixels)
+        self.size_input = card.get("size_input")
 
     example_file = "photo.jpg"
 
     def readme_text(self) -> str:
-        return (f"any image; it is resized to {self.spec.size}x{self.spec.size} by `preprocess.py`, the same "
-                "code the app used for training and prediction.")
+        how = ("scaled to fit a {0}x{0} square, aspect ratio kept," if self.spec.resize == "letterbox"
+               else "resized to {0}x{0}").format(self.spec.size)
+        return (f"any image; it is {how} by `preprocess.py`, the same code the app used for training and "
+                "prediction.")
 
-    def load(self, source) -> np.ndarray:
-        image = load_image(source, max_pixels=self.max_pixels, draft_size=self.spec.size)
-        return image_to_tensor(image, self.spec)
+    def load(self, source):
+        image, size = load_image_sized(source, max_pixels=self.max_pixels, draft_size=self.spec.size)
+        tensor = image_to_tensor(image, self.spec)
+        return (tensor, np.array(size, np.float32)) if self.size_input else tensor
 
     def example(self) -> np.ndarray:
         return np.zeros((3, self.spec.size, self.spec.size), np.float32)
@@ -59,9 +67,18 @@ class ImageInput(ModelInput):
         return width * height * (decoded + 3) + 12 * self.spec.size ** 2
 
     def collate(self, items: list) -> np.ndarray:
-        if not items:
+        if not len(items):
             return np.zeros((0, 3, self.spec.size, self.spec.size), np.float32)
-        return np.stack(items)
+        return np.stack([item[0] if isinstance(item, tuple) else item for item in items])
+
+    def feeds(self, items: list, input_name: str) -> dict:
+        feeds = {input_name: self.collate(items)}
+        if self.size_input:
+            # A bare tensor is taken as a picture of exactly the input size.
+            side = float(self.spec.size)
+            feeds[self.size_input] = np.array([item[1] if isinstance(item, tuple) else (side, side)
+                                               for item in items], np.float32).reshape(-1, 2)
+        return feeds
 
     def check_batch(self, batch: np.ndarray) -> None:
         """ValueError unless ``batch`` is (N, 3, S, S) for this model's input size."""

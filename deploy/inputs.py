@@ -27,6 +27,7 @@ INPUT_KINDS = {
 OUTPUT_KINDS = {
     "label": ".outputs:LabelOutput",
     "tags": ".outputs:TagsOutput",
+    "boxes": ".boxes_output:BoxesOutput",
 }
 
 
@@ -75,9 +76,11 @@ class ModelInput:
     def cost(self, source) -> int:
         """About how many bytes decoding ``source`` holds in memory (the service budgets them)."""
         return len(source) if isinstance(source, (bytes, bytearray, str)) else 0
+
     def feeds(self, items: list, input_name: str) -> dict:
         """The graph's inputs for a batch of loaded items (one input by default; a model with more,
-        e.g. a text model that also takes sentence embeddings, adds them here)."""
+        e.g. a text model that also takes sentence embeddings or a detector that takes the original
+        image sizes, adds them here)."""
         return {input_name: self.collate(items)}
 
     def from_json_value(self, value, where: str):

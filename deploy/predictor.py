@@ -83,13 +83,13 @@ class Predictor:
             check(batch)
         if len(batch) == 0:
             return np.zeros((0, len(self.labels)), np.float32)
-        return self.session.run(self.output.names[:1], {self.input_name: batch})[0]
+        return self.session.run(self.output.names[:1], self.input.feeds(list(batch), self.input_name))[0]
 
     def predict(self, sources, *, names=None) -> list[dict]:
         """Predict for each source (paths, bytes or texts), in order.
 
         Returns one dict per source: ``{"label", "score", "scores"}`` plus what the model's target
-        adds (``"tags"`` for tag models). Raises ``InputError`` (or the input kind's own ValueError
+        adds (``"tags"`` for tag models, ``"boxes"`` for detectors). Raises ``InputError`` (or the input kind's own ValueError
         subclass, e.g. ``ImageDecodeError``) naming the first source that cannot be used (by its entry
         in ``names`` when given, e.g. the uploaded file names of in-memory images).
         """

@@ -33,7 +33,9 @@ class ImageSpec:
     size: int = 224
     mean: float = 127.0
     std: float = 128.0
-    resize: str = "squash"  # the whole image is resized to size x size, nothing is cropped away
+    resize: str = "squash"  # "squash": the whole image to size x size; "letterbox": keep the aspect
+    # ratio, scale the longer side to ``size`` and pad the bottom/right with the mean (zero after
+    # normalisation); nothing is cropped away either way
     color: str = "RGB"
     layout: str = "NCHW"
 
@@ -53,6 +55,13 @@ def load_image(source, *, max_pixels: int = MAX_PIXELS, draft_size: int | None =
     to that size would throw away (a 3024x3024 photo decodes about 8x faster).
     Raises ImageDecodeError for anything that is not a complete image within ``max_pixels``.
     """
+    return load_image_sized(source, max_pixels=max_pixels, draft_size=draft_size)[0]
+
+
+def load_image_sized(source, *, max_pixels: int = MAX_PIXELS,
+                     draft_size: int | None = None) -> tuple[Image.Image, tuple[int, int]]:
+    """Like :func:`load_image`, also returning the image's full (width, height) after EXIF
+    orientation, which a JPEG draft may have made larger than the decoded image."""
     name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "image"
     if isinstance(source, (bytes, bytearray, memoryview)):
         source = io.BytesIO(bytes(source))
@@ -63,11 +72,13 @@ def load_image(source, *, max_pixels: int = MAX_PIXELS, draft_size: int | None =
                 raise ImageDecodeError(
                     f"{name}: {width}x{height} pixels is over the limit of {max_pixels:,} pixels"
                 )
+            if _swaps_axes(image):
+                width, height = height, width
             if draft_size and image.format == "JPEG":
                 image.draft("RGB", (draft_size * 2, draft_size * 2))
             image.load()
             image = ImageOps.exif_transpose(image)
-            return image.convert("RGB")
+            return image.convert("RGB"), (width, height)
     except ImageDecodeError:
         raise
     except Image.DecompressionBombError as exc:
@@ -78,9 +89,51 @@ def load_image(source, *, max_pixels: int = MAX_PIXELS, draft_size: int | None =
         raise ImageDecodeError(f"{name}: damaged image ({exc})") from None
 
 
+def _swaps_axes(image: Image.Image) -> bool:
+    """Whether the EXIF orientation turns the image by 90 degrees (width and height swap)."""
+    try:
+        return image.getexif().get(0x0112) in (5, 6, 7, 8)
+    except Exception:  # unreadable EXIF: exif_transpose will leave the image as it is too
+        return False
+
+
+def image_size(source) -> tuple[int, int]:
+    """(width, height) of an image after EXIF orientation, from its header (no full decode)."""
+    name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "image"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        source = io.BytesIO(bytes(source))
+    try:
+        with Image.open(source) as image:
+            width, height = image.size
+            return (height, width) if _swaps_axes(image) else (width, height)
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise ImageDecodeError(f"{name}: cannot read the image's size ({exc})") from None
+
+
+def letterbox_scale(width: int, height: int, size: int) -> float:
+    """The factor a letterboxed image is scaled by: its longer side becomes ``size``."""
+    return size / max(width, height, 1)
+
+
+def letterbox(image: Image.Image, size: int, fill: int = 127) -> Image.Image:
+    """``image`` scaled by :func:`letterbox_scale` at the top left of a ``size`` square of ``fill``."""
+    width, height = image.size
+    scale = letterbox_scale(width, height, size)
+    new = (min(size, max(1, round(width * scale))), min(size, max(1, round(height * scale))))
+    if new != image.size:
+        image = image.resize(new, Image.BILINEAR)
+    if new == (size, size):
+        return image
+    canvas = Image.new("RGB", (size, size), (fill, fill, fill))
+    canvas.paste(image, (0, 0))
+    return canvas
+
+
 def image_to_tensor(image: Image.Image, spec: ImageSpec) -> np.ndarray:
-    """Resize and normalise an RGB image to a float32 CHW array."""
-    if image.size != (spec.size, spec.size):
+    """Resize (squash or letterbox, as ``spec.resize`` says) and normalise an RGB image to float32 CHW."""
+    if spec.resize == "letterbox":
+        image = letterbox(image, spec.size, int(round(spec.mean)))
+    elif image.size != (spec.size, spec.size):
         image = image.resize((spec.size, spec.size), Image.BILINEAR)
     # Transpose the uint8 pixels, then normalise in place: the same values as the obvious float
     # expression at a fifth of the memory traffic (it matters beside a 4 ms backbone).

@@ -166,11 +166,12 @@ def load_checked(artifact, *, device: str = "auto", threads: int | None = None,
     if example is not None:
         try:
             outputs = predictor.session.run(predictor.output.names,
-                                            {predictor.input_name: predictor.input.collate([example])})
+                                            predictor.input.feeds([example], predictor.input_name))
         except Exception as exc:  # onnxruntime raises its own types for a graph that does not run
             raise ArtifactError(f"{predictor.artifact.path}: the model does not run on a test input "
                                 f"({str(exc).splitlines()[0][:200]})") from None
-        width = outputs[0].shape[-1] if outputs[0].ndim == 2 else None
+        scored = getattr(predictor.output, "one_score_per_label", True)  # not so for detections
+        width = outputs[0].shape[-1] if outputs[0].ndim == 2 and scored else None
         if width is not None and width != len(predictor.labels):
             raise ArtifactError(f"{predictor.artifact.path}: the model gives {width} scores but its card "
                                 f"names {len(predictor.labels)} labels")

@@ -296,11 +296,13 @@ def plan_feature_extraction(backbone: Backbone, n_items: int, cache: FeatureCach
 def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
                           views: Sequence[str] = ("identity",), features: FeatureSpec = EMBEDDING,
                           device: str = "auto", threads: int | None = None, batch_size: int = 32,
-                          graph_dir=None, progress=None, should_stop=None, cluster=None) -> dict:
+                          graph_dir=None, progress=None, should_stop=None, cluster=None,
+                          make_extractor=None) -> dict:
     """Like :func:`extract_features` for several views at once (each image is decoded once).
 
     ``cluster`` (an address, ``{"address", "credentials"}`` or a DaskBackend) adds the cluster's
     workers to this machine's devices: image bytes travel to them, vectors come back to ``cache``.
+    ``make_extractor`` replaces :class:`FeatureExtractor` (same arguments), e.g. to decode differently.
     Returns a dict view -> ExtractionResult; every result has the same keys and ``skipped``.
     """
     items = [(str(key), str(path)) for key, path in items]
@@ -327,7 +329,7 @@ def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
     plan_info = None
     if todo:
         started = time.perf_counter()
-        extractor = FeatureExtractor(backbone, cache, features=features, views=views, graph_dir=graph_dir,
+        extractor = (make_extractor or FeatureExtractor)(backbone, cache, features=features, views=views, graph_dir=graph_dir,
                                      batch_size=batch_size, should_stop=should_stop)
         with open_cluster(cluster, backbone.name) as backend:
             work = extractor.process_chunk if backend is None else ClusterExtraction(extractor)

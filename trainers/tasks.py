@@ -121,8 +121,8 @@ _BUILTIN = (
          templates="modeldesk.trainers.image_multilabel_templates:TEMPLATES"),
     Task("object-detection", "Find objects in images",
          "Draw boxes around things: the model finds and counts them in new images.", "image", "boxes",
-         missing="Training object detectors is not available yet; you can import and draw boxes now "
-                 "and train when it arrives.", min_classes=1),
+         trainer="modeldesk.trainers.object_detection:ObjectDetectionTrainer",
+         templates="modeldesk.trainers.object_detection_templates:TEMPLATES", min_classes=1),
     Task("text-classification", "Sort texts into classes",
          "Each text gets one label, e.g. 'spam' or 'not spam', a review's sentiment.", "text", "label",
          trainer="modeldesk.trainers.text_classification:TextClassificationTrainer",

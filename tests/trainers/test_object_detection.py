@@ -1,0 +1,127 @@
+"""Object detection: letterboxing, metrics, and a detector trained on drawn shapes finds them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from modeldesk.deploy import Predictor, load_artifact
+from modeldesk.deploy.preprocess import ImageSpec, image_size, preprocess_image
+from modeldesk.errors import UserError
+from modeldesk.trainers.detection_features import DetectionNeck
+from modeldesk.trainers.detection_metrics import average_precision, best_threshold, box_iou, detection_report
+from modeldesk.trainers.object_detection import PARITY_TOLERANCE, ObjectDetectionTrainer
+from modeldesk.trainers.object_detection_templates import TEMPLATES
+
+from .detection_data import make_detection_samples
+
+# A small, quick variant of the fast template: 160 px letterbox, a 10 x 10 grid.
+SMALL = dataclasses.replace(TEMPLATES[0], name="object-detection/test-small",
+                            neck=DetectionNeck(size=160, stride=16, levels=("stride16", "stride32")))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, shared_cache_dir):
+    folder = tmp_path_factory.mktemp("boxes")
+    samples = make_detection_samples(folder, n=30, seed=1)
+    result = ObjectDetectionTrainer().train(samples, SMALL, folder / "model", shared_cache_dir)
+    return samples, result
+
+
+def test_letterbox_keeps_the_aspect_ratio_and_pads_with_zero(tmp_path):
+    path = tmp_path / "wide.png"
+    Image.new("RGB", (200, 100), (250, 250, 250)).save(path)
+    tensor = preprocess_image(path, ImageSpec(size=64, resize="letterbox"))
+    assert tensor.shape == (3, 64, 64)
+    assert np.allclose(tensor[:, :32], (250 - 127) / 128) and np.all(tensor[:, 32:] == 0)
+
+
+def test_image_size_follows_exif_orientation(tmp_path):
+    path = tmp_path / "turned.jpg"
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90: a 300x200 file shows as 200x300
+    Image.new("RGB", (300, 200)).save(path, exif=exif)
+    assert image_size(path) == (200, 300)
+
+
+def test_average_precision_and_report_on_known_cases():
+    truth = [[("a", 0, 0, 10, 10)], [("a", 0, 0, 10, 10)]]
+    perfect = [[{"label": "a", "score": 0.9, "box": [0, 0, 10, 10]}],
+               [{"label": "a", "score": 0.8, "box": [0, 0, 10, 10]}]]
+    report = detection_report(truth, perfect, ["a"], 0.5)
+    assert report["map50"] == pytest.approx(1.0) and report["map"] == pytest.approx(1.0)
+    assert report["misses"] == 0 and report["false_boxes"] == 0
+    # IoU 0.64: right at 0.5..0.6, wrong from 0.65 up -> map50 1, COCO map 3/10
+    shifted = [[{"label": "a", "score": 0.9, "box": [0, 0, 8, 8]}]] * 2
+    report = detection_report(truth, shifted, ["a"], 0.5)
+    assert box_iou([[0, 0, 8, 8]], [[0, 0, 10, 10]])[0, 0] == pytest.approx(0.64)
+    assert report["map50"] == pytest.approx(1.0) and report["map"] == pytest.approx(0.3)
+    # a false box scored above the true one: precision 1/2 at recall 1 -> AP 0.5
+    assert average_precision(np.array([False, True]), np.array([0.9, 0.8]), 1) == pytest.approx(0.5)
+    wrong = [[{"label": "a", "score": 0.9, "box": [50, 50, 60, 60]}], []]
+    report = detection_report(truth, wrong, ["a"], 0.5)
+    assert report["map50"] == 0 and report["misses"] == 2 and report["false_boxes"] == 1
+
+
+def test_best_threshold_drops_the_low_scoring_false_boxes():
+    truth = [[("a", 0, 0, 10, 10)]]
+    predictions = [[{"label": "a", "score": 0.9, "box": [0, 0, 10, 10]},
+                    {"label": "a", "score": 0.3, "box": [40, 40, 50, 50]}]]
+    assert 0.3 < best_threshold(truth, predictions) <= 0.9
+
+
+def test_boxless_samples_are_refused(tmp_path):
+    samples = make_detection_samples(tmp_path, n=2)
+    with pytest.raises(UserError, match="box"):
+        ObjectDetectionTrainer().check([dataclasses.replace(s, target=None) for s in samples])
+
+
+def test_detector_finds_the_drawn_shapes(trained):
+    samples, result = trained
+    assert result.metrics["split"] == "test"
+    assert result.metrics["map50"] >= 0.8
+    assert set(result.metrics["per_class"]) == {"disc", "square"}
+    predictor = Predictor(result.artifact_dir)
+    test = [s for s in samples if s.split == "test"]
+    found = total = 0
+    for sample, prediction in zip(test, predictor.predict([s.path for s in test])):
+        for box in sample.target:
+            total += 1
+            same = [p["box"] for p in prediction["boxes"] if p["label"] == box.label]
+            if same and box_iou(same, [[box.x0, box.y0, box.x1, box.y1]]).max() >= 0.5:
+                found += 1
+    assert found >= 0.8 * total
+
+
+def test_exported_boxes_match_the_training_path(trained):
+    _, result = trained
+    # the graph's boxes against the numpy decoding of the same head on the same cached features
+    assert result.metrics["export_max_abs_diff_px"] <= PARITY_TOLERANCE
+
+
+def test_card_and_predictions_speak_original_pixels(trained, tmp_path):
+    samples, result = trained
+    card = load_artifact(result.artifact_dir).card
+    assert card["target"] == "boxes" and card["preprocessing"]["resize"] == "letterbox"
+    assert 0 < card["score_threshold"] < 1
+    # the same photo at twice the size: boxes scale with it
+    path = tmp_path / "big.png"
+    image = Image.open(samples[-1].path)
+    image.resize((image.width * 2, image.height * 2), Image.NEAREST).save(path)
+    small, big = Predictor(result.artifact_dir).predict([samples[-1].path, str(path)])
+    assert small["boxes"] and len(big["boxes"]) >= 1
+    assert np.allclose(np.array(big["boxes"][0]["box"]) / 2, small["boxes"][0]["box"], atol=3)
+    for box in big["boxes"]:
+        x0, y0, x1, y1 = box["box"]
+        assert 0 <= x0 < x1 <= image.width * 2 and 0 <= y0 < y1 <= image.height * 2
+
+
+def test_evaluate_reports_detection_metrics_and_mistakes(trained):
+    samples, result = trained
+    metrics = ObjectDetectionTrainer().evaluate(result.artifact_dir, [s for s in samples if s.split != "train"])
+    assert {"map50", "map", "per_class", "precision", "recall", "misses", "false_boxes", "mistakes"} <= set(metrics)
+    assert metrics["map50"] >= 0.8
+    assert all(set(m) >= {"key", "truth", "boxes", "misses", "false_boxes"} for m in metrics["images"])

@@ -1,0 +1,96 @@
+"""The exported detector as one ONNX graph, from the letterboxed image to the final boxes.
+
+Inputs ``image`` (N, 3, S, S) letterboxed and ``image_size`` (N, 2) the original (width, height).
+``image`` -> backbone -> neck (``cells``) -> 1x1 convolution (class logits and log box sides per
+cell) -> sigmoid scores and boxes in letterbox pixels -> divided by the letterbox scale and clipped
+to the original image -> ``NonMaxSuppression`` per class -> ``detections`` (K, 7): image index, x0,
+y0, x1, y1 in the original image's pixels, score, class index. ``sizes`` repeats ``image_size`` so a
+reader knows how many images there were (an image may have no boxes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from modeldesk.trainers.backbones import Backbone
+from modeldesk.trainers.detection_features import CELLS, DetectionNeck, neck_nodes
+from modeldesk.trainers.detection_head import cell_points
+
+SIZE_INPUT = "image_size"
+OUTPUT_NAME = "detections"
+SIZES_OUTPUT = "sizes"
+MIN_SCORE = 0.05
+IOU_THRESHOLD = 0.5
+MAX_PER_CLASS = 50
+
+
+def _const(inits: list, name: str, value, dtype=np.float32) -> str:
+    inits.append(numpy_helper.from_array(np.asarray(value, dtype), name))
+    return name
+
+
+def decode_nodes(neck: DetectionNeck, n_classes: int, weight: np.ndarray, bias: np.ndarray, *,
+                 min_score: float = MIN_SCORE, iou_threshold: float = IOU_THRESHOLD,
+                 max_per_class: int = MAX_PER_CLASS, prefix: str = "det/") -> tuple[list, list]:
+    """Nodes from ``cells`` and ``image_size`` to ``detections`` and ``sizes``."""
+    nodes, inits = [], []
+    p = prefix
+
+    def node(op, inputs, name, **attrs):
+        nodes.append(helper.make_node(op, inputs, [p + name], name=p + name, **attrs))
+        return p + name
+
+    cells_total = neck.grid * neck.grid
+    conv = node("Conv", [CELLS, _const(inits, p + "head/W", weight.reshape(*weight.shape, 1, 1)),
+                         _const(inits, p + "head/B", bias)], "head/conv", kernel_shape=[1, 1])
+    flat = node("Reshape", [conv, _const(inits, p + "flat_shape", [0, n_classes + 4, cells_total], np.int64)], "flat")
+    logits = node("Slice", [flat, _const(inits, p + "c0", [0], np.int64), _const(inits, p + "c1", [n_classes], np.int64),
+                            _const(inits, p + "axis1", [1], np.int64)], "logits")
+    scores = node("Sigmoid", [logits], "scores")
+    sides = node("Slice", [flat, p + "c1", _const(inits, p + "c2", [n_classes + 4], np.int64), p + "axis1"], "sides")
+    clipped = node("Clip", [sides, _const(inits, p + "lo", -10.0), _const(inits, p + "hi", 10.0)], "sides_clipped")
+    dist = node("Mul", [node("Exp", [clipped], "exp"), _const(inits, p + "stride", float(neck.stride))], "dist")
+    dist = node("Transpose", [dist], "dist_t", perm=[0, 2, 1])  # (N, P, 4)
+    points = cell_points(neck.grid, neck.stride).astype(np.float32)
+    signs = np.array([-1, -1, 1, 1], np.float32)
+    corners = np.concatenate([points, points], axis=1)[None]  # (1, P, 4)
+    lb_boxes = node("Add", [_const(inits, p + "corners", corners),
+                            node("Mul", [dist, _const(inits, p + "signs", signs)], "signed")], "lb_boxes")
+    longer = node("ReduceMax", [SIZE_INPUT], "longer", axes=[1], keepdims=1)  # (N, 1)
+    inverse = node("Div", [longer, _const(inits, p + "size", float(neck.size))], "inverse")
+    inverse = node("Unsqueeze", [inverse, _const(inits, p + "axis2", [2], np.int64)], "inverse3")
+    boxes = node("Mul", [lb_boxes, inverse], "boxes_raw")
+    upper = node("Unsqueeze", [node("Concat", [SIZE_INPUT, SIZE_INPUT], "upper2", axis=1), p + "axis1"], "upper")
+    boxes = node("Min", [node("Max", [boxes, _const(inits, p + "zero", 0.0)], "boxes_pos"), upper], "boxes")
+    selected = node("NonMaxSuppression", [
+        boxes, scores, _const(inits, p + "max_out", [max_per_class], np.int64),
+        _const(inits, p + "iou", [iou_threshold]), _const(inits, p + "min_score", [min_score])], "selected")
+    image_box = node("Gather", [selected, _const(inits, p + "cols02", [0, 2], np.int64)], "image_box", axis=1)
+    picked = node("GatherND", [boxes, image_box], "picked")
+    score = node("Unsqueeze", [node("GatherND", [scores, selected], "score1"), p + "axis1"], "score")
+    as_float = node("Cast", [selected], "selected_f", to=TensorProto.FLOAT)
+    image = node("Slice", [as_float, p + "c0", p + "axis1", p + "axis1"], "image")
+    label = node("Slice", [as_float, p + "axis1", _const(inits, p + "two", [2], np.int64), p + "axis1"], "label")
+    nodes.append(helper.make_node("Concat", [image, picked, score, label], [OUTPUT_NAME], name=p + "out", axis=1))
+    nodes.append(helper.make_node("Identity", [SIZE_INPUT], [SIZES_OUTPUT], name=p + "sizes"))
+    return nodes, inits
+
+
+def build_detector_graph(backbone: Backbone, neck: DetectionNeck, head, n_classes: int, graph_dir) -> onnx.ModelProto:
+    """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> decoding -> NMS -> ``detections``."""
+    model = backbone.load_onnx(graph_dir)
+    graph = model.graph
+    n_nodes, n_inits = neck_nodes(neck)
+    weight, bias = head.folded()
+    d_nodes, d_inits = decode_nodes(neck, n_classes, weight, bias)
+    graph.node.extend(n_nodes + d_nodes)
+    graph.initializer.extend(n_inits + d_inits)
+    graph.input.append(helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2]))
+    del graph.output[:]
+    graph.output.extend([helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["K", 7]),
+                         helper.make_tensor_value_info(SIZES_OUTPUT, TensorProto.FLOAT, ["N", 2])])
+    graph.name = "modeldesk_detector"
+    onnx.checker.check_model(model)
+    return model

@@ -1,0 +1,80 @@
+"""The object detection templates (the task registry points here)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from modeldesk.trainers.detection_features import DetectionNeck
+
+
+@dataclass(frozen=True)
+class DetectionTemplate:
+    """A detection preset.
+
+    Parameters
+    ----------
+    name, task, description, time_budget_s : as every template.
+    backbone : registry name of the frozen backbone.
+    neck : input size, grid stride and context of the per-cell features.
+    views : training views (``"hflip"`` adds mirrored copies of every training image).
+    head_params : fixed :class:`~modeldesk.trainers.detection_head.CellHead` parameters.
+    search_space : head parameter -> candidates, scored by mAP50 on the validation images while
+        the time budget lasts (the first candidate is the default).
+    encode : target parameters (``sigma``, ``positive``; see ``detection_head.encode``).
+    negative_share : share of the background cells kept for fitting (all object cells are kept).
+    hard_negatives : background cells the first fit scores highest, added for a second fit, per image.
+    """
+
+    name: str
+    task: str
+    description: str
+    backbone: str
+    neck: DetectionNeck
+    views: tuple = ("identity", "hflip")
+    head_params: dict = field(default_factory=dict)
+    search_space: dict = field(default_factory=dict)
+    encode: dict = field(default_factory=dict)
+    negative_share: float = 0.35
+    hard_negatives: int = 8
+    time_budget_s: float = 120.0
+
+    def candidates(self) -> list[dict]:
+        """Head parameter sets to try, the default first."""
+        out = [dict(self.head_params)]
+        for key, values in self.search_space.items():
+            out += [{**self.head_params, key: value} for value in values if value != self.head_params.get(key)]
+        return out
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "task": self.task, "description": self.description,
+                "backbone": self.backbone, "neck": asdict(self.neck), "input_size": self.neck.size,
+                "views": list(self.views), "head": "cell-heatmap", "head_params": dict(self.head_params),
+                "search_space": {k: list(v) for k, v in self.search_space.items()},
+                "time_budget_s": self.time_budget_s}
+
+
+TEMPLATES = (
+    DetectionTemplate(
+        name="object-detection/fast",
+        task="object-detection",
+        description="Finds and boxes objects that take up a fair part of the photo; trains in under a "
+                    "minute. Good for a first try.",
+        backbone="efficientnet-lite0",
+        neck=DetectionNeck(size=320, stride=16, levels=("stride16", "stride32"), context=3),
+        views=("identity", "hflip"),
+        head_params={"l2": 1e-2},
+        time_budget_s=60.0,
+    ),
+    DetectionTemplate(
+        name="object-detection/accurate",
+        task="object-detection",
+        description="Looks at the photo in more detail (small objects too) and tunes itself on your "
+                    "held-out photos; slower, usually finds more and boxes them better.",
+        backbone="efficientnet-lite0",
+        neck=DetectionNeck(size=320, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
+        views=("identity", "hflip"),
+        head_params={"l2": 1e-2},
+        search_space={"l2": [1e-2, 3e-3, 3e-2]},
+        time_budget_s=150.0,
+    ),
+)
