@@ -22,6 +22,12 @@ class BoxesOutput:
 
     kind = "boxes"
     one_score_per_label = False  # the first output is (K, 7) rows of boxes, not (N, labels)
+    #: what each prediction adds, for the service's OpenAPI document
+    schema = {"boxes": {"type": "array", "description": "found objects, best first", "items": {
+        "type": "object", "properties": {
+            "label": {"type": "string"}, "score": {"type": "number"},
+            "box": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4,
+                    "description": "x0, y0, x1, y1 in the original image's pixels"}}}}}
 
     def __init__(self, card: dict):
         self.card = card

@@ -10,7 +10,7 @@ import html
 import json
 from pathlib import Path
 
-from .inputs import input_for
+from .inputs import input_for, output_for
 
 STATIC = Path(__file__).with_name("static")
 
@@ -48,6 +48,7 @@ def openapi_document(card: dict, *, token_required: bool = False) -> dict:
     prediction = {"type": "object", "required": ["label", "score", "scores"], "properties": {
         "label": {"type": "string"}, "score": {"type": "number"},
         "scores": {"type": "object", "additionalProperties": {"type": "number"}}}}
+    prediction["properties"].update(getattr(output_for(card), "schema", {}))  # e.g. a detector's boxes
     locked = {"401": _error("missing or wrong access token")} if token_required else {}
     guarded = {"403": _error("a web page from another origin"), "421": _error("a Host that is not this machine")}
     labels = card.get("labels", [])

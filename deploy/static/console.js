@@ -4,6 +4,7 @@
   var token = sessionStorage.getItem("modeldesk-token") || "";  // sent as a header, never in a URL
   var labelsCount = 0;
   var inputKind = "image";
+  var labelsOrder = [];
   $("token").value = token;
 
   function headers() { return token ? { "Authorization": "Bearer " + token } : {}; }
@@ -51,15 +52,22 @@
     $("model-id").textContent = card.id;
     document.title = title + " · ModelDesk";
     labelsCount = (card.labels || []).length;
+    labelsOrder = card.labels || [];
+    if (card.target === "boxes") {
+      $("result-empty").querySelector("p").textContent = "Results appear here: every object the model finds, boxed on the photo, with its label and confidence.";
+    }
     var facts = [
       ["Task", (card.task || "").replace(/-/g, " ")],
       ["Labels", String(labelsCount)],
       ["Input", pre.kind === "text" ? "text (" + (pre.script === "cjk" ? "characters" : "words + characters") + ", up to " + (pre.max_chars || 20000) + " chars)" : pre.kind === "audio" ? (pre.sample_rate / 1000) + " kHz clip, " + pre.min_seconds + "–" + pre.max_seconds + " s"
-                                      : (pre.size || "?") + " × " + (pre.size || "?") + " px"],
+                                      : (pre.size || "?") + " × " + (pre.size || "?") + " px" + (pre.resize === "letterbox" ? " (aspect kept)" : "")],
       ["Template", card.template || "—"],
     ];
     if (typeof metrics.accuracy === "number") facts.push(["Accuracy", pct(metrics.accuracy)]);
     if (typeof metrics.macro_f1 === "number") facts.push(["Macro F1", metrics.macro_f1.toFixed(3)]);
+    if (typeof metrics.map50 === "number") facts.push(["mAP at IoU 0.5", metrics.map50.toFixed(3)]);
+    if (typeof metrics.map === "number") facts.push(["mAP 0.5:0.95", metrics.map.toFixed(3)]);
+    if (typeof card.score_threshold === "number") facts.push(["Box threshold", pct(card.score_threshold)]);
     facts.push(["Compression", comp ? comp.chosen : "none (fp32)"]);
     if (card.created) facts.push(["Created", String(card.created).replace("T", " ").slice(0, 16)]);
     $("facts").innerHTML = "";
@@ -88,13 +96,42 @@
     $("docs-link").href = "docs";
   }
 
+  var COLORS = ["#4f46e5", "#e11d48", "#059669", "#d97706", "#0891b2", "#7c3aed", "#65a30d", "#db2777"];
+
+  function drawBoxes(boxes) {
+    // The photo is redrawn on a canvas with the boxes on top (same size and fit as the preview).
+    var img = $("preview"), canvas = $("overlay");
+    var draw = function () {
+      canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+      var ctx = canvas.getContext("2d");
+      ctx.drawImage(img, 0, 0);
+      var line = Math.max(2, Math.round(Math.max(canvas.width, canvas.height) / 250));
+      ctx.font = "600 " + (line * 7) + "px system-ui, sans-serif";
+      boxes.forEach(function (b) {
+        var color = COLORS[(labelsOrder.indexOf(b.label) + COLORS.length) % COLORS.length];
+        var x = b.box[0], y = b.box[1], w = b.box[2] - b.box[0], h = b.box[3] - b.box[1];
+        ctx.lineWidth = line; ctx.strokeStyle = color; ctx.strokeRect(x, y, w, h);
+        var text = b.label + " " + pct(b.score);
+        var tw = ctx.measureText(text).width + line * 3, th = line * 9;
+        var ty = y >= th ? y - th : y;
+        ctx.fillStyle = color; ctx.fillRect(x - line / 2, ty, tw, th);
+        ctx.fillStyle = "#fff"; ctx.fillText(text, x + line, ty + th - line * 2.2);
+      });
+      img.hidden = true; canvas.hidden = false;
+    };
+    if (img.complete && img.naturalWidth) draw(); else img.addEventListener("load", draw, { once: true });
+  }
+
   function renderPrediction(prediction, latency, roundTrip) {
     $("result-empty").hidden = true;
     $("result").hidden = false;
-    $("top-label").textContent = prediction.label;
-    $("top-score").textContent = pct(prediction.score);
-    var entries = Object.keys(prediction.scores).map(function (k) { return [k, prediction.scores[k]]; });
+    var boxes = prediction.boxes;
+    $("top-label").textContent = boxes ? (boxes.length ? boxes.length + (boxes.length === 1 ? " object found" : " objects found") : "No objects found") : prediction.label;
+    $("top-score").textContent = boxes && !boxes.length ? "—" : pct(prediction.score);
+    var entries = boxes ? boxes.map(function (b) { return [b.label + "  [" + b.box.map(Math.round).join(", ") + "]", b.score]; })
+      : Object.keys(prediction.scores).map(function (k) { return [k, prediction.scores[k]]; });
     entries.sort(function (a, b) { return b[1] - a[1]; });
+    if (boxes) drawBoxes(boxes);
     var shown = entries.slice(0, 10);
     var bars = $("bars");
     bars.innerHTML = "";
@@ -108,7 +145,7 @@
       var value = document.createElement("span"); value.className = "bar-value"; value.textContent = pct(e[1]);
       li.appendChild(name); li.appendChild(track); li.appendChild(value); bars.appendChild(li);
     });
-    $("more").textContent = entries.length > shown.length ? (entries.length - shown.length) + " more labels below 1%" : "";
+    $("more").textContent = entries.length > shown.length ? (entries.length - shown.length) + (boxes ? " more boxes" : " more labels below 1%") : "";
     $("latency").hidden = false;
     $("latency").textContent = latency.toFixed(1) + " ms inference · " + roundTrip.toFixed(0) + " ms total";
   }
@@ -244,7 +281,7 @@
     img.onload = function () {
       $("file-meta").textContent = file.name + " · " + img.naturalWidth + " × " + img.naturalHeight + " px · " + (file.size / 1024).toFixed(0) + " KB";
     };
-    img.src = url; img.hidden = false; $("wave").hidden = true; $("drop-empty").hidden = true; $("replace").hidden = false;
+    img.src = url; img.hidden = false; $("wave").hidden = true; $("overlay").hidden = true; $("drop-empty").hidden = true; $("replace").hidden = false;
     sendFile(file);
   }
 

@@ -1,0 +1,142 @@
+"""Held-out mAP, training time and exported-model latency of the object detection templates.
+
+Reads /work/shared/benchdata/raccoon_voc (Pascal VOC; or the folder given), holds out a quarter of
+the photos by a hash of the file name (never trained on, not even for the threshold), trains each
+template with a cold feature cache, and prints one table with a reference measured in the same run:
+the fast template's head on the stride 32 map alone (no stride 16 detail). With ``--compress`` the
+accurate model is also compressed (int8, chosen by mAP50 on the validation photos) and its speed-up
+and mAP change are added.
+
+    python bench/train_detect.py [DATA_DIR] [--threads 2] [--compress]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+
+def load_voc(root: Path):
+    """``x.jpg`` + ``x.xml`` pairs as LabeledSample rows: 25% test / 10% val / 65% train by file name."""
+    from modeldesk.datasets.records import Box
+    from modeldesk.trainers.data import LabeledSample
+
+    samples = []
+    for xml in sorted(root.glob("*.xml")):
+        tree = ET.parse(xml).getroot()
+        image = root / tree.findtext("filename")
+        if not image.is_file():
+            image = xml.with_suffix(".jpg")
+        boxes = tuple(Box(o.findtext("name"), *(float(o.find("bndbox").findtext(k))
+                                                for k in ("xmin", "ymin", "xmax", "ymax")))
+                      for o in tree.iter("object"))
+        bucket = int(hashlib.sha1(image.name.encode()).hexdigest(), 16) % 20
+        split = "test" if bucket < 5 else "val" if bucket < 7 else "train"
+        samples.append(LabeledSample(hashlib.sha256(image.read_bytes()).hexdigest(), str(image), boxes, split))
+    return samples
+
+
+def latency_ms(artifact_dir, path: str, threads: int, runs: int = 20) -> float:
+    """Milliseconds per photo of the exported graph at batch 1 (the fastest of ``runs``), decoding excluded."""
+    from modeldesk.deploy import Predictor
+
+    predictor = Predictor(artifact_dir, threads=threads)
+    feeds = predictor.input.feeds([predictor.preprocess(path)], predictor.input_name)
+    for _ in range(3):
+        predictor.session.run(None, feeds)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        predictor.session.run(None, feeds)
+        times.append(time.perf_counter() - start)
+    return 1000 * min(times)
+
+
+def train_row(name, template, samples, threads, tmp: Path) -> dict:
+    from modeldesk.trainers.object_detection import ObjectDetectionTrainer
+
+    cache = tmp / f"cache-{name.replace('/', '-')}"
+    started = time.perf_counter()
+    result = ObjectDetectionTrainer().train(samples, template, tmp / f"model-{name.replace('/', '-')}", cache,
+                                            device="cpu")
+    seconds = time.perf_counter() - started
+    m = result.metrics
+    test = next(s for s in samples if s.split == "test")
+    return {"name": name, "map50": m["map50"], "map": m["map"], "precision": m["precision"], "recall": m["recall"],
+            "threshold": m["threshold"], "train_s": seconds, "eta_s": result.plan.get("eta_s"),
+            "latency_ms": latency_ms(result.artifact_dir, test.path, threads), "artifact": result.artifact_dir,
+            "parity_px": m.get("export_max_abs_diff_px")}
+
+
+def compress_row(row, samples, threads) -> dict:
+    from modeldesk.deploy import compress_artifact
+
+    calibration = [s.path for s in samples if s.split == "train"][:64]
+    validation = [(s.path, s.target) for s in samples if s.split == "val"]
+    out = Path(row["artifact"]).with_name("compressed")
+    result = compress_artifact(row["artifact"], out, calibration=calibration, validation=validation,
+                               threads=(threads,))
+    from modeldesk.trainers.detection_evaluation import evaluate_boxes
+
+    test = [s for s in samples if s.split == "test"]
+    metrics = evaluate_boxes(out, test)
+    return {"name": f"{row['name']} compressed ({result['chosen']})", "map50": metrics["map50"], "map": metrics["map"],
+            "precision": metrics["precision"], "recall": metrics["recall"], "threshold": metrics["threshold"],
+            "train_s": None, "eta_s": None, "latency_ms": latency_ms(out, test[0].path, threads),
+            "speedup": result["speedup"], "val_map50": (result["accuracy_fp32"], result["accuracy_compressed"])}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", nargs="?", default="/work/shared/benchdata/raccoon_voc")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--compress", action="store_true")
+    parser.add_argument("--only", help="train only this template")
+    args = parser.parse_args(argv)
+
+    from modeldesk.trainers.detection_features import DetectionNeck
+    from modeldesk.trainers.object_detection_templates import TEMPLATES
+
+    samples = load_voc(Path(args.data))
+    counts = {name: sum(s.split == name for s in samples) for name in ("train", "val", "test")}
+    print(f"{args.data}: {len(samples)} photos, {sum(len(s.target) for s in samples)} boxes, splits {counts}")
+    fast = TEMPLATES[0]
+    reference = dataclasses.replace(fast, name="reference: fast head on stride 32 alone",
+                                    neck=DetectionNeck(size=fast.neck.size, stride=32, levels=("stride32",)))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-detect-") as tmp:
+        for template in (reference, *TEMPLATES):
+            if args.only and template.name != args.only:
+                continue
+            rows.append(train_row(template.name, template, samples, args.threads, Path(tmp)))
+            print(f"  trained {template.name}: mAP50 {rows[-1]['map50']:.3f} in {rows[-1]['train_s']:.0f} s",
+                  file=sys.stderr)
+        if args.compress:
+            accurate = next((r for r in rows if r["name"] == TEMPLATES[-1].name), rows[-1])
+            rows.append(compress_row(accurate, samples, args.threads))
+        print(f"\n{'model':<48} {'mAP50':>6} {'mAP':>6} {'P':>5} {'R':>5} {'thr':>5} {'train s':>8} "
+              f"{'ETA s':>6} {'ms/photo':>9}")
+        for r in rows:
+            train = f"{r['train_s']:.0f}" if r["train_s"] is not None else "-"
+            eta = f"{r['eta_s']:.0f}" if r.get("eta_s") is not None else "-"
+            print(f"{r['name']:<48} {r['map50']:>6.3f} {r['map']:>6.3f} {r['precision']:>5.2f} {r['recall']:>5.2f} "
+                  f"{r['threshold']:>5.2f} {train:>8} {eta:>6} {r['latency_ms']:>9.1f}")
+        for r in rows:
+            if "speedup" in r:
+                print(f"\ncompression: {r['speedup']:.2f}x faster (measured by the compressor, {args.threads} threads); "
+                      f"validation mAP50 {r['val_map50'][0]:.3f} -> {r['val_map50'][1]:.3f}")
+    print(f"\nlatency: exported graph at batch 1 with {args.threads} threads, decoding excluded; the machine may "
+          "be shared, so times are upper bounds.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
