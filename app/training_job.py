@@ -37,7 +37,7 @@ def run_training(params: dict, ctx) -> dict:
         ws.store.add_model(project, model_id, str(result.artifact_dir), template.name, result.metrics)
         for skipped in result.skipped:
             log.warning("training skipped %s: %s", skipped["file"], skipped["reason"])
-        if project.target == "label":
+        if project.target in ("label", "boxes"):
             ctx.progress("Scoring your images for label suggestions", 0.99)
             pipeline.prelabel(ws, project, model_id, result.artifact_dir, ctx)
         return {

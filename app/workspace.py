@@ -292,6 +292,16 @@ class Workspace(UiCalls):
         unlabeled = set(self.store.sample_ids(self.project(project), unlabeled=True))
         return {sid: value for sid, value in predictions.items() if sid in unlabeled}
 
+    def box_proposals(self, project, model_id: str) -> dict:
+        """A detector's proposed boxes for the project's photos without boxes: sample id -> boxes."""
+        return pipeline.box_proposals(self, self.project(project), model_id)
+
+    def set_score_threshold(self, model, threshold: float) -> dict:
+        """Move a detector's score threshold; returns its test figures at the new threshold."""
+        with self._lock:  # a kept predictor would still use the old threshold
+            self._predictors.clear()
+        return pipeline.move_threshold(self, model, threshold)
+
     def uncertainty_order(self, project, model_id: str) -> list[int]:
         """Unlabeled sample ids, least confident prediction first ("label these next")."""
         suggestions = self.suggestions(project, model_id)

@@ -25,7 +25,12 @@ def detector(tmp_path_factory):
     run("project", "create", "shapes", "--task", "object-detection")
     imported = run("import", "shapes", make_boxes_folder(tmp_path_factory.mktemp("voc"), 30, seed=2))
     assert imported["added"] == 30 and imported["boxes"] >= 30
+    unlabeled = make_boxes_folder(tmp_path_factory.mktemp("unlabeled"), 3, seed=9)
+    for xml in unlabeled.glob("*.xml"):
+        xml.unlink()
+    assert run("import", "shapes", unlabeled)["added"] == 3
     result = run("train", "shapes", "--template", "object-detection/fast")
+    run.workspace = workspace
     return run, result, tmp_path_factory.mktemp("holdout")
 
 
@@ -72,3 +77,40 @@ def test_human_text_names_the_detection_figures(detector):
     line = formatting.predictions_text([{"file": "a.png", "label": "disc", "score": 0.9, "scores": {},
                                          "boxes": [{"label": "disc", "score": 0.9, "box": [1, 2, 30, 40]}]}])
     assert line == "a.png: 1 box(es): disc 90% [1, 2, 30, 40]"
+
+
+def test_detector_proposes_boxes_on_unlabeled_photos_least_confident_first(detector):
+    from modeldesk.app.workspace import Workspace
+
+    run, result, _ = detector
+    ws = Workspace(run.workspace)
+    try:
+        proposals = ws.box_proposals("shapes", result["model"])
+        assert len(proposals) == 3
+        assert sum(len(boxes) for boxes in proposals.values()) >= 3
+        for boxes in proposals.values():
+            assert all(set(b) == {"label", "score", "box"} for b in boxes)
+        order = ws.uncertainty_order("shapes", result["model"])
+        assert sorted(order) == sorted(proposals)
+        confidence = ws.suggestions("shapes", result["model"])
+        assert [confidence[sid][1] for sid in order] == sorted(confidence[sid][1] for sid in order)
+    finally:
+        ws.close()
+
+
+def test_moving_the_threshold_updates_the_card_and_the_figures(detector, tmp_path):
+    from modeldesk.app.workspace import Workspace
+    from modeldesk.deploy import load_artifact
+
+    run, result, _ = detector
+    ws = Workspace(run.workspace)
+    try:
+        exported = ws.export_model(result["model"], tmp_path / "copy")["path"]
+        strict = ws.set_score_threshold(exported, 0.97)
+        assert load_artifact(exported).card["score_threshold"] == 0.97 and strict["threshold"] == 0.97
+        loose = ws.set_score_threshold(exported, 0.1)
+        assert loose["recall"] >= strict["recall"] and loose["false_boxes"] >= strict["false_boxes"]
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            ws.set_score_threshold(exported, 1.5)
+    finally:
+        ws.close()
