@@ -23,7 +23,8 @@ from starlette.testclient import TestClient
 from modeldesk.deploy import Predictor, build_bundle, load_artifact, save_artifact
 from modeldesk.deploy.bundle import bundled_modules
 from modeldesk.deploy.preprocess import ImageSpec
-from modeldesk.deploy.service import create_app, openapi_document
+from modeldesk.deploy.openapi import openapi_document
+from modeldesk.deploy.service import create_app
 from modeldesk.trainers.detection_features import CELLS, DetectionNeck
 from modeldesk.trainers.detection_graph import SIZE_INPUT, decode_nodes
 
@@ -95,7 +96,7 @@ def test_the_output_threshold_can_be_moved(detector, tmp_path):
 
 
 def test_service_returns_boxes_and_documents_them(detector):
-    with TestClient(create_app(detector)) as client:
+    with TestClient(create_app(detector), base_url="http://127.0.0.1") as client:
         response = client.post("/v1/predict", files={"file": ("red.png", red_square_png(), "image/png")})
         assert response.status_code == 200, response.text
         boxes = response.json()["predictions"][0]["boxes"]
@@ -118,7 +119,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_requests_to_a_detector_get_a_4xx(detector, name):
-    with TestClient(create_app(detector)) as client:
+    with TestClient(create_app(detector), base_url="http://127.0.0.1") as client:
         response = client.post("/v1/predict", **HOSTILE[name])
     assert 400 <= response.status_code < 500, (response.status_code, response.text)
     assert response.json()["error"]
