@@ -180,8 +180,9 @@ def export_text(result) -> str:
             [(c["name"], _megabytes(c.get("size_bytes")), _latency(c), _percent(c.get("accuracy")),
               "kept" if c["name"] == result["chosen"] else _short(c.get("reason", "")))
              for c in result["candidates"]],
-            ["candidate", "size", "latency", "accuracy", ""]))
-        lines.append(f"chosen {result['chosen']}: accuracy {_percent(result['accuracy_fp32'])} -> "
+            ["candidate", "size", "latency", result.get("metric", "accuracy"), ""]))
+        lines.append(f"chosen {result['chosen']}: {result.get('metric', 'accuracy')} "
+                     f"{_percent(result['accuracy_fp32'])} -> "
                      f"{_percent(result['accuracy_compressed'])}, {result['speedup']:.1f}x faster")
     return "\n".join(lines)
 

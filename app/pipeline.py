@@ -279,13 +279,29 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     from modeldesk.trainers.compression import head_refitter
 
     artifact = load_artifact(ws.model_path(model))
-    calibration = validation = training = None
+    calibration = validation = training = metric = None
     if compress:
         calibration, validation, training = _compression_data(ws, artifact)
+        metric = compression_metric(artifact)
     return export_artifact(artifact, out, compress=compress, bundle=bundle,
                            calibration=calibration, validation=validation, progress=progress,
                            tmp_dir=ws.paths.tmp, training=training,
-                           refit_head=head_refitter(artifact.card) if compress else None)
+                           refit_head=head_refitter(artifact.card) if compress else None, metric=metric)
+
+
+def compression_metric(artifact):
+    """What compression keeps within 1 point: label accuracy (None: the default), a detector's mAP50."""
+    if artifact.target != "boxes":
+        return None
+    from modeldesk.trainers.detection_metrics import mean_ap
+
+    labels = artifact.labels
+
+    def map50(predictions, targets):
+        truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in boxes] for boxes in targets]
+        return mean_ap(truths, [p["boxes"] for p in predictions], labels)[0]
+
+    return map50
 
 
 def _compression_data(ws, artifact):
@@ -297,7 +313,7 @@ def _compression_data(ws, artifact):
         size = artifact.size_bytes() / 1e6
         raise UserError(f"a text model is already small ({size:.1f} MB) and answers in about a "
                         "millisecond; compression has nothing to gain for it: export it without --compress")
-    if artifact.input_kind not in ("image", "audio") or artifact.target != "label":
+    if artifact.input_kind not in ("image", "audio") or artifact.target not in ("label", "boxes"):
         raise UserError("making this kind of model smaller is not available yet; export it without "
                         "compression")
     try:
@@ -307,8 +323,8 @@ def _compression_data(ws, artifact):
                         "model trained in this workspace") from None
     project = ws.store.get_project(record["project"])
     samples = labeled_samples(ws.store, project)
-    training = [(s.path, s.label) for s in samples if s.split == "train"]
-    validation = [(s.path, s.label) for s in samples if s.split in ("val", "test")]
+    training = [(s.path, s.target) for s in samples if s.split == "train"]
+    validation = [(s.path, s.target) for s in samples if s.split in ("val", "test")]
     if not validation:
         raise UserError(f"project {project.name!r} has no validation images to check the "
                         "compressed model's accuracy on")

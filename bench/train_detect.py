@@ -77,13 +77,14 @@ def train_row(name, template, samples, threads, tmp: Path) -> dict:
 
 
 def compress_row(row, samples, threads) -> dict:
-    from modeldesk.deploy import compress_artifact
+    from modeldesk.app.pipeline import compression_metric
+    from modeldesk.deploy import compress_artifact, load_artifact
 
     calibration = [s.path for s in samples if s.split == "train"][:64]
     validation = [(s.path, s.target) for s in samples if s.split == "val"]
     out = Path(row["artifact"]).with_name("compressed")
     result = compress_artifact(row["artifact"], out, calibration=calibration, validation=validation,
-                               threads=(threads,))
+                               threads=(threads,), metric=compression_metric(load_artifact(row["artifact"])))
     from modeldesk.trainers.detection_evaluation import evaluate_boxes
 
     test = [s for s in samples if s.split == "test"]

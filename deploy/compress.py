@@ -23,7 +23,8 @@ import onnx
 
 from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
 from .graph import prune_unused
-from .preprocess import ImageSpec, preprocess_batch
+from .inputs import input_for, output_for
+from .preprocess import ImageSpec
 from .quantize import Quantizer
 from .resize import ResizeError, resize_input
 from .runtime import create_session
@@ -67,16 +68,17 @@ class Candidate:
         return ", ".join(parts)
 
 
-def default_candidates(base_size: int) -> list[Candidate]:
+def default_candidates(base_size: int, *, letterbox: bool = False) -> list[Candidate]:
     """fp32 and six int8 variants at the model's size, then the same at 192 and 160 pixels.
 
     The int8 variants: QDQ and QOperator graphs, per-tensor and per-channel weights, and per-channel
     with the first layers kept in float. The search skips a smaller size whose fp32 model already
     loses too much, and a recipe at a smaller size that already lost too much at full size.
+    A letterboxing model (a detector) keeps its size: its graph holds the cell grid of that size.
     """
     quant = [Candidate(quant=q, per_channel=pc) for q in ("qdq", "qop") for pc in (False, True)]
     quant += [Candidate(quant=q, per_channel=True, keep_first=True) for q in ("qdq", "qop")]
-    sizes = [s for s in (192, 160) if s < base_size]
+    sizes = [] if letterbox else [s for s in (192, 160) if s < base_size]
     out = [Candidate()] + quant
     for size in sizes:
         out.append(Candidate(size=size))
@@ -114,10 +116,26 @@ def _accuracy(probabilities: np.ndarray, labels: list[str], truth: list[str]) ->
     return float(np.mean([p == t for p, t in zip(predicted, truth)]))
 
 
-def _run_all(session, input_name: str, output_name: str, tensors: np.ndarray, batch: int = 32) -> np.ndarray:
-    chunks = [session.run([output_name], {input_name: tensors[i:i + batch]})[0]
-              for i in range(0, len(tensors), batch)]
+def _run_all(session, input_name: str, output_name: str, tensors, batch: int = 32) -> np.ndarray:
+    feeds = tensors if isinstance(tensors, dict) else {input_name: tensors}
+    total = len(next(iter(feeds.values())))
+    chunks = [session.run([output_name], {k: v[i:i + batch] for k, v in feeds.items()})[0]
+              for i in range(0, total, batch)]
     return np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
+
+
+def _format_all(session, output, feeds: dict, batch: int = 32) -> list[dict]:
+    """Every validation item's prediction as the predictor formats it."""
+    total = len(next(iter(feeds.values())))
+    out = []
+    for i in range(0, total, batch):
+        out += output.format(session.run(output.names, {k: v[i:i + batch] for k, v in feeds.items()}))
+    return out
+
+
+def _batch_of(feeds: dict, n: int) -> dict:
+    """``n`` items of every feed, repeating the validation items as needed."""
+    return {k: np.ascontiguousarray(np.resize(v, (n, *v.shape[1:]))) for k, v in feeds.items()}
 
 
 def time_interleaved(runs: dict, *, rounds: int = 9) -> dict:
@@ -141,27 +159,37 @@ def time_interleaved(runs: dict, *, rounds: int = 9) -> dict:
 
 
 class _TensorCache:
-    """Preprocessed calibration/validation tensors per input size, through ``deploy.preprocess``."""
+    """Calibration/validation/training feeds per input size: ``{input name: batch}`` made by the
+    card's input kind (``deploy.inputs``), i.e. through ``deploy.preprocess`` as the predictor does
+    (a detector's original image sizes come along)."""
 
-    def __init__(self, spec: ImageSpec, calibration: list, validation: list, training: list = ()):
+    def __init__(self, spec: ImageSpec, calibration: list, validation: list, training: list = (),
+                 card: dict | None = None, input_name: str = "image"):
         self.spec = spec
         self.calibration = list(calibration)
         self.validation = list(validation)
         self.training = list(training)
-        self._cache: dict[tuple[str, int], np.ndarray] = {}
+        self.card = card or {"labels": ["?"], "preprocessing": spec.to_dict()}
+        self.input_name = input_name
+        self._cache: dict[tuple[str, int], dict] = {}
 
-    def get(self, kind: str, size: int) -> np.ndarray:
+    def feeds(self, kind: str, size: int) -> dict:
         key = (kind, size)
         if key not in self._cache:
             sources = self.calibration if kind == "calibration" else [
                 p for p, _ in (self.validation if kind == "validation" else self.training)]
-            self._cache[key] = preprocess_batch(sources, replace(self.spec, size=size))
+            model_input = input_for({**self.card, "preprocessing": replace(self.spec, size=size).to_dict()})
+            self._cache[key] = model_input.feeds([model_input.load(s) for s in sources], self.input_name)
         return self._cache[key]
+
+    def get(self, kind: str, size: int) -> np.ndarray:
+        """The image batch alone."""
+        return self.feeds(kind, size)[self.input_name]
 
 
 def compress_artifact(artifact, out_dir, *, calibration: list, validation: list, threads=(1, 2),
                       max_loss: float = 0.01, candidates=None, progress=None, latency_runs: int = 9,
-                      tmp_dir=None, training=None, refit_head=None) -> dict:
+                      tmp_dir=None, training=None, refit_head=None, metric=None) -> dict:
     """Try compression candidates, keep the fastest within ``max_loss`` accuracy, save it to ``out_dir``.
 
     Parameters
@@ -172,8 +200,9 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         Where the chosen model is saved as a normal artifact.
     calibration : list of paths
         Training images used to calibrate int8 activation ranges (64-200 is plenty).
-    validation : list of (path, label)
-        Held-out labelled images that decide which candidates keep accuracy.
+    validation : list of (path, target)
+        Held-out labelled images that decide which candidates keep accuracy (the target is a
+        label for classifiers; anything ``metric`` understands otherwise, e.g. a detector's boxes).
     threads : tuple of int
         Thread counts at which latency is measured; the largest decides "fastest".
     max_loss : float
@@ -190,6 +219,11 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         ``refit_head(X, y) -> head``: a head of the model's own kind fitted on features ``X`` (N, D) and
         label indices ``y``, with ``to_onnx(input, output, prefix)``. With ``training``, adds the
         re-fitted candidates (single-view models whose card names ``features_output``).
+    metric : callable, optional
+        ``metric(predictions, targets) -> float``, higher is better, on the validation items'
+        predictions as the predictor formats them (every score kept: an output's ``threshold`` is
+        set to 0). Default: the share of predicted labels equal to the targets. A detector passes
+        mAP50 here; ``max_loss`` then applies to it.
 
     Returns
     -------
@@ -199,7 +233,8 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         ``accuracy``, ``kept``, ``reason``, and ``code``: ``kept``, ``reference``, ``less_accurate``,
         ``not_faster``, ``slower``, ``skipped`` or ``failed``), ``chosen``, ``accuracy_fp32``, ``accuracy_compressed``,
         ``speedup`` (at the largest thread count, which also decides "fastest"),
-        ``speedup_by_threads``, ``reason``.
+        ``speedup_by_threads``, ``reason``, ``metric`` (what "accuracy" measured: ``"accuracy"``, or
+        the metric's ``__name__``, e.g. ``"map50"``).
     """
     artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
     if artifact.input_kind != "image":  # inputs that run one item at a time (sound clips)
@@ -216,7 +251,8 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
     can_refit = bool(refit_head and training and artifact.card.get("features_output")
                      and len(artifact.card.get("views") or ["identity"]) == 1)
     if candidates is None:
-        wanted = default_candidates(spec.size) + (refit_candidates(spec.size) if can_refit else [])
+        wanted = (default_candidates(spec.size, letterbox=spec.resize == "letterbox")
+                  + (refit_candidates(spec.size) if can_refit else []))
     else:
         wanted = [c if isinstance(c, Candidate) else parse_candidate(c) for c in candidates]
     if not can_refit:
@@ -227,8 +263,8 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
     else:
         wanted.remove(Candidate())
         wanted.insert(0, Candidate())
-    runner = _Runner(prune_unused(base), artifact, _TensorCache(spec, calibration, validation, training or ()),
-                     threads, latency_runs, tmp_dir, refit_head)
+    data = _TensorCache(spec, calibration, validation, training or (), artifact.card, artifact.input_name)
+    runner = _Runner(prune_unused(base), artifact, data, threads, latency_runs, tmp_dir, refit_head, metric)
     results, models = [], {}
     try:
         for index, candidate in enumerate(wanted):
@@ -242,7 +278,9 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         runner.time_all(results, models)
     finally:
         runner.close()
-    return _choose(artifact, out_dir, results, models, max_loss, len(validation), len(calibration))
+    chosen = _choose(artifact, out_dir, results, models, max_loss, len(validation), len(calibration))
+    chosen["metric"] = getattr(metric, "__name__", "metric") if metric is not None else "accuracy"
+    return chosen
 
 
 def _hopeless(candidate: Candidate, base_size: int, results: list[dict], max_loss: float) -> str:
@@ -278,8 +316,10 @@ class _Runner:
     """Builds and measures candidates, reusing resized graphs and calibrations per input size."""
 
     def __init__(self, base: onnx.ModelProto, artifact: ModelArtifact, data: _TensorCache, threads, latency_runs,
-                 tmp_dir=None, refit_head=None):
+                 tmp_dir=None, refit_head=None, metric=None):
         self.base = base
+        self.metric = metric
+        self.card = artifact.card
         self.refit_head = refit_head
         self.features_output = artifact.card.get("features_output")
         self.tmp_dir = tmp_dir
@@ -314,7 +354,7 @@ class _Runner:
         if not candidate.quant:
             return graph.SerializeToString()
         if size not in self.quantizers:
-            self.quantizers[size] = Quantizer(graph, self.data.get("calibration", size), input_name=self.input_name,
+            self.quantizers[size] = Quantizer(graph, self.data.feeds("calibration", size), input_name=self.input_name,
                                               tmp_dir=self.tmp_dir)
         return self.quantizers[size].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
 
@@ -375,11 +415,18 @@ class _Runner:
             row["code"] = "failed"
             return row, None
         row["size_bytes"] = len(blob)
-        tensors = self.data.get("validation", size)
         session = create_session(blob, device="cpu", threads=self.threads[-1])
-        probabilities = _run_all(session, self.input_name, self.output_name, tensors)
-        row["accuracy"] = _accuracy(probabilities, self.labels, self.truth)
+        row["accuracy"] = self.score(session, self.data.feeds("validation", size), size)
         return row, blob
+
+    def score(self, session, feeds: dict, size: int) -> float:
+        """The validation metric of one candidate's session (accuracy unless a metric was given)."""
+        if self.metric is None:
+            return _accuracy(_run_all(session, self.input_name, self.output_name, feeds), self.labels, self.truth)
+        output = output_for({**self.card, "preprocessing": replace(self.spec, size=size).to_dict()})
+        if hasattr(output, "threshold"):
+            output.threshold = 0.0
+        return float(self.metric(_format_all(session, output, feeds), [t for _, t in self.data.validation]))
 
     def time_all(self, results: list[dict], models: dict) -> None:
         """Latency of every built candidate, all interleaved, at each thread count."""
@@ -387,11 +434,10 @@ class _Runner:
         samples = {}
         for _, size, _ in models.values():
             if size not in samples:
-                tensors = self.data.get("validation", size)
-                samples[size] = np.ascontiguousarray(np.resize(tensors, (LATENCY_BATCH, *tensors.shape[1:])))
+                samples[size] = _batch_of(self.data.feeds("validation", size), LATENCY_BATCH)
         for t in self.threads:
-            runs = {name: (create_session(blob, device="cpu", threads=t), self.output_name,
-                           {self.input_name: samples[size]}) for name, (blob, size, _) in models.items()}
+            runs = {name: (create_session(blob, device="cpu", threads=t), self.output_name, samples[size])
+                    for name, (blob, size, _) in models.items()}
             for name, ms in time_interleaved(runs, rounds=self.latency_runs).items():
                 rows[name]["latency_ms_by_threads"][str(t)] = round(ms, 4)
         for row in results:

@@ -16,7 +16,7 @@ def _size(path: Path) -> int:
 
 def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = False, calibration=None,
                     validation=None, zip_bundle: bool | None = None, candidates=None,
-                    progress=None, tmp_dir=None, training=None, refit_head=None) -> dict:
+                    progress=None, tmp_dir=None, training=None, refit_head=None, metric=None) -> dict:
     """Export ``artifact`` to ``out`` and describe the result.
 
     Parameters
@@ -36,6 +36,9 @@ def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = Fal
     training, refit_head
         Passed to :func:`compress_artifact`: training (path, label) pairs and a head re-fitter, for
         the candidates whose head is re-fitted on their own features.
+    metric
+        Passed to :func:`compress_artifact`: the validation metric when it is not label accuracy
+        (e.g. a detector's mAP50).
     tmp_dir : path-like, optional
         Folder for scratch files (the app passes the workspace's ``tmp/``); default: system temp.
 
@@ -61,7 +64,7 @@ def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = Fal
             target = Path(tmp) / "compressed" if bundle else out
             result.update(compress_artifact(artifact, target, calibration=calibration, validation=validation,
                                             candidates=candidates, progress=progress, tmp_dir=tmp,
-                                            training=training, refit_head=refit_head))
+                                            training=training, refit_head=refit_head, metric=metric))
             source = load_artifact(target)
         if bundle:
             path = build_bundle(source, out, zip=bool(zip_bundle))

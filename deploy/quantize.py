@@ -23,25 +23,35 @@ log = logging.getLogger(__name__)
 
 FORMATS = {"qdq": QuantFormat.QDQ, "qop": QuantFormat.QOperator}
 HEAD_OPS = {"Gemm", "MatMul", "Softmax"}
+# Nodes named under these prefixes stay in float too: a detector's 1x1 head convolution (folded
+# feature standardisation, like the classifier heads) and its box decoding.
+FLOAT_PREFIXES = ("det/",)
 # Share of the convolutions, counted from the input, that "keep first layers float" leaves in float.
 FIRST_FLOAT_SHARE = 0.12
 
 
 class TensorReader(CalibrationDataReader):
-    """Feeds already preprocessed (N, 3, S, S) tensors to the calibrator in small batches."""
+    """Feeds already preprocessed (N, 3, S, S) tensors to the calibrator in small batches.
 
-    def __init__(self, input_name: str, tensors: np.ndarray, batch_size: int = 8):
+    ``tensors`` may also be a dict of every input the graph takes (e.g. a detector's image sizes
+    beside its images), all with the same number of rows.
+    """
+
+    def __init__(self, input_name: str, tensors, batch_size: int = 8):
         self.input_name = input_name
-        self.tensors = np.asarray(tensors, np.float32)
+        feeds = tensors if isinstance(tensors, dict) else {input_name: tensors}
+        self.feeds = {name: np.asarray(value, np.float32) for name, value in feeds.items()}
+        self.tensors = self.feeds[input_name] if input_name in self.feeds else next(iter(self.feeds.values()))
         self.batch_size = int(batch_size)
         self._position = 0
 
     def get_next(self):
         if self._position >= len(self.tensors):
             return None
-        batch = self.tensors[self._position:self._position + self.batch_size]
-        self._position += self.batch_size
-        return {self.input_name: batch}
+        end = self._position + self.batch_size
+        batch = {name: value[self._position:end] for name, value in self.feeds.items()}
+        self._position = end
+        return batch
 
     def rewind(self):
         self._position = 0
@@ -54,8 +64,8 @@ class Quantizer:
     ----------
     model : onnx.ModelProto
         The fp32 graph at the input size the calibration tensors have.
-    calibration : ndarray
-        Preprocessed (N, 3, S, S) calibration tensors.
+    calibration : ndarray or dict
+        Preprocessed (N, 3, S, S) calibration tensors (or every input's, see :class:`TensorReader`).
     input_name : str
         The graph's image input.
     keep_head_float : bool
@@ -67,9 +77,9 @@ class Quantizer:
     Use as a context manager (or call :meth:`close`) to remove its temporary files.
     """
 
-    def __init__(self, model: onnx.ModelProto, calibration: np.ndarray, *, input_name: str,
+    def __init__(self, model: onnx.ModelProto, calibration, *, input_name: str,
                  keep_head_float: bool = True, tmp_dir=None):
-        if len(calibration) == 0:
+        if len(calibration if not isinstance(calibration, dict) else calibration[input_name]) == 0:
             raise ValueError("static quantization needs at least one calibration image")
         self.model = model
         self.calibration = calibration
@@ -100,7 +110,8 @@ class Quantizer:
                         while node.name in used:
                             node.name += "_"
                         used.add(node.name)
-                self._excluded = [n.name for n in model.graph.node if n.op_type in HEAD_OPS]
+                self._excluded = [n.name for n in model.graph.node
+                                  if n.op_type in HEAD_OPS or n.name.startswith(FLOAT_PREFIXES)]
                 prepared = self._tmp / "named.onnx"
                 onnx.save(model, prepared)
             self._prepared = prepared

@@ -125,3 +125,27 @@ def test_evaluate_reports_detection_metrics_and_mistakes(trained):
     assert {"map50", "map", "per_class", "precision", "recall", "misses", "false_boxes", "mistakes"} <= set(metrics)
     assert metrics["map50"] >= 0.8
     assert all(set(m) >= {"key", "truth", "boxes", "misses", "false_boxes"} for m in metrics["images"])
+
+
+def test_compressed_detector_keeps_its_boxes(trained, tmp_path):
+    """int8 (QDQ, per channel) chosen by mAP50 on validation; each fp32 box has an int8 box of its label
+    within IoU 0.7 (the stated tolerance: int8 features move boxes by a few pixels; 0.78 worst seen)."""
+    from modeldesk.app.pipeline import compression_metric
+    from modeldesk.deploy import compress_artifact
+
+    samples, result = trained
+    artifact = load_artifact(result.artifact_dir)
+    out = compress_artifact(artifact, tmp_path / "int8", calibration=[s.path for s in samples if s.split == "train"],
+                            validation=[(s.path, s.target) for s in samples if s.split == "val"],
+                            candidates=["int8-qdq-perchannel"], threads=(1,), max_loss=1.0,
+                            metric=compression_metric(artifact), latency_runs=2)
+    rows = {row["name"]: row for row in out["candidates"]}
+    assert rows["fp32"]["accuracy"] >= 0.8 and rows["int8-qdq-perchannel"]["accuracy"] is not None
+    assert out["chosen"] == "int8-qdq-perchannel" or "not faster" in rows["int8-qdq-perchannel"]["reason"]
+    test = [s.path for s in samples if s.split == "test"]
+    fp32 = Predictor(result.artifact_dir).predict(test)
+    int8 = Predictor(out["path"]).predict(test) if out["chosen"] != "fp32" else fp32
+    for a, b in zip(fp32, int8):
+        for box in a["boxes"]:
+            same = [p["box"] for p in b["boxes"] if p["label"] == box["label"]]
+            assert same and box_iou([box["box"]], same).max() >= 0.7
