@@ -116,7 +116,7 @@ class CellHead:
         n, dim = X.shape
         classes = heat.shape[1]
         self.mean_ = X.mean(axis=0, dtype=np.float64).astype(np.float32)
-        self.scale_ = (X.std(axis=0, dtype=np.float64) + 1e-3).astype(np.float32)
+        self.scale_ = np.sqrt(np.mean(np.square(X - self.mean_), axis=0)) + np.float32(1e-3)
         Xs = (X - self.mean_) / self.scale_
         w = np.ones((n, classes)) if sample_weight is None else np.repeat(np.asarray(sample_weight)[:, None], classes, 1)
         w = w * np.where(heat > 0.1, self.positive_weight, 1.0)

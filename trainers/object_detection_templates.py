@@ -34,7 +34,7 @@ class DetectionTemplate:
     head_params: dict = field(default_factory=dict)
     search_space: dict = field(default_factory=dict)
     encode: dict = field(default_factory=dict)
-    negative_share: float = 0.35
+    negative_share: float = 0.2
     hard_negatives: int = 8
     time_budget_s: float = 120.0
 
@@ -62,7 +62,7 @@ TEMPLATES = (
         backbone="efficientnet-lite0",
         neck=DetectionNeck(size=320, stride=16, levels=("stride16", "stride32"), context=3),
         views=("identity", "hflip"),
-        head_params={"l2": 1e-2},
+        head_params={"l2": 1e-2, "max_iter": 60},
         time_budget_s=60.0,
     ),
     DetectionTemplate(

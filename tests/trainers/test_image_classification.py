@@ -137,7 +137,6 @@ def test_templates_registry():
         assert template.name.startswith(template.task + "/")
         if template.task.startswith("image-"):
             assert isinstance(template, Template)
-        assert template.name.startswith(template.task + "/")
         info = template.to_dict()
         assert info["name"] == template.name and info["task"] == template.task
         json.dumps(info)

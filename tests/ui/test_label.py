@@ -173,3 +173,31 @@ def test_draw_move_and_delete_a_box_on_a_detection_project(qtbot, ws, make_image
     settled(qtbot, page)
     assert len(ws.store.get_sample(sid).boxes) == 1
     assert len(canvas.box_items()) == 1
+
+
+def test_a_detectors_proposed_boxes_are_shown_dashed_and_accepted_with_enter(qtbot, ws, make_images, tmp_path,
+                                                                             make_page):
+    import json
+
+    ws.create_project("proposed", "object-detection")
+    ws.import_data("proposed", make_images(tmp_path / "flat", {"": 2}, size=200), format="flat")
+    ws.store.add_label("proposed", "apple")
+    first, second = ws.store.sample_ids("proposed", unlabeled=True)[:2]
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    proposal = {"label": "apple", "score": 0.83, "box": [20.0, 30.0, 120.0, 150.0]}
+    (model_dir / "proposals.json").write_text(json.dumps({str(first): [proposal], str(second): []}))
+    ws.store.add_model(ws.project("proposed"), "m-test", str(model_dir), "object-detection/fast", {})
+    ws.store.save_predictions("m-test", [(first, "apple", 0.2), (second, "", 1.0)])
+    page = make_page("proposed")
+    page.order_box.setCurrentIndex(2)  # least confident first
+    qtbot.waitUntil(lambda: page.is_idle() and page.sample is not None and page.sample.id == first, timeout=10_000)
+    assert not page.banner.isHidden() and "proposes 1 box" in page.suggestion_label.text()
+    annotator = page.annotator
+    assert len(annotator.proposals.items) == 1 and page.canvas.box_items() == []
+    press(qtbot, page, Qt.Key_Return)
+    settled(qtbot, page)
+    (box,) = ws.store.get_sample(first).boxes
+    assert (box.label, box.x0, box.y0, box.x1, box.y1) == ("apple", 20.0, 30.0, 120.0, 150.0)
+    assert len(page.canvas.box_items()) == 1 and annotator.proposals.items == []
+    assert page.banner.isHidden()

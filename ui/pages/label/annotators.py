@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
+from ...canvas import Box
 from ...wording import plural
+from .proposals import ProposalLayer
 
 
 class Annotator(QObject):
@@ -80,9 +82,16 @@ class Annotator(QObject):
         """Whether choosing a class goes on to the next sample."""
         return True
 
-    def from_suggestion(self, label: str):
-        """The value for accepting the model's suggestion ``label``."""
+    def from_suggestion(self, label: str, proposal=None):
+        """The value for accepting the model's suggestion ``label`` (``proposal``: a detector's boxes)."""
         return label
+
+    def suggestion_text(self, label: str, score: float, proposal=None) -> str:
+        """The banner's sentence about the model's suggestion for the current sample."""
+        return f"The model thinks this is <b>{label}</b> ({score:.0%} sure)."
+
+    def show_proposal(self, proposal) -> None:
+        """Show (or with None, hide) a suggestion that lives on the view, e.g. proposed boxes."""
 
     def checked(self, sample) -> set[str]:
         """The classes to show as chosen for ``sample``."""
@@ -127,7 +136,7 @@ class TagsAnnotator(Annotator):
     def advances(self) -> bool:
         return False
 
-    def from_suggestion(self, label: str):
+    def from_suggestion(self, label: str, proposal=None):
         return [label]
 
 
@@ -140,12 +149,13 @@ class BoxesAnnotator(Annotator):
             "move it, its corners to resize it.")
     keys = "the key next to a class picks it · Delete removes the selected box"
     clear_text = "Delete all boxes"
-    takes_suggestions = False
+    takes_suggestions = True  # a detector's proposed boxes: Enter accepts them all
     noun = "box"
 
     def __init__(self, view, parent: QObject | None = None):
         super().__init__(view, parent)
         self.canvas = view.canvas  # boxes need a view that draws them (images)
+        self.proposals = ProposalLayer(self.canvas)
         self.canvas.boxes_edited.connect(self._edited)
         self._active = False
 
@@ -160,6 +170,7 @@ class BoxesAnnotator(Annotator):
             self.canvas.current_label = labels[0]
 
     def deactivate(self) -> None:
+        self.proposals.clear()
         self._active = False
         self.canvas.drawing = False
         self.canvas.current_label = ""
@@ -183,6 +194,20 @@ class BoxesAnnotator(Annotator):
 
     def cleared(self):
         return []
+
+    def from_suggestion(self, label: str, proposal=None):
+        self.proposals.clear()
+        return [Box(p["label"], *map(float, p["box"])) for p in proposal or []]
+
+    def suggestion_text(self, label: str, score: float, proposal=None) -> str:
+        count = len(proposal or [])
+        if not count:
+            return "The model found nothing here. Draw any boxes it missed."
+        return (f"The model proposes {plural(count, 'box', 'boxes')} (dashed). Press Enter to accept "
+                "them, then move, resize or delete any that are off.")
+
+    def show_proposal(self, proposal) -> None:
+        self.proposals.show(proposal) if proposal else self.proposals.clear()
 
     def choose(self, sample, label: str):
         self.canvas.current_label = label

@@ -58,6 +58,7 @@ class LabelPage(Page):
         self.sample = None
         self.model_id: str | None = None
         self.suggestions: dict[int, tuple[str, float]] = {}
+        self.proposals: dict[int, list] = {}
         self.undo_stack: list[tuple[int, object]] = []
         self.views: dict = {}
         self.view = None
@@ -203,12 +204,14 @@ class LabelPage(Page):
         model_id = models[-1]["id"] if models else None
         return {"info": ws.project_info(project), "stats": ws.stats(project), "labels": ws.labels(project),
                 "model_id": model_id, "suggestions": ws.suggestions(project, model_id) if model_id else {},
+                "proposals": ws.box_proposals(project, model_id) if model_id else {},
                 "order": ws.labeling_order(project, mode, model_id),
                 "first": ws.sample_ids(project, unlabeled=True)[:1]}
 
     def show_data(self, data: dict) -> None:
         self._configure(data["info"], data["labels"])
         self.model_id, self.suggestions = data["model_id"], data["suggestions"]
+        self.proposals = data.get("proposals") or {}
         self.order_box.model().item(2).setEnabled(self.model_id is not None)
         self.counts = {label: 0 for label in data["labels"]} | dict(data["stats"]["labels"])
         self.panel.set_labels(self.counts)
@@ -334,9 +337,12 @@ class LabelPage(Page):
         suggestion = self.suggestions.get(sample.id)
         if suggestion and not sample.labels and self.annotator.takes_suggestions:
             label, score = suggestion
-            self.suggestion_label.setText(f"The model thinks this is <b>{label}</b> ({score:.0%} sure).")
+            proposal = self.proposals.get(sample.id)
+            self.suggestion_label.setText(self.annotator.suggestion_text(label, score, proposal))
+            self.annotator.show_proposal(proposal)
             self.banner.show()
         else:
+            self.annotator.show_proposal(None)
             self.banner.hide()
 
     # -- labeling ---------------------------------------------------------------------------------------
@@ -371,7 +377,7 @@ class LabelPage(Page):
         if (sample is None or sample.id not in self.suggestions or sample.labels
                 or not self.annotator.takes_suggestions):
             return
-        self._apply(self.annotator.from_suggestion(self.suggestions[sample.id][0]))
+        self._apply(self.annotator.from_suggestion(self.suggestions[sample.id][0], self.proposals.get(sample.id)))
         if self.annotator.advances():
             self.next()
 
