@@ -62,7 +62,7 @@ TEMPLATES = (
         backbone="efficientnet-lite0",
         neck=DetectionNeck(size=320, stride=16, levels=("stride16", "stride32"), context=3),
         views=("identity", "hflip"),
-        head_params={"l2": 1e-2, "max_iter": 60},
+        head_params={"l2": 1e-2, "max_iter": 60, "ridge": 0.1},
         time_budget_s=60.0,
     ),
     DetectionTemplate(
@@ -73,8 +73,8 @@ TEMPLATES = (
         backbone="efficientnet-lite0",
         neck=DetectionNeck(size=320, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
         views=("identity", "hflip"),
-        head_params={"l2": 1e-2},
-        search_space={"l2": [1e-2, 3e-3, 3e-2]},
+        head_params={"l2": 1e-2, "max_iter": 80, "ridge": 0.1},
+        search_space={"ridge": [0.1, 0.3]},
         time_budget_s=150.0,
     ),
 )
