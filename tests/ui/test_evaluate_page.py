@@ -99,3 +99,16 @@ def test_report_button_opens_the_html_report(qtbot, open_page, trained, monkeypa
     qtbot.mouseClick(page.report_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: bool(opened), timeout=10000)
     assert opened[0].toLocalFile() == str(ws.report_html(second))
+
+
+def test_detection_reports_read_in_plain_words():
+    from modeldesk.ui.pages.detection_summary import detection_words, mistake_caption
+
+    hero, detail, advice = detection_words({"map50": 0.74, "map": 0.2, "recall": 0.7, "precision": 0.8,
+                                            "n": 26, "boxes": 30, "threshold": 0.5, "misses": 9,
+                                            "false_boxes": 5})
+    assert hero.startswith("Finds 70 of 100 objects") and "mAP50 0.74" in detail
+    assert "<b>9</b>" in advice and "<b>5</b>" in advice
+    caption, tip = mistake_caption({"key": "k", "misses": [[0, 0, 5, 5, "a"]], "false_boxes": []})
+    assert caption == "1 missed" and "not found" in tip
+    assert mistake_caption({"true": "cat", "predicted": "dog"})[0] == "cat → dog"

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QListView
                                QWidget)
 
 from modeldesk.ui.charts import BarChart, ConfusionMatrixView
+from modeldesk.ui.pages.detection_summary import detection_words, mistake_caption
 from modeldesk.ui.job_watcher import TaskGroup
 from modeldesk.ui.widgets import show_error
 from modeldesk.ui.widgets.clip_player import ClipPlayer, load_peaks
@@ -309,7 +310,12 @@ class EvaluatePage(QWidget):
                        "reliable one.")
         self.hero_detail.setText(detail)
         confused = most_confused(report)
-        if confused:
+        if "map50" in report:  # a detector: boxes found and missed instead of labels
+            hero, detail, advice = detection_words(report)
+            self.hero.setText(hero)
+            self.hero_detail.setText(detail)
+            self.advice.setText(advice)
+        elif confused:
             true, predicted, count = confused
             times = "once" if count == 1 else f"{count} times"
             self.advice.setText(f"It mixes up <b>{true}</b> and <b>{predicted}</b> most often ({times}). "
@@ -343,14 +349,11 @@ class EvaluatePage(QWidget):
         shown = mistakes[:MAX_MISTAKES]
         for mistake in shown:
             sample_id = mistake.get("sample_id")
-            score = mistake.get("score")
-            item = QListWidgetItem(f"{mistake.get('true')} → {mistake.get('predicted')}")
+            caption, tip = mistake_caption(mistake)
+            item = QListWidgetItem(caption)
             item.setData(Qt.UserRole, sample_id)
-            tip = f"Labeled '{mistake.get('true')}', the model said '{mistake.get('predicted')}'"
-            if isinstance(score, (int, float)):
-                tip += f" ({score:.0%} sure)"
-            item.setToolTip(tip + ("\nClick to play it, double-click to check its label." if self.sound
-                                   else "\nClick to check its label."))
+            item.setToolTip(tip.replace("\nClick to check its label.",
+                                        "\nClick to play it, double-click to check its label.") if self.sound else tip)
             item.setSizeHint(QSize(THUMB + 30, THUMB + 40))
             self.mistakes.addItem(item)
         self.mistakes_hint.setText("Click a clip to hear it, double-click to check its label: a wrong label "
