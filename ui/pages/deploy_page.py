@@ -130,13 +130,45 @@ class DropArea(QLabel):
             event.acceptProposedAction()
             self.dropped.emit(path)
 
-    def show_image(self, path: str) -> None:
-        """Show ``path`` scaled into the box."""
+    def show_image(self, path: str, boxes=None) -> None:
+        """Show ``path`` scaled into the box, with a detector's ``boxes`` drawn on it."""
         pixmap = QPixmap(path)
         if pixmap.isNull():
             self.setText(f"Cannot show {Path(path).name}")
             return
+        if boxes:
+            draw_boxes(pixmap, boxes)
         self.setPixmap(pixmap.scaled(self.size() - QSize(16, 16), Qt.KeepAspectRatio, Qt.SmoothTransformation))
+
+
+def draw_boxes(pixmap: QPixmap, boxes) -> None:
+    """Paint ``boxes`` (``{"label", "score", "box"}`` in the photo's pixels) onto ``pixmap``."""
+    from PySide6.QtGui import QFont, QPainter, QPen
+
+    from modeldesk.ui.canvas import label_color
+
+    painter = QPainter(pixmap)
+    width = max(2, round(max(pixmap.width(), pixmap.height()) / 250))
+    font = QFont()
+    font.setPixelSize(width * 7)
+    painter.setFont(font)
+    for box in boxes:
+        x0, y0, x1, y1 = box["box"]
+        color = label_color(box["label"])
+        painter.setPen(QPen(color, width))
+        painter.drawRect(round(x0), round(y0), round(x1 - x0), round(y1 - y0))
+        painter.drawText(round(x0) + width, max(round(y0) - width, width * 7), f"{box['label']} {box['score']:.0%}")
+    painter.end()
+
+
+def found_words(boxes) -> str:
+    """ "2 raccoon, 1 dog" or "Nothing found" for a detector's boxes."""
+    if not boxes:
+        return "Nothing found"
+    counts: dict = {}
+    for box in boxes:
+        counts[box["label"]] = counts.get(box["label"], 0) + 1
+    return ", ".join(f"{n} {label}" for label, n in counts.items())
 
 
 def cameras() -> list:
@@ -553,6 +585,11 @@ class DeployPage(QWidget):
                 self.clip_player.set_clip(path, *clip)
             prediction = results[0]
             self.last_prediction = prediction
+            if "boxes" in prediction:  # a detector: the boxes on the photo, one row per box
+                self.drop.show_image(path, prediction["boxes"])
+                self.answer.setText(found_words(prediction["boxes"]))
+                self.scores.set_rows((b["label"], (b["score"],)) for b in prediction["boxes"][:10])
+                return
             self.answer.setText(f"{prediction['label']}  <span style='font-size:15px; font-weight:400'>"
                                 f"({prediction['score']:.0%} sure)</span>")
             self.scores.set_rows((label, (score,)) for label, score in top_scores(prediction))

@@ -126,7 +126,7 @@ class EvaluatePage(QWidget):
         self.matrix = ConfusionMatrixView()
         self.matrix.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.matrix.cell_clicked.connect(self._filter_mistakes)
-        matrix_card = QFrame()
+        matrix_card = self.matrix_card = QFrame()
         matrix_card.setObjectName("Card")
         matrix_layout = QVBoxLayout(matrix_card)
         matrix_layout.addWidget(QLabel("<b>What it answered, for each right answer</b>"))
@@ -310,7 +310,9 @@ class EvaluatePage(QWidget):
                        "reliable one.")
         self.hero_detail.setText(detail)
         confused = most_confused(report)
-        if "map50" in report:  # a detector: boxes found and missed instead of labels
+        detector = "map50" in report
+        self.matrix_card.setVisible(not detector)  # no confusion matrix for boxes
+        if detector:  # boxes found and missed instead of labels
             hero, detail, advice = detection_words(report)
             self.hero.setText(hero)
             self.hero_detail.setText(detail)
@@ -342,7 +344,9 @@ class EvaluatePage(QWidget):
             self.mistakes_title.setText(f"<b>'{true}' {self.noun}s it took for '{predicted}'</b> ({len(mistakes)})")
         else:
             total = len((self.report or {}).get("mistakes") or [])
-            self.mistakes_title.setText(f"<b>{self.noun.capitalize()}s it got wrong</b> ({total})")
+            detector = "map50" in (self.report or {})
+            what = "Photos with missed objects or false boxes" if detector else f"{self.noun.capitalize()}s it got wrong"
+            self.mistakes_title.setText(f"<b>{what}</b> ({total})")
         self.show_all.setVisible(true is not None)
         self._mistakes_generation += 1
         self.mistakes.clear()
@@ -356,9 +360,11 @@ class EvaluatePage(QWidget):
                                         "\nClick to play it, double-click to check its label.") if self.sound else tip)
             item.setSizeHint(QSize(THUMB + 30, THUMB + 40))
             self.mistakes.addItem(item)
-        self.mistakes_hint.setText("Click a clip to hear it, double-click to check its label: a wrong label "
-                                   "teaches the model wrong." if self.sound else
-                                   f"Click a {self.noun} to check its label: a wrong label teaches the model wrong.")
+        self.mistakes_hint.setText(
+            "Click a clip to hear it, double-click to check its label: a wrong label teaches the model wrong."
+            if self.sound else "Click a photo to check its boxes: a missing box teaches the model wrong."
+            if "map50" in (self.report or {}) else
+            f"Click a {self.noun} to check its label: a wrong label teaches the model wrong.")
         self.mistakes_hint.setVisible(bool(mistakes))
         self.mistakes.setVisible(bool(mistakes))
         self.no_mistakes.setVisible(not mistakes)

@@ -457,6 +457,7 @@ class TrainPage(QWidget):
             if new_project:
                 out["task"] = ws.project(project).task
                 out["templates"] = ws.templates(out["task"])
+                out["min_classes"] = ws.project_info(project).get("min_classes") or 2
             return out
 
         def done(loaded):
@@ -464,6 +465,7 @@ class TrainPage(QWidget):
                 return
             if new_project:
                 self.task = loaded["task"]
+                self.min_classes = loaded["min_classes"]
                 self._build_cards(loaded["templates"])  # estimates follow
                 self._need_cards = False
             elif loaded["stats"] != self._last_stats:
@@ -482,9 +484,12 @@ class TrainPage(QWidget):
         self._needs_labels = False
         counts = {label: n for label, n in (stats.get("labels") or {}).items() if n}
         labeled = sum(counts.values())
-        if len(counts) >= 2:
+        need = getattr(self, "min_classes", 2)
+        if len(counts) >= need and counts:
             smallest = min(counts, key=counts.get)
             text = f"{labeled:,} labeled of {stats.get('samples', 0):,} in {len(counts)} classes"
+            if len(counts) == 1:  # a detector with one class: the sentence names it
+                text = f"{labeled:,} labeled of {stats.get('samples', 0):,}, all '{smallest}'"
             if counts[smallest] < 5:
                 text += (f". <span style='color:#c27c0e'>'{smallest}' has only {counts[smallest]}: "
                          "label a few more for a reliable model.</span>")
@@ -492,8 +497,8 @@ class TrainPage(QWidget):
             self.go_label.hide()
         else:
             self.data_summary.setText(
-                f"{labeled:,} labeled of {stats.get('samples', 0):,}. A model needs at least two "
-                "classes with labeled examples.")
+                f"{labeled:,} labeled of {stats.get('samples', 0):,}. A model needs at least "
+                f"{'one class' if need == 1 else 'two classes'} with labeled examples.")
             self._needs_labels = True
             self.go_label.show()
         self._update_start()
@@ -506,7 +511,8 @@ class TrainPage(QWidget):
         if self.job_id is not None and self._watcher is not None and self._watcher.active:
             return False, ""
         if self._needs_labels:
-            return False, "Label examples of at least two classes first."
+            return False, ("Label some examples first." if getattr(self, "min_classes", 2) == 1
+                           else "Label examples of at least two classes first.")
         return True, ""
 
     def _update_start(self) -> None:
