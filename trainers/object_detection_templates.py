@@ -73,8 +73,10 @@ TEMPLATES = (
         backbone="efficientnet-lite0",
         neck=DetectionNeck(size=320, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
         views=("identity", "hflip"),
-        head_params={"l2": 1e-2, "max_iter": 80, "ridge": 0.1},
-        search_space={"ridge": [0.1, 0.3]},
+        # 4-fold CV on raccoon_voc: + stride 8 detail and ridge 0.3 -> mAP50 0.765, mAP 0.307
+        # (the fast template's setting: 0.752, 0.290)
+        head_params={"l2": 1e-2, "max_iter": 80, "ridge": 0.3},
+        search_space={"ridge": [0.3, 0.1]},
         time_budget_s=150.0,
     ),
 )
