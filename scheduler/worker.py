@@ -96,9 +96,11 @@ def execute(db_path, job_id: int, allowed_target: str) -> str:
             return "cancelled"
         text = traceback.format_exc()
         logger.error("job failed:\n%s", text)
-        # A mistake the user can fix (marked ``user_error``, as modeldesk.errors.UserError is) is
+        # A mistake the user can fix (by modeldesk.errors' one rule: UserError, ValueError...) is
         # recorded as its own sentence; anything else keeps its class name for the log reader.
-        error = str(exc) if getattr(exc, "user_error", False) else f"{type(exc).__name__}: {exc}"
+        from modeldesk.errors import user_message
+
+        error = user_message(exc) or f"{type(exc).__name__}: {exc}"
         store.set_state(job_id, "failed", where_state="running", error=error, resumable=1, message=error)
         return "failed"
     finally:

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 PAGES = {
     "data": ("modeldesk.ui.pages.data_page", "DataPage"),
     "label": ("modeldesk.ui.pages.label", "LabelPage"),
-    "train": ("modeldesk.ui.pages.train_page", "TrainPage"),
+    "train": ("modeldesk.ui.pages.train", "TrainPage"),
     "evaluate": ("modeldesk.ui.pages.evaluate_page", "EvaluatePage"),
     "deploy": ("modeldesk.ui.pages.deploy_page", "DeployPage"),
 }

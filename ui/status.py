@@ -6,10 +6,7 @@ training rules themselves: the sidebar never keeps its own copy of "needs two cl
 
 from __future__ import annotations
 
-from .wording import plural, small_classes
-
-#: What a sample is called, by input kind.
-NOUNS = {"image": ("image", "images"), "text": ("text", "texts"), "audio": ("clip", "clips")}
+from .wording import nouns, plural, small_classes
 
 
 def project_status(ws, project: str) -> dict[str, tuple[str, str]]:
@@ -17,10 +14,10 @@ def project_status(ws, project: str) -> dict[str, tuple[str, str]]:
     info = ws.project_info(project)
     stats = ws.stats(project)
     models = ws.list_models(project)
-    noun, nouns = NOUNS.get(info.get("input_kind"), NOUNS["image"])
+    one, many = nouns(info.get("input_kind"))
     samples, labeled = stats["samples"], stats["labeled"]
     status: dict[str, tuple[str, str]] = {}
-    status["data"] = ("done", plural(samples, noun, nouns)) if samples else ("active", f"Add {nouns}")
+    status["data"] = ("done", plural(samples, one, many)) if samples else ("active", f"Add {many}")
     if not samples:
         status["label"] = ("todo", "Nothing to label yet")
     elif labeled < samples:

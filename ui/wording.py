@@ -20,6 +20,15 @@ VERDICTS = {"kept": "✓ Kept", "reference": "Original", "less_accurate": "Less 
             "not_faster": "Not faster", "slower": "Slower", "skipped": "Skipped", "failed": "Failed"}
 
 
+#: What a sample is called, by input kind: (one, many).
+NOUNS = {"image": ("photo", "photos"), "text": ("text", "texts"), "audio": ("clip", "clips")}
+
+
+def nouns(input_kind: str | None) -> tuple[str, str]:
+    """``("photo", "photos")`` for images, ``("clip", "clips")`` for sounds..."""
+    return NOUNS.get(input_kind or "image", NOUNS["image"])
+
+
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
     """``plural(1, "box", "boxes")`` -> ``1 box``; ``plural(3, "class", "classes")`` -> ``3 classes``."""
     return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"

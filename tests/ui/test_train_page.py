@@ -8,7 +8,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from modeldesk.app.workspace import Workspace
-from modeldesk.ui.pages.train_page import TrainPage, describe_duration, describe_hardware, template_title
+from modeldesk.ui.pages.train import TrainPage
+from modeldesk.ui.wording import describe_duration, describe_hardware, template_title
 
 FAST = "image-classification/fast"
 @pytest.fixture
@@ -65,7 +66,7 @@ def test_one_class_cannot_train_and_points_to_labeling(qtbot, ws, open_page, tmp
     page.set_project("one")
     qtbot.waitUntil(lambda: page.loaded, timeout=20000)
     assert not page.start_button.isEnabled()
-    assert "two classes" in page.start_hint.text()
+    assert "at least 2 classes" in page.start_hint.text()
     with qtbot.waitSignal(page.navigate) as blocker:
         qtbot.mouseClick(page.go_label, Qt.LeftButton)
     assert blocker.args == ["label"]
@@ -88,7 +89,7 @@ def test_training_runs_in_the_queue_and_reports_its_model(qtbot, ws, open_page):
     assert any(e.get("fraction") for e in progress)
     assert page.chart.series, "the final accuracy reaches the chart"
     assert page.chart_card.isVisible()
-    assert "Extracting features" in page._stage_names
+    assert "Extracting features" in page.run_view.stage_names
     qtbot.waitUntil(lambda: page.jobs_table.rowCount() == 1
                     and page.jobs_table.item(0, 2).text().startswith("Finished"), timeout=10000)
     assert page.start_button.isEnabled()
