@@ -81,3 +81,20 @@ def test_ui_reaches_neither_the_store_nor_the_job_queue():
                 for path in sorted((ROOT / "ui").rglob("*.py")) for line, attr in _attribute_chains(path)]
     assert not problems, "\n".join(problems)
 
+
+
+def test_no_ui_module_is_too_long():
+    """Small modules with one purpose: no module over about 400 lines in ui/."""
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "ui").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 420}
+    assert not long, long
+
+
+def test_pages_never_test_a_task_name():
+    """Pages dispatch on the task's target and input kind (annotators, views), never on its name."""
+    names = ("image-classification", "image-multilabel", "object-detection", "text-classification",
+             "sound-classification")
+    files = sorted((ROOT / "ui" / "pages").rglob("*.py")) + [ROOT / "ui" / "status.py", ROOT / "ui" / "main_window.py"]
+    found = [f"{path.relative_to(ROOT)}: {name}" for path in files
+             for name in names if f'"{name}"' in path.read_text(encoding="utf-8")]
+    assert not found, "\n".join(found)

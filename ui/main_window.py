@@ -6,9 +6,12 @@ import importlib
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QThreadPool, Signal
-from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QWidget, QHBoxLayout
+from PySide6.QtCore import QThreadPool, Signal
+from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QStackedWidget, QWidget
 
+from modeldesk.errors import describe
+
+from .page import Page
 from .settings import settings
 from .status import project_status
 from .welcome import WelcomePage
@@ -26,19 +29,18 @@ PAGES = {
     "label": ("modeldesk.ui.pages.label", "LabelPage"),
     "train": ("modeldesk.ui.pages.train", "TrainPage"),
     "evaluate": ("modeldesk.ui.pages.evaluate_page", "EvaluatePage"),
-    "deploy": ("modeldesk.ui.pages.deploy_page", "DeployPage"),
+    "deploy": ("modeldesk.ui.pages.deploy", "DeployPage"),
 }
 
 
-class _Unavailable(QLabel):
+class _Unavailable(Page):
     """Stands in for a page whose module is not installed in this build."""
 
-    def __init__(self, title: str, parent=None):
-        super().__init__(f"The {title} step is not available in this build.", parent)
-        self.setAlignment(Qt.AlignCenter)
-        self.setObjectName("Muted")
+    def __init__(self, workspace, title: str, parent=None):
+        super().__init__(workspace, parent)
+        self.show_empty(True, f"The {title} step is not available in this build.")
 
-    def set_project(self, name):
+    def refresh(self) -> None:
         pass
 
 
@@ -58,7 +60,10 @@ class MainWindow(QMainWindow):
         self.ws = workspace
         self.project: str | None = None
         self.current_page: str | None = None
-        self.pages: dict[str, QWidget] = {}
+        self.pages: dict[str, Page] = {}
+        self.model_id: str | None = None  # the project's model shown and used everywhere
+        self._picked_during_run = False
+        self._tasks: list[dict] | None = None
         self._status_task = None
         self._status_dirty = False
         self._dialog: NewProjectDialog | None = None
@@ -118,14 +123,15 @@ class MainWindow(QMainWindow):
         self._shut = True
         self.welcome.shutdown()
         for page in self.pages.values():
-            if hasattr(page, "shutdown"):
-                page.shutdown()
+            page.shutdown()
         self.pool.waitForDone()
 
     # -- projects ----------------------------------------------------------------------------
 
     def set_project(self, name: str | None, page: str | None = None) -> None:
         """Make ``name`` the current project (None shows the first-run screen)."""
+        if (name or None) != self.project:
+            self.model_id, self._picked_during_run = None, False
         self.project = name or None
         self.sidebar.set_steps_enabled(self.project is not None)
         for widget in self.pages.values():
@@ -153,9 +159,11 @@ class MainWindow(QMainWindow):
     def new_project(self, paths=None) -> NewProjectDialog:
         """Open the "New project" dialog (non-blocking); on accept, create it and import the data."""
         names = [p["name"] for p in self.ws.list_projects()]
+        if self._tasks is None:
+            self._tasks = self.ws.tasks()
         if self._dialog is not None:
             self._dialog.deleteLater()
-        self._dialog = NewProjectDialog(names, paths=paths, parent=self)
+        self._dialog = NewProjectDialog(self._tasks, names, paths=paths, parent=self)
         self._dialog.accepted.connect(self._create_from_dialog)
         self._dialog.open()
         return self._dialog
@@ -165,7 +173,7 @@ class MainWindow(QMainWindow):
         try:
             self.ws.create_project(dialog.name, dialog.task)
         except (ValueError, KeyError) as exc:
-            show_error(self, "Could not create the project", str(exc), log_file=self.ws.paths.log)
+            show_error(self, "Could not create the project", describe(exc), log_file=self.ws.paths.log)
             return
         self._project_created(dialog.name)
         paths = dialog.import_paths()
@@ -174,7 +182,7 @@ class MainWindow(QMainWindow):
 
     # -- pages ---------------------------------------------------------------------------------
 
-    def page(self, key: str) -> QWidget:
+    def page(self, key: str) -> Page:
         """The page for ``key``, created on first use."""
         if key not in self.pages:
             module_name, class_name = PAGES[key]
@@ -184,15 +192,19 @@ class MainWindow(QMainWindow):
                 if exc.name != module_name:
                     raise
                 log.warning("page %s is not available: %s", key, exc)
-                widget = _Unavailable(dict(STEPS)[key])
+                widget = _Unavailable(self.ws, dict(STEPS)[key], parent=self.stack)
             else:
                 widget = cls(self.ws, parent=self.stack)
-                widget.status_changed.connect(self.refresh_status)
-                if hasattr(widget, "navigate"):
-                    widget.navigate.connect(self.show_page)
-                if hasattr(widget, "relabel_requested"):
-                    widget.relabel_requested.connect(self.relabel)
+            widget.status_changed.connect(self.refresh_status)
+            widget.navigate.connect(self.show_page)
+            widget.relabel_requested.connect(self.relabel)
+            widget.model_selected.connect(lambda model_id, source=widget: self._model_picked(source, model_id))
+            if hasattr(widget, "model_trained"):
+                widget.model_trained.connect(self._model_trained)
+                widget.run_started.connect(self._run_started)
             widget.set_project(self.project)
+            if self.model_id:
+                widget.select_model(self.model_id)
             self.pages[key] = widget
             self.stack.addWidget(widget)
         return self.pages[key]
@@ -207,13 +219,35 @@ class MainWindow(QMainWindow):
         self.current_page = key
         self.stack.setCurrentWidget(widget)
         self.sidebar.set_current_page(key)
-        if hasattr(widget, "refresh"):
-            widget.refresh()
+        widget.refresh()
 
     def relabel(self, sample_id: int) -> None:
-        """Open the Label step on ``sample_id`` (asked by the Evaluate page)."""
+        """Open the Label step on ``sample_id`` (asked by the Evaluate page): the refresh that showing
+        the page starts lands on that sample too."""
         self.show_page("label")
         self.page("label").show_sample(int(sample_id))
+
+    # -- the model shown everywhere ------------------------------------------------------------
+
+    def _model_picked(self, source: Page, model_id: str) -> None:
+        """The user picked ``model_id`` on one page: the others show and use it too."""
+        self.model_id, self._picked_during_run = model_id, True
+        for page in self.pages.values():
+            if page is not source:
+                page.select_model(model_id)
+        self.refresh_status()
+
+    def _run_started(self) -> None:
+        self._picked_during_run = False
+
+    def _model_trained(self, model_id: str) -> None:
+        """A run finished: its model is shown and used everywhere, unless the user picked one meanwhile."""
+        if self._picked_during_run:
+            return
+        self.model_id = model_id
+        for page in self.pages.values():
+            page.select_model(model_id)
+        self.refresh_status()
 
     # -- sidebar state ---------------------------------------------------------------------------
 
@@ -224,8 +258,8 @@ class MainWindow(QMainWindow):
         if self._status_task is not None:
             self._status_dirty = True
             return
-        project = self.project
-        self._status_task = run_task(lambda _state: (project, project_status(self.ws, project)),
+        project, model_id = self.project, self.model_id
+        self._status_task = run_task(lambda _state: (project, project_status(self.ws, project, model_id)),
                                      pool=self.pool, parent=self)
         self._status_task.finished.connect(self._status_ready)
         self._status_task.failed.connect(lambda msg, _details: log.warning("status failed: %s", msg))

@@ -250,6 +250,9 @@ class Page(QWidget):
     def show_data(self, data) -> None:
         """UI thread: show what :meth:`load` returned."""
 
+    def select_model(self, model_id: str) -> None:
+        """Hook: show and use ``model_id`` (a run finished, or the user picked it on another page)."""
+
     def shutdown(self) -> None:
         """The window is closing: stop background work and wait for it (the store outlives it)."""
         self._shut = True

@@ -9,8 +9,12 @@ from __future__ import annotations
 from .wording import nouns, plural, small_classes
 
 
-def project_status(ws, project: str) -> dict[str, tuple[str, str]]:
-    """Map each step key to ``(state, detail)``; state is ``done``, ``active``, ``warn`` or ``todo``."""
+def project_status(ws, project: str, model_id: str | None = None) -> dict[str, tuple[str, str]]:
+    """Map each step key to ``(state, detail)``; state is ``done``, ``active``, ``warn`` or ``todo``.
+
+    ``model_id`` is the model shown everywhere (its score is the Evaluate step's detail); the newest
+    model when None or unknown.
+    """
     info = ws.project_info(project)
     stats = ws.stats(project)
     models = ws.list_models(project)
@@ -28,7 +32,8 @@ def project_status(ws, project: str) -> dict[str, tuple[str, str]]:
         status["label"] = ("done", f"All {samples:,} labeled")
     if models:
         status["train"] = ("done", plural(len(models), "model"))
-        metrics = models[-1].get("metrics") or {}
+        shown = next((m for m in models if m["id"] == model_id), models[-1])
+        metrics = shown.get("metrics") or {}
         score = metrics.get("accuracy", metrics.get("map50"))
         key = "Right" if "accuracy" in metrics else "Finds"
         status["evaluate"] = ("done", f"{key} {score:.0%}" if isinstance(score, (int, float)) else "Latest model")

@@ -234,6 +234,16 @@ def top_scores(prediction: dict, k: int = 5) -> list[tuple[str, float]]:
     return sorted(((str(label), float(score)) for label, score in scores.items()), key=lambda x: -x[1])[:k]
 
 
+def found_words(boxes) -> str:
+    """``2 raccoon, 1 dog`` or ``Nothing found`` for a detector's boxes."""
+    if not boxes:
+        return "Nothing found"
+    counts: dict = {}
+    for box in boxes:
+        counts[box["label"]] = counts.get(box["label"], 0) + 1
+    return ", ".join(f"{n} {label}" for label, n in counts.items())
+
+
 def file_name(path) -> str:
     """The last part of a path or a source string (``a/b/c.jpg`` -> ``c.jpg``)."""
     return Path(str(path)).name or str(path)

@@ -7,6 +7,7 @@ import pytest
 
 from modeldesk.ui.gallery import PixmapCache, SampleIdRole
 from modeldesk.ui.pages.data_page import DataPage
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QPixmap
 
 
@@ -17,7 +18,7 @@ def make_page(qtbot, ws, show_widget):
         page.resize(1000, 700)
         show_widget(page)
         page.set_project(project)
-        qtbot.waitUntil(lambda: page.refresh_task is None, timeout=10_000)
+        qtbot.waitUntil(lambda: page.loaded and page.is_idle(), timeout=10_000)
         return page
 
     return make
@@ -32,19 +33,22 @@ def test_import_folder_reports_added_duplicates_and_refused(qtbot, ws, image_fol
     ws.create_project("fruit", "image-classification")
     (image_folder / "red" / "broken.jpg").write_bytes(b"this is not a jpeg")
     page = make_page("fruit")
-    assert page.body.currentWidget() is page.empty
+    assert page.gallery_stack.currentWidget() is page.drop_hint
     with qtbot.waitSignal(page.status_changed, timeout=20_000):
         page.import_paths([image_folder])
     report = page.last_report
     assert report["added"] == 34 and report["duplicates"] == 0
     assert [f["file"].endswith("broken.jpg") for f in report["failed"]] == [True]
-    assert page.summary_dialog is not None and page.summary_dialog.isVisible()
+    assert page.summary_dialog is None, "the import never interrupts with a dialog"
+    assert "34 photos added" in page.result_line.text() and "1 refused" in page.result_line.text()
+    assert page.details_button.isVisible()
+    qtbot.mouseClick(page.details_button, Qt.LeftButton)
     tree = page.summary_dialog.problems
+    assert page.summary_dialog.isVisible() and not page.summary_dialog.isModal()
     assert tree.topLevelItem(0).text(0) == "broken.jpg" and tree.topLevelItem(0).text(1)
-    assert "34 images added" in page.result_line.text() and "1 refused" in page.result_line.text()
     page.summary_dialog.accept()
     qtbot.waitUntil(lambda: page.gallery.model().rowCount() == 34, timeout=10_000)
-    assert page.body.currentWidget() is page.gallery
+    assert page.gallery_stack.currentWidget() is page.gallery
     assert page.chart.counts == {"red": 12, "green": 12, "blue": 4}
     assert page.warning.isVisible()
     assert "Add more photos of blue: 4 are too few to learn from" in page.warning.text()
@@ -65,7 +69,7 @@ def test_a_path_refused_as_a_whole_is_listed_not_raised(qtbot, ws, tmp_path, mak
         page.import_paths([empty])
     assert page.last_report["added"] == 0
     assert page.last_report["failed"][0]["file"] == str(empty)
-    assert page.summary_dialog.problems.topLevelItemCount() >= 1
+    assert page.show_summary().problems.topLevelItemCount() >= 1
     page.summary_dialog.accept()
 
 

@@ -10,7 +10,9 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication
 
 from modeldesk.app.workspace import Workspace
-from modeldesk.ui.pages.deploy_page import DeployPage, cameras, candidate_words, human_size, top_scores, verdict
+from modeldesk.ui.pages.deploy import DeployPage
+from modeldesk.ui.widgets.camera import cameras
+from modeldesk.ui.wording import candidate_words, human_size, top_scores, verdict
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, make_images):
@@ -33,6 +35,7 @@ def page(qtbot, trained):
     widget = DeployPage(ws)  # not qtbot.addWidget: pytest-qt would delete it before this teardown
     widget.show()
     widget.set_project("colors")
+    qtbot.waitUntil(lambda: widget.loaded, timeout=10000)
     yield widget
     qtbot.waitUntil(lambda: not widget.tasks.busy, timeout=60000)
     widget.shutdown()
@@ -45,8 +48,8 @@ def test_plain_words():
     assert human_size(512) == "512 bytes"
     assert candidate_words("fp32") == "Original"
     assert candidate_words("int8-qdq-perchannel-192") == "8-bit, 192 px (qdq, per channel)"
-    assert verdict({"kept": True, "reason": "kept: fastest"}) == "✓ Kept"
-    assert verdict({"reason": "rejected: accuracy 0.5 is more than 1 point(s) below"}) == "Less accurate"
+    assert verdict({"kept": True, "code": "kept"}) == "✓ Kept"
+    assert verdict({"code": "less_accurate", "reason": "rejected: accuracy 0.5 is more than 1 point"}) == "Less accurate"
     assert top_scores({"label": "a", "score": 0.6, "scores": {"b": 0.3, "a": 0.6, "c": 0.1}}, k=2) == [
         ("a", 0.6), ("b", 0.3)]
 
@@ -119,11 +122,12 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
     result = {"path": "/x/colors-model-small", "size_bytes": 5_079_629, "chosen": "int8-qdq-perchannel-192",
               "accuracy_fp32": 1.0, "accuracy_compressed": 1.0, "speedup": 3.5, "candidates": [
                   {"name": "fp32", "size_bytes": 18_559_379, "latency_ms": 17.2, "accuracy": 1.0, "kept": False,
-                   "reason": "accurate enough but slower than int8-qdq-perchannel-192"},
+                   "reason": "accurate enough but slower than int8-qdq-perchannel-192", "code": "slower"},
                   {"name": "int8-qdq-pertensor", "size_bytes": 4_791_073, "latency_ms": 9.2, "accuracy": 0.83,
-                   "kept": False, "reason": "rejected: accuracy 0.8333 is more than 1 point(s) below fp32"},
+                   "kept": False, "reason": "rejected: accuracy 0.8333 is more than 1 point(s) below fp32",
+                   "code": "less_accurate"},
                   {"name": "int8-qdq-perchannel-192", "size_bytes": 5_077_552, "latency_ms": 4.9, "accuracy": 1.0,
-                   "kept": True, "reason": "kept: fastest within the accuracy limit"}]}
+                   "kept": True, "reason": "kept: fastest within the accuracy limit", "code": "kept"}]}
     page._show_export(result, compress=True, bundle=False)
     assert page.candidates.isVisible() and page.candidates.rowCount() == 3
     assert page.candidates.item(2, 4).text() == "✓ Kept"
@@ -133,11 +137,11 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
 
 
 def test_the_webcam_button_shows_only_with_a_camera(qtbot, trained, monkeypatch):
-    import modeldesk.ui.pages.deploy_page as deploy_page
+    import modeldesk.ui.widgets.camera as camera
 
-    monkeypatch.setattr(deploy_page, "cameras", lambda: ["a camera"])
+    monkeypatch.setattr(camera, "cameras", lambda: ["a camera"])
     with_camera = DeployPage(trained[0])
-    monkeypatch.setattr(deploy_page, "cameras", lambda: [])
+    monkeypatch.setattr(camera, "cameras", lambda: [])
     without = DeployPage(trained[0])
     try:
         assert not with_camera.camera_button.isHidden()

@@ -7,7 +7,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QDesktopServices
 
 from modeldesk.app.workspace import Workspace
-from modeldesk.ui.pages.evaluate_page import EvaluatePage, headline, most_confused, per_class_rows
+from modeldesk.ui.pages.evaluate_page import EvaluatePage
+from modeldesk.ui.wording import headline, most_confused, per_class_rows
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, make_images):
@@ -52,6 +53,7 @@ def test_shows_the_newest_model_with_a_picker(qtbot, open_page, trained):
     else:  # never claim "no mistakes" when the evaluation simply does not list them
         assert "does not list" in page.no_mistakes.text()
     page.picker.setCurrentIndex(page.picker.findData(first))
+    page.picker.activated.emit(page.picker.findData(first))  # what a user's choice sends
     qtbot.waitUntil(lambda: page.model_id == first and page.report is not None, timeout=10000)
 
 
@@ -59,9 +61,10 @@ def test_no_model_points_to_training(qtbot, ws, open_page):
     ws.create_project("empty", "image-classification")
     page = open_page(EvaluatePage, ws)
     page.set_project("empty")
-    assert page.stack.currentIndex() == 0
+    qtbot.waitUntil(lambda: page.loaded, timeout=10000)
+    assert page.stack.currentWidget() is page.empty
     with qtbot.waitSignal(page.navigate) as blocker:
-        qtbot.mouseClick(page.empty_button, Qt.LeftButton)
+        qtbot.mouseClick(page.empty.button, Qt.LeftButton)
     assert blocker.args == ["train"]
 
 
@@ -96,6 +99,7 @@ def test_report_button_opens_the_html_report(qtbot, open_page, trained, monkeypa
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url) or True)
     page = open_page(EvaluatePage, ws)
     page.set_project("colors")
+    qtbot.waitUntil(lambda: page.model_id is not None, timeout=10000)
     qtbot.mouseClick(page.report_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: bool(opened), timeout=10000)
     assert opened[0].toLocalFile() == str(ws.report_html(second))

@@ -93,6 +93,7 @@ def test_whole_flow_through_the_window(qtbot, ws, show_widget, tmp_path, cleanup
     # Export, then serve and predict over HTTP.
     window.show_page("deploy")
     deploy = window.page("deploy")
+    qtbot.waitUntil(lambda: deploy.loaded and deploy.model_id == model_id, timeout=10_000)
     deploy.out_dir.setText(str(tmp_path / "exports"))
     qtbot.mouseClick(deploy.export_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: deploy.last_export is not None, timeout=60_000)

@@ -21,7 +21,7 @@ def test_recording_adds_a_clip_to_the_chosen_class(qtbot, ws, show_widget):
     page.resize(1000, 700)
     show_widget(page)
     page.set_project("sounds")
-    qtbot.waitUntil(lambda: page.recorder is not None and page.refresh_task is None, timeout=10_000)
+    qtbot.waitUntil(lambda: page.recorder is not None and page.is_idle(), timeout=10_000)
     recorder = page.recorder
     assert recorder.button.isVisible() and not recorder.note.isVisible()
     recorder.classes.setCurrentText("whistle")
@@ -63,7 +63,7 @@ def test_recorder_level_meter_and_countdown_follow_the_frames(qtbot):
 def test_sound_model_pages_play_record_and_classify(qtbot, ws, show_widget, tmp_path, monkeypatch):
     """Label shows a playable waveform; Deploy records (generated signal) and classifies; Evaluate
     speaks of clips and lists them with their waveforms."""
-    from modeldesk.ui.pages.deploy_page import DeployPage
+    from modeldesk.ui.pages.deploy import DeployPage
     from modeldesk.ui.pages.evaluate_page import EvaluatePage
     from modeldesk.ui.pages.label import LabelPage
 

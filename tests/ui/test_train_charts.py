@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from modeldesk.ui.charts import BarChart, ConfusionMatrixView, TrainingChart, _nice_ticks
+from modeldesk.ui.charts import BarChart, ConfusionMatrixView, _nice_ticks
+from modeldesk.ui.training_chart import TrainingChart
 
 
 def test_training_chart_keeps_loss_and_accuracy_series(qtbot):

@@ -1,20 +1,20 @@
-"""The Data step: import images (dialog or drag-and-drop), browse them, see how balanced the classes are."""
+"""The Data step: import samples (dialog or drag-and-drop), browse them, see how balanced the classes are."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QThreadPool, QTimer, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QMenu,
-                               QPushButton, QStackedWidget, QVBoxLayout, QWidget)
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QMenu, QPushButton,
+                               QStackedWidget, QVBoxLayout)
 
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
-from ..widgets.error_dialog import show_error
-from ..widgets.import_summary import ImportSummaryDialog, merge_reports, summary_line
-from ..widgets.label_counts import LabelCountsChart, small_class_warning
+from ..page import Page
+from ..widgets.import_summary import ImportSummaryDialog
+from ..widgets.label_counts import LabelCountsChart
 from ..widgets.progress_panel import ProgressPanel
-from ..workers import run_task
+from ..wording import merge_reports, nouns, plural, small_class_warning, summary_line
 
 log = logging.getLogger(__name__)
 
@@ -43,70 +43,60 @@ def import_many(ws, project: str, paths: list[Path], state) -> dict:
     return merge_reports(reports)
 
 
-class DataPage(QWidget):
-    """Import and browse the project's images.
+class DataPage(Page):
+    """Import and browse the project's samples."""
 
-    Signals
-    -------
-    status_changed()
-        The project's data changed (the frame updates the sidebar).
-    navigate(key)
-        Go to another step.
-    relabel_requested(sample_id)
-        Open a sample in the Label step (double-click in the gallery).
-    """
-
-    status_changed = Signal()
-    navigate = Signal(str)
-    relabel_requested = Signal(int)
+    title = "Data"
+    empty_text = "Open or create a project first."
 
     def __init__(self, workspace, parent=None):
-        super().__init__(parent)
-        self.ws = workspace
-        self.project: str | None = None
+        super().__init__(workspace, parent)
         self.import_task = None
-        self.refresh_task = None
-        self._refresh_again = False
         self._queued: list[list[Path]] = []
         self.last_report: dict | None = None
         self.summary_dialog: ImportSummaryDialog | None = None
-        self.pool = QThreadPool(self)  # imports and queries; waited for on shutdown
-        self._shut = False  # after shutdown() no new background work starts
-        self.pool.setMaxThreadCount(2)
+        self.noun = "photos"
+        self._build()
+        self._timer = QTimer(self)
+        self._timer.setInterval(REFRESH_DURING_IMPORT_MS)
+        self._timer.timeout.connect(self.refresh)
+        self._set_label_filter_items([])
 
-        title = QLabel("Data")
-        title.setObjectName("PageTitle")
-        self.subtitle = QLabel()
-        self.subtitle.setObjectName("Muted")
-        self.import_button = QPushButton("Add images")
+    def _build(self) -> None:
+        self.import_button = QPushButton("Add photos")
         self.import_button.setObjectName("Primary")
         menu = QMenu(self)
-        menu.addAction("Images or zip archives…", self.choose_files)
+        menu.addAction("Files or zip archives…", self.choose_files)
         menu.addAction("A folder…", self.choose_folder)
         self.import_button.setMenu(menu)
         self.import_button.setProperty("hasMenu", True)
-        self.label_button = QPushButton("Label images  ›")
+        self.label_button = QPushButton("Label  ›")
         self.label_button.clicked.connect(lambda: self.navigate.emit("label"))
-        header = QHBoxLayout()
-        heading = QVBoxLayout()
-        heading.addWidget(title)
-        heading.addWidget(self.subtitle)
-        header.addLayout(heading, 1)
-        header.addWidget(self.label_button, 0, Qt.AlignBottom)
-        header.addWidget(self.import_button, 0, Qt.AlignBottom)
+        self.header.add(self.label_button)
+        self.header.add(self.import_button)
 
         self.progress = ProgressPanel()
         self.result_line = QLabel()
         self.result_line.setObjectName("Muted")
+        self.result_line.setWordWrap(True)
+        self.details_button = QPushButton("Details…")
+        self.details_button.setFlat(True)
+        self.details_button.clicked.connect(self.show_summary)
+        result_row = QHBoxLayout()
+        result_row.addWidget(self.result_line, 1)
+        result_row.addWidget(self.details_button)
         self.result_line.hide()
+        self.details_button.hide()
 
         self.show_filter = QComboBox()
-        self.show_filter.setMinimumContentsLength(14)
+        self.show_filter.setMinimumContentsLength(12)
         self.split_filter = QComboBox()
         for text, value in (("Any split", None), ("Training", "train"), ("Validation", "val"),
                             ("Test", "test"), ("Not assigned", "unassigned")):
             self.split_filter.addItem(text, value)
-        self.wrong_filter = QCheckBox("Only images the model got wrong")
+        self.split_filter.setToolTip("Training: what the model learns from. Validation and Test: kept aside "
+                                     "to check it on examples it never saw.")
+        self.wrong_filter = QCheckBox("Only the ones the model got wrong")
         self.wrong_filter.setEnabled(False)
         self.wrong_filter.setToolTip("Available after training a model")
         self.count_label = QLabel()
@@ -127,20 +117,18 @@ class DataPage(QWidget):
         self.gallery.setModel(self.model)
         self.gallery.doubleClicked.connect(
             lambda index: self.relabel_requested.emit(int(index.data(SampleIdRole))))
-        self.empty = QLabel("Drop images, folders or a zip archive here\n\n"
-                            "or use “Add images”. A folder with one sub-folder per class "
-                            "imports the labels too.")
-        self.empty.setAlignment(Qt.AlignCenter)
-        self.empty.setWordWrap(True)
-        self.empty.setObjectName("Muted")
-        self.empty.setStyleSheet("border: 2px dashed palette(mid); border-radius: 12px; font-size: 15px;")
-        self.body = QStackedWidget()
-        self.body.addWidget(self.gallery)
-        self.body.addWidget(self.empty)
+        self.drop_hint = QLabel()
+        self.drop_hint.setAlignment(Qt.AlignCenter)
+        self.drop_hint.setWordWrap(True)
+        self.drop_hint.setObjectName("Muted")
+        self.drop_hint.setStyleSheet("border: 2px dashed palette(mid); border-radius: 12px; font-size: 15px;")
+        self.gallery_stack = QStackedWidget()
+        self.gallery_stack.addWidget(self.gallery)
+        self.gallery_stack.addWidget(self.drop_hint)
 
         side = QFrame()
         side.setObjectName("Card")
-        side.setFixedWidth(290)
+        side.setFixedWidth(280)
         side_title = QLabel("Examples per class")
         side_title.setStyleSheet("font-weight: 600;")
         self.chart = LabelCountsChart()
@@ -148,128 +136,120 @@ class DataPage(QWidget):
         self.warning.setObjectName("Warning")
         self.warning.setWordWrap(True)
         self.warning.hide()
-        hint = QLabel("Tip: drag more images onto the window at any time. Double-click an image "
-                      "to label it.")
-        hint.setObjectName("Muted")
-        hint.setWordWrap(True)
-        self.tip = hint
+        self.tip = QLabel()
+        self.tip.setObjectName("Muted")
+        self.tip.setWordWrap(True)
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(16, 14, 16, 14)
-        side_layout.addWidget(side_title)
-        side_layout.addWidget(self.chart)
-        side_layout.addWidget(self.warning)
+        for widget in (side_title, self.chart, self.warning):
+            side_layout.addWidget(widget)
         side_layout.addStretch(1)
-        side_layout.addWidget(hint)
+        side_layout.addWidget(self.tip)
 
         content = QHBoxLayout()
         content.setSpacing(14)
-        content.addWidget(self.body, 1)
+        content.addWidget(self.gallery_stack, 1)
         content.addWidget(side)
-
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(24, 18, 24, 18)
+        layout = QVBoxLayout(self.body)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
-        layout.addLayout(header)
         self.recorder_slot = QVBoxLayout()  # a sound project's record bar (ui/widgets/recorder.py)
         self.recorder = None
         self.text_adder = None  # a text project's "type a text" box (ui/widgets/text_adder.py)
         layout.addLayout(self.recorder_slot)
         layout.addWidget(self.progress)
-        layout.addWidget(self.result_line)
+        layout.addLayout(result_row)
         layout.addLayout(filters)
         layout.addLayout(content, 1)
+        self._set_noun("photos")
 
-        self._timer = QTimer(self)
-        self._timer.setInterval(REFRESH_DURING_IMPORT_MS)
-        self._timer.timeout.connect(self.refresh)
-        self._set_label_filter_items([])
+    def _set_noun(self, noun: str) -> None:
+        self.noun = noun
+        self.import_button.setText(f"Add {noun}")
+        self.wrong_filter.setText(f"Only {noun} the model got wrong")
+        if noun == "texts":
+            self.tip.setText("Tip: import CSV, TSV, JSONL or TXT files, or type a text above. "
+                             "Double-click a text to label it.")
+            self.drop_hint.setText("Drop CSV or TSV files (a text column and a label column) here\n\n"
+                                   "or use “Add texts”, or type a text above.")
+            return
+        record = ("\nOr record clips with the button above." if self.recorder is not None
+                  and self.recorder.isVisibleTo(self) and self.recorder.has_microphone else "")
+        self.drop_hint.setText(f"Drop {'WAV clips' if noun == 'clips' else noun}, folders or a zip archive "
+                               f"here\n\nor use “Add {noun}”. A folder with one sub-folder per class imports "
+                               f"the labels too.{record}")
+        self.tip.setText(f"Tip: drag more {noun} onto the window at any time. Double-click one to label it.")
 
     # -- project ----------------------------------------------------------------------------
 
-    def set_project(self, name: str | None) -> None:
-        if name == self.project:
-            return
-        self.project = name
+    def project_changed(self) -> None:
         self.model.set_rows(GalleryRows())
         self.model.forget()
         self.result_line.hide()
+        self.details_button.hide()
         self.show_filter.blockSignals(True)
         self._set_label_filter_items([])
         self.show_filter.blockSignals(False)
-        self.refresh()
 
     def query(self) -> GalleryQuery:
         """The filters as chosen in the bar."""
         kind, _, value = (self.show_filter.currentData() or "all").partition(":")
         return GalleryQuery(label=value if kind == "label" else None, unlabeled=kind == "unlabeled",
-                            split=self.split_filter.currentData(),
-                            wrong_only=self.wrong_filter.isChecked())
+                            split=self.split_filter.currentData(), wrong_only=self.wrong_filter.isChecked())
 
     def set_filter(self, *, label: str | None = None, unlabeled: bool = False, split: str | None = None,
                    wrong_only: bool = False) -> None:
         """Choose filters programmatically (same effect as using the bar)."""
         wanted = f"label:{label}" if label else "unlabeled" if unlabeled else "all"
-        index = self.show_filter.findData(wanted)
-        self.show_filter.setCurrentIndex(max(0, index))
+        for widget in (self.show_filter, self.split_filter, self.wrong_filter):
+            widget.blockSignals(True)
+        self.show_filter.setCurrentIndex(max(0, self.show_filter.findData(wanted)))
         self.split_filter.setCurrentIndex(max(0, self.split_filter.findData(split)))
         self.wrong_filter.setChecked(wrong_only)
+        for widget in (self.show_filter, self.split_filter, self.wrong_filter):
+            widget.blockSignals(False)
         self.refresh()
 
     # -- refresh (worker) ----------------------------------------------------------------------
 
-    def refresh(self, *_args) -> None:
-        """Re-read stats and the gallery rows in the background."""
-        if self.project is None or self._shut:
-            return
-        if self.refresh_task is not None:
-            self._refresh_again = True
-            return
-        project, query, ws = self.project, self.query(), self.ws
+    def load_request(self) -> dict:
+        return {"query": self.query()}
 
-        def work(_state):
-            stats = ws.stats(project)
-            models = ws.list_models(project)
-            query.model_id = models[-1]["id"] if models else None
-            rows = ws.gallery_rows(project, label=query.label, unlabeled=query.unlabeled, split=query.split,
-                                   wrong_only=query.wrong_only, model_id=query.model_id)
-            return project, stats, query.model_id, GalleryRows.from_dict(rows)
+    def load(self, project: str, query: GalleryQuery) -> dict:
+        ws = self.ws
+        models = ws.list_models(project)
+        query.model_id = models[-1]["id"] if models else None
+        rows = ws.gallery_rows(project, label=query.label, unlabeled=query.unlabeled, split=query.split,
+                               wrong_only=query.wrong_only, model_id=query.model_id)
+        return {"info": ws.project_info(project), "stats": ws.stats(project), "model_id": query.model_id,
+                "rows": GalleryRows.from_dict(rows)}
 
-        self.refresh_task = run_task(work, pool=self.pool, parent=self)
-        self.refresh_task.finished.connect(self._refreshed)
-        self.refresh_task.failed.connect(lambda message, details: log.error("refresh failed: %s", message))
-        self.refresh_task.ended.connect(self._refresh_ended)
-
-    def _refresh_ended(self) -> None:
-        self.refresh_task = None
-        if self._refresh_again:
-            self._refresh_again = False
-            self.refresh()
-
-    def _refreshed(self, result) -> None:
-        project, stats, model_id, rows = result
-        if project != self.project:
-            return
+    def show_data(self, data: dict) -> None:
+        self.show_empty(False)
+        info, stats, rows, model_id = data["info"], data["stats"], data["rows"], data["model_id"]
+        self._show_recorder(info.get("input_kind") == "audio", list(stats["labels"]))
+        self._show_text_adder(info.get("input_kind") == "text", list(stats["labels"]))
+        self._set_noun(nouns(info.get("input_kind"))[1])
         self._set_label_filter_items(list(stats["labels"]))
         self.model.set_rows(rows)
         n_labels = len([c for c in stats["labels"].values() if c])
-        sound = stats.get("kind") == "audio"
-        text = stats.get("kind") == "text"
-        self._show_recorder(sound, list(stats["labels"]))
-        self._show_text_adder(text, list(stats["labels"]))
-        self.subtitle.setText(f"{stats['samples']:,} {'clips' if sound else 'texts' if text else 'images'} · {stats['labeled']:,} labeled · "
-                              f"{n_labels} class{'es' if n_labels != 1 else ''}")
+        one, many = nouns(info.get("input_kind"))
+        self.header.set_subtitle(f"{plural(stats['samples'], one, many)} · {stats['labeled']:,} labeled · "
+                                 f"{plural(n_labels, 'class', 'classes')}")
         self.count_label.setText(f"Showing {len(rows.ids):,}")
-        self.body.setCurrentWidget(self.gallery if stats["samples"] else self.empty)
+        self.gallery_stack.setCurrentWidget(self.gallery if stats["samples"] else self.drop_hint)
+        few = info.get("few_examples") or 10
+        self.chart.minimum = few
         self.chart.set_counts(stats["labels"])
-        noun = "boxes" if stats.get("task") == "object-detection" else "photos"
-        warning = small_class_warning(stats["labels"], noun=noun)
+        noun = "boxes" if info.get("target") == "boxes" else many
+        warning = small_class_warning(stats["labels"], minimum=few, noun=noun)
         self.warning.setText(warning)
         self.warning.setVisible(bool(warning))
         self.wrong_filter.setEnabled(model_id is not None)
         self.wrong_filter.setToolTip("" if model_id else "Available after training a model")
         self.label_button.setEnabled(stats["samples"] > 0)
 
-    # -- typing texts (text projects) ----------------------------------------------------------
+    # -- typing texts (text projects) and recording clips (sound projects) ---------------------
 
     def _show_text_adder(self, text: bool, labels: list[str]) -> None:
         from ..widgets.text_adder import TextAdder
@@ -282,27 +262,14 @@ class DataPage(QWidget):
             self.text_adder.setVisible(text)
             if text:
                 self.text_adder.set_classes(labels)
-        if text:
-            self.import_button.setText("Add texts")
-            self.label_button.setText("Label texts  ›")
-            self.wrong_filter.setText("Only texts the model got wrong")
-            self.tip.setText("Tip: import CSV, TSV, JSONL or TXT files, or type a text above. "
-                             "Double-click a text to label it.")
-            if self.show_filter.count():
-                self.show_filter.setItemText(0, "All texts")
-            self.empty.setText("Drop CSV or TSV files (a text column and a label column) here\n\n"
-                               "or use “Add texts”, or type a text above.")
 
     def add_text(self, text: str, label: str) -> None:
         """Store a typed text (worker thread), then refresh."""
-        if self.project is None or self._shut:
+        if self.project is None:
             return
         project, ws = self.project, self.ws
-        task = run_task(lambda _state: ws.add_text(project, text, label), pool=self.pool, parent=self)
-        task.finished.connect(lambda report: (self.refresh(), self.status_changed.emit()))
-        task.failed.connect(lambda message, details: show_error(self, "The text was not added", message, details))
-
-    # -- recording (sound projects) -----------------------------------------------------------
+        self.run(lambda _state: ws.add_text(project, text, label),
+                 lambda report: (self.refresh(), self.status_changed.emit()), title="The text was not added")
 
     def make_recorder(self):
         """The record bar; tests and previews replace it to record from a generated signal."""
@@ -319,54 +286,38 @@ class DataPage(QWidget):
             self.recorder.setVisible(sound)
             if sound:
                 self.recorder.set_classes(labels)
-        noun = "clips" if sound else "images"
-        self.import_button.setText(f"Add {noun}")
-        self.label_button.setText(f"Label {noun}  ›")
-        self.wrong_filter.setText(f"Only {noun} the model got wrong")
-        self.tip.setText(f"Tip: drag more {noun} onto the window at any time. Double-click "
-                         f"{'a clip' if sound else 'an image'} to label it.")
-        if self.show_filter.count():
-            self.show_filter.setItemText(0, f"All {noun}")
-        self.empty.setText(f"Drop {'WAV clips' if sound else 'images'}, folders or a zip archive here\n\n"
-                           f"or use “Add {noun}”. A folder with one sub-folder per class imports the labels too."
-                           + ("\nOr record clips with the button above." if sound and self.recorder
-                              and self.recorder.has_microphone else ""))
 
     def add_recording(self, label: str, wav: bytes) -> None:
         """Store a recorded clip in ``label`` (worker thread), then refresh."""
-        if self.project is None or self._shut:
+        if self.project is None:
             return
         project, ws = self.project, self.ws
-        task = run_task(lambda _state: ws.add_recording(project, label, wav), pool=self.pool, parent=self)
-        task.finished.connect(lambda report: (self.refresh(), self.status_changed.emit()))
-        task.failed.connect(lambda message, details: show_error(self, "The recording was not saved", message,
-                                                                details))
+        self.run(lambda _state: ws.add_recording(project, label, wav),
+                 lambda report: (self.refresh(), self.status_changed.emit()), title="The recording was not saved")
 
     def _set_label_filter_items(self, labels: list[str]) -> None:
         current = self.show_filter.currentData()
         wanted = ["all", "unlabeled"] + [f"label:{n}" for n in labels]
-        have = [self.show_filter.itemData(i) for i in range(self.show_filter.count())]
-        if have == wanted:
+        if [self.show_filter.itemData(i) for i in range(self.show_filter.count())] == wanted:
             return
         self.show_filter.blockSignals(True)
         self.show_filter.clear()
-        self.show_filter.addItem("All images", "all")
+        self.show_filter.addItem("All", "all")
         self.show_filter.addItem("Unlabeled", "unlabeled")
         for name in labels:
             self.show_filter.addItem(f"Class: {name}", f"label:{name}")
-        index = self.show_filter.findData(current) if current else 0
-        self.show_filter.setCurrentIndex(max(0, index))
+        self.show_filter.setCurrentIndex(max(0, self.show_filter.findData(current) if current else 0))
         self.show_filter.blockSignals(False)
 
     # -- import --------------------------------------------------------------------------------
 
     def choose_files(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, "Add images or zip archives", "", IMAGE_FILTER)
+        files, _ = QFileDialog.getOpenFileNames(self, f"Add {self.noun} or zip archives", "", IMAGE_FILTER)
         if files:
             self.import_paths(files)
 
     def choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Add a folder of images")
+        folder = QFileDialog.getExistingDirectory(self, f"Add a folder of {self.noun}")
         if folder:
             self.import_paths([folder])
 
@@ -380,13 +331,10 @@ class DataPage(QWidget):
             return
         project, ws = self.project, self.ws
         self.result_line.hide()
-        self.import_task = run_task(lambda state: import_many(ws, project, paths, state),
-                                    pool=self.pool, parent=self)
+        self.details_button.hide()
         title = f"Adding {paths[0].name}" + (f" and {len(paths) - 1} more" if len(paths) > 1 else "")
-        self.progress.attach(self.import_task, title)
-        self.import_task.finished.connect(self._imported)
-        self.import_task.failed.connect(lambda message, details: show_error(
-            self, "The import failed", message, details, ws.paths.log))
+        self.import_task = self.run(lambda state: import_many(ws, project, paths, state), self._imported,
+                                    title="The import failed", panel=self.progress, panel_title=title)
         self.import_task.ended.connect(self._import_ended)
         self._timer.start()
 
@@ -397,12 +345,22 @@ class DataPage(QWidget):
             self.import_task.cancel()
 
     def _imported(self, report: dict) -> None:
+        """Say what the import did in the summary line; the refused files and notes are one click away."""
         self.last_report = report
-        self.result_line.setText(summary_line(report))
+        line = summary_line(report, self.noun[:-1])
+        if report["warnings"]:
+            line += " " + " ".join(report["warnings"][:2])
+        self.result_line.setText(line)
         self.result_line.show()
-        if report["failed"] or report["warnings"] or report.get("stopped"):
-            self.summary_dialog = ImportSummaryDialog(report, self)
-            self.summary_dialog.open()
+        self.details_button.setVisible(bool(report["failed"] or report["warnings"]))
+
+    def show_summary(self) -> ImportSummaryDialog | None:
+        """Open the list of refused files and notes of the last import (not modal)."""
+        if self.last_report is None:
+            return None
+        self.summary_dialog = ImportSummaryDialog(self.last_report, self)
+        self.summary_dialog.show()
+        return self.summary_dialog
 
     def _import_ended(self) -> None:
         self.import_task = None
@@ -412,15 +370,9 @@ class DataPage(QWidget):
         if self._queued:
             self.import_paths(self._queued.pop(0))
 
-    def closeEvent(self, event) -> None:  # when shown on its own; the frame calls shutdown()
-        self.shutdown()
-        super().closeEvent(event)
-
     def shutdown(self) -> None:
         """Stop background work and wait for it, before the window closes and the store with it."""
-        self._shut = True
         self.cancel_import()
         self._timer.stop()
         self.model.loader.close()
-        self.pool.waitForDone()
-
+        super().shutdown()

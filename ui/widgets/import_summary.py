@@ -6,35 +6,10 @@ import textwrap
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 
-
-def merge_reports(reports: list[dict]) -> dict:
-    """Sum several import reports (one per dropped path) into one."""
-    total = {"added": 0, "duplicates": 0, "boxes": 0, "failed": [], "warnings": [], "stopped": False}
-    for report in reports:
-        total["added"] += int(report.get("added", 0))
-        total["duplicates"] += int(report.get("duplicates", 0))
-        total["boxes"] += int(report.get("boxes", 0))
-        total["failed"] += list(report.get("failed", []))
-        total["warnings"] += list(report.get("warnings", []))
-        total["stopped"] = total["stopped"] or bool(report.get("stopped"))
-    return total
-
-
-def summary_line(report: dict) -> str:
-    """'120 images added, 3 already there, 2 refused.'"""
-    parts = [f"{report['added']:,} image{'s' if report['added'] != 1 else ''} added"]
-    if report["duplicates"]:
-        parts.append(f"{report['duplicates']:,} already in the project (merged)")
-    if report["failed"]:
-        parts.append(f"{len(report['failed']):,} refused")
-    line = ", ".join(parts) + "."
-    if report.get("stopped"):
-        line = "Stopped: " + line
-    return line
+from ..wording import summary_line
 
 
 def _wrap(text: str, width: int = 72) -> str:
@@ -47,7 +22,7 @@ class ImportSummaryDialog(QDialog):
 
     def __init__(self, report: dict, parent: QWidget | None = None):
         super().__init__(parent)
-        self.setWindowTitle("Import finished" if not report.get("stopped") else "Import stopped")
+        self.setWindowTitle("What the import left out")
         self.setMinimumSize(560, 200)
         self.report = report
         self.headline = QLabel(summary_line(report))

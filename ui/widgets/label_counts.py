@@ -7,7 +7,7 @@ from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from .. import theme
-from ..wording import MIN_PER_CLASS, small_class_warning, small_classes  # noqa: F401 (re-exported)
+from ..wording import MIN_PER_CLASS
 
 
 class LabelCountsChart(QWidget):

@@ -1,32 +1,40 @@
-"""Filling the "which model" combo box that the Evaluate and Deploy pages share."""
+"""The "which model" combo box that the Evaluate and Deploy pages share."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox
 
-
-def model_title(model: dict) -> str:
-    """A picker line: date, recipe and accuracy."""
-    created = model.get("created")
-    when = datetime.fromtimestamp(created).strftime("%d %b %H:%M") if isinstance(created, (int, float)) else ""
-    accuracy = (model.get("metrics") or {}).get("accuracy")
-    score = f" · right {accuracy:.0%}" if isinstance(accuracy, (int, float)) else ""
-    return f"{when} · {model.get('template', '')}{score}".strip(" ·")
+from ..wording import model_title
 
 
-def fill_model_picker(picker: QComboBox, ws, project: str | None, keep: str | None) -> tuple[list, str | None]:
-    """Put the project's models in ``picker``, newest first, without emitting its signals.
+class ModelPicker(QComboBox):
+    """The project's models, newest first, as "Accurate, 02 Dec 17:07, 99%".
 
-    Returns (models newest first, the id to show: ``keep`` while it still exists, else the newest).
+    Signals
+    -------
+    picked(str) : the user chose this model (not emitted when the list is filled).
     """
-    models = list(reversed(ws.list_models(project))) if project else []
-    picker.blockSignals(True)
-    picker.clear()
-    for model in models:
-        picker.addItem(model_title(model), model["id"])
-    picker.blockSignals(False)
-    if not any(m["id"] == keep for m in models):
-        keep = models[0]["id"] if models else None
-    return models, keep
+
+    picked = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(16)
+        self.setToolTip("Which of this project's trained models to look at")
+        self.activated.connect(lambda index: self.itemData(index) and self.picked.emit(self.itemData(index)))
+
+    def set_models(self, models: list[dict], current: str | None, recipe_titles: dict | None = None) -> str | None:
+        """Show ``models`` (newest first) without signals; returns the id shown: ``current`` while it
+        exists, else the newest."""
+        self.blockSignals(True)
+        self.clear()
+        for model in models:
+            self.addItem(model_title(model, recipe_titles), model["id"])
+            self.setItemData(self.count() - 1, f"Model {model['id']}", 3)  # Qt.ToolTipRole
+        if not any(m["id"] == current for m in models):
+            current = models[0]["id"] if models else None
+        self.setCurrentIndex(max(self.findData(current), 0) if current else -1)
+        self.blockSignals(False)
+        return current

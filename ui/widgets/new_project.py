@@ -9,16 +9,6 @@ from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFileDia
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton,
                                QVBoxLayout, QWidget)
 
-#: The tasks offered, with words a non-specialist understands.
-TASK_CHOICES = (
-    ("image-classification", "Sort images into classes",
-     "Each image gets one label: cat or dog, ripe or unripe, pass or fail."),
-    ("image-multilabel", "Tag images",
-     "Each image can get several tags: sunny, beach, people."),
-    ("object-detection", "Find objects in images",
-     "Draw boxes around the things to find; the model learns where they are."),
-)
-
 SOURCE_LATER, SOURCE_FOLDER, SOURCE_FILES = "later", "folder", "files"
 
 
@@ -30,13 +20,17 @@ class NewProjectDialog(QDialog):
 
     Parameters
     ----------
+    tasks : list of dict
+        What the Workspace says exists (``ws.tasks()``): each task's ``name``, ``title``,
+        ``description``, ``trainable`` and ``missing``. A task that cannot train yet is offered with
+        its ``missing`` sentence, so nobody meets that only after labeling.
     existing : iterable of str
         Names already taken (the OK button stays disabled for them).
     paths : list of path, optional
         Data already chosen (e.g. dropped on the window): preselects that source.
     """
 
-    def __init__(self, existing=(), paths=None, parent: QWidget | None = None):
+    def __init__(self, tasks: list[dict], existing=(), paths=None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("New project")
         self.setMinimumWidth(520)
@@ -50,24 +44,28 @@ class NewProjectDialog(QDialog):
         self.name_error.setObjectName("Error")
 
         self.task_group = QButtonGroup(self)
-        tasks = QVBoxLayout()
-        tasks.setSpacing(2)
-        for index, (task, title, hint) in enumerate(TASK_CHOICES):
-            radio = QRadioButton(title)
-            radio.setProperty("task", task)
+        tasks_box = QVBoxLayout()
+        tasks_box.setSpacing(2)
+        for index, task in enumerate(tasks):
+            radio = QRadioButton(task.get("title") or task["name"])
+            radio.setProperty("task", task["name"])
             radio.setChecked(index == 0)
             self.task_group.addButton(radio, index)
+            hint = task.get("description") or ""
+            if not task.get("trainable", True):
+                missing = task.get("missing") or "ModelDesk cannot train this kind of project yet."
+                hint = f"{hint} <span style='color:#c27c0e'>Not trainable yet: {missing}</span>"
             caption = QLabel(hint)
             caption.setObjectName("Muted")
             caption.setWordWrap(True)
             caption.setContentsMargins(24, 0, 0, 6)
-            tasks.addWidget(radio)
-            tasks.addWidget(caption)
+            tasks_box.addWidget(radio)
+            tasks_box.addWidget(caption)
 
         self.source_group = QButtonGroup(self)
         self.source_folder = QRadioButton("A folder on this computer (one sub-folder per class is fine)")
         self.source_files = QRadioButton("Some files or a zip archive")
-        self.source_later = QRadioButton("I'll add images later")
+        self.source_later = QRadioButton("I'll add data later")
         for index, radio in enumerate((self.source_folder, self.source_files, self.source_later)):
             self.source_group.addButton(radio, index)
         self.source_later.setChecked(not self.paths)
@@ -89,8 +87,8 @@ class NewProjectDialog(QDialog):
         form.setLabelAlignment(Qt.AlignRight | Qt.AlignTop)
         form.addRow("Name", self.name_edit)
         form.addRow("", self.name_error)
-        form.addRow("The model should", tasks)
-        form.addRow("Images come from", sources)
+        form.addRow("The model should", tasks_box)
+        form.addRow("Data comes from", sources)
 
         self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         self.buttons.button(QDialogButtonBox.Ok).setText("Create project")
@@ -155,7 +153,7 @@ class NewProjectDialog(QDialog):
         later = self.source == SOURCE_LATER
         self.browse_button.setEnabled(not later)
         if later:
-            self.source_label.setText("You can drag images onto the window at any time.")
+            self.source_label.setText("You can drag files onto the window at any time.")
         elif self.paths:
             names = ", ".join(p.name or str(p) for p in self.paths[:3])
             more = f" and {len(self.paths) - 3} more" if len(self.paths) > 3 else ""

@@ -6,17 +6,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout
 
 from ..workers import TaskHandle
-
-
-def format_eta(seconds: float) -> str:
-    """'about 3 min left', 'about 12 s left', '' when unknown."""
-    if seconds is None or seconds < 0:
-        return ""
-    if seconds < 60:
-        return f"about {max(1, round(seconds))} s left"
-    if seconds < 3600:
-        return f"about {round(seconds / 60)} min left"
-    return f"about {seconds / 3600:.1f} h left"
+from ..wording import format_eta
 
 
 class ProgressPanel(QFrame):

@@ -11,23 +11,22 @@ is always read after the writes that came before it; the UI thread never waits o
 
 from __future__ import annotations
 
-import collections
 import logging
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QApplication, QComboBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton,
-                               QStackedWidget, QVBoxLayout)
+from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QStackedWidget,
+                               QVBoxLayout)
 
 from ...page import Page
 from ...wording import file_name
 from .annotators import ANNOTATORS
-from .class_panel import KEYS, ClassPanel
-from .views import VIEWS
+from .class_panel import KEYS
+from .side_panel import SidePanel
+from .views import VIEWS, PayloadCache
 
 log = logging.getLogger(__name__)
 
-CACHE = 12     # loaded samples kept for going back and forth
 ORDERS = (("order", "In the order they were added"), ("unlabeled", "Unlabeled first"),
           ("uncertain", "Label these next (model unsure)"))
 
@@ -64,7 +63,7 @@ class LabelPage(Page):
         self.view = None
         self.annotators: dict = {}
         self.annotator = None
-        self._cache: collections.OrderedDict[int, object] = collections.OrderedDict()
+        self._cache = PayloadCache(12)
         self._wanted: int | None = None
         self._select: int | None = None  # a sample asked for (show_sample) that the next load honours
         self._build()
@@ -119,49 +118,21 @@ class LabelPage(Page):
         left.addWidget(self.view_stack, 1)
         left.addLayout(nav)
 
-        side = QFrame()
-        side.setObjectName("Card")
-        side.setFixedWidth(290)
-        self.panel = ClassPanel()
+        self.side = SidePanel()
+        self.panel = self.side.classes
         self.panel.chosen.connect(self.choose_label)
         self.panel.add_requested.connect(self.add_class)
-        self.banner = QFrame()
-        self.banner.setObjectName("Banner")
-        self.suggestion_label = QLabel()
-        self.suggestion_label.setWordWrap(True)
-        self.accept_button = QPushButton("Accept  (Enter)")
-        self.accept_button.setObjectName("Primary")
-        self.accept_button.clicked.connect(self.accept_suggestion)
-        banner_layout = QVBoxLayout(self.banner)
-        banner_layout.addWidget(self.suggestion_label)
-        banner_layout.addWidget(self.accept_button)
-        self.banner.hide()
-        self.clear_button = QPushButton("Clear label")
-        self.clear_button.clicked.connect(self.clear_annotations)
-        self.undo_button = QPushButton("Undo  (Ctrl+Z)")
-        self.undo_button.clicked.connect(self.undo)
-        self.undo_button.setEnabled(False)
-        actions = QHBoxLayout()
-        actions.addWidget(self.clear_button)
-        actions.addWidget(self.undo_button)
-        self.keys_help = QLabel()
-        self.keys_help.setObjectName("Muted")
-        self.keys_help.setWordWrap(True)
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(16, 14, 16, 14)
-        side_layout.setSpacing(8)
-        side_layout.addWidget(self.panel)
-        side_layout.addSpacing(6)
-        side_layout.addWidget(self.banner)
-        side_layout.addStretch(1)
-        side_layout.addLayout(actions)
-        side_layout.addWidget(self.keys_help)
+        self.side.accept_button.clicked.connect(self.accept_suggestion)
+        self.side.clear_button.clicked.connect(self.clear_annotations)
+        self.side.undo_button.clicked.connect(self.undo)
+        for name in ("banner", "suggestion_label", "accept_button", "clear_button", "undo_button", "keys_help"):
+            setattr(self, name, getattr(self.side, name))
 
         content = QHBoxLayout(self.body)
         content.setContentsMargins(0, 0, 0, 0)
         content.setSpacing(14)
         content.addLayout(left, 1)
-        content.addWidget(side)
+        content.addWidget(self.side)
 
     def _shortcuts(self) -> None:
         def bind(key, slot):
@@ -171,13 +142,11 @@ class LabelPage(Page):
 
         for key in KEYS:
             bind(key, lambda k=key: self.press_key(k))
-        bind(Qt.Key_Right, self.next)
-        bind(Qt.Key_Left, self.previous)
-        bind(Qt.Key_Return, self._enter)
-        bind(Qt.Key_Enter, self._enter)
-        bind(QKeySequence.Undo, self.undo)
-        bind(Qt.Key_Delete, self._delete_key)
-        bind(Qt.Key_Backspace, self._delete_key)
+        for keys, slot in (((Qt.Key_Right,), self.next), ((Qt.Key_Left,), self.previous),
+                           ((Qt.Key_Return, Qt.Key_Enter), self._enter), ((QKeySequence.Undo,), self.undo),
+                           ((Qt.Key_Delete, Qt.Key_Backspace), self._delete_key)):
+            for key in keys:
+                bind(key, slot)
 
     @staticmethod
     def _typing() -> bool:
@@ -245,10 +214,7 @@ class LabelPage(Page):
         self.info, self.view, self.annotator = info, view, annotator
         self.view_stack.setCurrentWidget(view.widget)
         annotator.activate(labels)
-        self.panel.hint.setText(annotator.hint)
-        self.clear_button.setText(annotator.clear_text)
-        enter = " · Enter accepts the model's suggestion" if annotator.takes_suggestions else ""
-        self.keys_help.setText(f"Keys: {annotator.keys} · ← → previous / next{enter} · Ctrl+Z undo")
+        self.side.configure(annotator)
 
     def _show_counts(self, stats: dict | None = None) -> None:
         noun = self.annotator.noun if self.annotator is not None else "example"
@@ -306,20 +272,14 @@ class LabelPage(Page):
             self.refresh()
 
     def _prefetched(self, result) -> None:
-        self._remember(*result)
-
-    def _remember(self, sample_id: int, payload) -> None:
-        self._cache[sample_id] = payload
-        self._cache.move_to_end(sample_id)
-        while len(self._cache) > CACHE:
-            self._cache.popitem(last=False)
+        self._cache.put(*result)
 
     def _sample_ready(self, result) -> None:
         sample, payload = result
         if sample.id != self._wanted:
             return
         if self.view.cacheable:
-            self._remember(sample.id, payload)
+            self._cache.put(sample.id, payload)
         self.sample = sample
         self.view.show(sample, payload)
         self.annotator.show(sample, self.labels)
@@ -338,12 +298,11 @@ class LabelPage(Page):
         if suggestion and not sample.labels and self.annotator.takes_suggestions:
             label, score = suggestion
             proposal = self.proposals.get(sample.id)
-            self.suggestion_label.setText(self.annotator.suggestion_text(label, score, proposal))
+            self.side.show_suggestion(self.annotator.suggestion_text(label, score, proposal))
             self.annotator.show_proposal(proposal)
-            self.banner.show()
         else:
             self.annotator.show_proposal(None)
-            self.banner.hide()
+            self.side.show_suggestion(None)
 
     # -- labeling ---------------------------------------------------------------------------------------
 
@@ -354,11 +313,6 @@ class LabelPage(Page):
         label = self.panel.label_for_key(key)
         if label is not None:
             self.choose_label(label)
-
-    def choose(self, index: int) -> None:
-        """Choose the class at ``index`` of the sorted class list (as a click on its button would)."""
-        if 0 <= index < len(self.labels):
-            self.choose_label(self.labels[index])
 
     def choose_label(self, label: str) -> None:
         if self.annotator is None or self.sample is None:

@@ -7,6 +7,8 @@ input kind adds a view class and one entry in :data:`VIEWS` (or :func:`register_
 
 from __future__ import annotations
 
+import collections
+
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QImage, QImageReader
 from PySide6.QtWidgets import QWidget
@@ -84,3 +86,26 @@ VIEWS: dict[str, type[SampleView]] = {"image": ImageView}
 def register_view(input_kind: str, view: type[SampleView]) -> None:
     """Show samples of ``input_kind`` with ``view`` on the Label page."""
     VIEWS[input_kind] = view
+
+
+class PayloadCache:
+    """The last ``size`` loaded payloads by sample id, for going back and forth quickly."""
+
+    def __init__(self, size: int = 12):
+        self.size = size
+        self._items: collections.OrderedDict[int, object] = collections.OrderedDict()
+
+    def get(self, sample_id: int):
+        return self._items.get(sample_id)
+
+    def __contains__(self, sample_id: int) -> bool:
+        return sample_id in self._items
+
+    def put(self, sample_id: int, payload) -> None:
+        self._items[sample_id] = payload
+        self._items.move_to_end(sample_id)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        self._items.clear()

@@ -11,14 +11,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QComboBox, QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QScrollArea,
-                               QSizePolicy, QVBoxLayout, QWidget)
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy,
+                               QVBoxLayout, QWidget)
 
 from ...job_watcher import TERMINAL_STATES
 from ...page import LatestTask, Page
 from ...widgets import show_error
-from ...wording import TIME_LIMITS, describe_duration, describe_hardware, headline, nouns, plural
+from ...wording import TIME_LIMITS, describe_duration, headline, nouns
+from .facts import FactsBanner
 from .run_view import RunView
 from .runs_table import RunsTable
 from .template_card import TemplateCards
@@ -32,9 +33,11 @@ class TrainPage(Page):
     Signals
     -------
     model_trained(str) : a run finished with this model id.
+    run_started() : the user started or resumed a run.
     """
 
     model_trained = Signal(str)
+    run_started = Signal()
 
     title = "Train a model"
     empty_text = "Open or create a project first."
@@ -61,25 +64,9 @@ class TrainPage(Page):
 
     def _build(self) -> None:
         self.header.set_subtitle("Pick a recipe and press Start. You can keep working while it trains.")
-        self.hardware = QLabel("Looking at this computer…")
-        self.hardware.setObjectName("Muted")
-        self.hardware.setWordWrap(True)
-        self.hardware.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.data_summary = QLabel()
-        self.data_summary.setWordWrap(True)
-        self.go_label = QPushButton("Go to labeling")
-        self.go_label.clicked.connect(lambda: self.navigate.emit("label"))
-        self.go_label.hide()
-        facts = QFrame()
-        facts.setObjectName("Banner")
-        grid = QGridLayout(facts)
-        grid.setContentsMargins(12, 8, 12, 8)
-        grid.addWidget(QLabel("<b>Your data</b>"), 0, 0)
-        grid.addWidget(self.data_summary, 0, 1)
-        grid.addWidget(self.go_label, 0, 2)
-        grid.addWidget(QLabel("<b>This computer</b>"), 1, 0)
-        grid.addWidget(self.hardware, 1, 1, 1, 2)
-        grid.setColumnStretch(1, 1)
+        self.facts = FactsBanner()
+        self.facts.go_label.clicked.connect(lambda: self.navigate.emit("label"))
+        self.hardware, self.data_summary, self.go_label = self.facts.hardware, self.facts.data_summary, self.facts.go_label
 
         self.card_row = TemplateCards()
         self.card_row.changed.connect(self._template_changed)
@@ -135,7 +122,7 @@ class TrainPage(Page):
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 8, 0)
         layout.setSpacing(12)
-        layout.addWidget(facts)
+        layout.addWidget(self.facts)
         layout.addWidget(QLabel("<b>Recipe</b>"))
         layout.addWidget(self.card_row)
         layout.addWidget(self.no_templates)
@@ -170,9 +157,7 @@ class TrainPage(Page):
 
         def done(found):
             self.resources, choices = found
-            self.hardware.setText(describe_hardware(self.resources))
-            self.hardware.setToolTip("\n".join(f"{name}: {'works' if ok else 'not available'}" for name, ok
-                                               in (self.resources.get("providers") or {}).items()))
+            self.facts.show_hardware(self.resources)
             current = self.device.currentData()
             self.device.clear()
             for device, words in choices:
@@ -257,17 +242,7 @@ class TrainPage(Page):
             self._attach_running_job(data["jobs"])
 
     def _show_stats(self, info: dict, stats: dict) -> None:
-        counts = {label: n for label, n in (stats.get("labels") or {}).items() if n}
-        labeled = sum(counts.values()) if info.get("target") != "boxes" else stats.get("labeled", 0)
-        text = f"{labeled:,} labeled of {stats.get('samples', 0):,} in {plural(len(counts), 'class', 'classes')}"
-        few = info.get("few_examples") or 10
-        if counts and not self.readiness:
-            smallest = min(counts, key=counts.get)
-            if counts[smallest] < few:
-                text += (f". <span style='color:#c27c0e'>'{smallest}' has only {counts[smallest]}: "
-                         "label a few more for a reliable model.</span>")
-        self.data_summary.setText(text)
-        self.go_label.setVisible(bool(self.readiness))
+        self.facts.show_data(info, stats, self.readiness)
         self._update_start()
 
     def _template_changed(self, *_args) -> None:
@@ -324,6 +299,7 @@ class TrainPage(Page):
 
         self.run(lambda state: ws.submit_training(project, template, time_budget=budget, device=device),
                  self._follow, on_failed=failed)
+        self.run_started.emit()
 
     def _follow(self, job_id: int, after_seq: int = 0) -> None:
         """Follow ``job_id`` from event ``after_seq`` (0: replay its events into the chart first)."""
@@ -417,6 +393,7 @@ class TrainPage(Page):
             self.report_error("The run could not be resumed", message, details)
 
         self.run(lambda state: ws.resume_job(job_id), lambda after: self._follow(job_id, after), on_failed=failed)
+        self.run_started.emit()
 
     def _show_run(self, job_id: int) -> None:
         if not self.run_view.active:

@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ... import theme
-from ...charts import TrainingChart
+from ...training_chart import TrainingChart
 from ...job_watcher import JobWatcher
 from ...widgets import ProgressPanel
 

@@ -1,0 +1,178 @@
+"""The "Export" card: save the model, make a smaller and faster copy, or build a deploy bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, QUrl
+from PySide6.QtGui import QColor, QDesktopServices
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QPushButton, QTableWidget, QTableWidgetItem)
+
+from ... import theme
+from ...page import card
+from ...widgets import ProgressPanel
+from ...workers import TaskCancelled
+from ...wording import candidate_words, human_size, verdict
+
+
+def cancellable_progress(state, describe=str):
+    """A ``progress(done, total, message)`` callback that also stops the call when the user cancels;
+    ``describe`` turns the message into words."""
+    def progress(done, total=0, message=""):
+        if state.is_interruption_requested():
+            raise TaskCancelled()
+        state.set_progress(int(done), int(total or 0), describe(message) if message else "")
+    return progress
+
+
+class ExportCard(QObject):
+    """Export, compress and bundle the current model into a chosen folder."""
+
+    def __init__(self, workspace, run, parent=None):
+        super().__init__(parent)
+        self.ws, self.run = workspace, run
+        self.project: str | None = None
+        self.model_id: str | None = None
+        self.last_export: dict | None = None
+        self.frame, layout = card(
+            "Export", "Save the model as one file you can use elsewhere, make a smaller and faster copy, "
+                      "or build a bundle that runs on a computer without ModelDesk.")
+        self.out_dir = QLineEdit()
+        self.out_dir.setPlaceholderText("Choose a folder…")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self.choose_folder)
+        self.export_button = QPushButton("Export")
+        self.export_button.setToolTip("One ONNX file (a standard model format) with its card, in the folder.")
+        self.export_button.clicked.connect(lambda: self.export(compress=False, bundle=False))
+        self.compress_button = QPushButton("Make smaller && faster")
+        self.compress_button.setToolTip("Tries 8-bit and smaller-input versions; keeps the fastest that loses "
+                                        "at most 1 point of accuracy.")
+        self.compress_button.clicked.connect(lambda: self.export(compress=True, bundle=False))
+        self.bundle_button = QPushButton("Build deploy bundle")
+        self.bundle_button.setToolTip("A folder with the model, a small server and a README.")
+        self.bundle_button.clicked.connect(lambda: self.export(compress=False, bundle=True))
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(QLabel("Folder"))
+        folder_row.addWidget(self.out_dir, 1)
+        folder_row.addWidget(browse)
+        action_row = QHBoxLayout()
+        for button in (self.export_button, self.compress_button, self.bundle_button):
+            action_row.addWidget(button)
+        action_row.addStretch(1)
+        self.progress = ProgressPanel()
+        self.result = QLabel()
+        self.result.setWordWrap(True)
+        self.result.setTextInteractionFlags(Qt.TextBrowserInteraction)
+        self.result.hide()
+        self.result.linkActivated.connect(lambda link: QDesktopServices.openUrl(QUrl(link)))
+        self.candidates = QTableWidget(0, 5)
+        self.candidates.setHorizontalHeaderLabels(["Version", "Size", "Time per photo", "Accuracy", "Result"])
+        self.candidates.verticalHeader().hide()
+        self.candidates.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.candidates.setSelectionMode(QAbstractItemView.NoSelection)
+        self.candidates.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.candidates.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.candidates.hide()
+        layout.addLayout(folder_row)
+        layout.addLayout(action_row)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.result)
+        layout.addWidget(self.candidates)
+
+    def set_model(self, project: str | None, model_id: str | None) -> None:
+        self.project, self.model_id = project, model_id
+        if not self.out_dir.text() and project:
+            self.out_dir.setText(str(Path.home() / "ModelDesk exports" / project))
+
+    def choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self.frame, "Export to folder", self.out_dir.text() or str(Path.home()))
+        if folder:
+            self.out_dir.setText(folder)
+
+    def _set_enabled(self, enabled: bool) -> None:
+        for button in (self.export_button, self.compress_button, self.bundle_button):
+            button.setEnabled(enabled)
+
+    def export(self, *, compress: bool, bundle: bool) -> None:
+        """Export the current model to the chosen folder; ``compress``/``bundle`` as in ``ws.export_model``."""
+        if self.model_id is None:
+            return
+        folder = self.out_dir.text().strip()
+        if not folder:
+            self.choose_folder()
+            folder = self.out_dir.text().strip()
+            if not folder:
+                return
+        model_id, ws = self.model_id, self.ws
+        name = self.project or model_id
+        target = str(Path(folder) / (f"{name}-bundle" if bundle else f"{name}-model-small" if compress
+                                     else f"{name}-model"))
+        what = "Building the bundle" if bundle else "Trying smaller versions" if compress else "Exporting"
+        self._set_enabled(False)
+        self.result.hide()
+        if compress:
+            self.candidates.hide()
+
+        def describe(message):
+            return f"tried {candidate_words(str(message))}" if compress else str(message)
+
+        def work(state):
+            return ws.export_model(model_id, target, compress=compress, bundle=bundle,
+                                   progress=cancellable_progress(state, describe))
+
+        def done(result):
+            self.last_export = result
+            self.show_export(result, compress=compress, bundle=bundle)
+
+        def cancelled():
+            self.result.setText("Cancelled.")
+            self.result.show()
+
+        handle = self.run(work, done, title="Export failed", on_cancelled=cancelled, panel=self.progress,
+                          panel_title=what)
+        if handle is not None:
+            handle.ended.connect(lambda: self._set_enabled(True))
+
+    def show_export(self, result: dict, *, compress: bool, bundle: bool) -> None:
+        path = result.get("path") or self.out_dir.text()
+        folder_link = QUrl.fromLocalFile(str(Path(path) if Path(path).is_dir() else Path(path).parent)).toString()
+        text = f"Saved to <a href='{folder_link}'>{path}</a> ({human_size(result.get('size_bytes'))})."
+        if bundle:
+            text = (f"Bundle ready in <a href='{folder_link}'>{path}</a>. Copy the folder to another computer; "
+                    "its README says how to run it.")
+        if compress and result.get("candidates"):
+            speedup = result.get("speedup")
+            before, after = result.get("accuracy_fp32"), result.get("accuracy_compressed")
+            text = f"Kept <b>{candidate_words(str(result.get('chosen', '')))}</b>"
+            if isinstance(speedup, (int, float)):
+                text += f": {speedup:.1f}× faster"
+            if isinstance(before, (int, float)) and isinstance(after, (int, float)):
+                text += f", accuracy {before:.0%} → {after:.0%}"
+            text += f". Saved to <a href='{folder_link}'>{path}</a>."
+            self.fill_candidates(result["candidates"])
+        self.result.setText(text)
+        self.result.show()
+
+    def fill_candidates(self, candidates: list[dict]) -> None:
+        self.candidates.setRowCount(len(candidates))
+        for row, candidate in enumerate(candidates):
+            latency, accuracy = candidate.get("latency_ms"), candidate.get("accuracy")
+            cells = [candidate_words(candidate.get("name", "")), human_size(candidate.get("size_bytes")),
+                     f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "–",
+                     f"{accuracy:.1%}" if isinstance(accuracy, (int, float)) else "–", verdict(candidate)]
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(str(candidate.get("reason") or ""))
+                if candidate.get("kept"):
+                    font = item.font()
+                    font.setBold(True)
+                    item.setFont(font)
+                    good = QColor(theme.current().good)
+                    good.setAlpha(40)
+                    item.setBackground(good)
+                self.candidates.setItem(row, col, item)
+        height = self.candidates.horizontalHeader().height() + sum(
+            self.candidates.rowHeight(r) for r in range(len(candidates))) + 4
+        self.candidates.setFixedHeight(height)
+        self.candidates.show()

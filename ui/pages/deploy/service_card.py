@@ -1,0 +1,134 @@
+"""The "Local service" card: start and stop the model's HTTP service, its address and console."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton
+
+from ...page import card
+
+
+class ServiceCard(QObject):
+    """Runs at most one service; ``run(fn, on_done, on_failed)`` is the page's background runner.
+
+    Signals
+    -------
+    changed() : the service started or stopped.
+    """
+
+    changed = Signal()
+
+    def __init__(self, workspace, run, report_error, parent=None):
+        super().__init__(parent)
+        self.ws, self.run, self.report_error = workspace, run, report_error
+        self.service = None
+        self.service_model: str | None = None
+        self.service_project: str | None = None
+        self.project: str | None = None
+        self.model_id: str | None = None
+        self.frame, layout = card("Local service",
+                                  "Other programs on this computer can send photos to the model over HTTP.")
+        self.state = QLabel("Not running")
+        self.url = QLabel()
+        self.url.setTextInteractionFlags(Qt.TextBrowserInteraction)
+        self.url.setOpenExternalLinks(True)
+        self.url.setMinimumWidth(10)
+        self.button = QPushButton("Start service")
+        self.button.setObjectName("Primary")
+        self.button.clicked.connect(self.toggle)
+        self.console_button = QPushButton("Open console")
+        self.console_button.setToolTip("The service's page in your browser: try it and read how to call it.")
+        self.console_button.clicked.connect(self.open_console)
+        self.copy_button = QPushButton("Copy address")
+        self.copy_button.clicked.connect(self.copy_address)
+        top = QHBoxLayout()
+        top.addWidget(self.state)
+        top.addWidget(self.url, 1)
+        top.addWidget(self.button)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.copy_button)
+        buttons.addWidget(self.console_button)
+        layout.addLayout(top)
+        layout.addLayout(buttons)
+        self.hint = QLabel()
+        self.hint.setObjectName("Muted")
+        self.hint.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.hint.setWordWrap(True)
+        layout.addWidget(self.hint)
+        self.show_state()
+
+    def set_model(self, project: str | None, model_id: str | None) -> None:
+        self.project, self.model_id = project, model_id
+        self.show_state()
+
+    def show_state(self, starting: bool = False) -> None:
+        running = self.service is not None
+        self.button.setText("Stop service" if running else "Start service")
+        self.button.setEnabled(not starting and (running or self.model_id is not None))
+        self.console_button.setEnabled(running)
+        self.copy_button.setEnabled(running)
+        if starting:
+            self.state.setText("Starting…")
+            self.url.setText("")
+        elif running:
+            other = f" for '{self.service_project}'" if self.service_project != self.project else ""
+            self.state.setText(f"<span style='color:#1e9e5a'>●</span> Running{other} at")
+            self.url.setText(f"<a href='{self.service.url}'>{self.service.url}</a>")
+            self.hint.setText(f"From a program: <code>curl -F file=@photo.jpg {self.service.url}v1/predict"
+                              "</code>. It stops when you close ModelDesk.")
+        else:
+            self.state.setText("<span style='color:#9aa4b5'>●</span> Not running")
+            self.url.setText("")
+        self.hint.setVisible(running and not starting)
+
+    def toggle(self) -> None:
+        """Start the service on the current model, or stop the running one."""
+        if self.service is not None:
+            self.stop()
+        elif self.model_id is not None:
+            self.start()
+
+    def start(self) -> None:
+        """Start the local service for the current model (off the UI thread)."""
+        model_id, project, ws = self.model_id, self.project, self.ws
+        self.show_state(starting=True)
+
+        def done(handle):
+            self.service, self.service_model, self.service_project = handle, model_id, project
+            self.show_state()
+            self.changed.emit()
+
+        def failed(message, details):
+            self.show_state()
+            self.report_error("The service did not start", message, details)
+
+        self.run(lambda state: ws.start_service(model_id), done, on_failed=failed)
+
+    def stop(self) -> None:
+        """Stop the running service (off the UI thread)."""
+        handle, self.service = self.service, None
+        self.show_state(starting=True)
+        self.state.setText("Stopping…")
+
+        def done(_):
+            self.show_state()
+            self.changed.emit()
+
+        self.run(lambda state: handle.stop(), done, title="The service did not stop cleanly")
+
+    def copy_address(self) -> None:
+        if self.service is not None:
+            QGuiApplication.clipboard().setText(self.service.url)
+
+    def open_console(self) -> None:
+        if self.service is not None and not QDesktopServices.openUrl(QUrl(self.service.url)):
+            self.report_error("Could not open the console", f"No browser opened {self.service.url}. "
+                              "Open the address yourself.")
+
+    def shutdown(self) -> None:
+        """Stop the service now (the app is closing)."""
+        if self.service is not None:
+            handle, self.service = self.service, None
+            handle.stop(timeout=3.0)

@@ -1,0 +1,202 @@
+"""The "Try it" card: drop, choose or take a photo (or record or choose a sound clip, for a sound model)
+and see what the model answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QFont, QPainter, QPen, QPixmap
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+
+from ...canvas import label_color
+from ...charts import BarChart
+from ...page import card
+from ...widgets import camera
+from ...widgets.clip_player import ClipPlayer
+from ...widgets.text_try import TextTry
+from ...wording import found_words, top_scores
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+
+
+class DropArea(QLabel):
+    """A dashed box that accepts one dropped image file and emits its path."""
+
+    dropped = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setAcceptDrops(True)
+        self.setAlignment(Qt.AlignCenter)
+        self.setMinimumSize(200, 160)
+        self.setWordWrap(True)
+        self.setObjectName("DropArea")
+        self._idle_style()
+        self.setText("Drop a photo here")
+
+    def _idle_style(self, hover: bool = False) -> None:
+        border = "#2f6fed" if hover else "#9aa4b5"
+        self.setStyleSheet(f"QLabel#DropArea {{ border: 2px dashed {border}; border-radius: 10px; padding: 6px; }}")
+
+    @staticmethod
+    def _image_path(event) -> str | None:
+        for url in event.mimeData().urls():
+            path = url.toLocalFile()
+            if path and path.lower().endswith(IMAGE_SUFFIXES):
+                return path
+        return None
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if self._image_path(event):
+            self._idle_style(True)
+            event.acceptProposedAction()
+
+    def dragLeaveEvent(self, event) -> None:  # noqa: N802
+        self._idle_style()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        self._idle_style()
+        path = self._image_path(event)
+        if path:
+            event.acceptProposedAction()
+            self.dropped.emit(path)
+
+    def show_image(self, path: str, boxes=None) -> None:
+        """Show ``path`` scaled into the box, with a detector's ``boxes`` drawn on it."""
+        pixmap = QPixmap(path)
+        if pixmap.isNull():
+            self.setText(f"Cannot show {Path(path).name}")
+            return
+        if boxes:
+            draw_boxes(pixmap, boxes)
+        self.setPixmap(pixmap.scaled(self.size() - QSize(16, 16), Qt.KeepAspectRatio, Qt.SmoothTransformation))
+
+
+def draw_boxes(pixmap: QPixmap, boxes) -> None:
+    """Paint ``boxes`` (``{"label", "score", "box"}`` in the photo's pixels) onto ``pixmap``."""
+    painter = QPainter(pixmap)
+    width = max(2, round(max(pixmap.width(), pixmap.height()) / 250))
+    font = QFont()
+    font.setPixelSize(width * 7)
+    painter.setFont(font)
+    for box in boxes:
+        x0, y0, x1, y1 = box["box"]
+        color = label_color(box["label"])
+        painter.setPen(QPen(color, width))
+        painter.drawRect(round(x0), round(y0), round(x1 - x0), round(y1 - y0))
+        painter.drawText(round(x0) + width, max(round(y0) - width, width * 7), f"{box['label']} {box['score']:.0%}")
+    painter.end()
+
+
+class TryIt:
+    """The card's widgets; :meth:`show_prediction` and :meth:`clear` are called by the page.
+
+    ``on_file(path)`` is called with each photo or clip to try; ``on_error(title, message)`` for a camera
+    failure; ``recorder`` is the record bar shown for sound models (its ``recorded`` goes to the page).
+    """
+
+    def __init__(self, on_file, on_error, recorder, on_text=None):
+        self.on_file, self.on_error = on_file, on_error
+        self.sound = False
+        self.frame, layout = card("Try it", "Drop a photo to see what the model says.")
+        self.subtitle = self.frame.findChildren(QLabel)[-1]
+        self.drop = DropArea()
+        self.drop.dropped.connect(on_file)
+        self.choose_button = QPushButton("Choose a photo…")
+        self.choose_button.clicked.connect(self._choose)
+        self.camera_button = QPushButton("Take a photo")
+        self.camera_button.clicked.connect(self._take_photo)
+        self.camera_button.setVisible(bool(camera.cameras()))
+        self._camera = None
+        self.answer = QLabel()
+        self.answer.setObjectName("Hero")
+        self.answer.setWordWrap(True)
+        self.scores = BarChart(("Score",), highlight_first=True,
+                               empty_text="The model's answer for your photo appears here.")
+        self.clip_player = ClipPlayer()  # sound models: the clip tried, and recording one
+        self.clip_player.hide()
+        self.recorder = recorder
+        self.recorder.hide()
+        self.text_try = TextTry()  # text models: a text box instead of the drop area
+        if on_text is not None:
+            self.text_try.submitted.connect(on_text)
+        self.text_try.hide()
+        left = QVBoxLayout()
+        left.addWidget(self.text_try, 1)
+        left.addWidget(self.drop, 1)
+        left.addWidget(self.clip_player, 1)
+        left.addWidget(self.recorder)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.choose_button)
+        buttons.addWidget(self.camera_button)
+        buttons.addStretch(1)
+        left.addLayout(buttons)
+        right = QVBoxLayout()
+        right.addWidget(self.answer)
+        right.addWidget(self.scores)
+        right.addStretch(1)
+        row = QHBoxLayout()
+        row.addLayout(left, 1)
+        row.addSpacing(12)
+        row.addLayout(right, 1)
+        layout.addLayout(row)
+
+    def set_input_kind(self, kind: str | None) -> None:
+        """Switch between photos, sound clips and texts."""
+        self.sound = sound = kind == "audio"
+        text = kind == "text"
+        self.drop.setVisible(not sound and not text)
+        self.camera_button.setVisible(not sound and not text and bool(camera.cameras()))
+        self.clip_player.setVisible(sound)
+        self.recorder.setVisible(sound)
+        self.text_try.setVisible(text)
+        self.choose_button.setVisible(not text)
+        self.choose_button.setText("Choose a WAV clip…" if sound else "Choose a photo…")
+        self.subtitle.setText("Record a clip or choose a WAV file to see what the model says." if sound else
+                              "Type or paste a text to see what the model says." if text else
+                              "Drop a photo to see what the model says.")
+        noun = "clip" if sound else "text" if text else "photo"
+        self.scores.empty_text = f"The model's answer for your {noun} appears here."
+
+    def _choose(self) -> None:
+        if self.sound:
+            path, _ = QFileDialog.getOpenFileName(self.frame, "Choose a sound clip", str(Path.home()),
+                                                  "WAV sound clips (*.wav *.wave)")
+            if path:
+                self.on_file(path)
+            return
+        path, _ = QFileDialog.getOpenFileName(self.frame, "Choose a photo", str(Path.home()),
+                                              "Images (" + " ".join(f"*{s}" for s in IMAGE_SUFFIXES) + ")")
+        if path:
+            self.on_file(path)
+
+    def _take_photo(self) -> None:
+        if camera.cameras():
+            self._camera = camera.CameraDialog(self.frame, self.on_file, self.on_error)
+
+    def looking(self, path: str | None) -> None:
+        if path and not self.sound:
+            self.drop.show_image(path)
+        self.answer.setText("Reading…" if path is None else "Listening…" if self.sound else "Looking…")
+        self.scores.set_rows([])
+
+    def clear(self) -> None:
+        self.answer.setText("")
+        self.scores.set_rows([])
+
+    def show_prediction(self, prediction: dict, path: str | None = None) -> None:
+        """The answer in words and the top scores as bars (a detector's boxes drawn on the photo)."""
+        if "boxes" in prediction:  # a detector: the boxes on the photo, one row per box
+            if path:
+                self.drop.show_image(path, prediction["boxes"])
+            self.answer.setText(found_words(prediction["boxes"]))
+            self.scores.set_rows((b["label"], (b["score"],)) for b in prediction["boxes"][:10])
+            return
+        if "tags" in prediction:  # a tags model: every tag over its threshold
+            tags = prediction.get("tags") or []
+            self.answer.setText(", ".join(tags) if tags else "No tag fits")
+        else:
+            self.answer.setText(f"{prediction['label']}  <span style='font-size:15px; font-weight:400'>"
+                                f"({prediction['score']:.0%} sure)</span>")
+        self.scores.set_rows((label, (score,)) for label, score in top_scores(prediction))
