@@ -167,3 +167,39 @@ def test_many_qt_calls_do_not_exhaust_none_and_true(qtbot):
         emitter.fired.emit(i)
     assert len(seen) == calls and label.text() == "x"
     assert sys.getrefcount(None) >= before - 1000  # a leak would have taken ~200,000
+
+
+def test_a_mistake_clicked_after_visiting_label_opens_that_sample(qtbot, ws, make_window, classification_project):
+    window = make_window()
+    window.set_project("fruit")
+    window.show_page("label")
+    label = window.page("label")
+    qtbot.waitUntil(lambda: label.sample is not None and label.is_idle(), timeout=10_000)
+    first = label.sample.id
+    window.show_page("data")
+    target = next(s for s in ws.store.sample_ids("fruit", label="green") if s != first)
+    window.relabel(target)  # what a click on Evaluate's mistake does: the page refresh must not win
+    qtbot.waitUntil(lambda: label.is_idle() and not label.latest.running, timeout=10_000)
+    assert label.sample.id == target
+
+
+def test_a_finished_run_selects_its_model_everywhere_unless_the_user_picked_one(qtbot, ws, make_window,
+                                                                                classification_project):
+    store = ws.store
+    for name in ("old", "new", "newer"):
+        store.add_model("fruit", name, ws.paths.models / name, "image-classification/fast", {"accuracy": 0.5})
+    window = make_window()
+    window.set_project("fruit")
+    evaluate, deploy = window.page("evaluate"), window.page("deploy")
+    qtbot.waitUntil(lambda: evaluate.loaded and deploy.loaded, timeout=10_000)
+    train = window.page("train")
+    train.run_started.emit()
+    train.model_trained.emit("old")  # a run finished: every page shows its model
+    qtbot.waitUntil(lambda: evaluate.model_id == "old" and deploy.model_id == "old", timeout=10_000)
+    assert window.model_id == "old"
+
+    train.run_started.emit()
+    deploy.pick_model("new")  # the user picks a model during the next run
+    assert evaluate.model_id == "new"
+    train.model_trained.emit("newer")  # ... so that run's model does not take over
+    assert evaluate.model_id == deploy.model_id == window.model_id == "new"

@@ -201,3 +201,71 @@ def test_a_detectors_proposed_boxes_are_shown_dashed_and_accepted_with_enter(qtb
     assert (box.label, box.x0, box.y0, box.x1, box.y1) == ("apple", 20.0, 30.0, 120.0, 150.0)
     assert len(page.canvas.box_items()) == 1 and annotator.proposals.items == []
     assert page.banner.isHidden()
+
+
+# -- the newcomer's traps (issue 16) ---------------------------------------------------------------
+
+def test_keys_are_shown_and_stay_with_their_class_when_a_class_is_added(qtbot, ws, tmp_path, make_images,
+                                                                      make_page):
+    ws.create_project("pets", "image-classification")
+    ws.import_data("pets", make_images(tmp_path / "pets", {"cat": 2, "dog": 2, "": 3}))
+    page = make_page("pets")
+    assert [(b.key, b.name) for b in page.class_buttons] == [("1", "cat"), ("2", "dog")]
+    assert page.class_buttons[0].text().startswith("1")  # the key is on the button
+    page.new_class.setFocus()
+    qtbot.keyClicks(page.new_class, "bird")  # sorts before "cat" but must not take its key
+    qtbot.keyClick(page.new_class, Qt.Key_Return)
+    settled(qtbot, page)
+    assert {b.name: b.key for b in page.class_buttons} == {"bird": "3", "cat": "1", "dog": "2"}
+    page.setFocus()
+    sid = page.sample.id
+    press(qtbot, page, Qt.Key_1)
+    settled(qtbot, page)
+    assert ws.store.get_sample(sid).labels == ["cat"]
+
+
+def test_a_class_named_by_a_digit_gets_that_digit(qtbot, ws, tmp_path, make_images, make_page):
+    ws.create_project("digits", "image-classification")
+    ws.import_data("digits", make_images(tmp_path / "d", {**{str(n): 1 for n in range(10)}, "": 2}))
+    page = make_page("digits")
+    assert {b.name: b.key for b in page.class_buttons} == {str(n): str(n) for n in range(10)}
+    page.order_box.setCurrentIndex(page.order_box.findData("unlabeled"))
+    qtbot.waitUntil(lambda: page.is_idle() and not page.sample.labels, timeout=10_000)
+    first = page.sample.id
+    page.setFocus()
+    press(qtbot, page, Qt.Key_5)
+    qtbot.waitUntil(lambda: page.is_idle() and page.sample.id != first, timeout=10_000)
+    second = page.sample.id
+    press(qtbot, page, Qt.Key_9)
+    settled(qtbot, page)
+    assert ws.store.get_sample(first).labels == ["5"] and ws.store.get_sample(second).labels == ["9"]
+
+
+def test_typing_in_the_class_field_never_labels(qtbot, ws, classification_project, make_page):
+    page = make_page(classification_project)
+    sid, before = page.sample.id, list(page.sample.labels)
+    page.new_class.setFocus()
+    qtbot.keyClicks(page.new_class, "fist 2")
+    qtbot.keyClick(page.new_class, Qt.Key_Return)
+    settled(qtbot, page)
+    assert "fist 2" in page.labels
+    assert page.new_class.hasFocus(), "the field keeps the focus for the next name"
+    qtbot.keyClicks(page.new_class, "palm 1")  # digits go into the field, not onto the photo
+    assert page.new_class.text() == "palm 1"
+    settled(qtbot, page)
+    assert page.sample.id == sid and ws.store.get_sample(sid).labels == before
+
+
+def test_class_counts_match_the_store_after_undo(qtbot, ws, classification_project, make_page):
+    page = make_page(classification_project)
+    page.order_box.setCurrentIndex(page.order_box.findData("unlabeled"))
+    qtbot.waitUntil(lambda: page.is_idle() and not page.sample.labels, timeout=10_000)
+    for key in (Qt.Key_3, Qt.Key_3, Qt.Key_1):  # red, red, blue
+        press(qtbot, page, key)
+        settled(qtbot, page)
+    press(qtbot, page, Qt.Key_Z, Qt.ControlModifier)
+    press(qtbot, page, Qt.Key_Z, Qt.ControlModifier)
+    settled(qtbot, page)
+    stored = ws.stats("fruit")["labels"]
+    assert page.counts == stored
+    assert {b.name: b.count for b in page.class_buttons} == stored
