@@ -13,7 +13,7 @@ from modeldesk.errors import describe
 
 from .page import Page
 from .settings import settings
-from .status import project_status
+from .status import project_status, was_deployed
 from .welcome import WelcomePage
 from .widgets.error_dialog import show_error
 from .widgets.help_menu import HelpMenu
@@ -79,6 +79,8 @@ class MainWindow(QMainWindow):
         self.sidebar.page_requested.connect(self.show_page)
         self.sidebar.project_requested.connect(self.set_project)
         self.sidebar.new_project_requested.connect(self.new_project)
+        self.sidebar.theme_requested.connect(self.set_theme)
+        self.sidebar.set_theme(str(settings().value("ui/theme", "system")))
         self.stack = QStackedWidget()
         self.welcome = WelcomePage(self.ws)
         self.welcome.project_created.connect(self._project_created)
@@ -125,6 +127,20 @@ class MainWindow(QMainWindow):
         for page in self.pages.values():
             page.shutdown()
         self.pool.waitForDone()
+
+    def set_theme(self, choice: str) -> None:
+        """Apply and remember a theme ("system", "light" or "dark"); the pages redraw in its colours."""
+        from PySide6.QtWidgets import QApplication
+
+        from . import theme
+
+        theme.apply_theme(QApplication.instance(), choice)
+        s = settings()
+        s.setValue("ui/theme", choice)
+        s.sync()
+        self.sidebar.set_theme(choice)
+        for page in self.pages.values():
+            page.theme_changed()
 
     # -- projects ----------------------------------------------------------------------------
 
@@ -258,8 +274,8 @@ class MainWindow(QMainWindow):
         if self._status_task is not None:
             self._status_dirty = True
             return
-        project, model_id = self.project, self.model_id
-        self._status_task = run_task(lambda _state: (project, project_status(self.ws, project, model_id)),
+        project, model_id, deployed = self.project, self.model_id, was_deployed(self.project)
+        self._status_task = run_task(lambda _state: (project, project_status(self.ws, project, model_id, deployed)),
                                      pool=self.pool, parent=self)
         self._status_task.finished.connect(self._status_ready)
         self._status_task.failed.connect(lambda msg, _details: log.warning("status failed: %s", msg))
@@ -269,8 +285,8 @@ class MainWindow(QMainWindow):
         project, status = result
         if project != self.project:
             return
-        for key, (state, detail) in status.items():
-            self.sidebar.set_step_state(key, state, detail)
+        for key, value in status.items():
+            self.sidebar.set_step_state(key, *value)
 
     def _status_ended(self) -> None:
         self._status_task = None

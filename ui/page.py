@@ -250,6 +250,9 @@ class Page(QWidget):
     def show_data(self, data) -> None:
         """UI thread: show what :meth:`load` returned."""
 
+    def theme_changed(self) -> None:
+        """Hook: redraw what the page painted in the previous theme's colours."""
+
     def select_model(self, model_id: str) -> None:
         """Hook: show and use ``model_id`` (a run finished, or the user picked it on another page)."""
 

@@ -203,3 +203,32 @@ def test_a_finished_run_selects_its_model_everywhere_unless_the_user_picked_one(
     assert evaluate.model_id == "new"
     train.model_trained.emit("newer")  # ... so that run's model does not take over
     assert evaluate.model_id == deploy.model_id == window.model_id == "new"
+
+
+def test_the_theme_switch_applies_and_remembers_the_choice(qtbot, ws, make_window):
+    from modeldesk.ui import theme
+
+    create_application()
+    window = make_window()
+    switch = window.sidebar.theme
+    switch.activated.emit(switch.findData("dark"))
+    assert theme.current().dark and settings().value("ui/theme") == "dark"
+    assert QApplication.instance().palette().window().color().name() == theme.DARK.window
+    switch.activated.emit(switch.findData("light"))
+    assert not theme.current().dark and settings().value("ui/theme") == "light"
+    again = make_window()
+    assert again.sidebar.theme.currentData() == "light"
+    theme.apply_theme(QApplication.instance(), "system")
+
+
+def test_deploy_shows_done_once_a_model_is_exported(qtbot, ws, make_window, classification_project, tmp_path):
+    from modeldesk.ui.status import mark_deployed, project_status
+
+    ws.store.add_model("fruit", "m1", ws.paths.models / "m1", "image-classification/fast", {"accuracy": 0.9})
+    assert project_status(ws, "fruit")["deploy"][0] == "active"
+    mark_deployed("fruit")  # what the Deploy page does after serving or exporting
+    window = make_window()
+    window.set_project("fruit")
+    qtbot.waitUntil(lambda: window.sidebar.step_state("deploy")[0] == "done", timeout=10_000)
+    ws.create_project("other", "image-classification")
+    assert project_status(ws, "other")["train"][:2] == ("todo", "Not ready yet")

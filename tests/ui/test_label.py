@@ -269,3 +269,19 @@ def test_class_counts_match_the_store_after_undo(qtbot, ws, classification_proje
     stored = ws.stats("fruit")["labels"]
     assert page.counts == stored
     assert {b.name: b.count for b in page.class_buttons} == stored
+
+
+def test_labeling_the_last_sample_points_to_training(qtbot, ws, tmp_path, make_images, make_page):
+    ws.create_project("two", "image-classification")
+    ws.import_data("two", make_images(tmp_path / "two", {"red": 3, "blue": 3, "": 1}))
+    page = make_page("two")
+    assert page.train_button.objectName() != "Primary"
+    page.order_box.setCurrentIndex(page.order_box.findData("unlabeled"))
+    qtbot.waitUntil(lambda: page.is_idle() and not page.sample.labels, timeout=10_000)
+    page.setFocus()
+    press(qtbot, page, Qt.Key_1)
+    qtbot.waitUntil(lambda: page.is_idle() and page.train_button.objectName() == "Primary", timeout=10_000)
+    assert page.train_button.text().startswith("All labeled")
+    with qtbot.waitSignal(page.navigate) as nav:
+        page.train_button.click()
+    assert nav.args == ["train"]

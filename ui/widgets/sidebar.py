@@ -113,11 +113,14 @@ class Sidebar(QWidget):
         Another project was picked in the switcher.
     new_project_requested()
         "New project" was pressed.
+    theme_requested(str)
+        The user chose a theme: "system", "light" or "dark".
     """
 
     page_requested = Signal(str)
     project_requested = Signal(str)
     new_project_requested = Signal()
+    theme_requested = Signal(str)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -152,6 +155,13 @@ class Sidebar(QWidget):
         self.steps.currentItemChanged.connect(self._step_changed)
         self.footer = QLabel()
         self.footer.setObjectName("SidebarCaption")
+        self.footer.setWordWrap(True)
+        self.theme = QComboBox()
+        self.theme.setObjectName("ProjectSwitcher")
+        for choice, words in (("system", "Theme: like the system"), ("light", "Theme: light"), ("dark", "Theme: dark")):
+            self.theme.addItem(words, choice)
+        self.theme.setToolTip("Light or dark colours; “like the system” follows your computer's setting.")
+        self.theme.activated.connect(lambda index: self.theme_requested.emit(self.theme.itemData(index)))
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 16, 14, 12)
@@ -164,6 +174,7 @@ class Sidebar(QWidget):
         layout.addSpacing(12)
         layout.addWidget(steps_caption)
         layout.addWidget(self.steps, 1)
+        layout.addWidget(self.theme)
         layout.addWidget(self.footer)
         self._updating = False
 
@@ -172,6 +183,10 @@ class Sidebar(QWidget):
         metrics = self.footer.fontMetrics()
         self.footer.setText("WORKSPACE\n" + metrics.elidedText(str(path), Qt.ElideMiddle, 200))
         self.footer.setToolTip(str(path))
+
+    def set_theme(self, choice: str) -> None:
+        """Show ``choice`` in the theme switcher without emitting ``theme_requested``."""
+        self.theme.setCurrentIndex(max(self.theme.findData(choice), 0))
 
     # -- projects -------------------------------------------------------------------------
 
@@ -206,22 +221,23 @@ class Sidebar(QWidget):
     def set_steps_enabled(self, enabled: bool) -> None:
         self.steps.setEnabled(enabled)
 
-    def set_step_state(self, key: str, state: str, detail: str) -> None:
-        """Show ``state`` (``done``/``active``/``todo``/``warn``) and a one-line ``detail`` for a step."""
+    def set_step_state(self, key: str, state: str, detail: str, tip: str = "") -> None:
+        """Show ``state`` (``done``/``active``/``todo``/``warn``), a one-line ``detail`` and, in the
+        tooltip, the whole sentence ``tip`` (the detail when empty) for a step."""
         for row in range(self.steps.count()):
             item = self.steps.item(row)
             if item.data(Qt.UserRole) == key:
                 item.setData(DetailRole, detail)
                 item.setIcon(_state_icon(state, row + 1))
                 item.setData(Qt.UserRole + 1, state)
-                item.setToolTip(detail)
+                item.setToolTip(tip or detail)
 
     def step_state(self, key: str) -> tuple[str, str]:
         """(state, detail) currently shown for ``key``."""
         for row in range(self.steps.count()):
             item = self.steps.item(row)
             if item.data(Qt.UserRole) == key:
-                return item.data(Qt.UserRole + 1) or "todo", item.toolTip()
+                return item.data(Qt.UserRole + 1) or "todo", item.data(DetailRole) or ""
         raise KeyError(key)
 
     def _step_changed(self, current, _previous) -> None:

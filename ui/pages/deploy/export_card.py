@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QUrl
+from PySide6.QtCore import QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices
 from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPushButton, QTableWidget, QTableWidgetItem)
@@ -27,7 +27,14 @@ def cancellable_progress(state, describe=str):
 
 
 class ExportCard(QObject):
-    """Export, compress and bundle the current model into a chosen folder."""
+    """Export, compress and bundle the current model into a chosen folder.
+
+    Signals
+    -------
+    exported(dict) : an export, compression or bundle finished (its result).
+    """
+
+    exported = Signal(dict)
 
     def __init__(self, workspace, run, parent=None):
         super().__init__(parent)
@@ -124,6 +131,7 @@ class ExportCard(QObject):
         def done(result):
             self.last_export = result
             self.show_export(result, compress=compress, bundle=bundle)
+            self.exported.emit(result)
 
         def cancelled():
             self.result.setText("Cancelled.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from ...page import LatestTask, Page
+from ...status import mark_deployed
 from ...widgets.clip_player import load_peaks
 from ...widgets.model_picker import ModelPicker
 from ...wording import template_title
@@ -42,8 +43,9 @@ class DeployPage(Page):
         self.recorder.recorded.connect(self._recorded)
         self.try_it = TryIt(self.try_file, self.report_error, self.recorder, on_text=self.try_text)
         self.service_card = ServiceCard(workspace, self.run, self.report_error, self)
-        self.service_card.changed.connect(self.status_changed)
+        self.service_card.changed.connect(self._used)
         self.export_card = ExportCard(workspace, self.run, self)
+        self.export_card.exported.connect(self._used)
         content = QWidget()
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 8, 0)
@@ -133,6 +135,12 @@ class DeployPage(Page):
             self._model_changed()
         else:  # trained since the last read
             self.refresh()
+
+    def _used(self, *_args) -> None:
+        """The model was served or exported: the Deploy step is done for this project."""
+        if self.service is not None or self.last_export is not None:
+            mark_deployed(self.project)
+        self.status_changed.emit()
 
     def _model_changed(self) -> None:
         self.service_card.set_model(self.project, self.model_id)

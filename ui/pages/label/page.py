@@ -221,6 +221,11 @@ class LabelPage(Page):
         self.panel.set_counts(self.counts, noun)
         if stats is not None:
             self.header.set_subtitle(f"{stats['labeled']:,} of {stats['samples']:,} labeled")
+            done = stats["samples"] > 0 and stats["labeled"] >= stats["samples"]
+            if done != (self.train_button.objectName() == "Primary"):  # all labeled: the next step stands out
+                self.train_button.setObjectName("Primary" if done else "")
+                self.train_button.setText("All labeled: train a model  ›" if done else "Train a model  ›")
+                self.train_button.style().polish(self.train_button)
 
     # -- navigation ----------------------------------------------------------------------------------
 

@@ -139,6 +139,9 @@ class TrainPage(Page):
         body.setContentsMargins(0, 0, 0, 0)
         body.addWidget(scroll)
 
+    def theme_changed(self) -> None:
+        self.card_row.restyle()
+
     @property
     def cards(self) -> dict:
         """Recipe name -> its card."""
