@@ -80,9 +80,10 @@ def status(ws) -> dict:
     return {"cluster": resolve(ws), "scheduler": cluster_service.status(state_dir(ws))}
 
 
-def _measured(cost_entries: list, device: str) -> dict | None:
-    """The most recent feature-extraction throughput measured on ``device``."""
-    mine = [e for e in cost_entries if e["device"] == device and e["work_key"].startswith("features/")]
+def _measured(cost_entries: list, device: str, threads: int) -> dict | None:
+    """The most recent feature-extraction throughput measured on ``device`` with ``threads``."""
+    mine = [e for e in cost_entries if e["device"] == device and e["threads"] == threads
+            and e["work_key"].startswith("features/")]
     if not mine:
         return None
     latest = max(mine, key=lambda e: e.get("updated", 0))
@@ -103,9 +104,10 @@ def workers(ws, spec: dict, *, backbone: str = "efficientnet-lite0", cost_dir=No
     out = []
     for worker in rows:
         resources = worker["resources"]
+        cores = int(resources.get("CPU") or worker["nthreads"])
         out.append({"name": worker["name"], "address": worker["address"], "host": worker["identity"].get("host"),
-                    "cores": int(resources.get("CPU") or worker["nthreads"]), "gpus": int(resources.get("GPU", 0)),
+                    "cores": cores, "gpus": int(resources.get("GPU", 0)),
                     "memory_bytes": worker["memory_limit"], "identity": worker["identity"].get("id"),
                     "versions": worker["versions"], "refused": worker["refused"],
-                    "measured": _measured(entries, f"dask:{worker['identity'].get('id')}")})
+                    "measured": _measured(entries, f"dask:{worker['identity'].get('id')}", cores)})
     return out

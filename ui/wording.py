@@ -92,14 +92,18 @@ def plan_device_words(plan: dict | None) -> str:
     """Which devices a plan uses, in words ("on the CPU", "on NVIDIA H200")."""
     if not plan:
         return ""
-    names = []
+    names, workers = [], 0
     for device in plan.get("devices") or []:
         if isinstance(device, dict):
             name = device.get("name") or device.get("device") or device.get("kind")
         else:
             name = str(device)
-        if name and str(name).lower() != "auto":
+        if name and str(name).startswith("dask:"):
+            workers += 1  # a cluster worker's device, named by its address
+        elif name and str(name).lower() != "auto":
             names.append("the CPU" if str(name).lower() == "cpu" else str(name))
+    if workers:
+        names.append(f"{workers} cluster worker{'s' if workers > 1 else ''}")
     return f"on {' + '.join(dict.fromkeys(names))}" if names else ""
 
 

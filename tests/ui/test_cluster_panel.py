@@ -1,5 +1,7 @@
 """The cluster panel under "Run on": each worker's cores, GPUs and speed; whether training uses it."""
 
+import pytest
+
 from modeldesk.ui.widgets.cluster_panel import ClusterPanel, worker_line
 
 WORKERS = [
@@ -10,9 +12,17 @@ WORKERS = [
 ]
 
 
+def test_a_plan_with_cluster_workers_is_said_in_words():
+    from modeldesk.ui.wording import plan_device_words
+
+    plan = {"devices": [{"name": "cpu"}, {"name": "dask:tcp://10.0.0.5:40001"}, {"name": "dask:tcp://10.0.0.6:40001"}]}
+    assert plan_device_words(plan) == "on the CPU + 2 cluster workers"
+
+
 def test_worker_lines_say_cores_gpus_speed_and_why_a_worker_is_not_used():
     assert worker_line(WORKERS[0]) == "lab-pc: 8 cores, 1 GPU, 41 images/s"
     assert worker_line(WORKERS[1]) == "w2 (old-laptop): 2 cores, no GPU, speed measured on first use"
+    assert worker_line({**WORKERS[1], "cores": 1}).startswith("w2 (old-laptop): 1 core, no GPU")
     assert worker_line(WORKERS[2]).endswith("not used: it runs onnxruntime 1.17.0 (this app: 1.20.0)")
 
 
@@ -25,7 +35,7 @@ def test_the_panel_hides_without_a_cluster_and_lists_its_workers(qtbot, show_wid
     assert "(2 workers)" in panel.use.text() and "tcp://10.0.0.5:8786" in panel.use.text()
     assert "lab-pc: 8 cores, 1 GPU, 41 images/s" in panel.workers.text()
     assert panel.cluster_choice() is None  # the workspace's setting: use the cluster
-    with qtbot.waitSignal(panel.use_changed):
+    with qtbot.waitSignal(panel.changed):
         panel.use.setChecked(False)
     assert panel.cluster_choice() == "off"
 
@@ -36,3 +46,19 @@ def test_an_unreachable_cluster_is_said_and_not_used(show_widget):
     assert panel.isVisible() and not panel.use.isEnabled()
     assert "Cannot reach it" in panel.workers.text()
     assert panel.cluster_choice() == "off"
+
+
+def test_the_train_page_lists_the_workspace_cluster_s_workers(qtbot, ws, open_page):
+    distributed = pytest.importorskip("distributed")
+    from modeldesk.ui.pages.train import TrainPage
+
+    with distributed.LocalCluster(n_workers=2, processes=False, protocol="tcp", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        ws.use_cluster(cluster.scheduler_address)
+        page = open_page(TrainPage, ws)
+        qtbot.waitUntil(lambda: page.cluster.isVisible() and "(2 workers)" in page.cluster.use.text(), timeout=30000)
+        assert page.cluster.workers.text().count("speed measured on first use") == 2
+        assert page.cluster.cluster_choice() is None
+        page.cluster.use.setChecked(False)
+        assert page.cluster.cluster_choice() == "off"
+        qtbot.waitUntil(lambda: not page.tasks.busy, timeout=60000)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QPushButt
 from ...job_watcher import TERMINAL_STATES
 from ...page import LatestTask, Page
 from ...widgets import show_error
+from ...widgets.cluster_panel import ClusterPanel
 from ...wording import TIME_LIMITS, describe_duration, headline, nouns
 from .facts import FactsBanner
 from .run_view import RunView
@@ -96,6 +97,8 @@ class TrainPage(Page):
         controls.addWidget(self.device)
         controls.addStretch(1)
         controls.addWidget(self.start_button)
+        self.cluster = ClusterPanel(self.ws)  # "Run on": the cluster's workers, when one is set
+        self.cluster.changed.connect(self._update_estimates)
 
         self.run_view = RunView(self.ws)
         self.run_view.cancel_requested.connect(self.cancel)
@@ -127,6 +130,7 @@ class TrainPage(Page):
         layout.addWidget(self.card_row)
         layout.addWidget(self.no_templates)
         layout.addLayout(controls)
+        layout.addWidget(self.cluster)
         layout.addWidget(self.start_hint)
         layout.addWidget(self.run_view, 1)
         layout.addWidget(self.jobs_card)
@@ -170,17 +174,19 @@ class TrainPage(Page):
 
         self.run(look, done, on_failed=lambda message, details: self.hardware.setText(
             f"Could not look at this computer: {message}"))
+        self.cluster.load(self.run)
 
     def _estimate_devices(self) -> list[tuple[str, str]]:
         """Devices to estimate each recipe on: automatic, and the CPU alone when a GPU is there."""
         if self.resources and self.resources.get("gpus"):
             return [("auto", "best device"), ("cpu", "on the CPU only")]
-        return [("auto", "on this computer")]
+        return [("auto", "on this computer" if self.cluster.cluster_choice() == "off" else "with the cluster")]
 
     def _update_estimates(self) -> None:
         if not self.project or not self.cards or self.resources is None:
             return
         project, names, devices, ws = self.project, list(self.cards), self._estimate_devices(), self.ws
+        cluster = self.cluster.cluster_choice()
 
         def estimate_all(state):
             out = {}
@@ -190,7 +196,7 @@ class TrainPage(Page):
                     if state.is_interruption_requested():
                         return out
                     try:
-                        out[name][words] = ws.estimate_training(project, name, device=device)
+                        out[name][words] = ws.estimate_training(project, name, device=device, cluster=cluster)
                     except ValueError:  # not trainable yet: the hint under Start says why
                         out[name][words] = "after labeling"
             return out
@@ -300,8 +306,9 @@ class TrainPage(Page):
             self._update_start()
             self.report_error("Training could not start", message, details)
 
-        self.run(lambda state: ws.submit_training(project, template, time_budget=budget, device=device),
-                 self._follow, on_failed=failed)
+        cluster = self.cluster.cluster_choice()
+        self.run(lambda state: ws.submit_training(project, template, time_budget=budget, device=device,
+                                                  cluster=cluster), self._follow, on_failed=failed)
         self.run_started.emit()
 
     def _follow(self, job_id: int, after_seq: int = 0) -> None:
@@ -328,6 +335,7 @@ class TrainPage(Page):
 
     def _ended(self) -> None:
         self._update_estimates()  # the run cached features: the next one is quicker
+        self.cluster.load(self.run)  # the run measured the workers' speed
         self._jobs_timer.stop()
         self._update_start()
         self.refresh_jobs()
