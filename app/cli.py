@@ -42,14 +42,23 @@ def task_names() -> list[str]:
     return [task.name for task in list_tasks()]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _common_options(*, top: bool) -> argparse.ArgumentParser:
+    """``--workspace`` and ``--json``, accepted before or after the command. Below the top level they
+    default to "not given" (SUPPRESS), so a subcommand never overwrites what was given before it."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--workspace", metavar="DIR",
+    workspace_default = None if top else argparse.SUPPRESS
+    common.add_argument("--workspace", metavar="DIR", default=workspace_default,
                         help=f"workspace folder (default: ${ENV_WORKSPACE} or your user data folder)")
-    common.add_argument("--json", action="store_true", help="print one JSON object")
+    common.add_argument("--json", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="print one JSON object")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    top, common = _common_options(top=True), _common_options(top=False)
 
     parser = argparse.ArgumentParser(
-        prog="modeldesk", parents=[common],
+        prog="modeldesk", parents=[top],
         description="Build models from your own data, on your own machine. "
                     "With no command, opens the desktop app.")
     parser.add_argument("--version", action="version", version=about.version_line())
@@ -156,10 +165,15 @@ def main(argv=None, *, open_window=None) -> int:
             log.exception("command %s failed", args.command)
             print(f"modeldesk {args.command}: error: {message}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(result, ensure_ascii=False, default=str))
-    elif text:
-        print(text)
+    try:
+        if args.json:
+            print(json.dumps(result, ensure_ascii=False, default=str))
+        elif text:
+            print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `modeldesk ... | head`: the reader left, which is not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout at exit
     return 0
 
 
@@ -256,6 +270,7 @@ def _dispatch_workspace(ws, args):
 
 def _train(ws, args):
     device = args.device or ws.settings.device
+    ws.check_training(args.name, args.template)  # refuse before a plan is printed
     estimate = ws.estimate_training(args.name, args.template, device=device, cluster=args.cluster,
                                     credentials=args.credentials)
     if not args.json:

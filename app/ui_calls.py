@@ -40,6 +40,12 @@ class UiCalls:
             info.setdefault(key, task.get(key))
         return info
 
+    def check_training(self, project, template: str) -> None:
+        """Raise UserError with one sentence when ``project`` cannot train with ``template`` yet."""
+        from modeldesk.app import pipeline
+
+        pipeline.check_trainable(self, self.project(project), template)
+
     def training_readiness(self, project) -> str:
         """Why ``project`` cannot train yet, as one sentence ("" when it can).
 

@@ -87,6 +87,22 @@ def find_column(columns: list[str], wanted: str | None, defaults: tuple[str, ...
     return _pick(columns, wanted, defaults)
 
 
+def table_columns(path: Path) -> list[str] | None:
+    """The header row of a CSV/TSV file (or of the one table in a folder); None when it cannot be read."""
+    path = Path(path)
+    if path.is_dir():
+        tables = [p for p in path.iterdir() if p.suffix.lower() in (".csv", ".tsv")]
+        if len(tables) != 1:
+            return None
+        path = tables[0]
+    try:
+        encoding = sniff_encoding(path, ImportReport())
+        _delimiter, _columns, best = sniff_header(path, encoding, lambda cols: len(cols) > 1)
+    except (ValueError, OSError):
+        return None
+    return [c.strip() for c in best]
+
+
 def _header(path: Path, encoding: str, text_column, label_column):
     delimiter, columns, best = sniff_header(
         path, encoding, lambda cols: _pick(cols, text_column, TEXT_COLUMNS) is not None)

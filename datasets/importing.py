@@ -59,6 +59,12 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
                          f"{project.task}: import it into a project that finds objects with boxes")
     if fmt == "csv":
         if media is None and kind != "text":
+            columns = csvtext.table_columns(path)
+            if columns is not None and csvtext.find_column(columns, None, csvtext.TEXT_COLUMNS) is None:
+                shown = ", ".join(columns[:6]) + (", ..." if len(columns) > 6 else "")
+                raise ValueError(f"{path} is a table of values ({shown}), not {kind} files or texts: ModelDesk "
+                                 f"learns from images, texts and sound clips. To import {kind} files, give a "
+                                 "CSV with a column of file paths (path, file, ...) and a label column")
             raise ValueError(f"{path} is a CSV table of texts, but project {project.name!r} is {project.task}, "
                              f"which holds {kind} files: import a CSV of file paths, or make a text project")
         if media is None or kind == media:

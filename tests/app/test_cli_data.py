@@ -52,3 +52,41 @@ def test_workspace_log_file_records_errors(cli):
 def test_serve_refuses_another_host_without_a_token(cli, tmp_path):
     code, text = cli("serve", tmp_path / "no-model", "--host", "0.0.0.0", json_output=False)
     assert code == 1 and "token" in text and "serving" not in text
+
+
+def test_options_work_before_or_after_the_command(tmp_path, capsys):
+    import json
+
+    from modeldesk.app.cli import main
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert main(["--workspace", str(first), "--json", "project", "create", "a", "--task",
+                 "image-classification"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "a"
+    assert main(["project", "create", "b", "--task", "image-classification", "--workspace", str(second),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "b"
+    assert main(["--json", "project", "list", "--workspace", str(first)]) == 0
+    assert [p["name"] for p in json.loads(capsys.readouterr().out)["projects"]] == ["a"]
+    assert main(["--workspace", str(second), "project", "list", "--json"]) == 0
+    assert [p["name"] for p in json.loads(capsys.readouterr().out)["projects"]] == ["b"]
+
+
+def test_train_refuses_before_printing_a_plan(cli, shapes_folder):
+    cli("project", "create", "one", "--task", "image-classification")
+    cli("import", "one", shapes_folder / "circle")
+    code, text = cli("train", "one", "--template", "image-classification/fast", json_output=False)
+    assert code == 1 and "label some first" in text
+    assert "plan:" not in text and "estimated time" not in text
+
+
+def test_piping_into_head_ends_quietly(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MODELDESK_WORKSPACE": str(tmp_path / "ws")}
+    script = ("import sys; from modeldesk.app.cli import main; sys.exit(main(['templates']))")
+    shell = f"{sys.executable} -c \"{script}\" | head -c 10"
+    result = subprocess.run(["bash", "-c", shell], env=env, capture_output=True, text=True, timeout=120)
+    assert "BrokenPipe" not in result.stderr and "Traceback" not in result.stderr, result.stderr

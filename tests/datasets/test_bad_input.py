@@ -197,3 +197,13 @@ def test_truncated_and_fake_wav(store, tmp_path, write, gen):
     report = import_path(store, project, tmp_path / "a")
     reasons = _reasons(report)
     assert report.added == 1 and "truncated" in reasons["x/cut.wav"] and "WAV" in reasons["x/fake.wav"]
+
+
+def test_a_table_of_values_is_not_called_texts(store, tmp_path, write):
+    """A table like titanic.csv in an image project: the message says it is a table of values, and does
+    not suggest a text project (it holds no texts)."""
+    images = store.create_project("i2", "image-classification", kind="image", target="label")
+    table = write(tmp_path / "titanic.csv", "PassengerId,Survived,Pclass,Name,Sex,Age\n1,0,3,Braund,male,22\n")
+    with pytest.raises(ValueError, match="table of values") as error:
+        import_path(store, images, table)
+    assert "text project" not in str(error.value) and "Survived" in str(error.value)
