@@ -25,6 +25,7 @@ class ServiceHandle:
         self._thread = thread
         self.url = url
         self.token = token
+        self.note = ""  # why the address is not the usual one, when it is not
 
     @classmethod
     def start(cls, artifact_path, *, host: str = "127.0.0.1", port: int = 0, token=None,

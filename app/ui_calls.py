@@ -192,6 +192,19 @@ class UiCalls:
             rows["captions"][sample.id] = caption
         return rows
 
+    # -- the local service ------------------------------------------------------------------------
+
+    def serve_model(self, model_id: str, host: str = "127.0.0.1", token=None):
+        """Start the service for ``model_id`` on the port it had last time (the workspace's default
+        port the first time); the handle's ``note`` says when that port was taken."""
+        from modeldesk.app import service_ports
+
+        port, note = service_ports.choose_port(self.paths.root, model_id, host, self.settings.service_port)
+        handle = self.start_service(model_id, host=host, port=port, token=token)
+        service_ports.remember(self.paths.root, model_id, port)
+        handle.note = note
+        return handle
+
     # -- training runs -----------------------------------------------------------------------------
 
     def training_runs(self, project) -> list[dict]:

@@ -89,3 +89,31 @@ def test_tasks_say_which_can_train(ws):
         assert task["trainable"] or task["missing"]
     info = ws.project_info("shapes")
     assert (info["input_kind"], info["target"]) == ("image", "label")
+
+
+def test_a_model_is_served_on_the_same_port_each_time(ws):
+    import socket
+
+    import httpx
+
+    from modeldesk.app.service_handle import free_port
+
+    model = ws.train("shapes", "image-classification/fast")["model"]
+    ws.settings.service_port = free_port()  # the workspace's default port, free now
+    first = ws.serve_model(model)
+    try:
+        assert first.url.endswith(f":{ws.settings.service_port}/") and first.note == ""
+        assert httpx.get(first.url + "healthz", timeout=10).status_code == 200
+    finally:
+        first.stop()
+    again = ws.serve_model(model)
+    again.stop()
+    assert again.url == first.url
+    port = int(first.url.rsplit(":", 1)[1].strip("/"))
+    with socket.socket() as taken:  # another program holds the port now
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        moved = ws.serve_model(model)
+        moved.stop()
+    assert moved.url != first.url and f"port {port} is in use" in moved.note
+    ws.jobs.close()

@@ -76,7 +76,9 @@ class ServiceCard(QObject):
             other = f" for '{self.service_project}'" if self.service_project != self.project else ""
             self.state.setText(f"<span style='color:#1e9e5a'>●</span> Running{other} at")
             self.url.setText(f"<a href='{self.service.url}'>{self.service.url}</a>")
-            self.hint.setText(f"From a program: <code>curl -F file=@photo.jpg {self.service.url}v1/predict"
+            note = getattr(self.service, "note", "")
+            self.hint.setText((f"<span style='color:#c27c0e'>{note[:1].upper() + note[1:]}.</span> " if note else "")
+                              + f"From a program: <code>curl -F file=@photo.jpg {self.service.url}v1/predict"
                               "</code>. It stops when you close ModelDesk.")
         else:
             self.state.setText("<span style='color:#9aa4b5'>●</span> Not running")
@@ -104,7 +106,7 @@ class ServiceCard(QObject):
             self.show_state()
             self.report_error("The service did not start", message, details)
 
-        self.run(lambda state: ws.start_service(model_id), done, on_failed=failed)
+        self.run(lambda state: ws.serve_model(model_id), done, on_failed=failed)
 
     def stop(self) -> None:
         """Stop the running service (off the UI thread)."""
