@@ -65,6 +65,23 @@ class UiCalls:
             return describe(exc)
         return ""
 
+    def rename_project(self, old: str, new: str) -> dict:
+        """Rename a project (its samples, labels and models stay)."""
+        project = self.store.rename_project(old, new)
+        log.info("renamed project %r to %r", old, project.name)
+        return self._project_dict(project)
+
+    def delete_project(self, name: str) -> None:
+        """Delete a project with its samples, labels and models (media other projects use stays)."""
+        self.store.delete_project(name)
+        log.info("deleted project %r", name)
+
+    def delete_samples(self, project, sample_ids) -> int:
+        """Remove samples from the project; returns how many went."""
+        removed = self.store.delete_samples(self.project(project), list(sample_ids))
+        log.info("removed %d samples from %r", removed, project)
+        return removed
+
     # -- classes ----------------------------------------------------------------------------------
 
     def labels(self, project) -> list[str]:

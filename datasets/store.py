@@ -194,6 +194,35 @@ class Store:
             for thumb in (self.thumbs_dir / content_hash[:2]).glob(f"{content_hash}_*"):
                 thumb.unlink(missing_ok=True)
 
+    def rename_project(self, name_or_id, new: str) -> Project:
+        """Rename a project (its samples, labels and models stay); ValueError if the name is taken."""
+        project = self.get_project(name_or_id)
+        new = (new or "").strip()
+        if not new:
+            raise ValueError("a project needs a name")
+        try:
+            with self._write() as conn:
+                conn.execute("UPDATE projects SET name = ? WHERE id = ?", (new, project.id))
+        except sqlite3.IntegrityError:
+            raise ValueError(f"a project named {new!r} already exists") from None
+        return self.get_project(project.id)
+
+    def delete_samples(self, project, sample_ids) -> int:
+        """Remove samples (with their labels, boxes and predictions) from a project; media no sample
+        uses any more is deleted too. Returns how many samples went."""
+        project = self.get_project(project)
+        ids = json.dumps([int(i) for i in sample_ids])
+        with self._write() as conn:
+            media = conn.execute("SELECT DISTINCT content_hash, ext FROM samples WHERE project_id = ? AND id IN "
+                                 "(SELECT value FROM json_each(?)) AND ext IS NOT NULL", (project.id, ids)).fetchall()
+            removed = conn.execute("DELETE FROM samples WHERE project_id = ? AND id IN (SELECT value FROM json_each(?))",
+                                   (project.id, ids)).rowcount
+            unused = [(h, e) for h, e in media if conn.execute(
+                "SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1", (h,)).fetchone() is None]
+        for content_hash, ext in unused:  # after the commit: a crash here only leaves orphans
+            self.media.remove(content_hash, ext)
+        return removed
+
     # ------------------------------------------------------------------ labels
     def _label_id(self, conn: sqlite3.Connection, project_id: int, name: str) -> int:
         name = _clean_label(name)

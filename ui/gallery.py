@@ -331,6 +331,7 @@ class GalleryView(QListView):
         self.setWordWrap(False)
         self.setTextElideMode(Qt.ElideRight)
         self.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # the grid always fits the width
         self.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
         self.verticalScrollBar().setSingleStep(24)
         self.setDragEnabled(False)

@@ -15,6 +15,7 @@ from .page import Page
 from .settings import settings
 from .status import project_status, was_deployed
 from .welcome import WelcomePage
+from .widgets.confirm import ask_name, confirm
 from .widgets.error_dialog import show_error
 from .widgets.help_menu import HelpMenu
 from .widgets.new_project import NewProjectDialog
@@ -80,6 +81,9 @@ class MainWindow(QMainWindow):
         self.sidebar.project_requested.connect(self.set_project)
         self.sidebar.new_project_requested.connect(self.new_project)
         self.sidebar.theme_requested.connect(self.set_theme)
+        self.sidebar.rename_project_requested.connect(self.ask_rename_project)
+        self.sidebar.delete_project_requested.connect(self.ask_delete_project)
+        self.question = None
         self.sidebar.set_theme(str(settings().value("ui/theme", "system")))
         self.stack = QStackedWidget()
         self.welcome = WelcomePage(self.ws)
@@ -167,6 +171,50 @@ class MainWindow(QMainWindow):
         """Re-read the project list into the switcher, selecting ``current``."""
         names = [p["name"] for p in self.ws.list_projects()]
         self.sidebar.set_projects(names, current if current in names else self.project)
+
+    def ask_rename_project(self) -> None:
+        if self.project:
+            old = self.project
+            self.question = ask_name(self, "Rename project", f"New name for '{old}':", old,
+                                     lambda new: self.rename_project(old, new))
+
+    def rename_project(self, old: str, new: str) -> None:
+        """Rename a project (asked from the sidebar's ⋯ menu)."""
+        try:
+            self.ws.rename_project(old, new)
+        except (ValueError, KeyError) as exc:
+            show_error(self, "Could not rename the project", describe(exc), log_file=self.ws.paths.log)
+            return
+        self.refresh_projects(new)
+        self.set_project(new)
+
+    def ask_delete_project(self) -> None:
+        """Say what deleting the current project takes away, then delete it if the user agrees."""
+        if not self.project:
+            return
+        project, ws = self.project, self.ws
+
+        def ask(counts):
+            samples, models = counts
+            self.question = confirm(
+                self, "Delete project", f"Delete the project '{project}' with its {samples:,} samples, their "
+                f"labels and its {models} model(s)? This cannot be undone; files on your disk outside ModelDesk "
+                "stay.", "Delete project", lambda: self.delete_project(project))
+
+        handle = run_task(lambda _s: (ws.stats(project)["samples"], len(ws.list_models(project))),
+                          pool=self.pool, parent=self)
+        handle.finished.connect(ask)
+
+    def delete_project(self, name: str) -> None:
+        """Switch away from ``name``, then delete it in the background (media files go too)."""
+        others = [self.sidebar.switcher.itemText(i) for i in range(self.sidebar.switcher.count())
+                  if self.sidebar.switcher.itemText(i) != name]
+        self.set_project(others[0] if others else None)
+        self.sidebar.set_projects(others, self.project)
+        ws = self.ws
+        handle = run_task(lambda _s: ws.delete_project(name), pool=self.pool, parent=self)
+        handle.failed.connect(lambda message, details: show_error(self, "Could not delete the project", message,
+                                                                  details, self.ws.paths.log))
 
     def _project_created(self, name: str) -> None:
         self.refresh_projects(name)

@@ -295,3 +295,14 @@ def test_text_samples_get_a_thumbnail_card_with_their_words(store, tmp_path):
     with Image.open(store.thumbnail(sample.id, 160)) as image:
         assert image.size == (160, 160)
         assert min(image.convert("L").getdata()) < 100  # some dark text was drawn
+
+
+def test_rename_a_project(tmp_path):
+    store = Store(tmp_path)
+    store.create_project("a", "image-classification", kind="image", target="label")
+    store.create_project("b", "image-classification", kind="image", target="label")
+    renamed = store.rename_project("a", "c")
+    assert renamed.name == "c" and [p.name for p in store.list_projects()] == ["c", "b"]
+    with pytest.raises(ValueError, match="already exists"):
+        store.rename_project("c", "b")
+    store.close()

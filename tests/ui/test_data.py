@@ -200,3 +200,19 @@ def test_latency_probe_blames_a_waiting_ui_thread_too(qtbot, latency_probe):
         QTimer.singleShot(30, wait_on_a_lock)
         qtbot.waitUntil(lambda: probe.ticks > 10 and probe.max_gap_ms >= 150, timeout=5_000)
     assert len(probe.blocked(100)) == 1
+
+
+def test_remove_photos_after_a_confirmation(qtbot, ws, classification_project, make_page):
+    from PySide6.QtCore import QItemSelectionModel
+
+    page = make_page(classification_project)
+    model = page.gallery.model()
+    for row in (0, 1):
+        page.gallery.selectionModel().select(model.index(row), QItemSelectionModel.Select)
+    chosen = page.selected_ids()
+    box = page.remove_selected()
+    assert "Remove 2 photos" in box.text() and "files on your disk stay" in box.text()
+    next(b for b in box.buttons() if b.text() == "Remove 2 photos").click()
+    qtbot.waitUntil(lambda: ws.stats("fruit")["samples"] == 32, timeout=10_000)
+    qtbot.waitUntil(lambda: page.is_idle() and page.gallery.model().rowCount() == 32, timeout=10_000)
+    assert not set(chosen) & set(ws.sample_ids("fruit"))

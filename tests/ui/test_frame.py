@@ -232,3 +232,26 @@ def test_deploy_shows_done_once_a_model_is_exported(qtbot, ws, make_window, clas
     qtbot.waitUntil(lambda: window.sidebar.step_state("deploy")[0] == "done", timeout=10_000)
     ws.create_project("other", "image-classification")
     assert project_status(ws, "other")["train"][:2] == ("todo", "Not ready yet")
+
+
+def test_rename_and_delete_a_project_from_the_sidebar(qtbot, ws, make_window, classification_project):
+    ws.create_project("spare", "image-classification")
+    window = make_window()
+    window.set_project("fruit")
+    window.ask_rename_project()
+    window.question.setTextValue("orchard")
+    window.question.accept()
+    assert window.project == "orchard" and "orchard" in [p["name"] for p in ws.list_projects()]
+    assert ws.stats("orchard")["samples"] == 34
+    window.ask_delete_project()
+    qtbot.waitUntil(lambda: window.question is not None and window.question.isVisible()
+                    and "Delete project" in window.question.windowTitle(), timeout=10_000)
+    assert "34 samples" in window.question.text()  # it says what will be lost
+    window.question.button(window.question.StandardButton.Cancel).click()
+    assert "orchard" in [p["name"] for p in ws.list_projects()]
+    window.ask_delete_project()
+    qtbot.waitUntil(lambda: "34 samples" in window.question.text() and window.question.isVisible(), timeout=10_000)
+    delete = next(b for b in window.question.buttons() if b.text() == "Delete project")
+    delete.click()
+    qtbot.waitUntil(lambda: [p["name"] for p in ws.list_projects()] == ["spare"], timeout=10_000)
+    assert window.project == "spare"

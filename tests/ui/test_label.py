@@ -285,3 +285,20 @@ def test_labeling_the_last_sample_points_to_training(qtbot, ws, tmp_path, make_i
     with qtbot.waitSignal(page.navigate) as nav:
         page.train_button.click()
     assert nav.args == ["train"]
+
+
+def test_rename_and_delete_a_class_from_its_menu(qtbot, ws, classification_project, make_page):
+    page = make_page(classification_project)
+    keys = {b.name: b.key for b in page.class_buttons}
+    page.class_editor.ask_rename("red")
+    page.class_editor.dialog.setTextValue("crimson")
+    page.class_editor.dialog.accept()
+    qtbot.waitUntil(lambda: page.is_idle() and "crimson" in page.labels, timeout=10_000)
+    assert ws.store.labels("fruit") == ["blue", "crimson", "green"]
+    assert {b.name: b.key for b in page.class_buttons}["crimson"] == keys["red"]  # the key goes with it
+    page.class_editor.ask_delete("blue")
+    box = page.class_editor.dialog
+    assert "4 examples" in box.text() and "stay" in box.text()
+    next(b for b in box.buttons() if b.text() == "Delete class").click()
+    qtbot.waitUntil(lambda: page.is_idle() and "blue" not in page.labels, timeout=10_000)
+    assert "blue" not in ws.store.labels("fruit") and ws.stats("fruit")["samples"] == 34

@@ -6,11 +6,13 @@ import logging
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QMenu, QPushButton,
                                QStackedWidget, QVBoxLayout)
 
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
 from ..page import Page
+from ..widgets.confirm import confirm
 from ..widgets.import_summary import ImportSummaryDialog
 from ..widgets.label_counts import LabelCountsChart
 from ..widgets.progress_panel import ProgressPanel
@@ -117,6 +119,11 @@ class DataPage(Page):
         self.gallery.setModel(self.model)
         self.gallery.doubleClicked.connect(
             lambda index: self.relabel_requested.emit(int(index.data(SampleIdRole))))
+        self.gallery.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.gallery.customContextMenuRequested.connect(self._gallery_menu)
+        remove = QShortcut(QKeySequence.Delete, self.gallery, self.remove_selected)
+        remove.setContext(Qt.WidgetShortcut)
+        self.confirmation = None
         self.drop_hint = QLabel()
         self.drop_hint.setAlignment(Qt.AlignCenter)
         self.drop_hint.setWordWrap(True)
@@ -248,6 +255,35 @@ class DataPage(Page):
         self.wrong_filter.setEnabled(model_id is not None)
         self.wrong_filter.setToolTip("" if model_id else "Available after training a model")
         self.label_button.setEnabled(stats["samples"] > 0)
+
+    # -- removing samples -----------------------------------------------------------------------
+
+    def selected_ids(self) -> list[int]:
+        return [int(index.data(SampleIdRole)) for index in self.gallery.selectionModel().selectedIndexes()]
+
+    def _gallery_menu(self, pos) -> None:
+        ids = self.selected_ids()
+        if ids:
+            menu = QMenu(self.gallery)
+            menu.addAction(f"Remove {plural(len(ids), self.noun[:-1], self.noun)} from the project…",
+                           self.remove_selected)
+            menu.popup(self.gallery.viewport().mapToGlobal(pos))
+
+    def remove_selected(self):
+        """Ask, then remove the selected samples with their labels (Delete key or the menu)."""
+        ids = self.selected_ids()
+        if not ids or self.project is None:
+            return None
+        project, ws, what = self.project, self.ws, plural(len(ids), self.noun[:-1], self.noun)
+
+        def remove():
+            self.run(lambda state: ws.delete_samples(project, ids), lambda _n: (self.refresh(), self.status_changed.emit()),
+                     title="Could not remove them")
+
+        self.confirmation = confirm(self, "Remove from the project", f"Remove {what} from '{project}'? Their "
+                                    "labels go with them; the files on your disk stay where they are.",
+                                    f"Remove {what}", remove)
+        return self.confirmation
 
     # -- typing texts (text projects) and recording clips (sound projects) ---------------------
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import (QComboBox, QLabel, QListWidget, QListWidgetItem, QPushButton,
-                               QStyle, QStyledItemDelegate, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMenu, QPushButton,
+                               QStyle, QStyledItemDelegate, QToolButton, QVBoxLayout, QWidget)
 
 #: (key, title) of the steps, in order.
 STEPS = (("data", "Data"), ("label", "Label"), ("train", "Train"), ("evaluate", "Evaluate"),
@@ -121,6 +121,8 @@ class Sidebar(QWidget):
     project_requested = Signal(str)
     new_project_requested = Signal()
     theme_requested = Signal(str)
+    rename_project_requested = Signal()
+    delete_project_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -136,6 +138,15 @@ class Sidebar(QWidget):
         self.switcher.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.switcher.setMinimumContentsLength(12)
         self.switcher.currentIndexChanged.connect(self._switched)
+        self.project_menu = QToolButton()
+        self.project_menu.setObjectName("SidebarButton")
+        self.project_menu.setText("⋯")
+        self.project_menu.setToolTip("Rename or delete this project")
+        self.project_menu.setPopupMode(QToolButton.InstantPopup)
+        menu = QMenu(self.project_menu)
+        menu.addAction("Rename project…", self.rename_project_requested.emit)
+        menu.addAction("Delete project…", self.delete_project_requested.emit)
+        self.project_menu.setMenu(menu)
         self.new_button = QPushButton("+  New project")
         self.new_button.setObjectName("SidebarButton")
         self.new_button.clicked.connect(self.new_project_requested)
@@ -169,7 +180,11 @@ class Sidebar(QWidget):
         layout.addWidget(title)
         layout.addSpacing(10)
         layout.addWidget(project_caption)
-        layout.addWidget(self.switcher)
+        switcher_row = QHBoxLayout()
+        switcher_row.setSpacing(4)
+        switcher_row.addWidget(self.switcher, 1)
+        switcher_row.addWidget(self.project_menu)
+        layout.addLayout(switcher_row)
         layout.addWidget(self.new_button)
         layout.addSpacing(12)
         layout.addWidget(steps_caption)
@@ -196,6 +211,7 @@ class Sidebar(QWidget):
         self.switcher.clear()
         self.switcher.addItems(names)
         self.switcher.setEnabled(bool(names))
+        self.project_menu.setEnabled(current in names)
         if current in names:
             self.switcher.setCurrentIndex(names.index(current))
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QPainter
-from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QLineEdit, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from ...settings import settings
 from ...wording import plural
@@ -82,10 +82,14 @@ class ClassPanel(QWidget):
         A class button was clicked.
     add_requested(str)
         A new class name was entered (the field keeps the focus, so the next name can follow).
+    rename_requested(str), delete_requested(str)
+        Chosen from a class button's menu (right click).
     """
 
     chosen = Signal(str)
     add_requested = Signal(str)
+    rename_requested = Signal(str)
+    delete_requested = Signal(str)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -102,6 +106,7 @@ class ClassPanel(QWidget):
         self.box.setSpacing(6)
         self.new_class = QLineEdit()
         self.new_class.setPlaceholderText("Add a class: type a name, press Enter")
+        self.new_class.setToolTip("Right-click a class to rename or delete it.")
         self.new_class.returnPressed.connect(self.submit)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -121,7 +126,7 @@ class ClassPanel(QWidget):
         labels = sorted(labels)
         if labels == self.labels and self.buttons:
             return
-        previous = self.keys or self._saved_keys()
+        previous = {**self._saved_keys(), **self.keys}
         self.labels = labels
         self.keys = assign_keys(labels, previous)
         self._save_keys()
@@ -135,8 +140,22 @@ class ClassPanel(QWidget):
         for label in self.labels:
             button = ClassButton(self.keys.get(label, ""), label)
             button.clicked.connect(lambda _checked=False, name=label: self.chosen.emit(name))
+            button.setContextMenuPolicy(Qt.CustomContextMenu)
+            button.customContextMenuRequested.connect(lambda pos, b=button: self._menu(b, pos))
             self.box.addWidget(button)
             self.buttons.append(button)
+
+    def _menu(self, button, pos) -> None:
+        menu = QMenu(button)
+        menu.addAction(f"Rename '{button.name}'…", lambda: self.rename_requested.emit(button.name))
+        menu.addAction(f"Delete '{button.name}'…", lambda: self.delete_requested.emit(button.name))
+        menu.popup(button.mapToGlobal(pos))
+
+    def rename_key(self, old: str, new: str) -> None:
+        """A renamed class keeps its key (unless ``new`` is a digit, or exists and has its own)."""
+        if old in self.keys and new not in self.keys:
+            self.keys[new] = self.keys.pop(old)
+            self._save_keys()
 
     def label_for_key(self, key: str) -> str | None:
         """The class pressing ``key`` chooses (None when no class has it)."""

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QLi
 from ...page import Page
 from ...wording import file_name
 from .annotators import ANNOTATORS
+from .class_edit import ClassEditor
 from .class_panel import KEYS
 from .side_panel import SidePanel
 from .views import VIEWS, PayloadCache
@@ -68,19 +69,15 @@ class LabelPage(Page):
         self._select: int | None = None  # a sample asked for (show_sample) that the next load honours
         self._build()
         self._shortcuts()
+        self.class_editor = ClassEditor(self)
 
     @property
     def labels(self) -> list[str]:
         """The project's classes, sorted by name."""
         return self.panel.labels
 
-    @property
-    def class_buttons(self) -> list:
-        return self.panel.buttons
-
-    @property
-    def new_class(self) -> QLineEdit:
-        return self.panel.new_class
+    class_buttons = property(lambda self: self.panel.buttons)
+    new_class = property(lambda self: self.panel.new_class)
 
     @property
     def canvas(self):
