@@ -445,3 +445,13 @@ def test_staged_search_ties_keep_the_first_and_a_passed_deadline_stops_after_one
     assert tie.best == {"a": 1}
     late = staged_search([[{"a": 1}, {"a": 2}]], lambda p: p["a"], deadline=0.0)
     assert late.best == {"a": 1} and len(late.trials) == 1 and not late.complete
+
+
+def test_a_feature_that_barely_varied_in_training_cannot_dominate_a_new_input():
+    X, y = make_blobs(n=200, d=6, c=3, sep=3, seed=17)
+    X = np.hstack([X / X.std(axis=0), np.full((len(X), 1), 0.5) + 1e-4 * np.random.default_rng(0).normal(size=(200, 1))])
+    head = LogisticRegressionHead().fit(X, y)
+    assert head.scale_[-1] >= 0.1 * np.median(head.scale_)
+    shifted = X[:5].copy()
+    shifted[:, -1] += 1.0  # a shift of about one typical standard deviation, not of 10,000 of its own
+    np.testing.assert_array_equal(head.predict(shifted), head.predict(X[:5]))

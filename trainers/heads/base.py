@@ -111,7 +111,10 @@ class Head:
             mean = np.average(X, axis=0, weights=sw)
             std = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=sw))
             self.mean_ = mean
-            self.scale_ = np.where(std > 1e-8 * np.maximum(1.0, np.abs(mean)), std, 1.0)
+            scale = np.where(std > 1e-8 * np.maximum(1.0, np.abs(mean)), std, 1.0)
+            # A feature that barely varies in training must not be blown up a thousandfold on a new
+            # input where it does vary: no scale below a tenth of the typical one.
+            self.scale_ = np.maximum(scale, 0.1 * np.median(scale))
         else:
             self.mean_ = np.zeros(X.shape[1])
             self.scale_ = np.ones(X.shape[1])
