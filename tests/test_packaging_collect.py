@@ -159,3 +159,13 @@ def test_version_matches_the_package():
     from modeldesk import __version__
 
     assert collect.version() == __version__
+
+
+def test_every_bundled_weight_package_is_named_in_about():
+    """Weights carry their own licences: each weight package must show in Help > About."""
+    from modeldesk.app import about
+
+    named = {collect._norm(dist) for dist, _name, _url in about.COMPONENTS}
+    for package in collect.data_packages():
+        dists = {collect._norm(d) for d in collect._packages_distributions().get(package, [])}
+        assert dists & named, f"{package} ({dists}) is bundled but missing from app/about.py COMPONENTS"

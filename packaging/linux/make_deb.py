@@ -32,8 +32,9 @@ DEPENDS = (
     "libxkbcommon-x11-0", "libx11-xcb1", "libxcb1", "libxcb-cursor0", "libxcb-icccm4", "libxcb-image0",
     "libxcb-keysyms1", "libxcb-randr0", "libxcb-render-util0", "libxcb-shape0", "libxcb-xfixes0",
     "libxcb-xkb1", "libxcb-shm0", "libxcb-sync1", "libxcb-render0", "libdbus-1-3", "libglib2.0-0",
+    "libpulse0",  # QtMultimedia links it: recording sounds, the camera on the Deploy page
 )
-RECOMMENDS = ("libpulse0", "xdg-desktop-portal", "desktop-file-utils")
+RECOMMENDS = ("xdg-desktop-portal", "desktop-file-utils")
 
 CAPTION = "Train image models on your own data, on your own computer, offline."
 DESCRIPTION = """\
