@@ -148,10 +148,10 @@ def main(argv=None) -> int:
                 rows.append(row)
             # The "first" cluster runs start from an empty cost model: every device was probed
             # alone, the same way, before the run; those figures are what the estimate uses.
-            first_two, first_slow = rows[2]["planned"], rows[4]["planned"]
-            local = next(r["estimated_items_per_s"] for r in first_two if r["name"] == "cpu")
-            worker2 = max(r["estimated_items_per_s"] for r in first_two if r["name"].startswith("dask:"))
-            worker1 = min(r["estimated_items_per_s"] for r in first_slow if r["name"].startswith("dask:"))
+            # Taken from one run, so that the three were probed minutes, not runs, apart.
+            planned = {r["note"] if r["name"].startswith("dask:") else "cpu": r["estimated_items_per_s"]
+                       for r in rows[4]["planned"]}
+            local, worker2, worker1 = planned["cpu"], planned["w1 (2 thr)"], planned["slow (1 thr)"]
             # Per image on a second machine: its compute, its share of a chunk's round trip (two
             # chunks stay in flight, so this is an upper bound) and the bytes over 1 Gbit/s.
             per_image = 1 / worker2 + rtt / WORK_BATCH + mean_bytes / 125e6
