@@ -115,6 +115,11 @@ class MainWindow(QMainWindow):
         self.sidebar.set_projects(names, project)
         self.set_project(project, page=str(s.value("ui/last_page", "data")))
 
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name): a narrower sidebar on small windows
+        self.sidebar.setFixedWidth(190 if event.size().width() < 1000 else 236)
+        self.sidebar.footer.setVisible(event.size().height() >= 640)  # room for the five steps first
+        super().resizeEvent(event)
+
     def closeEvent(self, event) -> None:
         s = settings()
         s.setValue("window/geometry", self.saveGeometry())

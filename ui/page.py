@@ -25,8 +25,8 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import QObject, Qt, QThreadPool, Signal
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QStackedWidget, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QBoxLayout, QFrame, QHBoxLayout, QLabel, QPushButton, QStackedWidget,
+                               QVBoxLayout, QWidget)
 
 from .job_watcher import TaskGroup
 from .widgets.error_dialog import show_error
@@ -92,13 +92,13 @@ class LatestTask(QObject):
 
 
 class PageHeader(QWidget):
-    """A page's title and one-line subtitle, with action widgets on the right."""
+    """A page's title and one-line subtitle, with action widgets on the right (below the title when
+    the page is too narrow for both on one line, so the title is never cut)."""
 
     def __init__(self, title: str, parent=None):
         super().__init__(parent)
         self.title = QLabel(title)
         self.title.setObjectName("PageTitle")
-        self.title.setMinimumWidth(10)
         self.subtitle = QLabel()
         self.subtitle.setObjectName("Muted")
         self.subtitle.setWordWrap(True)
@@ -109,10 +109,19 @@ class PageHeader(QWidget):
         heading.addWidget(self.subtitle)
         self.actions = QHBoxLayout()
         self.actions.setSpacing(8)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(heading, 1)
-        layout.addLayout(self.actions)
+        self.box = QBoxLayout(QBoxLayout.LeftToRight, self)
+        self.box.setContentsMargins(0, 0, 0, 0)
+        self.box.setSpacing(8)
+        self.box.addLayout(heading, 1)
+        self.box.addLayout(self.actions)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        needed = self.title.sizeHint().width() + self.actions.sizeHint().width() + 24
+        direction = QBoxLayout.TopToBottom if event.size().width() < needed else QBoxLayout.LeftToRight
+        if self.box.direction() != direction:
+            self.box.setDirection(direction)
+            self.actions.setAlignment(Qt.AlignLeft if direction == QBoxLayout.TopToBottom else Qt.AlignRight)
+        super().resizeEvent(event)
 
     def add(self, widget: QWidget) -> QWidget:
         """Put ``widget`` on the right of the header, after the ones already there."""

@@ -144,6 +144,18 @@ QLineEdit:focus {{ border-color: {colors.accent}; }}
 QPushButton#ClassButton {{ text-align: left; padding: 9px 12px; font-size: 14px; }}
 QPushButton#ClassButton:checked {{ background: {colors.accent}; color: {colors.accent_text};
                                    border: none; font-weight: 600; }}
+QRadioButton::indicator, QCheckBox::indicator {{ width: 14px; height: 14px; border: 2px solid {colors.muted};
+                                                background: {colors.base}; }}
+QRadioButton::indicator {{ border-radius: 9px; }}
+QCheckBox::indicator {{ border-radius: 4px; }}
+QRadioButton::indicator:checked {{ width: 8px; height: 8px; border: 5px solid {colors.accent};
+                                   background: {colors.accent_text}; }}
+QCheckBox::indicator:checked {{ background: {colors.accent}; border-color: {colors.accent};
+                                image: url({RESOURCES}/check.svg); }}
+QRadioButton::indicator:disabled, QCheckBox::indicator:disabled {{ border-color: {colors.border}; }}
+QToolButton#SidebarButton {{ padding: 4px 8px; border-radius: 6px; border: 1px solid #3a4252;
+                             background: transparent; color: {colors.sidebar_text}; }}
+QToolButton#SidebarButton::menu-indicator {{ image: none; width: 0px; }}
 QListView#Gallery {{ background: {colors.base}; border: 1px solid {colors.border}; border-radius: 8px;
                      padding: 6px; }}
 """

@@ -248,6 +248,28 @@ def found_words(boxes) -> str:
     return ", ".join(f"{n} {label}" for label, n in counts.items())
 
 
+#: Words a non-specialist may meet, explained in a tooltip wherever they appear.
+GLOSSARY = {
+    "cross-validation": "Cross-validation: the model is trained several times, each time keeping a different "
+                        "part of your examples aside to check it, so the choice does not depend on luck.",
+    "regularise": "Regularising: holding the model back from memorising your examples, so it does better on "
+                  "new ones.",
+    "f1": "F1: one number that balances how often an answer is right with how many of a class are found.",
+    "map": "mAP: how well the boxes match the objects, from 0 to 1, averaged over the classes (mAP50: a box "
+           "counts when it covers the object at least half; mAP 0.5:0.95 asks for closer boxes).",
+    "onnx": "ONNX: a standard file format for models that many programs and devices can run.",
+    "fp32": "fp32: the model's numbers at full precision (the original size).",
+    "8-bit": "8-bit: the model's numbers stored in 8 bits instead of 32: smaller and usually faster.",
+    "neural network": "A small neural network: a more flexible learner than a straight line between classes.",
+}
+
+
+def explain(text: str) -> str:
+    """The glossary lines for the terms in ``text`` ("" when it has none), for a tooltip."""
+    lowered = text.lower()
+    return "\n".join(line for term, line in GLOSSARY.items() if term in lowered)
+
+
 def file_name(path) -> str:
     """The last part of a path or a source string (``a/b/c.jpg`` -> ``c.jpg``)."""
     return Path(str(path)).name or str(path)

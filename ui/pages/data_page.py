@@ -98,7 +98,7 @@ class DataPage(Page):
             self.split_filter.addItem(text, value)
         self.split_filter.setToolTip("Training: what the model learns from. Validation and Test: kept aside "
                                      "to check it on examples it never saw.")
-        self.wrong_filter = QCheckBox("Only the ones the model got wrong")
+        self.wrong_filter = QCheckBox("Only the model's mistakes")
         self.wrong_filter.setEnabled(False)
         self.wrong_filter.setToolTip("Available after training a model")
         self.count_label = QLabel()
@@ -135,7 +135,8 @@ class DataPage(Page):
 
         side = QFrame()
         side.setObjectName("Card")
-        side.setFixedWidth(280)
+        side.setMinimumWidth(190)
+        side.setMaximumWidth(280)
         side_title = QLabel("Examples per class")
         side_title.setStyleSheet("font-weight: 600;")
         self.chart = LabelCountsChart()
@@ -173,7 +174,8 @@ class DataPage(Page):
     def _set_noun(self, noun: str) -> None:
         self.noun = noun
         self.import_button.setText(f"Add {noun}")
-        self.wrong_filter.setText(f"Only {noun} the model got wrong")
+        self.wrong_filter.setText("Only the model's mistakes")
+        self.wrong_filter.setToolTip(f"Only the {noun} the model gets wrong")
         if noun == "texts":
             self.tip.setText("Tip: import CSV, TSV, JSONL or TXT files, or type a text above. "
                              "Double-click a text to label it.")

@@ -19,7 +19,7 @@ from ..widgets.clip_player import load_peaks
 from ..widgets.mistakes import THUMB, MistakesCard
 from ..widgets.model_picker import ModelPicker
 from .detection_summary import detection_words
-from ..wording import headline, most_confused, nouns, per_class_rows, template_title
+from ..wording import explain, headline, most_confused, nouns, per_class_rows, template_title
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +176,7 @@ class EvaluatePage(Page):
             hero, detail, advice = detection_words(report)
             self.hero.setText(hero)
             self.hero_detail.setText(detail)
+            self.hero_detail.setToolTip(explain(detail))
             self.advice.setText(advice)
         elif confused:
             true, predicted, count = confused

@@ -55,7 +55,7 @@ class StepDelegate(QStyledItemDelegate):
     """Paints a step as a badge, its name, and a muted one-line detail under it."""
 
     def sizeHint(self, option, index) -> QSize:
-        return QSize(200, 50)
+        return QSize(140, 50)  # the list is as wide as the sidebar; never wider
 
     def paint(self, painter: QPainter, option, index) -> None:
         painter.save()
@@ -157,6 +157,7 @@ class Sidebar(QWidget):
         self.steps.setIconSize(QSize(22, 22))
         self.steps.setFocusPolicy(Qt.NoFocus)
         self.steps.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.steps.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.steps.setMouseTracking(True)
         self.steps.setItemDelegate(StepDelegate(self.steps))
         for number, (key, name) in enumerate(STEPS, start=1):

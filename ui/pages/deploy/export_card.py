@@ -13,7 +13,7 @@ from ... import theme
 from ...page import card
 from ...widgets import ProgressPanel
 from ...workers import TaskCancelled
-from ...wording import candidate_words, human_size, verdict
+from ...wording import candidate_words, explain, human_size, verdict
 
 
 def cancellable_progress(state, describe=str):
@@ -171,7 +171,7 @@ class ExportCard(QObject):
                      f"{accuracy:.1%}" if isinstance(accuracy, (int, float)) else "–", verdict(candidate)]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setToolTip(str(candidate.get("reason") or ""))
+                item.setToolTip("\n".join(filter(None, (str(candidate.get("reason") or ""), explain(text)))))
                 if candidate.get("kept"):
                     font = item.font()
                     font.setBold(True)

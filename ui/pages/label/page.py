@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QLi
                                QVBoxLayout)
 
 from ...page import Page
+from ...widgets.elided_label import ElidedLabel
 from ...wording import file_name
 from .annotators import ANNOTATORS
 from .class_edit import ClassEditor
@@ -103,7 +104,7 @@ class LabelPage(Page):
         self.prev_button.clicked.connect(self.previous)
         self.next_button = QPushButton("Next  ›")
         self.next_button.clicked.connect(self.next)
-        self.position = QLabel()
+        self.position = ElidedLabel()
         self.position.setAlignment(Qt.AlignCenter)
         self.position.setObjectName("Muted")
         self.position.setMinimumWidth(10)

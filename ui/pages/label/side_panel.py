@@ -3,18 +3,25 @@ and the keys that work here."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout
 
 from .class_panel import ClassPanel
 
 
-class SidePanel(QFrame):
-    """Classes with their keys, the suggestion banner with Accept, Clear and Undo, the keys line."""
+class SidePanel(QScrollArea):
+    """Classes with their keys, the suggestion banner with Accept, Clear and Undo, the keys line; it
+    scrolls on a small window instead of squeezing the class buttons."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setObjectName("Card")
-        self.setFixedWidth(290)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setFixedWidth(300)
+        card = QFrame()
+        card.setObjectName("Card")
+        self.setWidget(card)
         self.classes = ClassPanel()
         self.banner = QFrame()
         self.banner.setObjectName("Banner")
@@ -35,7 +42,7 @@ class SidePanel(QFrame):
         self.keys_help = QLabel()
         self.keys_help.setObjectName("Muted")
         self.keys_help.setWordWrap(True)
-        layout = QVBoxLayout(self)
+        layout = QVBoxLayout(card)
         layout.setContentsMargins(16, 14, 16, 14)
         layout.setSpacing(8)
         layout.addWidget(self.classes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy,
                                QVBoxLayout, QWidget)
 
@@ -89,6 +89,9 @@ class TrainPage(Page):
         self.start_hint = QLabel()
         self.start_hint.setObjectName("Warning")
         self.start_hint.setWordWrap(True)
+        for combo in (self.time_limit, self.device):
+            combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(8)
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Time limit"))
         controls.addWidget(self.time_limit)
@@ -96,7 +99,9 @@ class TrainPage(Page):
         controls.addWidget(QLabel("Run on"))
         controls.addWidget(self.device)
         controls.addStretch(1)
-        controls.addWidget(self.start_button)
+        start_row = QHBoxLayout()  # Start on a row of its own: a narrow window never pushes it off
+        start_row.addWidget(self.start_hint, 1)
+        start_row.addWidget(self.start_button, 0, Qt.AlignRight | Qt.AlignTop)
         self.cluster = ClusterPanel(self.ws)  # "Run on": the cluster's workers, when one is set
         self.cluster.changed.connect(self._update_estimates)
 
@@ -131,10 +136,10 @@ class TrainPage(Page):
         layout.addWidget(self.no_templates)
         layout.addLayout(controls)
         layout.addWidget(self.cluster)
-        layout.addWidget(self.start_hint)
-        layout.addWidget(self.run_view, 1)
+        layout.addLayout(start_row)
+        layout.addWidget(self.run_view)
         layout.addWidget(self.jobs_card)
-        layout.addStretch(0)
+        layout.addStretch(1)  # the runs follow what is shown, without a gap while the chart is hidden
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)

@@ -52,7 +52,7 @@ class RunView(QWidget):
         banner.addWidget(self.result_button)
         self.result_banner.hide()
         self.chart = TrainingChart()
-        self.chart.setMinimumHeight(180)
+        self.chart.setMinimumHeight(240)
         self.chart_card = QFrame()
         self.chart_card.setObjectName("Card")
         self.chart_card.hide()

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QButtonGroup, QFrame, QHBoxLayout, QLabel, QRadioButton, QSizePolicy, QVBoxLayout, QWidget
 
 from ... import theme
-from ...wording import describe_duration, plan_device_words, template_title
+from ...wording import describe_duration, explain, plan_device_words, template_title
 
 
 class TemplateCard(QFrame):
@@ -17,17 +17,19 @@ class TemplateCard(QFrame):
         self.template = template
         self.name = template["name"]
         self.setObjectName("Card")
-        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Maximum)
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
         self.setCursor(Qt.PointingHandCursor)
-        self.setMinimumWidth(200)
+        self.setMinimumWidth(150)
         self.button = QRadioButton(template_title(template))
         self.button.setObjectName("CardTitle")
         self.button.setToolTip(template.get("description") or "")
         self.button.toggled.connect(self.set_selected)
         self.description = QLabel(template.get("description") or "")
+        self.description.setToolTip(explain(template.get("description") or ""))
         self.description.setWordWrap(True)
         self.description.setObjectName("Muted")
         self.description.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        self.description.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.MinimumExpanding)
         self.eta = QLabel("Estimating the time on this computer…")
         self.eta.setWordWrap(True)
         self.set_selected(False)
@@ -99,7 +101,7 @@ class TemplateCards(QWidget):
             self.group.addButton(card.button)
             card.button.toggled.connect(lambda on, name=card.name: on and self.changed.emit(name))
             self.cards[card.name] = card
-            self.row.addWidget(card, 1)
+            self.row.addWidget(card, 1, Qt.AlignTop)
         if templates:
             self.cards[templates[0]["name"]].button.setChecked(True)
         return True
