@@ -163,6 +163,26 @@ class UiCalls:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
+    def add_photos(self, project, label: str, photos: list[bytes], name: str = "camera") -> dict:
+        """Add photos (JPEG bytes, e.g. a camera burst) to ``project`` labeled ``label``; the import
+        report. They go through the importer: the same checks, duplicates merged."""
+        import shutil
+        import tempfile
+        import time
+
+        label = str(label).strip()
+        if not label or "/" in label or "\\" in label or label in (".", ".."):
+            raise ValueError(f"{label!r} cannot be a class name for photos: pick or type another")
+        folder = Path(tempfile.mkdtemp(prefix="camera-", dir=self.paths.tmp))
+        try:
+            (folder / label).mkdir()
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            for index, data in enumerate(photos):
+                (folder / label / f"{name}-{stamp}-{index:03d}.jpg").write_bytes(data)
+            return self.import_data(project, folder, format="folder")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def thumbnail(self, sample_id: int, size: int = 160) -> Path:
         """A cached JPEG thumbnail of an image sample."""
         return self.store.thumbnail(int(sample_id), int(size))

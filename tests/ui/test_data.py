@@ -216,3 +216,50 @@ def test_remove_photos_after_a_confirmation(qtbot, ws, classification_project, m
     qtbot.waitUntil(lambda: ws.stats("fruit")["samples"] == 32, timeout=10_000)
     qtbot.waitUntil(lambda: page.is_idle() and page.gallery.model().rowCount() == 32, timeout=10_000)
     assert not set(chosen) & set(ws.sample_ids("fruit"))
+
+
+def test_webcam_photos_go_into_the_chosen_class(qtbot, ws, classification_project, show_widget):
+    from modeldesk.ui.widgets.camera_capture import CaptureWidget, GeneratedFrames
+
+    page = DataPage(ws)
+    page.make_capture = lambda: CaptureWidget(GeneratedFrames(), every_s=0.1, max_frames=5)
+    page.resize(1000, 700)
+    show_widget(page)
+    page.set_project(classification_project)
+    qtbot.waitUntil(lambda: page.capture is not None and page.capture.isVisible() and page.is_idle(), timeout=10_000)
+    capture = page.capture
+    qtbot.waitUntil(lambda: capture.preview.pixmap() is not None and not capture.preview.pixmap().isNull(),
+                    timeout=10_000)  # the live preview runs
+    capture.classes.setCurrentText("green")
+    before = ws.stats("fruit")["labels"]["green"]
+    capture.button.pressed.emit()  # hold ...
+    qtbot.waitUntil(lambda: capture.burst is None, timeout=10_000)  # ... until the burst is full
+    qtbot.waitUntil(lambda: ws.stats("fruit")["labels"]["green"] == before + 5, timeout=10_000)
+    assert "5 photos added" in capture.status.text()
+
+
+def test_without_a_camera_there_is_no_capture_button(qtbot, ws, classification_project, show_widget):
+    from modeldesk.ui.widgets.camera_capture import CaptureWidget
+
+    class NoCamera:
+        def available(self):
+            return False
+
+    page = DataPage(ws)
+    page.make_capture = lambda: CaptureWidget(NoCamera())
+    show_widget(page)
+    page.set_project(classification_project)
+    qtbot.waitUntil(lambda: page.loaded and page.capture is not None, timeout=10_000)
+    assert not page.capture.isVisible() and page.capture.parent() is None
+
+
+def test_a_burst_keeps_one_frame_per_interval_and_stops_when_full():
+    import numpy as np
+
+    from modeldesk.app.capture import Burst
+
+    burst = Burst(every_s=0.2, max_frames=3)
+    kept = [burst.feed(np.zeros((4, 4, 3), np.uint8), t=i * 0.1) for i in range(10)]
+    assert kept == [True, False, True, False, True, False, False, False, False, False]
+    photos = burst.photos()
+    assert len(photos) == 3 and all(p[:2] == b"\xff\xd8" for p in photos)  # JPEG files

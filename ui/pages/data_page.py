@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxL
 
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
 from ..page import Page
+from .data_bars import DataBars
 from ..widgets.confirm import confirm
 from ..widgets.import_summary import ImportSummaryDialog
 from ..widgets.label_counts import LabelCountsChart
@@ -45,7 +46,7 @@ def import_many(ws, project: str, paths: list[Path], state) -> dict:
     return merge_reports(reports)
 
 
-class DataPage(Page):
+class DataPage(DataBars, Page):
     """Import and browse the project's samples."""
 
     title = "Data"
@@ -164,6 +165,7 @@ class DataPage(Page):
         self.recorder_slot = QVBoxLayout()  # a sound project's record bar (ui/widgets/recorder.py)
         self.recorder = None
         self.text_adder = None  # a text project's "type a text" box (ui/widgets/text_adder.py)
+        self.capture = None  # an image project's webcam bar (ui/widgets/camera_capture.py)
         layout.addLayout(self.recorder_slot)
         layout.addWidget(self.progress)
         layout.addLayout(result_row)
@@ -238,6 +240,7 @@ class DataPage(Page):
         info, stats, rows, model_id = data["info"], data["stats"], data["rows"], data["model_id"]
         self._show_recorder(info.get("input_kind") == "audio", list(stats["labels"]))
         self._show_text_adder(info.get("input_kind") == "text", list(stats["labels"]))
+        self._show_capture(info.get("input_kind") == "image", list(stats["labels"]))
         self._set_noun(nouns(info.get("input_kind"))[1])
         self._set_label_filter_items(list(stats["labels"]))
         self.model.set_rows(rows)
@@ -286,52 +289,6 @@ class DataPage(Page):
                                     "labels go with them; the files on your disk stay where they are.",
                                     f"Remove {what}", remove)
         return self.confirmation
-
-    # -- typing texts (text projects) and recording clips (sound projects) ---------------------
-
-    def _show_text_adder(self, text: bool, labels: list[str]) -> None:
-        from ..widgets.text_adder import TextAdder
-
-        if text and self.text_adder is None:
-            self.text_adder = TextAdder()
-            self.text_adder.submitted.connect(self.add_text)
-            self.recorder_slot.addWidget(self.text_adder)
-        if self.text_adder is not None:
-            self.text_adder.setVisible(text)
-            if text:
-                self.text_adder.set_classes(labels)
-
-    def add_text(self, text: str, label: str) -> None:
-        """Store a typed text (worker thread), then refresh."""
-        if self.project is None:
-            return
-        project, ws = self.project, self.ws
-        self.run(lambda _state: ws.add_text(project, text, label),
-                 lambda report: (self.refresh(), self.status_changed.emit()), title="The text was not added")
-
-    def make_recorder(self):
-        """The record bar; tests and previews replace it to record from a generated signal."""
-        from ..widgets.recorder import RecorderWidget
-
-        return RecorderWidget()
-
-    def _show_recorder(self, sound: bool, labels: list[str]) -> None:
-        if sound and self.recorder is None:
-            self.recorder = self.make_recorder()
-            self.recorder.recorded.connect(self.add_recording)
-            self.recorder_slot.addWidget(self.recorder)
-        if self.recorder is not None:
-            self.recorder.setVisible(sound)
-            if sound:
-                self.recorder.set_classes(labels)
-
-    def add_recording(self, label: str, wav: bytes) -> None:
-        """Store a recorded clip in ``label`` (worker thread), then refresh."""
-        if self.project is None:
-            return
-        project, ws = self.project, self.ws
-        self.run(lambda _state: ws.add_recording(project, label, wav),
-                 lambda report: (self.refresh(), self.status_changed.emit()), title="The recording was not saved")
 
     def _set_label_filter_items(self, labels: list[str]) -> None:
         current = self.show_filter.currentData()

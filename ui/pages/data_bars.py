@@ -1,0 +1,81 @@
+"""The Data page's input bars beside importing: type a text (text projects), record a clip (sound
+projects), capture photos with the webcam (image projects). Mixed into :class:`DataPage`, which
+provides ``recorder_slot``, ``run``, ``refresh``, ``project`` and ``ws``."""
+
+from __future__ import annotations
+
+
+class DataBars:
+    """The bars for each input kind; each appears only for its kind (and only with its device)."""
+
+    # -- typing texts (text projects) and recording clips (sound projects) ---------------------
+
+    def _show_text_adder(self, text: bool, labels: list[str]) -> None:
+        from ..widgets.text_adder import TextAdder
+
+        if text and self.text_adder is None:
+            self.text_adder = TextAdder()
+            self.text_adder.submitted.connect(self.add_text)
+            self.recorder_slot.addWidget(self.text_adder)
+        if self.text_adder is not None:
+            self.text_adder.setVisible(text)
+            if text:
+                self.text_adder.set_classes(labels)
+
+    def make_capture(self):
+        """The webcam bar; tests and previews replace it to capture generated frames."""
+        from ..widgets.camera_capture import CaptureWidget
+
+        return CaptureWidget()
+
+    def _show_capture(self, images: bool, labels: list[str]) -> None:
+        if images and self.capture is None:
+            self.capture = self.make_capture()
+            if not self.capture.has_camera:  # no camera: no button (import works as ever)
+                return
+            self.capture.captured.connect(self.add_photos)
+            self.recorder_slot.addWidget(self.capture)
+        if self.capture is not None and self.capture.has_camera:
+            self.capture.setVisible(images)
+            if images:
+                self.capture.set_classes(labels)
+
+    def add_photos(self, label: str, photos: list) -> None:
+        """Store the camera's photos in ``label`` (worker thread), then refresh."""
+        if self.project is None:
+            return
+        project, ws = self.project, self.ws
+        self.run(lambda _state: ws.add_photos(project, label, photos),
+                 lambda report: (self.refresh(), self.status_changed.emit()), title="The photos were not saved")
+
+    def add_text(self, text: str, label: str) -> None:
+        """Store a typed text (worker thread), then refresh."""
+        if self.project is None:
+            return
+        project, ws = self.project, self.ws
+        self.run(lambda _state: ws.add_text(project, text, label),
+                 lambda report: (self.refresh(), self.status_changed.emit()), title="The text was not added")
+
+    def make_recorder(self):
+        """The record bar; tests and previews replace it to record from a generated signal."""
+        from ..widgets.recorder import RecorderWidget
+
+        return RecorderWidget()
+
+    def _show_recorder(self, sound: bool, labels: list[str]) -> None:
+        if sound and self.recorder is None:
+            self.recorder = self.make_recorder()
+            self.recorder.recorded.connect(self.add_recording)
+            self.recorder_slot.addWidget(self.recorder)
+        if self.recorder is not None:
+            self.recorder.setVisible(sound)
+            if sound:
+                self.recorder.set_classes(labels)
+
+    def add_recording(self, label: str, wav: bytes) -> None:
+        """Store a recorded clip in ``label`` (worker thread), then refresh."""
+        if self.project is None:
+            return
+        project, ws = self.project, self.ws
+        self.run(lambda _state: ws.add_recording(project, label, wav),
+                 lambda report: (self.refresh(), self.status_changed.emit()), title="The recording was not saved")
