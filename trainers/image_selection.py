@@ -133,7 +133,8 @@ def select_evaluate_refit(template, feats: Features, y, split, *, deadline=None,
                                          feats.views(dev, config["views"]), y[dev], folds=folds).mean()
 
         result = heads.staged_search(stages, score, start=start, deadline=deadline,
-                                     progress=lambda done, total, best: progress(done / total, {"cv_accuracy": best})
+                                     progress=lambda done, total, best, value: progress(
+                                         done / total, {"cv_accuracy": best, "trial_accuracy": value})
                                      if progress else None)
         out.config, out.cv_accuracy = result.best, result.best_score
         out.trials = [{"params": {k: v for k, v in t["params"].items() if k != "views"},

@@ -31,6 +31,11 @@ class TrainingChart(QWidget):
     def sizeHint(self) -> QSize:
         return QSize(520, 240)
 
+    @property
+    def moves(self) -> bool:
+        """True once a curve has two points: a single dot is no chart."""
+        return any(len(points) > 1 for points in self.series.values())
+
     def clear(self) -> None:
         """Forget every point."""
         self.series.clear()
@@ -70,7 +75,7 @@ class TrainingChart(QWidget):
 
     @staticmethod
     def _pretty(key: str) -> str:
-        known = {"cv_accuracy": "Best accuracy in tuning", "accuracy": "Test accuracy", "macro_f1": "Balanced F1",
+        known = {"cv_accuracy": "Best setting so far", "trial_accuracy": "Each setting tried", "accuracy": "Test accuracy", "macro_f1": "Balanced F1",
                  "val_accuracy": "Validation accuracy", "val_loss": "Validation loss", "loss": "Loss",
                  "train_loss": "Training loss"}
         if key in known:

@@ -255,3 +255,14 @@ def test_rename_and_delete_a_project_from_the_sidebar(qtbot, ws, make_window, cl
     delete.click()
     qtbot.waitUntil(lambda: [p["name"] for p in ws.list_projects()] == ["spare"], timeout=10_000)
     assert window.project == "spare"
+
+
+def test_when_no_program_opens_the_log_the_dialog_says_where_it_is(qtbot, ws, monkeypatch):
+    from PySide6.QtGui import QDesktopServices
+
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: False)
+    dialog = show_error(None, "Import failed", "photo.jpg is not an image", None, ws.paths.log)
+    qtbot.addWidget(dialog)
+    assert not dialog.open_log()
+    assert dialog.log_note.isVisible() and str(ws.paths.log) in dialog.log_note.text()
+    dialog.done(QDialog.Rejected)

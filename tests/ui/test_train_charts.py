@@ -59,3 +59,27 @@ def test_nice_ticks():
     assert _nice_ticks(0, 1) == [0, 0.25, 0.5, 0.75, 1.0]
     assert _nice_ticks(0.7, 1.0) == [0.7, 0.8, 0.9, 1.0]
     assert _nice_ticks(0, 2.3)[0] == 0 and _nice_ticks(0, 2.3)[-1] <= 2.3
+
+
+def test_the_run_view_shows_a_chart_only_once_a_curve_moves(qtbot, ws):
+    from modeldesk.ui.pages.train.run_view import RunView
+
+    view = RunView(ws)
+    qtbot.addWidget(view)
+    view.show()
+    view.show_events([{"metrics": {"accuracy": 0.9}}])
+    assert not view.chart_card.isVisible() and not view.chart.moves  # one dot: no chart
+    trials = [0.71, 0.83, 0.78, 0.9]  # the search's settings, each scored: the curve goes up and down
+    view.show_events([{"metrics": {"cv_accuracy": max(trials[:i + 1]), "trial_accuracy": t}}
+                      for i, t in enumerate(trials)])
+    assert view.chart_card.isVisible() and view.chart.moves
+    assert [y for _, y in view.chart.series["trial_accuracy"]] == trials
+
+
+def test_the_search_reports_each_trials_own_score():
+    from modeldesk.trainers.heads import staged_search
+
+    seen = []
+    staged_search([[{"a": 1}, {"a": 2}, {"a": 3}]], lambda p: {1: 0.5, 2: 0.9, 3: 0.7}[p["a"]],
+                  progress=lambda done, total, best, value: seen.append((best, value)))
+    assert seen == [(0.5, 0.5), (0.9, 0.9), (0.9, 0.7)]

@@ -180,7 +180,8 @@ def staged_search(stages: Sequence[Sequence[dict]], score: Callable[[dict], floa
     score : ``score(params) -> float``, higher is better (e.g. a mean of :func:`cross_val_score`).
     start : parameters every candidate starts from.
     deadline : when to stop starting trials.
-    progress : ``progress(trials_done, trials_planned, best_score)`` after each trial.
+    progress : ``progress(trials_done, trials_planned, best_score, trial_score)`` after each trial
+        (the trial's own score moves up and down; the best one only climbs).
     """
     best = dict(start or {})
     best_score = -np.inf
@@ -204,5 +205,5 @@ def staged_search(stages: Sequence[Sequence[dict]], score: Callable[[dict], floa
             if value > best_score:
                 best, best_score = params, value
             if progress is not None:
-                progress(done, planned, float(best_score))
+                progress(done, planned, float(best_score), value)
     return SearchResult(best, float(best_score), trials)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QPlainTextEdit,
                                QPushButton, QStyle, QVBoxLayout, QWidget)
@@ -67,8 +67,14 @@ class ErrorDialog(QDialog):
         self.log_button.clicked.connect(self.open_log)
         buttons.addButton(self.log_button, QDialogButtonBox.ActionRole)
 
+        self.log_note = QLabel()
+        self.log_note.setObjectName("Muted")
+        self.log_note.setWordWrap(True)
+        self.log_note.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.log_note.hide()
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.log_note)
         layout.addWidget(self.details, 1)
         layout.addWidget(buttons)
 
@@ -84,8 +90,10 @@ class ErrorDialog(QDialog):
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self.log_file.touch(exist_ok=True)
         ok = QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.log_file)))
-        if not ok:
+        if not ok:  # say so, with the path to open by hand, instead of doing nothing
             log.warning("could not open the log file %s", self.log_file)
+            self.log_note.setText(f"No program could open the log file. It is at {self.log_file}")
+            self.log_note.show()
         return ok
 
 

@@ -117,8 +117,7 @@ class RunView(QWidget):
         """Draw a finished run's chart from its events."""
         self.clear()
         for event in events:
-            if self.chart.add_metrics(event.get("metrics")):
-                self.chart_card.show()
+            self._chart(event.get("metrics"))
 
     def show_result(self, html: str, *, next_step: bool = True) -> None:
         self.result_text.setText(html)
@@ -152,7 +151,11 @@ class RunView(QWidget):
         elif stage:
             self.progress.detail.setText(stage)
         self._add_stage(event.get("stage"))
-        if self.chart.add_metrics(event.get("metrics")):
+        self._chart(event.get("metrics"))
+
+    def _chart(self, metrics) -> None:
+        """The chart appears once a curve moves (two points or more); a single value is not a chart."""
+        if self.chart.add_metrics(metrics) and self.chart.moves:
             self.chart_card.show()
 
     def _add_stage(self, stage) -> None:
