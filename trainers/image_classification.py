@@ -95,9 +95,11 @@ def _head_units(n_samples: int, dim: int, work: float) -> int:
 
 
 def _head_seconds(cost: CostModel, units: int) -> float:
-    """Measured on this machine once a model was trained, else a conservative prior (1e6 units/s)."""
+    """Measured on this machine once a model was trained, else a prior: 3,000 units/s, the slowest rate
+    measured on 2 cores (bench/train_image.py: 3,200 for accurate, 8,000 for best; 1,000 before was 3-8x
+    too pessimistic)."""
     rate = cost.items_per_s(HEAD_WORK, "cpu", 1, 1)
-    return units / rate if rate else units / 1000.0
+    return units / rate if rate else units / 3000.0
 
 
 def _uncached(cache: FeatureCache, backbone, template, keys) -> set:

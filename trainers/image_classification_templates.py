@@ -42,7 +42,7 @@ TEMPLATES = (
     Template(
         name="image-classification/best",
         task="image-classification",
-        description="For when you have time (about 10 minutes for 1,000 images on a laptop): tries more "
+        description="For when you have time (a few minutes for 1,000 images on a laptop): tries more "
                     "settings, mirrored and zoomed views and a small neural network, each checked by "
                     "5-fold cross-validation.",
         backbone="efficientnet-lite0",
