@@ -300,7 +300,7 @@ def _serve(ws, args):
     port = args.port if args.port is not None else ws.settings.service_port
     token = args.token or os.environ.get("MODELDESK_TOKEN")
     check_bind(host, port, token)
-    path = ws.model_path(args.model)
+    path = ws.serving_path(args.model)  # a kept compressed copy when one is in use
     ws.close()
     shown = f"[{host}]" if ":" in host else host
     serve(path, host=host, port=port, token=token, allowed_origins=args.allow_origin or (),

@@ -278,7 +278,8 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
 
     from modeldesk.trainers.compression import head_refitter
 
-    artifact = load_artifact(ws.model_path(model))
+    # A bundle carries the copy in use (a kept compressed one); compression starts from the original.
+    artifact = load_artifact(ws.serving_path(model) if bundle and not compress else ws.model_path(model))
     calibration = validation = training = metric = None
     if compress:
         calibration, validation, training = _compression_data(ws, artifact)

@@ -262,7 +262,7 @@ class Workspace(UiCalls):
         """One predictor per model, kept: creating the session costs more than a prediction."""
         from modeldesk.deploy import Predictor
 
-        path = self.model_path(model).resolve()
+        path = self.serving_path(model).resolve()  # a kept compressed copy when one is in use
         graph = path / "model.onnx" if path.is_dir() else path
         key = (path, graph.stat().st_mtime_ns if graph.exists() else None)  # a re-export is new
         with self._lock:
@@ -284,7 +284,7 @@ class Workspace(UiCalls):
         """Start the inference service in a background thread; returns a handle with url/stop()."""
         from modeldesk.app.service_handle import ServiceHandle
 
-        return ServiceHandle.start(self.model_path(model), host=host, port=port, token=token)
+        return ServiceHandle.start(self.serving_path(model), host=host, port=port, token=token)
 
     def suggestions(self, project, model_id: str) -> dict:
         """Pre-labels for the project's unlabeled samples: sample id -> (label, score)."""

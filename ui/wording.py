@@ -225,6 +225,16 @@ def candidate_words(name: str) -> str:
     return ", ".join(words) + (f" ({detail})" if detail else "")
 
 
+def chosen_words(name: str) -> str:
+    """A kept compression candidate in plain words: ``int8-qdq-perchannel-160`` -> ``8-bit numbers,
+    photos at 160 px``; ``fp32`` -> ``the original``."""
+    parts = name.split("-")
+    size = f"photos at {parts.pop()} px" if parts and parts[-1].isdigit() else ""
+    kind = {"int8": "8-bit numbers", "fp16": "16-bit numbers"}.get(parts[0] if parts else "", "")
+    words = ", ".join(w for w in (kind, size) if w)
+    return words or "the original"
+
+
 def verdict(candidate: dict) -> str:
     """What happened to a compression candidate, in two words (from its ``code``)."""
     if candidate.get("kept"):

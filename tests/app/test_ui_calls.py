@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from modeldesk.app.workspace import Workspace
@@ -116,4 +118,25 @@ def test_a_model_is_served_on_the_same_port_each_time(ws):
         moved = ws.serve_model(model)
         moved.stop()
     assert moved.url != first.url and f"port {port} is in use" in moved.note
+    ws.jobs.close()
+
+
+def test_the_kept_compressed_copy_is_tried_served_and_bundled_with_a_way_back(ws, tmp_path):
+    import json
+
+    model = ws.train("shapes", "image-classification/fast")["model"]
+    copy = Path(ws.export_model(model, tmp_path / "smaller")["path"])  # stands in for a compressed copy
+    card = json.loads((copy / "model.json").read_text())
+    card["marker"] = "the copy"
+    (copy / "model.json").write_text(json.dumps(card))
+    assert ws.serving_path(model) == ws.model_path(model)
+    ws.use_compressed(model, copy)
+    assert ws.compressed_in_use(model) == str(copy.resolve())
+    assert ws.serving_path(model) == copy.resolve()
+    assert ws._predictor(model).artifact.path.resolve() == copy.resolve()  # what Try it predicts with
+    bundle = Path(ws.export_model(model, tmp_path / "bundle", bundle=True)["path"])
+    shipped = next(bundle.rglob("model.json"))
+    assert json.loads(shipped.read_text()).get("marker") == "the copy"  # the bundle carries the copy in use
+    ws.use_compressed(model, None)  # the way back
+    assert ws.serving_path(model) == ws.model_path(model) and ws.compressed_in_use(model) is None
     ws.jobs.close()

@@ -128,7 +128,11 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
                   {"name": "int8-qdq-perchannel-192", "size_bytes": 5_077_552, "latency_ms": 4.9, "accuracy": 1.0,
                    "kept": True, "reason": "kept: fastest within the accuracy limit", "code": "kept"}]}
     page._show_export(result, compress=True, bundle=False)
+    assert "smaller, faster copy" in page.export_result.text() and "8-bit numbers" in page.export_result.text()
+    assert not page.candidates.isVisible(), "the versions tried are behind Show details"
+    page.export_card.details.click()
     assert page.candidates.isVisible() and page.candidates.rowCount() == 3
+    assert "below fp32" in page.candidates.item(1, 5).text()  # every version not kept says why
     assert page.candidates.item(2, 4).text() == "✓ Kept"
     assert page.candidates.item(1, 4).text() == "Less accurate"
     assert page.candidates.item(0, 1).text() == "18.6 MB"

@@ -13,7 +13,7 @@ from ... import theme
 from ...page import card
 from ...widgets import ProgressPanel
 from ...workers import TaskCancelled
-from ...wording import candidate_words, explain, human_size, verdict
+from ...wording import candidate_words, chosen_words, explain, human_size, verdict
 
 
 def cancellable_progress(state, describe=str):
@@ -73,24 +73,67 @@ class ExportCard(QObject):
         self.result.setTextInteractionFlags(Qt.TextBrowserInteraction)
         self.result.hide()
         self.result.linkActivated.connect(lambda link: QDesktopServices.openUrl(QUrl(link)))
-        self.candidates = QTableWidget(0, 5)
-        self.candidates.setHorizontalHeaderLabels(["Version", "Size", "Time per photo", "Accuracy", "Result"])
+        self.candidates = QTableWidget(0, 6)
+        self.candidates.setHorizontalHeaderLabels(["Version", "Size", "Time per photo", "Accuracy", "Result", "Why"])
         self.candidates.verticalHeader().hide()
         self.candidates.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.candidates.setSelectionMode(QAbstractItemView.NoSelection)
         self.candidates.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        self.candidates.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.candidates.horizontalHeader().setSectionResizeMode(5, QHeaderView.Stretch)
         self.candidates.hide()
+        self.in_use = QLabel()
+        self.in_use.setWordWrap(True)
+        self.use_original = QPushButton("Use the original")
+        self.use_original.setToolTip("Try, serve and bundle the full-size model again (the smaller copy stays on disk).")
+        self.use_original.clicked.connect(lambda: self.choose_copy(None))
+        self.details = QPushButton("Show details")
+        self.details.setCheckable(True)
+        self.details.setFlat(True)
+        self.details.toggled.connect(self._toggle_details)
+        self.details.hide()
+        use_row = QHBoxLayout()
+        use_row.addWidget(self.in_use, 1)
+        use_row.addWidget(self.use_original)
+        use_row.addWidget(self.details)
         layout.addLayout(folder_row)
         layout.addLayout(action_row)
         layout.addWidget(self.progress)
         layout.addWidget(self.result)
+        layout.addLayout(use_row)
         layout.addWidget(self.candidates)
+        self._show_in_use(None)
 
     def set_model(self, project: str | None, model_id: str | None) -> None:
+        changed = model_id != self.model_id
         self.project, self.model_id = project, model_id
         if not self.out_dir.text() and project:
             self.out_dir.setText(str(Path.home() / "ModelDesk exports" / project))
+        if changed and model_id:
+            ws = self.ws
+            self.run(lambda state: ws.compressed_in_use(model_id),
+                     lambda path: self._show_in_use(path) if model_id == self.model_id else None,
+                     title="Could not read which copy is in use")
+
+    # -- which copy is tried, served and bundled ---------------------------------------------------
+
+    def choose_copy(self, path) -> None:
+        """Use the compressed copy at ``path`` (None: the original) for trying, serving and bundling."""
+        model_id, ws = self.model_id, self.ws
+        self.run(lambda state: ws.use_compressed(model_id, path), lambda _r: self._show_in_use(path),
+                 title="Could not switch the model in use")
+
+    def _show_in_use(self, path) -> None:
+        self.in_use_path = path
+        self.use_original.setVisible(bool(path))
+        self.in_use.setVisible(bool(path))
+        if path:
+            self.in_use.setText(f"<b>In use:</b> the smaller copy in {path}. Try it, the service and bundles use it. "
+                                "A service already running keeps its model until you restart it.")
+        self.changed_copy = path
+
+    def _toggle_details(self, shown: bool) -> None:
+        self.candidates.setVisible(shown)
+        self.details.setText("Hide details" if shown else "Show details")
 
     def choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self.frame, "Export to folder", self.out_dir.text() or str(Path.home()))
@@ -120,6 +163,7 @@ class ExportCard(QObject):
         self.result.hide()
         if compress:
             self.candidates.hide()
+            self.details.hide()
 
         def describe(message):
             return f"tried {candidate_words(str(message))}" if compress else str(message)
@@ -131,6 +175,8 @@ class ExportCard(QObject):
         def done(result):
             self.last_export = result
             self.show_export(result, compress=compress, bundle=bundle)
+            if compress and result.get("path"):  # the kept copy is the one used from now on
+                self.choose_copy(result["path"])
             self.exported.emit(result)
 
         def cancelled():
@@ -152,13 +198,23 @@ class ExportCard(QObject):
         if compress and result.get("candidates"):
             speedup = result.get("speedup")
             before, after = result.get("accuracy_fp32"), result.get("accuracy_compressed")
-            text = f"Kept <b>{candidate_words(str(result.get('chosen', '')))}</b>"
-            if isinstance(speedup, (int, float)):
-                text += f": {speedup:.1f}× faster"
-            if isinstance(before, (int, float)) and isinstance(after, (int, float)):
-                text += f", accuracy {before:.0%} → {after:.0%}"
-            text += f". Saved to <a href='{folder_link}'>{path}</a>."
+            chosen = str(result.get("chosen", ""))
+            if chosen in ("fp32", "float32"):
+                text = ("No smaller copy kept its accuracy and ran faster here, so the original stays in use. "
+                        f"Saved to <a href='{folder_link}'>{path}</a>.")
+            else:
+                text = f"<b>A smaller, faster copy is ready</b> ({chosen_words(chosen)})"
+                if isinstance(speedup, (int, float)):
+                    text += f": {speedup:.1f}× faster"
+                text += f", {human_size(result.get('size_bytes'))}"
+                if isinstance(before, (int, float)) and isinstance(after, (int, float)):
+                    text += (f"; right {after:.0%} of the time against {before:.0%} for the original, both "
+                             "checked on the same validation examples")
+                text += f". Saved to <a href='{folder_link}'>{path}</a>."
             self.fill_candidates(result["candidates"])
+            self.candidates.hide()  # the other versions tried, behind "Show details"
+            self.details.setChecked(False)
+            self.details.show()
         self.result.setText(text)
         self.result.show()
 
@@ -168,7 +224,8 @@ class ExportCard(QObject):
             latency, accuracy = candidate.get("latency_ms"), candidate.get("accuracy")
             cells = [candidate_words(candidate.get("name", "")), human_size(candidate.get("size_bytes")),
                      f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "–",
-                     f"{accuracy:.1%}" if isinstance(accuracy, (int, float)) else "–", verdict(candidate)]
+                     f"{accuracy:.1%}" if isinstance(accuracy, (int, float)) else "–", verdict(candidate),
+                     "" if candidate.get("kept") else str(candidate.get("reason") or "")]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip("\n".join(filter(None, (str(candidate.get("reason") or ""), explain(text)))))
