@@ -242,6 +242,24 @@ def verdict(candidate: dict) -> str:
     return VERDICTS.get(str(candidate.get("code") or ""), "–")
 
 
+def why_words(candidate: dict) -> str:
+    """Why a compression candidate was not kept, in plain words (from its ``code``; "" when kept).
+
+    The technical reason stays in the candidate's ``reason`` (shown in a tooltip)."""
+    code, reason = str(candidate.get("code") or ""), str(candidate.get("reason") or "")
+    if candidate.get("kept"):
+        return ""
+    detail = reason.split(":", 1)[1].strip() if ":" in reason else reason
+    return {
+        "reference": "The full-size model: slower than the kept copy",
+        "slower": "Accurate enough, but slower than the kept copy",
+        "less_accurate": "Lost more accuracy than allowed (at most 1 point below the original)",
+        "not_faster": "Not faster than the original on this computer",
+        "skipped": f"Not tried: {detail}" if detail else "Not tried",
+        "failed": "Could not be built on this computer (details in the log)",
+    }.get(code, reason)
+
+
 def top_scores(prediction: dict, k: int = 5) -> list[tuple[str, float]]:
     """The ``k`` best ``(label, score)`` of a prediction, best first."""
     scores = prediction.get("scores") or {prediction.get("label"): prediction.get("score", 0.0)}

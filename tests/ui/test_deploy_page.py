@@ -132,7 +132,10 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
     assert not page.candidates.isVisible(), "the versions tried are behind Show details"
     page.export_card.details.click()
     assert page.candidates.isVisible() and page.candidates.rowCount() == 3
-    assert "below fp32" in page.candidates.item(1, 5).text()  # every version not kept says why
+    assert "more accuracy than allowed" in page.candidates.item(1, 5).text()  # every version not kept says why
+    assert "slower than the kept copy" in page.candidates.item(0, 5).text()
+    assert "fp32" not in page.candidates.item(0, 5).text() + page.candidates.item(1, 5).text()
+    assert "below fp32" in page.candidates.item(1, 5).toolTip()  # the technical reason stays in the tooltip
     assert page.candidates.item(2, 4).text() == "✓ Kept"
     assert page.candidates.item(1, 4).text() == "Less accurate"
     assert page.candidates.item(0, 1).text() == "18.6 MB"

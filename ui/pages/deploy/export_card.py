@@ -13,7 +13,7 @@ from ... import theme
 from ...page import card
 from ...widgets import ProgressPanel
 from ...workers import TaskCancelled
-from ...wording import candidate_words, chosen_words, explain, human_size, verdict
+from ...wording import candidate_words, chosen_words, explain, human_size, verdict, why_words
 
 
 def cancellable_progress(state, describe=str):
@@ -80,6 +80,8 @@ class ExportCard(QObject):
         self.candidates.setSelectionMode(QAbstractItemView.NoSelection)
         self.candidates.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.candidates.horizontalHeader().setSectionResizeMode(5, QHeaderView.Stretch)
+        self.candidates.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # sized to show every row
+        self.candidates.horizontalScrollBar().rangeChanged.connect(self._fit_table)
         self.candidates.hide()
         self.in_use = QLabel()
         self.in_use.setWordWrap(True)
@@ -225,7 +227,7 @@ class ExportCard(QObject):
             cells = [candidate_words(candidate.get("name", "")), human_size(candidate.get("size_bytes")),
                      f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "–",
                      f"{accuracy:.1%}" if isinstance(accuracy, (int, float)) else "–", verdict(candidate),
-                     "" if candidate.get("kept") else str(candidate.get("reason") or "")]
+                     why_words(candidate)]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip("\n".join(filter(None, (str(candidate.get("reason") or ""), explain(text)))))
@@ -237,7 +239,14 @@ class ExportCard(QObject):
                     good.setAlpha(40)
                     item.setBackground(good)
                 self.candidates.setItem(row, col, item)
-        height = self.candidates.horizontalHeader().height() + sum(
-            self.candidates.rowHeight(r) for r in range(len(candidates))) + 4
-        self.candidates.setFixedHeight(height)
+        self._fit_table()
         self.candidates.show()
+
+    def _fit_table(self, *_range) -> None:
+        """Every row shown without a vertical scroll bar, with room for the horizontal one when the
+        window is too narrow for all the columns."""
+        table = self.candidates
+        bar = table.horizontalScrollBar()
+        height = (table.horizontalHeader().height() + sum(table.rowHeight(r) for r in range(table.rowCount()))
+                  + 2 * table.frameWidth() + (bar.sizeHint().height() if bar.maximum() > 0 else 0))
+        table.setFixedHeight(height)
