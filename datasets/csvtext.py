@@ -13,12 +13,14 @@ from typing import Iterator
 
 from .items import ImportReport, Item
 from .safety import unescape_cell
+from .textchecks import check_labels, warn_one_class
 
 TEXT_COLUMNS = ("text", "sentence", "content", "review", "message", "comment", "document", "body",
                 "文本", "内容", "评论", "句子")
 LABEL_COLUMNS = ("label", "class", "category", "target", "sentiment", "tag", "y", "标签", "类别", "分类")
 _DELIMITERS = ",\t;|"
 _CHUNK = 1 << 16
+_PEEK = 200  # rows read ahead to check the label column
 
 
 def _decodes(path: Path, encoding: str) -> bool:
@@ -65,7 +67,8 @@ def sniff_header(path: Path, encoding: str, accept) -> tuple[str, list[str] | No
         sample = handle.read(_CHUNK)
     first_line = sample.splitlines()[0] if sample.strip() else ""
     if not first_line:
-        raise ValueError(f"{path.name} is empty")
+        raise ValueError(f"{path.name} is empty: it holds no header row and no texts; save it with a header "
+                         "(text,label) and one text a row")
     order = list("\t" if path.suffix.lower() == ".tsv" else "")
     try:
         order.append(csv.Sniffer().sniff(sample, delimiters=_DELIMITERS).delimiter)
@@ -124,7 +127,25 @@ def read_table(path: Path, report: ImportReport, text_column=None, label_column=
             raise ValueError(f"{path.name}: no column {label_column!r}; the columns are: "
                              + ", ".join(repr(c) for c in columns))
         report.warn(f"{path.name}: no label column among {', '.join(columns)}; rows import unlabeled")
-    return _rows(path, encoding, delimiter, text_i, label_i)
+    else:
+        peek = []
+        for item in _rows(path, encoding, delimiter, text_i, label_i):
+            if item.error is None:
+                peek.append((item.text or "", item.labels[0] if item.labels else ""))
+            if len(peek) >= _PEEK:
+                break
+        check_labels(path.name, peek, repr(columns[label_i].strip()))
+    return _checked(path.name, _rows(path, encoding, delimiter, text_i, label_i), report)
+
+
+def _checked(name: str, rows: Iterator[Item], report: ImportReport) -> Iterator[Item]:
+    """The rows, then a warning when they all had the same label."""
+    labels: set = set()
+    for item in rows:
+        if item.labels and len(labels) < 2:
+            labels.add(item.labels[0])
+        yield item
+    warn_one_class(report, name, labels)
 
 
 def _rows(path: Path, encoding: str, delimiter: str, text_i: int, label_i: int | None) -> Iterator[Item]:

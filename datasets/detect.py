@@ -12,9 +12,10 @@ from .csvpaths import table_media
 from .verify import media_kind
 
 #: Formats import_path understands; "folder" is folder-per-class, "flat" is unlabeled media files.
-FORMATS = ("folder", "flat", "voc", "coco", "yolo", "csv", "zip")
+FORMATS = ("folder", "flat", "voc", "coco", "yolo", "csv", "jsonl", "txt", "zip")
 _IGNORED_NAMES = {"thumbs.db", "desktop.ini", "__macosx"}
 _TEXT_TABLE_EXTS = {".csv", ".tsv"}
+_JSONL_EXTS = {".jsonl", ".ndjson"}
 
 
 def is_hidden(name: str) -> bool:
@@ -37,7 +38,7 @@ class Scan:
     """What a quick look at a path found."""
 
     format: str
-    media: str | None  # "image", "audio" or None (text, or nothing)
+    media: str | None  # "image", "audio", "text" (a folder of .txt files) or None (a table, or nothing)
     root: Path
 
 
@@ -99,6 +100,10 @@ def scan(path) -> Scan:
             return Scan("zip", None, path)
         if ext in _TEXT_TABLE_EXTS:
             return Scan("csv", table_media(path), path)
+        if ext in _JSONL_EXTS:
+            return Scan("jsonl", None, path)
+        if ext == ".txt":
+            return Scan("txt", None, path)
         if ext == ".json" and _is_coco(path):
             return Scan("coco", "image", path)
         if ext == ".xml" and _is_voc(path):
@@ -110,7 +115,8 @@ def scan(path) -> Scan:
     root_media: dict[str, int] = {}
     sub_media: dict[str, int] = {}
     xml = json_files = txt = 0
-    tables = []
+    texts = {"root": 0, "sub": 0}
+    tables, jsonl = [], []
     sub_files: list[Path] = []
     yolo_names = False
     coco = voc = False
@@ -134,8 +140,11 @@ def scan(path) -> Scan:
             yolo_names = True
         elif ext == ".txt":
             txt += 1 if txt or _is_yolo_txt(file) else 0
+            texts["root" if at_root else "sub"] += 1
         elif ext in _TEXT_TABLE_EXTS and at_root:
             tables.append(file)
+        elif ext in _JSONL_EXTS and at_root:
+            jsonl.append(file)
     media = _majority({k: root_media.get(k, 0) + sub_media.get(k, 0) for k in set(root_media) | set(sub_media)})
     if coco:
         return Scan("coco", "image", path)
@@ -155,6 +164,12 @@ def scan(path) -> Scan:
         return Scan("flat", media, path)
     if tables:
         return Scan("csv", next((m for m in map(table_media, tables) if m), None), path)
+    if jsonl:
+        return Scan("jsonl", None, path)
+    if texts["sub"]:  # a folder per class of .txt files, one text per file
+        return Scan("folder", "text", path)
+    if texts["root"]:
+        return Scan("flat", "text", path)
     raise ValueError(f"no supported files found in {path}")
 
 

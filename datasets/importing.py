@@ -19,7 +19,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
-from . import archive, coco, csvpaths, csvtext, folders, voc, yolo
+from . import archive, coco, csvpaths, csvtext, folders, textfiles, voc, yolo
 from .detect import FORMATS, scan
 from .items import ImportReport, Item
 from .media import sha256_bytes, sha256_file
@@ -38,7 +38,8 @@ STREAM_ABOVE = 16 << 20  # larger files are verified, hashed and copied from dis
 RESERVE_BYTES = 1 << 20  # free space media files never take: the database must still commit
 
 _FORMAT_NAMES = {"folder": "folder-per-class", "flat": "unlabeled files", "voc": "Pascal VOC",
-                 "coco": "COCO", "yolo": "YOLO", "csv": "CSV text"}
+                 "coco": "COCO", "yolo": "YOLO", "csv": "CSV text", "jsonl": "JSON Lines", "txt": "text"}
+_TEXT_ONLY_FORMATS = {"jsonl", "txt"}
 _DETECTION_FORMATS = {"voc", "coco", "yolo"}
 _SPACES = re.compile(r"\s+")
 
@@ -69,9 +70,14 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
                              f"which holds {kind} files: import a CSV of file paths, or make a text project")
         if media is None or kind == media:
             return
+    if fmt in _TEXT_ONLY_FORMATS or media == "text":
+        if kind == "text":
+            return
+        raise ValueError(f"{path} holds texts ({what}), but project {project.name!r} is {project.task}, "
+                         f"which holds {kind} files: import {kind} files, or make a text project")
     if kind == "text":
         raise ValueError(f"{path} holds {media or 'media'} files ({what}), but project {project.name!r} "
-                         "holds texts: import CSV files (text,label)")
+                         "holds texts: import CSV, JSON Lines or .txt files of texts")
     if media != kind:
         raise ValueError(f"{path} holds {media or 'no'} files, but project {project.name!r} "
                          f"({project.task}) needs {kind} files")
@@ -149,10 +155,17 @@ def _single_table(path: Path) -> Path:
 
 
 def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, label_column, multi: bool):
+    if fmt in ("folder", "flat") and kind == "text":
+        return textfiles.read_text_folders(path, report)
     if fmt == "folder":
         return folders.read_class_folders(path, report, kind)
     if fmt == "flat":
         return folders.read_flat(path, report, kind)
+    if fmt == "jsonl":
+        return _each_file(path, textfiles.JSONL_EXTS,
+                          lambda f: textfiles.read_jsonl(f, report, text_column=text_column, label_column=label_column))
+    if fmt == "txt":
+        return _each_file(path, (".txt",), lambda f: textfiles.read_txt(f, report))
     if fmt == "voc":
         return voc.read_voc(path, report)
     if fmt == "coco":
@@ -165,6 +178,15 @@ def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, la
         return csvpaths.read_path_table(_single_table(path), report, label_column=label_column,
                                         multi=multi)
     raise ValueError(f"unknown format {fmt!r}")
+
+
+def _each_file(path: Path, exts, read):
+    """(total, items) of one file, or of every file with one of ``exts`` at the top of a folder."""
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in exts)
+    if not files:
+        raise ValueError(f"no supported files found in {path}")
+    read_files = [read(f) for f in files]  # problems with a whole file show before anything is added
+    return sum(n for n, _ in read_files), [item for _, items in read_files for item in items]
 
 
 def _import_zip(store, project, path: Path, **options) -> ImportReport:

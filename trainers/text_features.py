@@ -123,18 +123,21 @@ class CSR:
         return CSR(self.data[where], self.indices[where], indptr, self.shape[1])
 
     def dot(self, W: np.ndarray) -> np.ndarray:
-        """``self @ W`` for a dense (n_cols, k) W."""
-        out = np.empty((self.shape[0], W.shape[1]))
-        for c in range(W.shape[1]):
-            out[:, c] = np.bincount(self.row_ids, self.data * W[self.indices, c], minlength=self.shape[0])
-        return out
+        """``self @ W`` for a dense (n_cols, k) W (one class column at a time, from a contiguous copy:
+        gathering from a (n_cols,) row is twice as fast as from a strided column)."""
+        Wt = np.ascontiguousarray(np.asarray(W, np.float64).T)
+        out = np.empty((Wt.shape[0], self.shape[0]))
+        for c in range(Wt.shape[0]):
+            out[c] = np.bincount(self.row_ids, self.data * Wt[c].take(self.indices), minlength=self.shape[0])
+        return out.T
 
     def tdot(self, G: np.ndarray) -> np.ndarray:
         """``self.T @ G`` for a dense (n_rows, k) G."""
-        out = np.empty((self.shape[1], G.shape[1]))
-        for c in range(G.shape[1]):
-            out[:, c] = np.bincount(self.indices, self.data * G[self.row_ids, c], minlength=self.shape[1])
-        return out
+        Gt = np.ascontiguousarray(np.asarray(G, np.float64).T)
+        out = np.empty((Gt.shape[0], self.shape[1]))
+        for c in range(Gt.shape[0]):
+            out[c] = np.bincount(self.indices, self.data * Gt[c].take(self.row_ids), minlength=self.shape[1])
+        return out.T
 
     def toarray(self) -> np.ndarray:
         dense = np.zeros(self.shape)

@@ -1,0 +1,147 @@
+"""How long a text training run takes, and how its time budget is shared among its steps.
+
+A run is: n-gram counting (per text), sentence embeddings (per text not yet cached, accurate template
+only), the logistic-regression fits of the cross-validation and the final fit, and the export (per
+n-gram in the graph). Each step's speed comes from the cost model (``scheduler.CostModel``, measured
+by earlier runs on this machine) or, the first time, from a prior measured on 2 busy cores.
+
+A fit's cost is ``evaluations x seconds per evaluation``; one evaluation (loss + gradient) costs in
+proportion to the stored values times the classes (:func:`fit_units`). The number of evaluations a
+fit needs is measured too (its moving average over runs), so the ETA follows the data the machine has
+seen instead of a worst case. When the fits would not fit in the budget, the plan drops the sentence
+encoder first, then settings of the search, and finally bounds each fit in seconds: L-BFGS keeps the
+best solution it has when its time is up, so a 60,000-text run ends near its ETA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS
+from modeldesk.scheduler import CostModel
+
+EMBED_WORK, NGRAM_WORK, EVAL_WORK, EXPORT_WORK = "text-embedding", "text-ngrams", "text-fit-eval", "text-export"
+EVALS_WORK = "text-fit-evaluations"  # "items" are fits, "seconds" are their evaluations: 1 / rate = evals per fit
+#: Priors until this machine has measured them (2 busy cores): seconds per text / per fit unit and
+#: evaluation / per graph n-gram; evaluations per fit (cold and warm starts together).
+PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0006, EVAL_WORK: 0.06, EXPORT_WORK: 3e-5}
+PRIOR_EVALS = 60.0
+NNZ_PER_CHAR = 2.2  # stored values per character of text, both tokenizations (measured on both data sets)
+EMBED_DIM = 512
+USABLE = 0.9  # share of the budget planned for; the rest absorbs a busy machine
+FIXED_S = 2.0  # reading texts, evaluation, writing the artifact
+
+
+def fit_units(nnz: float, n_rows: int, n_classes: int, embedding_dim: int = 0) -> float:
+    """Work of one loss + gradient evaluation (unit: 1e6 stored values x classes; a dense embedding
+    value counts a quarter of a stored one, as BLAS reads it in order)."""
+    return max((nnz + n_rows * embedding_dim / 4) * max(n_classes, 2) / 1e6, 1e-4)
+
+
+def seconds_per(cost: CostModel, work: str, units: float) -> float:
+    """Seconds for ``units`` of ``work`` on one CPU thread: measured rate, or the prior."""
+    rate = cost.items_per_s(work, "cpu", 1, 1)
+    return units / rate if rate else units * PRIOR_S[work]
+
+
+def evals_per_fit(cost: CostModel) -> float:
+    """Average evaluations of a fit, as measured here (the prior before any run)."""
+    rate = cost.items_per_s(EVALS_WORK, "cpu", 1, 1)
+    return 1.0 / rate if rate else PRIOR_EVALS
+
+
+@dataclass
+class FitPlan:
+    """The fits of a run: which candidates the search tries, and seconds for the search and the final fit."""
+
+    candidates: list
+    folds: int
+    search_s: float
+    final_s: float
+    cut: bool = False  # True when fits were bounded below what they are expected to need
+    dropped: list = field(default_factory=list)  # what the budget left out, in words
+
+
+def plan_fits(cost: CostModel, candidates: list, *, nnz_fit: float, n_fit: int, n_train: int, n_classes: int,
+              folds: int, available_s: float) -> FitPlan:
+    """Share ``available_s`` among the search's fits and the final fit.
+
+    ``nnz_fit``/``n_fit``: stored values and rows of the final fit (train + val); the search fits on
+    ``(folds - 1) / folds`` of the ``n_train`` training rows. Candidates are dicts with ``"C"`` and
+    ``"embedding"`` (None or an encoder name), in the order they are tried.
+    """
+    evals = evals_per_fit(cost)
+    per_row = nnz_fit / max(n_fit, 1)
+
+    def fit_s(rows: float, embedding) -> float:
+        units = fit_units(per_row * rows, int(rows), n_classes, EMBED_DIM if embedding else 0)
+        return evals * seconds_per(cost, EVAL_WORK, units)
+
+    final_s = fit_s(n_fit, None)
+    dropped: list[str] = []
+    if len(candidates) <= 1 or folds < 2:
+        final_s = fit_s(n_fit, candidates[0]["embedding"]) if candidates else final_s
+        return FitPlan(list(candidates[:1]), folds, 0.0, min(final_s, available_s), final_s > available_s)
+    fold_rows = n_train * (folds - 1) / folds
+    kept = list(candidates)
+
+    def search_s(cands) -> float:
+        return sum(folds * fit_s(fold_rows, c["embedding"]) for c in cands)
+
+    def worst_final(cands) -> float:
+        return max(fit_s(n_fit, c["embedding"]) for c in cands)
+
+    while len(kept) > 1 and search_s(kept) + worst_final(kept) > available_s:
+        if any(c["embedding"] for c in kept):
+            kept = [c for c in kept if not c["embedding"]] or kept[:1]
+            dropped.append("the sentence encoder")
+        else:
+            kept = kept[:-1] if len(kept) > 2 else [c for c in kept if c["C"] == _middle(kept)][:1]
+            if "some settings of the search" not in dropped:
+                dropped.append("some settings of the search")
+    if len(kept) == 1:
+        final_s = fit_s(n_fit, kept[0]["embedding"])
+        return FitPlan(kept, folds, 0.0, min(final_s, available_s), final_s > available_s, dropped)
+    final_s, total = worst_final(kept), search_s(kept) + worst_final(kept)
+    scale = min(1.0, available_s / total)
+    return FitPlan(kept, folds, search_s(kept) * scale, final_s * scale, scale < 1.0, dropped)
+
+
+def _middle(candidates) -> float:
+    values = sorted(c["C"] for c in candidates)
+    return values[len(values) // 2]
+
+
+def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: float) -> dict:
+    """The plan of a run before any text is read: steps, seconds per step, ETA.
+
+    ``missing_embeddings(samples) -> int``: texts whose sentence embedding is not cached yet.
+    """
+    labeled = [s for s in samples if s.label is not None]
+    n_classes = max(len({s.label for s in labeled}), 2)
+    n_train = sum(1 for s in labeled if s.split == "train")
+    n_fit = sum(1 for s in labeled if s.split in ("train", "val")) or len(labeled)
+    chars = sum(min(len(s.source), DEFAULT_MAX_CHARS) for s in labeled)
+    nnz_fit = NNZ_PER_CHAR * chars * n_fit / max(len(labeled), 1)
+    ngram_s = seconds_per(cost, NGRAM_WORK, len(labeled))
+    export_s = seconds_per(cost, EXPORT_WORK, min(template.max_features, NNZ_PER_CHAR * chars / 4 + 1))
+    usable = USABLE * budget - FIXED_S - ngram_s - export_s
+    embed_s, encoders = 0.0, []
+    for name in template.embeddings:
+        if name is None:
+            continue
+        needed = seconds_per(cost, EMBED_WORK, missing_embeddings(labeled))
+        if needed <= 0.5 * usable:
+            encoders.append(name)
+            embed_s += needed
+    candidates = [c for c in template.candidates() if c["embedding"] is None or c["embedding"] in encoders]
+    fits = plan_fits(cost, candidates, nnz_fit=nnz_fit, n_fit=n_fit, n_train=n_train, n_classes=n_classes,
+                     folds=template.cv_folds, available_s=max(usable - embed_s, 0.0))
+    if not any(c["embedding"] for c in fits.candidates) and embed_s:
+        embed_s, encoders = 0.0, []
+    eta = FIXED_S + ngram_s + embed_s + fits.search_s + fits.final_s + export_s
+    return {"eta_s": round(eta, 1), "devices": ["cpu"], "texts": len(labeled), "embeddings": encoders,
+            "candidates": len(fits.candidates), "bounded": fits.cut, "left_out": fits.dropped,
+            "seconds": {"ngrams": round(ngram_s, 1), "embeddings": round(embed_s, 1),
+                        "search": round(fits.search_s, 1), "final_fit": round(fits.final_s, 1),
+                        "export": round(export_s, 1)}}
