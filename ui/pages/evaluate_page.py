@@ -18,6 +18,7 @@ from ..page import LatestTask, Page, card
 from ..widgets.clip_player import load_peaks
 from ..widgets.mistakes import THUMB, MistakesCard
 from ..widgets.model_picker import ModelPicker
+from .detection_photos import DetectionPhotosCard, load_photos
 from .detection_summary import detection_words
 from ..wording import explain, headline, most_confused, nouns, per_class_rows, template_title
 
@@ -87,6 +88,9 @@ class EvaluatePage(Page):
                            ("no_mistakes", "none")):
             setattr(self, name, getattr(self.mistakes_card, part))
 
+        self.detection_photos = DetectionPhotosCard(self._load_detection_photos, self.relabel_requested.emit)
+        self.detection_photos.frame.hide()
+
         content = QWidget()
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 8, 0)
@@ -94,6 +98,7 @@ class EvaluatePage(Page):
         layout.addWidget(hero_card)
         layout.addLayout(middle)
         layout.addWidget(self.mistakes_card.frame)
+        layout.addWidget(self.detection_photos.frame)
         layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -191,7 +196,10 @@ class EvaluatePage(Page):
             self.matrix.set_data(labels, report["confusion"])
             self.matrix.setFixedHeight(self.matrix.sizeHint().height())
         self.bars.set_rows(per_class_rows(report))
-        self.mistakes_card.set_report(report, sound=self.sound)
+        self.mistakes_card.frame.setVisible(not detector)
+        self.detection_photos.frame.setVisible(detector)
+        self.mistakes_card.set_report(None if detector else report, sound=self.sound)
+        self.detection_photos.set_report(report if detector else None)
 
     def _load_thumbnails(self, mistakes: list[dict], done) -> None:
         """Find each mistake's sample (by id, else by its media hash ``key``) and its thumbnail."""
@@ -221,6 +229,12 @@ class EvaluatePage(Page):
             return found
 
         self.thumbs.start(make, done, on_failed=lambda message, details: log.warning("thumbnails: %s", message))
+
+    def _load_detection_photos(self, images: list[dict], threshold: float, done) -> None:
+        """A detector's test photos with their boxes drawn, made off the UI thread."""
+        project, ws = self.project, self.ws
+        self.thumbs.start(lambda state: load_photos(ws, project, images, threshold, state), done,
+                          on_failed=lambda message, details: log.warning("test photos: %s", message))
 
     # -- report -----------------------------------------------------------------------------------
 
