@@ -291,18 +291,14 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
 
 
 def compression_metric(artifact):
-    """What compression keeps within 1 point: label accuracy (None: the default), a detector's mAP50."""
+    """What compression keeps within 1 point: label accuracy (None: the default), or for a detector
+    mAP50 with a refusal of copies that do not reproduce the original's boxes
+    (``trainers.detection_compression``)."""
     if artifact.target != "boxes":
         return None
-    from modeldesk.trainers.detection_metrics import mean_ap
+    from modeldesk.trainers.detection_compression import DetectionJudge
 
-    labels = artifact.labels
-
-    def map50(predictions, targets):
-        truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in boxes] for boxes in targets]
-        return mean_ap(truths, [p["boxes"] for p in predictions], labels)[0]
-
-    return map50
+    return DetectionJudge(artifact.labels, artifact.card.get("score_threshold", 0.5))
 
 
 def _compression_data(ws, artifact):
@@ -326,6 +322,10 @@ def _compression_data(ws, artifact):
     samples = labeled_samples(ws.store, project)
     training = [(s.path, s.target) for s in samples if s.split == "train"]
     validation = [(s.path, s.target) for s in samples if s.split in ("val", "test")]
+    if artifact.target == "boxes":  # a detector's copy is judged against the original on every labeled photo
+        from modeldesk.trainers.detection_compression import judging_photos
+
+        validation = judging_photos(samples)
     if not validation:
         raise UserError(f"project {project.name!r} has no validation images to check the "
                         "compressed model's accuracy on")

@@ -223,7 +223,10 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         ``metric(predictions, targets) -> float``, higher is better, on the validation items'
         predictions as the predictor formats them (every score kept: an output's ``threshold`` is
         set to 0). Default: the share of predicted labels equal to the targets. A detector passes
-        mAP50 here; ``max_loss`` then applies to it.
+        mAP50 here; ``max_loss`` then applies to it. The original (fp32) is always scored first. A
+        metric with a ``refusal()`` method is asked after each candidate it scored; a non-empty
+        answer rejects that candidate with that reason (a detector's judge refuses copies that do not
+        reproduce the original's boxes).
 
     Returns
     -------
@@ -417,6 +420,10 @@ class _Runner:
         row["size_bytes"] = len(blob)
         session = create_session(blob, device="cpu", threads=self.threads[-1])
         row["accuracy"] = self.score(session, self.data.feeds("validation", size), size)
+        refusal = getattr(self.metric, "refusal", None)  # a metric may refuse a candidate for its own reason
+        reason = refusal() if refusal is not None else ""
+        if reason:
+            row["reason"], row["code"] = reason, "less_accurate"
         return row, blob
 
     def score(self, session, feeds: dict, size: int) -> float:
