@@ -3,8 +3,8 @@ screen, train the fast template, predict one image, quit; then the command line'
 
 Skips when there is no frozen build: ``packaging/build.sh`` makes one in
 ``build/installer/dist/modeldesk``, or point ``MODELDESK_FROZEN`` at an installed ``modeldesk``
-executable. The installers workflow runs it on each platform after building; the main CI does not
-build the installer.
+executable. CI (``.ci/run``) builds the app first, so this runs there; the installers workflow runs it
+on each platform after building.
 """
 
 from __future__ import annotations
