@@ -18,6 +18,8 @@ from PySide6.QtCore import (QAbstractListModel, QModelIndex, QObject, QRectF, QR
 from PySide6.QtGui import QColor, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QListView
 
+from .workers import SHUTDOWN_WAIT_MS
+
 log = logging.getLogger(__name__)
 
 ICON = 112          # logical size of a thumbnail in the view
@@ -184,7 +186,8 @@ class ThumbnailLoader(QObject):
         with self._lock:
             self._closed = True
             self._pending.clear()
-        self.pool.waitForDone()
+        if not self.pool.waitForDone(SHUTDOWN_WAIT_MS):
+            log.warning("thumbnail loading did not stop within %.0f s", SHUTDOWN_WAIT_MS / 1000)
 
     def wait(self, msecs: int = -1) -> bool:
         """Wait for the loading threads to finish (used on shutdown and in tests)."""

@@ -20,7 +20,7 @@ from .widgets.error_dialog import show_error
 from .widgets.help_menu import HelpMenu
 from .widgets.new_project import NewProjectDialog
 from .widgets.sidebar import STEPS, Sidebar
-from .workers import run_task
+from .workers import SHUTDOWN_WAIT_MS, run_task
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,8 @@ class MainWindow(QMainWindow):
         self.welcome.shutdown()
         for page in self.pages.values():
             page.shutdown()
-        self.pool.waitForDone()
+        if not self.pool.waitForDone(SHUTDOWN_WAIT_MS):
+            log.warning("background work still running %.0f s after closing; not waited for", SHUTDOWN_WAIT_MS / 1000)
 
     def set_theme(self, choice: str) -> None:
         """Apply and remember a theme ("system", "light" or "dark"); the pages redraw in its colours."""

@@ -29,12 +29,11 @@ from PySide6.QtWidgets import (QBoxLayout, QFrame, QHBoxLayout, QLabel, QPushBut
                                QVBoxLayout, QWidget)
 
 from .job_watcher import TaskGroup
+from .workers import SHUTDOWN_WAIT_MS
 from .widgets.error_dialog import show_error
 
 log = logging.getLogger(__name__)
 
-#: How long shutdown waits for a page's background work (it is asked to stop first).
-SHUTDOWN_WAIT_MS = 30_000
 
 
 class LatestTask(QObject):
@@ -270,7 +269,8 @@ class Page(QWidget):
         self._shut = True
         self.latest.cancel()
         self.tasks.cancel_all()
-        self.pool.waitForDone(SHUTDOWN_WAIT_MS)
+        if not self.pool.waitForDone(SHUTDOWN_WAIT_MS):
+            log.warning("%s: background work did not stop within %.0f s", type(self).__name__, SHUTDOWN_WAIT_MS / 1000)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name): shown on its own, e.g. in tests
         self.shutdown()

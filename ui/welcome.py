@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 from PySide6.QtCore import Qt, QThreadPool, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from .sample_project import make_sample_project
 from .widgets.error_dialog import show_error
 from .widgets.progress_panel import ProgressPanel
-from .workers import run_task
+from .workers import SHUTDOWN_WAIT_MS, run_task
+
+log = logging.getLogger(__name__)
 
 
 def _card(title: str, text: str, button: QPushButton) -> QFrame:
@@ -120,4 +124,5 @@ class WelcomePage(QWidget):
         self._shut = True
         if self.task is not None:
             self.task.cancel()
-        self.pool.waitForDone()
+        if not self.pool.waitForDone(SHUTDOWN_WAIT_MS):
+            log.warning("making the sample project did not stop within %.0f s", SHUTDOWN_WAIT_MS / 1000)

@@ -32,6 +32,9 @@ from PySide6.QtCore import QCoreApplication, QObject, QRunnable, Qt, QThreadPool
 
 log = logging.getLogger(__name__)
 
+#: How long closing waits for background work (asked to stop first) before it goes on without it.
+SHUTDOWN_WAIT_MS = 30_000
+
 #: At most one progress signal per this many seconds (the last one is always sent).
 PROGRESS_INTERVAL_S = 0.05
 
