@@ -167,7 +167,9 @@ def predictions_text(predictions) -> str:
 
 def _prediction_line(p) -> str:
     if "boxes" not in p:
-        return f"{p['file']}: {p['label']} ({p['score']:.1%})" + (f"  {_short(p['text'], 60)}" if "text" in p else "")
+        answer = (f"not sure: unlike what it was trained on (closest guess {p['label']}, {p['score']:.1%})"
+                  if p.get("sure") is False else f"{p['label']} ({p['score']:.1%})")
+        return f"{p['file']}: {answer}" + (f"  {_short(p['text'], 60)}" if "text" in p else "")
     boxes = "; ".join(f"{b['label']} {b['score']:.0%} [{', '.join(f'{v:.0f}' for v in b['box'])}]"
                       for b in p["boxes"])
     return f"{p['file']}: {len(p['boxes'])} box(es){': ' + boxes if boxes else ''}"

@@ -25,7 +25,8 @@ FORMATS = {"qdq": QuantFormat.QDQ, "qop": QuantFormat.QOperator}
 HEAD_OPS = {"Gemm", "MatMul", "Softmax"}
 # Nodes named under these prefixes stay in float too: a detector's 1x1 head convolution (folded
 # feature standardisation, like the classifier heads) and its box decoding.
-FLOAT_PREFIXES = ("det/",)
+# The "not sure" signal's nodes (trainers/novelty.py) too: a cosine to reference points, cheap in float.
+FLOAT_PREFIXES = ("det/", "head/novelty/")
 # Share of the convolutions, counted from the input, that "keep first layers float" leaves in float.
 FIRST_FLOAT_SHARE = 0.12
 

@@ -4,6 +4,7 @@ features a compressed candidate computes (deploy cannot build heads: it imports 
 from __future__ import annotations
 
 from modeldesk.trainers.image_selection import HEADS
+from modeldesk.trainers.novelty import HeadWithNovelty, NoveltyReference
 
 
 def head_refitter(card: dict):
@@ -14,8 +15,13 @@ def head_refitter(card: dict):
     if make is None or len(card.get("views") or ["identity"]) != 1:
         return None
     params = dict(head.get("params") or {})
+    novelty = card.get("novelty")
 
     def refit(X, y):
-        return make(**params).fit(X, y)
+        fitted = make(**params).fit(X, y)
+        if not novelty:
+            return fitted
+        # the "not sure" references and threshold follow the candidate's own features too
+        return HeadWithNovelty(fitted, NoveltyReference(**novelty.get("params", {})).fit(X))
 
     return refit

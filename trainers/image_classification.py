@@ -27,6 +27,7 @@ from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.image_selection import Features, make_head, planned_work, select_evaluate_refit
+from modeldesk.trainers.novelty import NoveltyReference
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, FeatureExtractor, extract_feature_views,
@@ -237,9 +238,14 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     report("Evaluating", 0.95)
     metrics = _evaluation(chosen, y, labels, [s.key for s in labeled], warnings)
 
-    # 5. one graph, checked against the training path, written as an artifact
+    # 4. "unlike anything it was trained on": references and a threshold from the first view's features
     report("Exporting", 0.97)
-    model = build_classifier_graph(backbone, template, head, views, cache.root / "graphs")
+    novelty = NoveltyReference().fit(feats.by_view[views[0]])
+    metrics["novelty"] = {"held_out_familiar": float(np.mean(novelty.held_out_similarity_
+                                                             >= novelty.similarity_threshold_))}
+
+    # 5. one graph, checked against the training path, written as an artifact
+    model = build_classifier_graph(backbone, template, head, views, cache.root / "graphs", novelty=novelty)
     parity, vs_cache = check_parity(model, backbone, template, head, [labeled[i].path for i in eval_idx[:4]],
                                     feats.views(eval_idx[:4], views), views, cache.root / "graphs")
     metrics["export_max_abs_diff"] = parity
@@ -261,6 +267,7 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
         "features_output": FEATURES_OUTPUT,  # what compression re-fits a head on
         "views": list(views),
         "head": {"kind": chosen.config["head"], "params": make_head(template, chosen.config).get_params()},
+        "novelty": novelty.card(),  # the "not sure" rule; compression re-fits it with the head
         "metrics": metrics,
         "versions": _versions(),
         "input_name": backbone.input_name,

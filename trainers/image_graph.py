@@ -16,12 +16,15 @@ from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.features import FEATURES_OUTPUT, apply_view, feature_model, feature_model_path, view_nodes
 from modeldesk.trainers.heads import predict_views
+from modeldesk.trainers.novelty import FAMILIARITY_OUTPUT
 
 OUTPUT_NAME = "probabilities"
 
 
-def build_classifier_graph(backbone: Backbone, template, head, views: Sequence[str], graph_dir) -> onnx.ModelProto:
-    """One graph: ``image`` (N, 3, S, S) -> views -> backbone -> pooling -> head -> ``probabilities``.
+def build_classifier_graph(backbone: Backbone, template, head, views: Sequence[str], graph_dir,
+                           novelty=None) -> onnx.ModelProto:
+    """One graph: ``image`` (N, 3, S, S) -> views -> backbone -> pooling -> head -> ``probabilities``
+    (and, with ``novelty``, ``familiarity`` (N,) from the features of the first view).
 
     Parameters
     ----------
@@ -30,6 +33,7 @@ def build_classifier_graph(backbone: Backbone, template, head, views: Sequence[s
     head : a fitted head on those features.
     views : the test-time views whose predictions are averaged (``("identity",)`` for none).
     graph_dir : where the backbone graph is cached.
+    novelty : a fitted ``trainers.novelty.NoveltyReference`` on the first view's features, or None.
     """
     model = feature_model(backbone, template.features, graph_dir)
     graph = model.graph
@@ -57,6 +61,18 @@ def build_classifier_graph(backbone: Backbone, template, head, views: Sequence[s
         tail.append(helper.make_node("Reshape", [head_out, "views/shape"], ["views/stacked"], name="views/reshape"))
         tail.append(helper.make_node("ReduceMean", ["views/stacked"], [OUTPUT_NAME], name="views/mean",
                                      axes=[0], keepdims=0))
+    if novelty is not None:
+        n_nodes, n_inits = novelty.to_onnx(FEATURES_OUTPUT, FAMILIARITY_OUTPUT if len(views) == 1
+                                           else "head/novelty/all_views", prefix="head/novelty/")
+        tail += n_nodes
+        h_inits += n_inits
+        if len(views) > 1:  # rows are view-major: keep the first view's (the one it was fitted on)
+            inits += [numpy_helper.from_array(np.array([len(views), -1], np.int64), "views/novelty_shape"),
+                      numpy_helper.from_array(np.array(0, np.int64), "views/first")]
+            tail.append(helper.make_node("Reshape", ["head/novelty/all_views", "views/novelty_shape"],
+                                         ["views/novelty"], name="views/novelty_reshape"))
+            tail.append(helper.make_node("Gather", ["views/novelty", "views/first"], [FAMILIARITY_OUTPUT],
+                                         name="views/novelty_first", axis=0))
     all_nodes = nodes + list(graph.node) + h_nodes + tail
     del graph.node[:]
     graph.node.extend(all_nodes)
@@ -64,6 +80,8 @@ def build_classifier_graph(backbone: Backbone, template, head, views: Sequence[s
     del graph.output[:]
     graph.output.append(helper.make_tensor_value_info(OUTPUT_NAME, onnx.TensorProto.FLOAT,
                                                       ["N", len(head.classes_)]))
+    if novelty is not None:
+        graph.output.append(helper.make_tensor_value_info(FAMILIARITY_OUTPUT, onnx.TensorProto.FLOAT, ["N"]))
     graph.name = "modeldesk_image_classifier"
     onnx.checker.check_model(model)
     return model

@@ -68,7 +68,8 @@
     if (typeof metrics.map50 === "number") facts.push(["mAP at IoU 0.5", metrics.map50.toFixed(3)]);
     if (typeof metrics.map === "number") facts.push(["mAP 0.5:0.95", metrics.map.toFixed(3)]);
     if (typeof card.score_threshold === "number") facts.push(["Box threshold", pct(card.score_threshold)]);
-    facts.push(["Compression", comp ? comp.chosen : "none (fp32)"]);
+    if (card.novelty && card.novelty.output) facts.push(["Unfamiliar inputs", "answered “not sure”"]);
+    facts.push(["Compression", comp ? (comp.words || comp.chosen) : "none (the original, full size)"]);
     if (card.created) facts.push(["Created", String(card.created).replace("T", " ").slice(0, 16)]);
     $("facts").innerHTML = "";
     facts.forEach(function (f) {
@@ -128,6 +129,11 @@
     var boxes = prediction.boxes;
     $("top-label").textContent = boxes ? (boxes.length ? boxes.length + (boxes.length === 1 ? " object found" : " objects found") : "No objects found") : prediction.label;
     $("top-score").textContent = boxes && !boxes.length ? "—" : pct(prediction.score);
+    // "unlike anything it was trained on": the label is only the closest guess
+    var unsure = !boxes && prediction.sure === false;
+    if (unsure) $("top-label").textContent = "Not sure";
+    $("unsure").hidden = !unsure;
+    $("unsure").textContent = unsure ? "This is unlike what the model was trained on. Closest guess: " + prediction.label + "." : "";
     var entries = boxes ? boxes.map(function (b) { return [b.label + "  [" + b.box.map(Math.round).join(", ") + "]", b.score]; })
       : Object.keys(prediction.scores).map(function (k) { return [k, prediction.scores[k]]; });
     entries.sort(function (a, b) { return b[1] - a[1]; });

@@ -24,3 +24,11 @@ def test_export_text_shows_skipped_candidates_without_numbers():
 def test_train_text_without_a_measured_plan():
     text = formatting.train_text({"model": "m-1", "metrics": {"accuracy": 0.5, "macro_f1": 0.4}, "plan": {}})
     assert "m-1" in text and "50.0%" in text and "?" in text
+
+
+def test_a_prediction_unlike_the_training_data_reads_not_sure():
+    sure = {"file": "a.png", "label": "palm", "score": 0.93, "sure": True}
+    unsure = {"file": "raccoon.jpg", "label": "0", "score": 1.0, "sure": False}
+    lines = formatting.predictions_text([sure, unsure]).splitlines()
+    assert lines[0] == "a.png: palm (93.0%)"
+    assert lines[1].startswith("raccoon.jpg: not sure") and "closest guess 0" in lines[1]

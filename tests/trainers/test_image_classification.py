@@ -47,8 +47,8 @@ def test_every_template_trains_a_model_that_beats_chance(template, tmp_path, sha
 
     artifact = load_artifact(result.artifact_dir)
     session = create_session(artifact.model_path, device="cpu")
-    (inp,), (out,) = session.get_inputs(), session.get_outputs()
-    assert (inp.name, out.name) == ("image", "probabilities")
+    (inp,), outs = session.get_inputs(), session.get_outputs()
+    assert (inp.name, [o.name for o in outs]) == ("image", ["probabilities", "familiarity"])  # + "not sure"
     test = [s for s in synthetic_samples if s.split == "test"]
     proba = session.run(["probabilities"], {"image": preprocess_batch([s.path for s in test])})[0]
     assert proba.shape == (len(test), 3)

@@ -67,6 +67,18 @@ def test_dropping_a_photo_shows_the_prediction(qtbot, page, trained):
         (score for _, (score,) in page.scores.rows), reverse=True)
 
 
+def test_a_photo_unlike_the_training_ones_is_answered_not_sure(qtbot, page, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    noise = tmp_path / "noise.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (80, 80, 3), dtype=np.uint8)).save(noise)
+    page.try_file(str(noise))
+    qtbot.waitUntil(lambda: page.last_prediction is not None, timeout=30000)
+    assert page.last_prediction["sure"] is False
+    assert page.answer.text().startswith("Not sure") and page.last_prediction["label"] in page.answer.text()
+
+
 def test_service_starts_answers_and_stops(qtbot, page, trained):
     _, _, photo = trained
     assert page.camera_button.isVisible() == bool(cameras())

@@ -99,6 +99,7 @@ class TryIt:
     def __init__(self, on_file, on_error, recorder, on_text=None):
         self.on_file, self.on_error = on_file, on_error
         self.sound = False
+        self.noun = "photo"
         self.frame, layout = card("Try it", "Drop a photo to see what the model says.")
         self.subtitle = self.frame.findChildren(QLabel)[-1]
         self.drop = DropArea()
@@ -156,7 +157,7 @@ class TryIt:
         self.subtitle.setText("Record a clip or choose a WAV file to see what the model says." if sound else
                               "Type or paste a text to see what the model says." if text else
                               "Drop a photo to see what the model says.")
-        noun = "clip" if sound else "text" if text else "photo"
+        self.noun = noun = "clip" if sound else "text" if text else "photo"
         self.scores.empty_text = f"The model's answer for your {noun} appears here."
 
     def _choose(self) -> None:
@@ -196,6 +197,9 @@ class TryIt:
         if "tags" in prediction:  # a tags model: every tag over its threshold
             tags = prediction.get("tags") or []
             self.answer.setText(", ".join(tags) if tags else "No tag fits")
+        elif prediction.get("sure") is False:  # unlike anything the model was trained on
+            self.answer.setText(f"Not sure  <span style='font-size:15px; font-weight:400'>this {self.noun} is "
+                                f"unlike the ones it learned from (closest guess: {prediction['label']})</span>")
         else:
             self.answer.setText(f"{prediction['label']}  <span style='font-size:15px; font-weight:400'>"
                                 f"({prediction['score']:.0%} sure)</span>")
