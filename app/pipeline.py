@@ -329,4 +329,7 @@ def _compression_data(ws, artifact):
     if not validation:
         raise UserError(f"project {project.name!r} has no validation images to check the "
                         "compressed model's accuracy on")
-    return [path for path, _ in training[:200]], validation, training
+    # A re-fitted head learns from the photos the model's own head was fitted on (the trainers refit
+    # on every labeled photo), so it is judged against the original on equal terms.
+    refit = [(s.path, s.target) for s in samples]
+    return [path for path, _ in training[:200]], validation, refit

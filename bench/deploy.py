@@ -148,10 +148,10 @@ def run(args, work: Path) -> int:
                                                       replace=False)]
     t0 = time.perf_counter()
     # The app judges candidates on its validation split; here the held-out quarter plays that role, and
-    # heads are re-fitted on the training images only.
+    # heads are re-fitted on the images the model's own head was fitted on (never the held-out ones).
     report = compress_artifact(result.artifact_dir, work / "compressed", calibration=calibration,
                                validation=[(s.path, s.label) for s in held_out], threads=(1, 2),
-                               training=[(s.path, s.label) for s in training if s.split == "train"],
+                               training=[(s.path, s.label) for s in training],
                                refit_head=head_refitter(load_artifact(result.artifact_dir).card))
     print(f"\n## Compression candidates ({len(report['candidates'])} tried in {time.perf_counter() - t0:.0f} s; "
           f"calibration {len(calibration)} train images, accuracy on {len(held_out)} held-out images; "

@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 
 FEATURES_OUTPUT = "features"
 _STRIDES = {"stride8": 8, "stride16": 16, "stride32": 32}
+# Part of the feature graph's file name: graphs written before grid pooling adapted to the map size
+# (a fixed (H*W, g*g) matrix) are not reused, so new models can be compressed at other input sizes.
+POOLING_VERSION = "adaptive-v1"
 
 
 @dataclass(frozen=True)
@@ -89,10 +92,72 @@ def grid_pool_matrix(height: int, width: int, grid: int) -> np.ndarray:
     return matrix.reshape(height * width, grid * grid).astype(np.float32)
 
 
+def _cell_matrix(length: str, grid: int, p: str, axis: str) -> tuple[list, list, str]:
+    """Nodes making the (grid, length) matrix that averages a run of ``length`` values over ``grid``
+    adaptive-pooling cells, from the length the graph sees at run time (an int64 scalar tensor).
+
+    Cell i spans [floor(i * L / g), ceil((i + 1) * L / g)), as :func:`grid_pool_matrix` and adaptive
+    average pooling do; the matrix holds 1 / cell length inside the cell and 0 elsewhere.
+    """
+    q = f"{p}{axis}/"
+    cells = np.arange(grid, dtype=np.int64)
+    inits = [numpy_helper.from_array(cells[:, None], q + "i"), numpy_helper.from_array(cells[:, None] + 1, q + "i1"),
+             numpy_helper.from_array(np.array(grid, np.int64), q + "g"),
+             numpy_helper.from_array(np.array(grid - 1, np.int64), q + "g1"),
+             numpy_helper.from_array(np.array(0, np.int64), q + "zero"),
+             numpy_helper.from_array(np.array(1, np.int64), q + "one")]
+    n = helper.make_node
+    nodes = [
+        n("Mul", [q + "i", length], [q + "lo_num"], name=q + "lo_num"),
+        n("Div", [q + "lo_num", q + "g"], [q + "lo"], name=q + "lo"),  # floor: both are non-negative
+        n("Mul", [q + "i1", length], [q + "hi_num"], name=q + "hi_num"),
+        n("Add", [q + "hi_num", q + "g1"], [q + "hi_up"], name=q + "hi_up"),
+        n("Div", [q + "hi_up", q + "g"], [q + "hi"], name=q + "hi"),  # ceil
+        n("Range", [q + "zero", length, q + "one"], [q + "pos"], name=q + "pos"),
+        n("GreaterOrEqual", [q + "pos", q + "lo"], [q + "after"], name=q + "after"),
+        n("Less", [q + "pos", q + "hi"], [q + "before"], name=q + "before"),
+        n("And", [q + "after", q + "before"], [q + "inside"], name=q + "inside"),
+        n("Cast", [q + "inside"], [q + "mask"], name=q + "mask", to=onnx.TensorProto.FLOAT),
+        n("Sub", [q + "hi", q + "lo"], [q + "count"], name=q + "count"),
+        n("Cast", [q + "count"], [q + "countf"], name=q + "countf", to=onnx.TensorProto.FLOAT),
+        n("Div", [q + "mask", q + "countf"], [q + "cells"], name=q + "cells"),
+    ]
+    return nodes, inits, q + "cells"
+
+
+def adaptive_pool_nodes(source: str, grid: int, p: str) -> tuple[list, list, str]:
+    """Nodes averaging map ``source`` (N, C, H, W) over a ``grid`` x ``grid`` grid of adaptive cells
+    computed from the map's own H and W, giving (N, C * grid * grid) in (channel, row, column) order.
+
+    The same numbers as ``reshape(N, C, H*W) @ grid_pool_matrix(H, W, grid)``, but for any map size,
+    so the model still means the same when it is given smaller or larger images (compression).
+    """
+    nodes, inits = [], []
+    axes = {}
+    for axis, dim in (("rows", 2), ("cols", 3)):
+        length = f"{p}{axis}/length"
+        nodes.append(helper.make_node("Shape", [source], [length + "1"], name=length + "1", start=dim, end=dim + 1))
+        inits.append(numpy_helper.from_array(np.array([0], np.int64), f"{p}{axis}/axis0"))
+        nodes.append(helper.make_node("Squeeze", [length + "1", f"{p}{axis}/axis0"], [length], name=length))
+        n, i, axes[axis] = _cell_matrix(length, grid, p, axis)
+        nodes += n
+        inits += i
+    nodes += [
+        helper.make_node("MatMul", [axes["rows"], source], [p + "by_rows"], name=p + "by_rows"),  # (N, C, g, W)
+        helper.make_node("Transpose", [axes["cols"]], [p + "cols_t"], name=p + "cols_t", perm=[1, 0]),
+        helper.make_node("MatMul", [p + "by_rows", p + "cols_t"], [p + "grid"], name=p + "grid"),  # (N, C, g, g)
+        helper.make_node("Flatten", [p + "grid"], [p + "out"], name=p + "flatten", axis=1),
+    ]
+    return nodes, inits, p + "out"
+
+
 def feature_nodes(spec: FeatureSpec, backbone: Backbone, prefix: str = "feat/") -> tuple[list, list]:
-    """Nodes and initializers computing output ``features`` from the backbone's outputs."""
+    """Nodes and initializers computing output ``features`` from the backbone's outputs.
+
+    Grid pooling adapts its cells to the feature map's size at run time (see
+    :func:`adaptive_pool_nodes`), so the graph accepts other input sizes with the same meaning.
+    """
     nodes, inits, pieces = [], [], []
-    size = backbone.spec.size
     for index, part in enumerate(spec.parts):
         p = f"{prefix}{index}/"
         if part.output not in backbone.outputs:
@@ -100,17 +165,15 @@ def feature_nodes(spec: FeatureSpec, backbone: Backbone, prefix: str = "feat/") 
         if part.output not in _STRIDES:
             pieces.append(part.output)
             continue
-        side = -(-size // _STRIDES[part.output])
         if part.mode == "max":
             nodes.append(helper.make_node("GlobalMaxPool", [part.output], [p + "max"], name=p + "max"))
             nodes.append(helper.make_node("Flatten", [p + "max"], [p + "out"], name=p + "flatten", axis=1))
+            pieces.append(p + "out")
         else:
-            inits.append(numpy_helper.from_array(np.array([0, 0, side * side], np.int64), p + "shape"))
-            inits.append(numpy_helper.from_array(grid_pool_matrix(side, side, part.grid), p + "pool"))
-            nodes.append(helper.make_node("Reshape", [part.output, p + "shape"], [p + "flat"], name=p + "reshape"))
-            nodes.append(helper.make_node("MatMul", [p + "flat", p + "pool"], [p + "grid"], name=p + "grid"))
-            nodes.append(helper.make_node("Flatten", [p + "grid"], [p + "out"], name=p + "flatten", axis=1))
-        pieces.append(p + "out")
+            n, i, out = adaptive_pool_nodes(part.output, part.grid, p)
+            nodes += n
+            inits += i
+            pieces.append(out)
     if len(pieces) == 1:
         nodes.append(helper.make_node("Identity", pieces, [FEATURES_OUTPUT], name=prefix + "out"))
     else:
@@ -133,7 +196,7 @@ def feature_model(backbone: Backbone, spec: FeatureSpec, graph_dir) -> onnx.Mode
 
 def feature_model_path(backbone: Backbone, spec: FeatureSpec, graph_dir) -> Path:
     """The feature graph as a file in ``graph_dir`` (built and written atomically when missing)."""
-    digest = hashlib.sha1(repr(spec.parts).encode()).hexdigest()[:10]
+    digest = hashlib.sha1((repr(spec.parts) + POOLING_VERSION).encode()).hexdigest()[:10]
     path = Path(graph_dir) / f"{backbone.name}-{backbone.version}-{spec.name}-{digest}.onnx"
     if not path.is_file():
         write_atomically(path, feature_model(backbone, spec, graph_dir).SerializeToString())

@@ -140,3 +140,23 @@ def test_cache_rejects_unsafe_keys(tmp_path):
     cache.put(("b", "f", "v"), "abc", np.arange(3))
     assert cache.missing(("b", "f", "v"), ["abc", "def", "def"]) == ["def"]
     np.testing.assert_array_equal(cache.get(("b", "f", "v"), "abc"), [0, 1, 2])
+
+
+@pytest.mark.parametrize("grid", [1, 3, 4])
+def test_grid_pooling_nodes_adapt_to_the_map_size(grid):
+    """One graph pools maps of any size as ``grid_pool_matrix`` of that size would."""
+    from onnx import helper
+
+    from modeldesk.deploy.runtime import create_session
+    from modeldesk.trainers.features import adaptive_pool_nodes
+
+    nodes, inits, out = adaptive_pool_nodes("map", grid, "p/")
+    graph = helper.make_graph(nodes, "pool", [helper.make_tensor_value_info("map", 1, ["N", 5, "H", "W"])],
+                              [helper.make_tensor_value_info(out, 1, ["N", "D"])], inits)
+    session = create_session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+                             .SerializeToString(), device="cpu")
+    rng = np.random.default_rng(grid)
+    for height, width in ((14, 14), (10, 10), (7, 7), (12, 9), (5, 4), (2, 2)):
+        fmap = rng.normal(size=(2, 5, height, width)).astype(np.float32)
+        expected = (fmap.reshape(2, 5, -1) @ grid_pool_matrix(height, width, grid)).reshape(2, -1)
+        np.testing.assert_allclose(session.run(None, {"map": fmap})[0], expected, atol=1e-5)
