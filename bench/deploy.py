@@ -1,16 +1,19 @@
 """Deployment benchmark on a real model: compression candidates, and the service against bare ONNX Runtime.
 
-Trains the ``image-classification/fast`` template on /work/shared/benchdata/sign_digits (or the folder
-given as the first argument; a quarter of the images, chosen by a hash of the file name, is held out
-and used only to judge compression), then prints
+Trains the ``image-classification/fast`` template (``--template image-classification/accurate`` for the
+other) on /work/shared/benchdata/sign_digits (or the folder given as the first argument; a quarter of
+the images, chosen by a hash of the file name, is held out and used only to judge compression), then
+prints
 
-1. every compression candidate: size, latency at 1 and 2 threads (batch 8, ms per image), held-out
-   accuracy, and which one was kept;
+1. every compression candidate (precision, input size, head re-fitted or not, runtime): size, latency
+   at 1 and 2 threads (batch 8, ms per image; at 2 threads on plain ONNX Runtime and with the batch
+   split across the threads), held-out accuracy, and which one was kept; its speed-up against fp32 at
+   its best runtime and against fp32 on plain ONNX Runtime, both measured in the same run;
 2. the local service (real HTTP through uvicorn, 8 concurrent clients, one image per request) next to
    in-process prediction and a bare ``session.run`` on the same images, in the same run: p50/p99
    latency and throughput, for the fp32 and the kept model.
 
-    python bench/deploy.py [DATA_DIR] [--requests 400] [--clients 8]
+    python bench/deploy.py [DATA_DIR] [--requests 400] [--clients 8] [--template NAME] [--no-serving]
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ def main(argv=None) -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--calibration", type=int, default=128)
     parser.add_argument("--template", default="image-classification/fast")
+    parser.add_argument("--no-serving", action="store_true", help="print the compression table only")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="modeldesk-bench-deploy-"))
@@ -156,18 +160,29 @@ def run(args, work: Path) -> int:
     print(f"\n## Compression candidates ({len(report['candidates'])} tried in {time.perf_counter() - t0:.0f} s; "
           f"calibration {len(calibration)} train images, accuracy on {len(held_out)} held-out images; "
           "latency: batch 8, ms per image)\n")
-    print("| candidate | in words | size KiB | ms/img 1 thread | ms/img 2 threads | accuracy | kept | reason |")
-    print("|---|---|---:|---:|---:|---:|:-:|---|")
+    print("| candidate | in words | runtime | size KiB | ms/img 1 thread | ms/img 2 threads "
+          "| ms/img 2 threads, plain ORT | ms/img 2 threads, split | accuracy | kept | reason |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|:-:|---|")
     for c in report["candidates"]:
         size = f"{c['size_bytes'] / 1024:.0f}" if c["size_bytes"] else "-"
         lat = c["latency_ms_by_threads"]
+        by = c.get("latency_ms_by_runtime", {})
         acc = f"{c['accuracy']:.4f}" if c["accuracy"] is not None else "-"
-        print(f"| {c['name']} | {c.get('words', '')} | {size} | {lat.get('1', '-')} | {lat.get('2', '-')} | {acc} | "
-              f"{'yes' if c['kept'] else ''} | {c['reason']} |")
-    print(f"\nchosen: {report['chosen']}; accuracy fp32 {report['accuracy_fp32']:.4f} -> "
-          f"{report['accuracy_compressed']:.4f}; speed-up "
+        print(f"| {c['name']} | {c.get('words', '')} | {c.get('runtime') or '-'} | {size} | {lat.get('1', '-')} | "
+              f"{lat.get('2', '-')} | {by.get('onnxruntime', {}).get('2', '-')} | "
+              f"{by.get('onnxruntime-split', {}).get('2', '-')} | {acc} | {'yes' if c['kept'] else ''} | {c['reason']} |")
+    print(f"\nchosen: {report['chosen']} on {report.get('runtime')}; accuracy fp32 {report['accuracy_fp32']:.4f} -> "
+          f"{report['accuracy_compressed']:.4f}; speed-up against fp32 at its best runtime "
           + ", ".join(f"x{v:.2f} at {t} thread(s)" for t, v in report["speedup_by_threads"].items()))
+    kept = next(c for c in report["candidates"] if c["kept"])
+    fp32 = report["candidates"][0]
+    plain = fp32.get("latency_ms_by_runtime", {}).get("onnxruntime", {}).get("2")
+    if plain and kept["latency_ms_by_threads"].get("2"):
+        print(f"against fp32 on plain ONNX Runtime at 2 threads ({plain:.2f} ms/img, same run): "
+              f"x{plain / kept['latency_ms_by_threads']['2']:.2f}")
 
+    if args.no_serving:
+        return 0
     images = [Path(s.path).read_bytes() for s in held_out]
     images = (images * (args.requests // len(images) + 1))[:args.requests]
     for title, path in (("fp32", result.artifact_dir), (f"kept: {report['chosen']}", report["path"])):

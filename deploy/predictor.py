@@ -14,7 +14,7 @@ from .artifact import ArtifactError, ModelArtifact, load_artifact
 from .inputs import InputError, input_for, output_for
 from .outputs import format_predictions  # noqa: F401  (re-exported: part of this module's API)
 from .preprocess import MAX_PIXELS
-from .runtime import create_session
+from .runtime import create_runtime_session
 
 
 class Predictor:
@@ -48,7 +48,10 @@ class Predictor:
         self.max_pixels = int(max_pixels)
         self.labels = self.artifact.labels
         try:
-            self.session = create_session(self.artifact.model_path, device=device, threads=threads)
+            # the way compression measured this model to run fastest (the card's runtime)
+            self.session = create_runtime_session(self.artifact.model_path,
+                                                  (self.artifact.card.get("runtime") or {}).get("name"),
+                                                  device=device, threads=threads)
         except ValueError:  # ours: an unknown device name
             raise
         except Exception as exc:  # onnxruntime's own types (InvalidProtobuf, Fail...) for a broken file

@@ -63,3 +63,75 @@ def create_session(model, *, device: str = "auto", threads: int | None = None,
     if names[0] != "CPUExecutionProvider" and used[0] == "CPUExecutionProvider":
         log.warning("asked for %s but ONNX Runtime fell back to the CPU", names[0])
     return session
+
+
+# How a model's graph is run on the CPU, a dimension compression measures (the card's ``runtime``):
+# ``onnxruntime``: one session whose threads split each operator's work;
+# ``onnxruntime-split``: a batch cut into one slice per thread, each run whole by a one-thread session
+# at the same time. Small int8 graphs have little work per operator, so threads that meet after every
+# operator of every image wait more than they compute; slices meet once per batch.
+RUNTIMES = ("onnxruntime", "onnxruntime-split")
+
+
+class SplitBatchSession:
+    """An ``InferenceSession`` look-alike that runs a batch as ``threads`` slices at once.
+
+    Each slice goes to its own one-thread CPU session (ONNX Runtime releases the GIL while it runs);
+    a batch smaller than ``threads`` goes to one session with ``threads`` intra-op threads instead, so
+    a single request is never slower than with a plain session. Every output must be batch-first
+    (the slices' outputs are concatenated along axis 0). Safe to call from several threads at once.
+    """
+
+    def __init__(self, model, *, threads: int, spin: bool = True):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.threads = max(1, int(threads))
+        source = model.SerializeToString() if hasattr(model, "SerializeToString") else model
+        self.whole = create_session(source, device="cpu", threads=self.threads, spin=spin)
+        self.slices = [create_session(source, device="cpu", threads=1, spin=spin) for _ in range(self.threads)]
+        self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="modeldesk-slice") \
+            if self.threads > 1 else None
+
+    def run(self, output_names, feeds: dict, run_options=None):
+        rows = len(next(iter(feeds.values()))) if feeds else 0
+        if self._pool is None or rows < 2:
+            return self.whole.run(output_names, feeds, run_options)
+        count = min(self.threads, rows)
+        bounds = [rows * i // count for i in range(count + 1)]
+        parts = [{name: value[bounds[i]:bounds[i + 1]] for name, value in feeds.items()} for i in range(count)]
+        futures = [self._pool.submit(self.slices[i].run, output_names, parts[i], run_options)
+                   for i in range(1, count)]
+        first = self.slices[0].run(output_names, parts[0], run_options)
+        results = [first] + [future.result() for future in futures]
+        import numpy as np
+
+        return [np.concatenate([r[k] for r in results], axis=0) for k in range(len(first))]
+
+    def get_inputs(self):
+        return self.whole.get_inputs()
+
+    def get_outputs(self):
+        return self.whole.get_outputs()
+
+    def get_providers(self):
+        return self.whole.get_providers()
+
+    def close(self) -> None:
+        """Let the slice threads go (they also go when the session is garbage collected)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+
+def create_runtime_session(model, runtime: str | None = None, *, device: str = "auto", threads: int | None = None):
+    """A session for ``model`` run the way ``runtime`` (one of :data:`RUNTIMES`) says.
+
+    ``onnxruntime-split`` applies on the CPU only, with ``threads`` (default: every core) above one;
+    otherwise, and for ``None`` or ``onnxruntime``, this is :func:`create_session`.
+    """
+    runtime = runtime or "onnxruntime"
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown runtime {runtime!r}; choose from {', '.join(RUNTIMES)}")
+    count = int(threads or os.cpu_count() or 1)
+    if runtime == "onnxruntime-split" and count > 1 and providers_for(device) == ["CPUExecutionProvider"]:
+        return SplitBatchSession(model, threads=count)
+    return create_session(model, device=device, threads=threads)

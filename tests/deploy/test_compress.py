@@ -28,7 +28,13 @@ def test_result_has_the_export_keys_and_one_kept_candidate(compressed):
         assert set(c["latency_ms_by_threads"]) == {"1", "2"}
         assert c["latency_ms"] == c["latency_ms_by_threads"]["2"] and c["latency_ms_1t"] > 0
         assert 0 <= c["accuracy"] <= 1 and c["size_bytes"] > 0 and c["reason"]
+        # above one thread every runtime is timed, and the row keeps its fastest
+        by_runtime = c["latency_ms_by_runtime"]
+        assert set(by_runtime) == {"onnxruntime", "onnxruntime-split"} and set(by_runtime["onnxruntime-split"]) == {"2"}
+        assert c["latency_ms"] == min(r["2"] for r in by_runtime.values()) == by_runtime[c["runtime"]]["2"]
     assert [c[0] for c in calls] == [1, 2, 3, 4, 5]
+    kept = load_artifact(result["path"]).card
+    assert kept["runtime"]["name"] == result["runtime"] == kept["compression"]["runtime"]
 
 
 def test_kept_candidate_is_the_fastest_within_one_point(compressed):
