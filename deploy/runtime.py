@@ -125,13 +125,26 @@ class SplitBatchSession:
 def create_runtime_session(model, runtime: str | None = None, *, device: str = "auto", threads: int | None = None):
     """A session for ``model`` run the way ``runtime`` (one of :data:`RUNTIMES`) says.
 
-    ``onnxruntime-split`` applies on the CPU only, with ``threads`` (default: every core) above one;
-    otherwise, and for ``None`` or ``onnxruntime``, this is :func:`create_session`.
+    ``onnxruntime-split`` applies on the CPU only, with ``threads`` (default: every core) above one,
+    to graphs whose inputs and outputs are all batch-first (:func:`batch_first`); otherwise, and for
+    ``None`` or ``onnxruntime``, this is :func:`create_session`.
     """
     runtime = runtime or "onnxruntime"
     if runtime not in RUNTIMES:
         raise ValueError(f"unknown runtime {runtime!r}; choose from {', '.join(RUNTIMES)}")
     count = int(threads or os.cpu_count() or 1)
     if runtime == "onnxruntime-split" and count > 1 and providers_for(device) == ["CPUExecutionProvider"]:
-        return SplitBatchSession(model, threads=count)
+        split = SplitBatchSession(model, threads=count)
+        if batch_first(split.whole):
+            return split
+        split.close()
     return create_session(model, device=device, threads=threads)
+
+
+def batch_first(session) -> bool:
+    """Whether every input and output of ``session`` has the same symbolic first dimension (the batch),
+    so that a batch can be cut into slices and their outputs put back together (a detector's list of
+    boxes of the whole batch cannot)."""
+    shapes = [arg.shape for arg in list(session.get_inputs()) + list(session.get_outputs())]
+    first = {shape[0] if shape else None for shape in shapes}
+    return len(first) == 1 and isinstance(next(iter(first)), str)

@@ -40,3 +40,19 @@ def test_predictor_runs_the_runtime_its_card_names(standin_artifact, color_data,
     paths = [p for p, _ in color_data["val"]]
     expected = Predictor(standin_artifact, device="cpu", threads=1).predict(paths)
     assert [a["label"] for a in split.predict(paths)] == [a["label"] for a in expected]
+
+
+def test_a_graph_whose_outputs_are_not_batch_first_is_not_split(deploy_helpers):
+    """A detector's boxes of the whole batch (K, 7) cannot be put back together from slices."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Flatten", ["x"], ["y"], axis=0)], "flat",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "K"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    session = create_runtime_session(model.SerializeToString(), "onnxruntime-split", device="cpu", threads=2)
+    assert not isinstance(session, SplitBatchSession)
+    assert session.run(None, {"x": np.ones((4, 3), np.float32)})[0].shape == (1, 12)
