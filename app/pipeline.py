@@ -210,7 +210,7 @@ def box_proposals(ws, project, model_id) -> dict:
 def move_threshold(ws, model, threshold: float) -> dict:
     """Set a detector's score threshold; returns its test figures recomputed at the new threshold."""
     from modeldesk.deploy import load_artifact, save_artifact
-    from modeldesk.trainers.detection_metrics import counts_at
+    from modeldesk.trainers.detection_metrics import counts_at, image_errors
 
     if not 0.0 < float(threshold) < 1.0:
         raise UserError(f"the score threshold must be between 0 and 1, not {threshold}")
@@ -224,6 +224,10 @@ def move_threshold(ws, model, threshold: float) -> dict:
         truths = [[(t[4], *t[:4]) for t in m["truth"]] for m in images]
         counts = counts_at(truths, [m["boxes"] for m in images], float(threshold))
         metrics.update({k: counts[k] for k in ("precision", "recall", "f1", "misses", "false_boxes")})
+        images = [{**m, **image_errors(truth, m["boxes"], float(threshold))} for m, truth in zip(images, truths)]
+        images.sort(key=lambda m: -(len(m["misses"]) + len(m["false_boxes"])))  # the photos' errors follow
+        metrics["images"] = images
+        metrics["mistakes"] = [m for m in images if m["misses"] or m["false_boxes"]]
     metrics["threshold"] = card["score_threshold"] = float(threshold)
     card["metrics"] = metrics
     save_artifact(artifact.path, artifact.model_bytes(), card)

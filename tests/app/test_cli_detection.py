@@ -110,6 +110,10 @@ def test_moving_the_threshold_updates_the_card_and_the_figures(detector, tmp_pat
         assert load_artifact(exported).card["score_threshold"] == 0.97 and strict["threshold"] == 0.97
         loose = ws.set_score_threshold(exported, 0.1)
         assert loose["recall"] >= strict["recall"] and loose["false_boxes"] >= strict["false_boxes"]
+        for figures in (strict, loose):  # the photos the Evaluate page draws follow the threshold
+            assert sum(len(m["misses"]) for m in figures["images"]) == figures["misses"]
+            assert sum(len(m["false_boxes"]) for m in figures["images"]) == figures["false_boxes"]
+            assert all(b["score"] >= figures["threshold"] for m in figures["mistakes"] for b in m["false_boxes"])
         with pytest.raises(ValueError, match="between 0 and 1"):
             ws.set_score_threshold(exported, 1.5)
     finally:

@@ -78,6 +78,21 @@ def test_detector_photos_show_boxes_errors_first_and_open_on_click(qtbot, ws, op
         qtbot.mouseClick(photos.list.viewport(), Qt.LeftButton, pos=rect.center())
     assert blocker.args == [ids[1]]
 
+    # the confidence slider: once it settles, the threshold is saved and the report shown at it
+    moved = []
+
+    def set_score_threshold(model_id, threshold):
+        moved.append((model_id, threshold))
+        report["threshold"] = threshold
+        return report
+
+    monkeypatch.setattr(ws, "set_score_threshold", set_score_threshold)
+    assert photos.slider.isVisible() and photos.slider.value() == 50
+    photos.slider.setValue(40)
+    photos.slider.setValue(15)  # moved on before settling: only the last value counts
+    qtbot.waitUntil(lambda: photos.threshold == 0.15, timeout=10000)
+    assert moved == [("m1", 0.15)] and "15%" in photos.threshold_label.text() and "15%" in page.hero_detail.text()
+
 
 def test_train_page_counts_labeled_photos_not_boxes(qtbot, ws, open_page, tmp_path):
     ws.create_project("finder", "object-detection")

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QIcon, QImage, QImageReader, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListView, QListWidget, QListWidgetItem
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QListView, QListWidget, QListWidgetItem, QSlider
 
 from ..page import card
 
@@ -151,10 +151,14 @@ class DetectionPhotosCard:
         ``done([(sample_id, QImage or None)])`` on it.
     open_photo : callable
         ``open_photo(sample_id)``, when the user clicks a photo of the project.
+    move_threshold : callable, optional
+        ``move_threshold(score)``, when the user settles the confidence slider on a new score (the
+        caller saves it and shows the report again); without it the slider is hidden.
     """
 
-    def __init__(self, load, open_photo):
-        self.load, self.open_photo = load, open_photo
+    def __init__(self, load, open_photo, move_threshold=None):
+        self.load, self.open_photo, self.move_threshold = load, open_photo, move_threshold
+        self.threshold = 0.5
         self.images: list[dict] = []
         self.generation = 0
         self.frame, layout = card()
@@ -178,9 +182,24 @@ class DetectionPhotosCard:
         self.list.itemClicked.connect(self._clicked)
         self.none = QLabel("This model's evaluation does not list its test photos.")
         self.none.setObjectName("Muted")
+        self.threshold_label = QLabel()
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(5, 95)
+        self.slider.setFixedWidth(160)
+        tip = ("The model draws a box only where it is at least this sure. Lower: it finds more objects and "
+               "draws more false boxes. Higher: fewer false boxes, more missed objects. Deploy uses it too.")
+        self.slider.setToolTip(tip)
+        self.threshold_label.setToolTip(tip)
+        self.settle = QTimer()
+        self.settle.setSingleShot(True)
+        self.settle.setInterval(450)
+        self.settle.timeout.connect(self._settled)
+        self.slider.valueChanged.connect(self._slid)
         row = QHBoxLayout()
         row.addWidget(self.title)
         row.addStretch(1)
+        row.addWidget(self.threshold_label)
+        row.addWidget(self.slider)
         layout.addLayout(row)
         layout.addWidget(self.legend)
         layout.addWidget(self.hint)
@@ -195,6 +214,14 @@ class DetectionPhotosCard:
         images = [{**m, "sample_id": m.get("sample_id") or ids.get(m.get("key"))} for m in images]
         images.sort(key=lambda m: -(len(m.get("misses") or []) + len(m.get("false_boxes") or [])))
         self.images = images[:MAX_PHOTOS]
+        self.threshold = float(report.get("threshold") or 0.0)
+        self.settle.stop()
+        self.slider.blockSignals(True)
+        self.slider.setValue(round(self.threshold * 100))
+        self.slider.blockSignals(False)
+        self.threshold_label.setText(f"Boxes from {self.threshold:.0%} sure")
+        for widget in (self.slider, self.threshold_label):
+            widget.setVisible(bool(self.images) and self.move_threshold is not None)
         wrong = sum(1 for m in images if m.get("misses") or m.get("false_boxes"))
         self.title.setText(f"<b>Test photos: {wrong} of {len(images)} with a missed object or a false box</b>"
                            if images else "<b>Test photos</b>")
@@ -211,8 +238,17 @@ class DetectionPhotosCard:
         self.none.setVisible(not self.images)
         if self.images:
             generation = self.generation
-            self.load(self.images, float(report.get("threshold") or 0.0),
-                      lambda found: self._pictures(generation, found))
+            self.load(self.images, self.threshold, lambda found: self._pictures(generation, found))
+
+    def _slid(self, value: int) -> None:
+        self.threshold_label.setText(f"Boxes from {value / 100:.0%} sure")
+        self.settle.start()  # moved again before it settled: wait for the last value
+
+    def _settled(self) -> None:
+        score = self.slider.value() / 100
+        if self.move_threshold is not None and abs(score - self.threshold) > 1e-6:
+            self.threshold_label.setText(f"Boxes from {score:.0%} sure · counting…")
+            self.move_threshold(score)
 
     def _pictures(self, generation: int, found: list) -> None:
         if generation != self.generation:  # the list was rebuilt meanwhile

@@ -88,7 +88,8 @@ class EvaluatePage(Page):
                            ("no_mistakes", "none")):
             setattr(self, name, getattr(self.mistakes_card, part))
 
-        self.detection_photos = DetectionPhotosCard(self._load_detection_photos, self.relabel_requested.emit)
+        self.detection_photos = DetectionPhotosCard(self._load_detection_photos, self.relabel_requested.emit,
+                                                    self._move_threshold)
         self.detection_photos.frame.hide()
 
         content = QWidget()
@@ -235,6 +236,18 @@ class EvaluatePage(Page):
         project, ws = self.project, self.ws
         self.thumbs.start(lambda state: load_photos(ws, project, images, threshold, state), done,
                           on_failed=lambda message, details: log.warning("test photos: %s", message))
+
+    def _move_threshold(self, threshold: float) -> None:
+        """Save a detector's new score threshold, then show its figures and photos at it."""
+        model_id, ws = self.model_id, self.ws
+        if model_id is None:
+            return
+
+        def work(state):
+            ws.set_score_threshold(model_id, threshold)
+            return ws.model_report(model_id)
+
+        self.reports.start(work, self._show_report, title="Could not move the threshold")
 
     # -- report -----------------------------------------------------------------------------------
 
