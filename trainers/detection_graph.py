@@ -3,7 +3,8 @@
 Inputs ``image`` (N, 3, S, S) letterboxed and ``image_size`` (N, 2) the original (width, height).
 ``image`` -> backbone -> neck (``cells``) -> 1x1 convolution (class logits and log box sides per
 cell) -> sigmoid scores and boxes in letterbox pixels -> divided by the letterbox scale and clipped
-to the original image -> ``NonMaxSuppression`` per class -> ``detections`` (K, 7): image index, x0,
+to the original image -> ``NonMaxSuppression`` per class -> box voting (each kept box becomes the
+score-weighted mean of the overlapping boxes of its class) -> ``detections`` (K, 7): image index, x0,
 y0, x1, y1 in the original image's pixels, score, class index. ``sizes`` repeats ``image_size`` so a
 reader knows how many images there were (an image may have no boxes).
 """
@@ -24,6 +25,7 @@ SIZES_OUTPUT = "sizes"
 MIN_SCORE = 0.05
 IOU_THRESHOLD = 0.5
 MAX_PER_CLASS = 50
+VOTE_IOU = 0.5  # box voting: cells whose box overlaps a kept box this much refine it (None: off)
 
 
 def _const(inits: list, name: str, value, dtype=np.float32) -> str:
@@ -33,8 +35,13 @@ def _const(inits: list, name: str, value, dtype=np.float32) -> str:
 
 def decode_nodes(neck: DetectionNeck, n_classes: int, weight: np.ndarray, bias: np.ndarray, *,
                  min_score: float = MIN_SCORE, iou_threshold: float = IOU_THRESHOLD,
-                 max_per_class: int = MAX_PER_CLASS, prefix: str = "det/") -> tuple[list, list]:
-    """Nodes from ``cells`` and ``image_size`` to ``detections`` and ``sizes``."""
+                 max_per_class: int = MAX_PER_CLASS, vote_iou: float | None = VOTE_IOU,
+                 prefix: str = "det/") -> tuple[list, list]:
+    """Nodes from ``cells`` and ``image_size`` to ``detections`` and ``sizes``.
+
+    With ``vote_iou``, each box kept by NMS is replaced by the score-weighted mean of the boxes of
+    its class's cells (score above ``min_score``) that overlap it by at least ``vote_iou`` (box
+    voting): many cells see the same object, and their mean box is tighter than the best one's."""
     nodes, inits = [], []
     p = prefix
 
@@ -69,6 +76,8 @@ def decode_nodes(neck: DetectionNeck, n_classes: int, weight: np.ndarray, bias: 
         _const(inits, p + "iou", [iou_threshold]), _const(inits, p + "min_score", [min_score])], "selected")
     image_box = node("Gather", [selected, _const(inits, p + "cols02", [0, 2], np.int64)], "image_box", axis=1)
     picked = node("GatherND", [boxes, image_box], "picked")
+    if vote_iou is not None:
+        picked = _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou, min_score)
     score = node("Unsqueeze", [node("GatherND", [scores, selected], "score1"), p + "axis1"], "score")
     as_float = node("Cast", [selected], "selected_f", to=TensorProto.FLOAT)
     image = node("Slice", [as_float, p + "c0", p + "axis1", p + "axis1"], "image")
@@ -76,6 +85,41 @@ def decode_nodes(neck: DetectionNeck, n_classes: int, weight: np.ndarray, bias: 
     nodes.append(helper.make_node("Concat", [image, picked, score, label], [OUTPUT_NAME], name=p + "out", axis=1))
     nodes.append(helper.make_node("Identity", [SIZE_INPUT], [SIZES_OUTPUT], name=p + "sizes"))
     return nodes, inits
+
+
+def _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou: float, min_score: float) -> str:
+    """Box voting (see :func:`decode_nodes`): ``picked`` (K, 4) -> voted boxes (K, 4)."""
+    image = node("Gather", [selected, _const(inits, p + "v/col0", 0, np.int64)], "v/image", axis=1)  # (K,)
+    image_class = node("Gather", [selected, _const(inits, p + "v/cols01", [0, 1], np.int64)], "v/image_class", axis=1)
+    theirs = node("Gather", [boxes, image], "v/boxes", axis=0)  # (K, P, 4)
+    weight = node("GatherND", [scores, image_class], "v/scores")  # (K, P)
+    mine = node("Unsqueeze", [picked, _const(inits, p + "v/axis1", [1], np.int64)], "v/mine")  # (K, 1, 4)
+    axis2 = _const(inits, p + "v/axis2", [2], np.int64)
+
+    def part(tensor, start, name):
+        return node("Slice", [tensor, _const(inits, p + f"v/{name}_s", [start], np.int64),
+                              _const(inits, p + f"v/{name}_e", [start + 2], np.int64), axis2], f"v/{name}")
+
+    def area(tensor, name):
+        wh = node("Sub", [part(tensor, 2, name + "_hi"), part(tensor, 0, name + "_lo")], f"v/{name}_wh")
+        wh = node("Max", [wh, _const(inits, p + f"v/{name}_zero", 0.0)], f"v/{name}_whpos")
+        return node("ReduceProd", [wh], f"v/{name}_area", axes=[2], keepdims=0)
+
+    low = node("Max", [part(mine, 0, "m_lo2"), part(theirs, 0, "t_lo2")], "v/i_lo")
+    high = node("Min", [part(mine, 2, "m_hi2"), part(theirs, 2, "t_hi2")], "v/i_hi")
+    inter = node("Concat", [low, high], "v/inter_box", axis=2)
+    inter = area(inter, "inter")
+    union = node("Sub", [node("Add", [area(mine, "mine"), area(theirs, "theirs")], "v/sum"), inter], "v/union")
+    iou = node("Div", [inter, node("Max", [union, _const(inits, p + "v/eps", 1e-9)], "v/union_pos")], "v/iou")
+    close = node("Cast", [node("GreaterOrEqual", [iou, _const(inits, p + "v/vote_iou", vote_iou)], "v/close_b")],
+                 "v/close", to=TensorProto.FLOAT)
+    scored = node("Cast", [node("Greater", [weight, _const(inits, p + "v/min_score", min_score)], "v/scored_b")],
+                  "v/scored", to=TensorProto.FLOAT)
+    w = node("Mul", [node("Mul", [weight, close], "v/w_close"), scored], "v/w")  # (K, P)
+    w3 = node("Unsqueeze", [w, axis2], "v/w3")
+    total = node("ReduceSum", [node("Mul", [w3, theirs], "v/weighted"), p + "v/axis1"], "v/total", keepdims=0)
+    norm = node("ReduceSum", [w, p + "v/axis1"], "v/norm", keepdims=1)  # the picked cell itself is always in
+    return node("Div", [total, node("Max", [norm, p + "v/eps"], "v/norm_pos")], "v/voted")
 
 
 def build_detector_graph(backbone: Backbone, neck: DetectionNeck, head, n_classes: int, graph_dir) -> onnx.ModelProto:

@@ -14,6 +14,7 @@ import numpy as np
 
 from modeldesk.trainers.heads.losses import sigmoid_loss_grad
 from modeldesk.trainers.heads.optim import Packer, lbfgs
+from modeldesk.trainers.views import shrunk_size
 
 
 def cell_points(grid: int, stride: int) -> np.ndarray:
@@ -69,6 +70,18 @@ def flip_boxes(boxes: np.ndarray, size: int) -> np.ndarray:
     """Boxes of a horizontally flipped ``size`` x ``size`` letterbox."""
     boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
     return np.stack([size - boxes[:, 2], boxes[:, 1], size - boxes[:, 0], boxes[:, 3]], axis=1)
+
+
+def view_boxes(boxes: np.ndarray, view: str, size: int) -> np.ndarray:
+    """Boxes of a ``size`` x ``size`` letterbox as they sit in one of its training views
+    (``trainers.views``): the same for ``identity``, mirrored for ``hflip``, scaled for ``shrink``."""
+    if view == "identity":
+        return np.asarray(boxes, np.float64).reshape(-1, 4)
+    if view == "hflip":
+        return flip_boxes(boxes, size)
+    if view == "shrink":
+        return np.asarray(boxes, np.float64).reshape(-1, 4) * (shrunk_size(size) / size)
+    raise ValueError(f"the {view!r} view cannot be used to train a detector: its boxes cannot be followed")
 
 
 def decode_boxes(sides: np.ndarray, points: np.ndarray, stride: int) -> np.ndarray:

@@ -1,7 +1,8 @@
 """The object detection trainer: frozen backbone maps, an anchor-free head per cell, one ONNX graph.
 
-Each photo is letterboxed (aspect ratio kept), its backbone maps are cached per view (the photo and
-its mirror image), the neck turns them into one feature vector per grid cell, and a
+Each photo is letterboxed (aspect ratio kept), its backbone maps are cached per view (the photo, its
+mirror image and, for scale jitter, the photo at 75% of its size), the neck turns them into one
+feature vector per grid cell, and a
 :class:`~modeldesk.trainers.detection_head.CellHead` learns a heatmap score and a box per cell on
 all object cells, a share of the background cells and the background cells a first fit mistook
 for objects (hard negatives). Head parameters are chosen by mAP50 on the validation photos, and the
@@ -25,9 +26,9 @@ from modeldesk.scheduler import CostModel
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.detection_features import CellComputer, extract_maps, maps_feature_spec
 from modeldesk.trainers.detection_graph import (IOU_THRESHOLD, MAX_PER_CLASS, MIN_SCORE, OUTPUT_NAME, SIZE_INPUT,
-                                                SIZES_OUTPUT, build_detector_graph)
-from modeldesk.trainers.detection_head import CellHead, cell_points, decode_boxes, encode, flip_boxes, nms
-from modeldesk.trainers.detection_metrics import best_threshold, detection_report, mean_ap
+                                                SIZES_OUTPUT, VOTE_IOU, build_detector_graph)
+from modeldesk.trainers.detection_head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
+from modeldesk.trainers.detection_metrics import best_threshold, box_iou, detection_report, mean_ap
 from modeldesk.trainers.features import Cancelled, plan_feature_extraction
 from modeldesk.trainers.image_classification import _versions
 from modeldesk.trainers.tasks import TrainResult
@@ -54,15 +55,20 @@ def _truth(sample) -> list:
 
 
 def detect_numpy(scores, sides, points, stride, size, width, height, labels, *, min_score=MIN_SCORE,
-                 iou_threshold=IOU_THRESHOLD, max_per_class=MAX_PER_CLASS) -> list[dict]:
-    """The numpy twin of the graph's decoding for one image: boxes in its original pixels."""
+                 iou_threshold=IOU_THRESHOLD, max_per_class=MAX_PER_CLASS, vote_iou=VOTE_IOU) -> list[dict]:
+    """The numpy twin of the graph's decoding for one image: boxes in its original pixels (voted when
+    ``vote_iou`` is set, see ``detection_graph.decode_nodes``)."""
     boxes = decode_boxes(sides, points, stride) / letterbox_scale(width, height, size)
     boxes = np.minimum(np.maximum(boxes, 0), [width, height, width, height])
     out = []
     for c, label in enumerate(labels):
         mask = np.flatnonzero(scores[:, c] > min_score)
         for i in mask[nms(boxes[mask], scores[mask, c], iou_threshold, max_per_class)]:
-            out.append({"label": label, "score": float(scores[i, c]), "box": boxes[i].tolist()})
+            box = boxes[i]
+            if vote_iou is not None:
+                weight = scores[mask, c] * (box_iou(box[None], boxes[mask])[0] >= vote_iou)
+                box = (weight[:, None] * boxes[mask]).sum(axis=0) / max(weight.sum(), 1e-9)
+            out.append({"label": label, "score": float(scores[i, c]), "box": box.tolist()})
     return sorted(out, key=lambda p: -p["score"])
 
 
@@ -80,7 +86,7 @@ class _Photos:
         self.split = np.array([s.split for s in samples])
 
     def view_boxes(self, i: int, view: str) -> np.ndarray:
-        return self.boxes[i] if view == "identity" else flip_boxes(self.boxes[i], self.neck.size)
+        return view_boxes(self.boxes[i], view, self.neck.size)
 
 
 class _Fitter:

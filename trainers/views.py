@@ -7,6 +7,8 @@ the exported graph computes the views with :func:`view_nodes`, feature extractio
 ``identity``  the photo as it is
 ``hflip``     mirrored left to right (not for tasks where left and right differ)
 ``zoom``      the central 85% of the photo enlarged back to full size (bilinear)
+``shrink``    the photo made 75% as large (bilinear) in the top left corner, the rest zero: the same
+              photo letterboxed smaller, i.e. its objects at another scale (detection's scale jitter)
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper, numpy_helper
 
-VIEWS = ("identity", "hflip", "zoom")
+VIEWS = ("identity", "hflip", "zoom", "shrink")
 ZOOM = 0.85
+SHRINK = 0.75
 
 
 def _unknown(view):
@@ -39,6 +42,11 @@ def _zoom_box(size: int) -> tuple[int, int]:
     return (size - crop) // 2, crop
 
 
+def shrunk_size(size: int) -> int:
+    """Side of the ``shrink`` view's picture inside a ``size`` x ``size`` input."""
+    return int(round(size * SHRINK))
+
+
 def view_nodes(view: str, source: str, prefix: str, size: int = 224) -> tuple[list, list, str]:
     """Nodes turning image tensor ``source`` (N, 3, size, size) into ``view`` of it; (nodes, inits, name)."""
     if view == "identity":
@@ -60,6 +68,16 @@ def view_nodes(view: str, source: str, prefix: str, size: int = 224) -> tuple[li
                  helper.make_node("MatMul", [f"{prefix}crop", f"{prefix}cols"], [f"{prefix}wide"], name=f"{prefix}cols"),
                  helper.make_node("MatMul", [f"{prefix}rows", f"{prefix}wide"], [f"{prefix}zoomed"], name=f"{prefix}rows")]
         return nodes, inits, f"{prefix}zoomed"
+    if view == "shrink":
+        small = shrunk_size(size)
+        resize = resize_matrix(size, small)
+        inits = [numpy_helper.from_array(resize, f"{prefix}rows"), numpy_helper.from_array(resize.T.copy(), f"{prefix}cols"),
+                 numpy_helper.from_array(np.array([0, 0, 0, 0, 0, 0, size - small, size - small], np.int64),
+                                         f"{prefix}pads")]
+        nodes = [helper.make_node("MatMul", [source, f"{prefix}cols"], [f"{prefix}narrow"], name=f"{prefix}cols"),
+                 helper.make_node("MatMul", [f"{prefix}rows", f"{prefix}narrow"], [f"{prefix}small"], name=f"{prefix}rows"),
+                 helper.make_node("Pad", [f"{prefix}small", f"{prefix}pads"], [f"{prefix}shrunk"], name=f"{prefix}pad")]
+        return nodes, inits, f"{prefix}shrunk"
     raise _unknown(view)
 
 
@@ -74,4 +92,11 @@ def apply_view(batch: np.ndarray, view: str) -> np.ndarray:
         offset, crop = _zoom_box(size)
         resize = resize_matrix(crop, size)
         return np.ascontiguousarray(resize @ (batch[..., offset:offset + crop, offset:offset + crop] @ resize.T))
+    if view == "shrink":
+        size = batch.shape[-1]
+        small = shrunk_size(size)
+        resize = resize_matrix(size, small)
+        out = np.zeros_like(batch)
+        out[..., :small, :small] = resize @ (batch @ resize.T)
+        return out
     raise _unknown(view)

@@ -149,3 +149,23 @@ def test_compressed_detector_keeps_its_boxes(trained, tmp_path):
         for box in a["boxes"]:
             same = [p["box"] for p in b["boxes"] if p["label"] == box["label"]]
             assert same and box_iou([box["box"]], same).max() >= 0.7
+
+
+def test_box_voting_averages_the_overlapping_cells_boxes():
+    """Two cells see the same object: the kept box is their score-weighted mean; a far cell stays apart."""
+    from modeldesk.trainers.detection_head import cell_points
+    from modeldesk.trainers.object_detection import detect_numpy
+
+    points = cell_points(4, 16)  # a 64 px letterbox, 4 x 4 cells
+    scores = np.zeros((16, 1))
+    sides = np.zeros((16, 4))
+    scores[5], scores[9], scores[15] = 0.9, 0.6, 0.8
+    sides[5] = np.log([10, 10, 12, 12])  # cell 5 at (24, 24): box 14..36 x 14..36
+    sides[9] = np.log([8, 24, 16, 2])    # cell 9 at (24, 40): box 16..40 x 16..42 (IoU 0.56: NMS drops it)
+    sides[15] = np.log([4, 4, 4, 4])     # cell 15 at (56, 56): a small box far away
+    plain = detect_numpy(scores, sides - np.log(16), points, 16, 64, 64, 64, ["a"], vote_iou=None)
+    voted = detect_numpy(scores, sides - np.log(16), points, 16, 64, 64, 64, ["a"], vote_iou=0.5)
+    assert [p["score"] for p in plain] == [0.9, 0.8] == [p["score"] for p in voted]
+    np.testing.assert_allclose(plain[0]["box"], [14, 14, 36, 36])
+    np.testing.assert_allclose(voted[0]["box"], (0.9 * np.array([14, 14, 36, 36]) + 0.6 * np.array([16, 16, 40, 42])) / 1.5)
+    np.testing.assert_allclose(voted[1]["box"], plain[1]["box"])

@@ -38,3 +38,18 @@ def test_zoom_enlarges_the_centre_and_keeps_flat_areas_flat():
     np.testing.assert_allclose(resize_matrix(34, 40).sum(axis=1), 1.0, atol=1e-6)
     with pytest.raises(ValueError, match="unknown view"):
         apply_view(batch, "rotate")
+
+
+def test_shrink_keeps_the_letterbox_corner_and_its_boxes_follow_the_object():
+    from modeldesk.trainers.detection_head import view_boxes
+
+    size = 40
+    batch = np.zeros((1, 3, size, size), np.float32)
+    batch[..., 8:24, 16:32] = 1.0  # an object at x 16..32, y 8..24
+    shrunk = apply_view(batch, "shrink")
+    (x0, y0, x1, y1), = view_boxes([[16, 8, 32, 24]], "shrink", size)
+    inside = shrunk[0, 0, int(y0) + 1:int(y1) - 1, int(x0) + 1:int(x1) - 1]
+    assert inside.min() > 0.9 and (shrunk[0, 0] > 0.5).sum() == pytest.approx((x1 - x0) * (y1 - y0), rel=0.1)
+    assert np.all(shrunk[..., 30:, :] == 0) and np.all(shrunk[..., :, 30:] == 0)  # the rest is padding
+    with pytest.raises(ValueError, match="cannot be used to train a detector"):
+        view_boxes([[0, 0, 1, 1]], "zoom", size)
