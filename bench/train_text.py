@@ -2,7 +2,8 @@
 to a plain TF-IDF + logistic regression (scikit-learn) reference trained on the same split in the same run.
 
 Held-out part: a fixed 25% test / 10% val / 65% train split by a hash of the text (as the image and
-sound benchmarks split by file name). Reported: test accuracy and macro F1, training time, the
+sound benchmarks split by file name). Reported: test accuracy with its 95% Wilson interval and macro F1,
+training time next to the ETA given before training, the
 exported model's latency per text (one text per ``session.run`` through the Predictor, median), and
 for ``--scale`` a 60,000-text import + training run with its ETA.
 
@@ -65,7 +66,15 @@ def reference(samples) -> dict:
     predicted = model.predict(vectorizer.transform([s.source for s in test]))
     truth = [s.label for s in test]
     return {"accuracy": accuracy_score(truth, predicted), "macro_f1": f1_score(truth, predicted, average="macro"),
-            "seconds": seconds}
+            "seconds": seconds, "n": len(test)}
+
+
+def interval(accuracy: float, n: int) -> str:
+    """The 95% Wilson interval of an accuracy measured on ``n`` texts, as "[low, high]"."""
+    from modeldesk.trainers.metrics import accuracy_interval
+
+    r = accuracy_interval(int(round(accuracy * n)), n, level=0.95)
+    return f"[{r['low']:.3f}, {r['high']:.3f}]"
 
 
 def latency_ms(artifact_dir, texts, n: int = 200) -> float:
@@ -90,6 +99,7 @@ def run_template(samples, template: str, cache: Path, out: Path) -> dict:
     seconds = time.monotonic() - started
     test = [s.source for s in samples if s.split == "test"]
     return {"accuracy": result.metrics["accuracy"], "macro_f1": result.metrics["macro_f1"], "seconds": seconds,
+            "n": result.metrics["n"], "plan": estimate["plan"]["seconds"],
             "eta_s": estimate["eta_s"], "latency_ms": latency_ms(result.artifact_dir, test),
             "chosen": result.metrics.get("search", {}).get("best"), "warnings": result.warnings}
 
@@ -136,7 +146,9 @@ def scale_run(root: Path, work: Path) -> dict:
     finally:
         ws.close()
     return {"added": imported["added"], "labels": len(imported["labels"]), "import_s": import_s,
-            "eta_s": estimate["eta_s"], "train_s": train_s, "accuracy": result["metrics"]["accuracy"]}
+            "eta_s": estimate["eta_s"], "train_s": train_s, "accuracy": result["metrics"]["accuracy"],
+            "n": result["metrics"]["n"], "plan": estimate.get("plan", {}).get("seconds"),
+            "fits": result.get("plan", {}).get("fits"), "warnings": result.get("warnings", [])}
 
 
 def main(argv=None) -> None:
@@ -151,22 +163,25 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-text-") as tmp:
         work = Path(tmp)
         cache = args.cache or work / "cache"
-        print(f"{'data':14} {'model':28} {'accuracy':>9} {'macroF1':>8} {'train s':>8} {'ETA s':>7} {'ms/text':>8}")
+        print(f"{'data':14} {'model':28} {'accuracy':>9} {'95% interval':>16} {'macroF1':>8} {'train s':>8} "
+              f"{'ETA s':>7} {'ms/text':>8}")
         for name in args.datasets:
             samples = load_text_samples(root / name / "data.csv")
             ref = reference(samples)
-            print(f"{name:14} {'reference sklearn tfidf+LR':28} {ref['accuracy']:9.4f} {ref['macro_f1']:8.4f} "
-                  f"{ref['seconds']:8.1f} {'':>7} {'':>8}", flush=True)
+            print(f"{name:14} {'reference sklearn tfidf+LR':28} {ref['accuracy']:9.4f} "
+                  f"{interval(ref['accuracy'], ref['n']):>16} {ref['macro_f1']:8.4f} {ref['seconds']:8.1f} {'':>7} {'':>8}",
+                  flush=True)
             for template in args.templates:
                 r = run_template(samples, f"text-classification/{template}", cache, work / f"{name}-{template}")
-                print(f"{name:14} {template:28} {r['accuracy']:9.4f} {r['macro_f1']:8.4f} {r['seconds']:8.1f} "
-                      f"{r['eta_s']:7.1f} {r['latency_ms']:8.3f}  {r['chosen'] or ''} {'; '.join(r['warnings'])}",
-                      flush=True)
+                print(f"{name:14} {template:28} {r['accuracy']:9.4f} {interval(r['accuracy'], r['n']):>16} "
+                      f"{r['macro_f1']:8.4f} {r['seconds']:8.1f} {r['eta_s']:7.1f} {r['latency_ms']:8.3f}  "
+                      f"{r['chosen'] or ''} plan {r['plan']} {'; '.join(r['warnings'])}", flush=True)
         if args.scale:
             s = scale_run(root, work)
             print(f"60k texts: imported {s['added']} in {s['import_s']:.0f} s; {s['labels']} classes; fast template "
                   f"ETA {s['eta_s']:.0f} s, took {s['train_s']:.0f} s (ratio {s['train_s'] / s['eta_s']:.2f}); "
-                  f"accuracy {s['accuracy']:.3f}")
+                  f"accuracy {s['accuracy']:.3f} {interval(s['accuracy'], s['n'])}; plan {s['plan']}; fits {s['fits']}; "
+                  f"{'; '.join(s['warnings'])}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import Cancelled
 from modeldesk.trainers.image_classification import _versions
-from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
+from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
 from modeldesk.trainers.text_features import TfidfVocabulary, choose_branches
@@ -164,9 +164,11 @@ class TextClassificationTrainer:
                    {"cv_accuracy": trial["cv_accuracy"]})
 
         should = should_stop or (lambda: False)
+        # the search may use what the final fit does not need: its share is a bound only when the plan is cut
+        search_s = fits.search_s if fits.cut else max(deadline - time.monotonic() - export_s - fits.final_s, 1.0)
         try:
             best, start, fit_log = search(X.take(train_idx), None if E is None else E[train_idx], y[train_idx],
-                                          len(labels), fits.candidates, folds=fits.folds, seconds=fits.search_s,
+                                          len(labels), fits.candidates, folds=fits.folds, seconds=search_s,
                                           units=units, should_stop=should, on_trial=on_trial)
             if fit_log.trials and len(fit_log.trials) < len(fits.candidates):
                 warnings.append(f"the time budget allowed {len(fit_log.trials)} of {len(fits.candidates)} settings")
@@ -192,6 +194,11 @@ class TextClassificationTrainer:
         proba = head.predict_proba(X.take(eval_idx), None if E_best is None else E_best[eval_idx])
         metrics = classification_report(y[eval_idx], proba, labels)
         metrics["split"] = where
+        metrics["interval"] = accuracy_interval(int(round(metrics["accuracy"] * metrics["n"])), metrics["n"])
+        if metrics["interval"]["too_wide"] and where != "train":
+            warnings.append(f"only {metrics['n']} texts were tested: the accuracy is somewhere between "
+                            f"{metrics['interval']['text']}, too wide to tell apart two models a few points apart; "
+                            "label more texts or move more of them to the test split")
         mistakes = most_confident_mistakes(y[eval_idx], proba, [labeled[i].key for i in eval_idx], labels)
         by_key = {labeled[i].key: (texts[i], proba[j]) for j, i in enumerate(eval_idx)}
         for mistake in mistakes:

@@ -24,12 +24,13 @@ EMBED_WORK, NGRAM_WORK, EVAL_WORK, EXPORT_WORK = "text-embedding", "text-ngrams"
 EVALS_WORK = "text-fit-evaluations"  # "items" are fits, "seconds" are their evaluations: 1 / rate = evals per fit
 #: Priors until this machine has measured them (2 busy cores): seconds per text / per fit unit and
 #: evaluation / per graph n-gram; evaluations per fit (cold and warm starts together).
-PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0006, EVAL_WORK: 0.06, EXPORT_WORK: 3e-5}
-PRIOR_EVALS = 60.0
-NNZ_PER_CHAR = 2.2  # stored values per character of text, both tokenizations (measured on both data sets)
+PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0007, EVAL_WORK: 0.05, EXPORT_WORK: 1.2e-5}
+PRIOR_EVALS = 40.0
+NNZ_PER_CHAR = 2.1  # stored values per character of text, both tokenizations (measured on both data sets)
+FEATURES_PER_TRAIN_CHAR = 0.21  # n-grams kept (min_df 2) per character of training text (both data sets)
 EMBED_DIM = 512
 USABLE = 0.9  # share of the budget planned for; the rest absorbs a busy machine
-FIXED_S = 2.0  # reading texts, evaluation, writing the artifact
+FIXED_S = 1.0  # reading texts, evaluation, writing the artifact
 
 
 def fit_units(nnz: float, n_rows: int, n_classes: int, embedding_dim: int = 0) -> float:
@@ -124,7 +125,8 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
     chars = sum(min(len(s.source), DEFAULT_MAX_CHARS) for s in labeled)
     nnz_fit = NNZ_PER_CHAR * chars * n_fit / max(len(labeled), 1)
     ngram_s = seconds_per(cost, NGRAM_WORK, len(labeled))
-    export_s = seconds_per(cost, EXPORT_WORK, min(template.max_features, NNZ_PER_CHAR * chars / 4 + 1))
+    train_chars = chars * n_train / max(len(labeled), 1)
+    export_s = seconds_per(cost, EXPORT_WORK, min(template.max_features, FEATURES_PER_TRAIN_CHAR * train_chars + 1))
     usable = USABLE * budget - FIXED_S - ngram_s - export_s
     embed_s, encoders = 0.0, []
     for name in template.embeddings:

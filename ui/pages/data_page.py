@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 IMAGE_FILTER = ("Images and zip archives (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff *.zip);;"
                 "All files (*)")
+FILE_FILTERS = {"texts": "Texts (*.csv *.tsv *.jsonl *.ndjson *.txt *.zip);;All files (*)"}
 REFRESH_DURING_IMPORT_MS = 2000
 
 
@@ -181,8 +182,9 @@ class DataPage(DataBars, Page):
         if noun == "texts":
             self.tip.setText("Tip: import CSV, TSV, JSONL or TXT files, or type a text above. "
                              "Double-click a text to label it.")
-            self.drop_hint.setText("Drop CSV or TSV files (a text column and a label column) here\n\n"
-                                   "or use “Add texts”, or type a text above.")
+            self.drop_hint.setText("Drop CSV, TSV or JSONL files (a text and a label column), TXT files (one "
+                                   "text a line), or a folder with one sub-folder of .txt files per class here"
+                                   "\n\nor use “Add texts”, or type a text above.")
             return
         record = ("\nOr record clips with the button above." if self.recorder is not None
                   and self.recorder.isVisibleTo(self) and self.recorder.has_microphone else "")
@@ -307,7 +309,8 @@ class DataPage(DataBars, Page):
     # -- import --------------------------------------------------------------------------------
 
     def choose_files(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, f"Add {self.noun} or zip archives", "", IMAGE_FILTER)
+        files, _ = QFileDialog.getOpenFileNames(self, f"Add {self.noun} or zip archives", "",
+                                                FILE_FILTERS.get(self.noun, IMAGE_FILTER))
         if files:
             self.import_paths(files)
 
