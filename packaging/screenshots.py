@@ -7,6 +7,10 @@ whose module is missing from this build are skipped. Not imported at run time.
 Usage::
 
     QT_QPA_PLATFORM=offscreen python3 packaging/screenshots.py --out shots [--theme dark] [--train]
+    QT_QPA_PLATFORM=offscreen python3 packaging/screenshots.py --out shots --text reviews.csv [--train]
+
+``--text TABLE`` makes a text classification project from a CSV/JSONL/TXT file (the pages of a text
+project: texts listed, one text to label, its evaluation and a text box to try the model).
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ def main(argv=None) -> int:
     parser.add_argument("--size", default="1280x800", help="window size, WIDTHxHEIGHT")
     parser.add_argument("--train", action="store_true", help="train a model so Evaluate/Deploy have content")
     parser.add_argument("--workspace", type=Path, help="use this folder instead of a temporary one")
+    parser.add_argument("--text", type=Path, help="a file of texts: shoot a text classification project")
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -88,10 +93,18 @@ def main(argv=None) -> int:
     ws = Workspace(root)
     suffix = "" if args.theme == "light" else "-dark"
     try:
+        if args.text is not None:  # made before any window exists: no page loads while it is filled
+            ws.create_project("reviews", "text-classification")
+            ws.import_data("reviews", args.text)
+            if args.train:
+                ws.train("reviews", "text-classification/fast")
+            suffix = "-text" + suffix
         window = MainWindow(ws)
         window.resize(width, height)
         window.show()
-        if window.project is None:
+        if args.text is not None:
+            window.set_project("reviews")
+        elif window.project is None:
             settle()
             shoot(window, args.out / f"00-first-run{suffix}.png")
             window.close()

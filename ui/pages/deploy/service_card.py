@@ -28,7 +28,7 @@ class ServiceCard(QObject):
         self.project: str | None = None
         self.model_id: str | None = None
         self.frame, layout = card("Local service",
-                                  "Other programs on this computer can send photos to the model over HTTP.")
+                                  "Other programs on this computer can ask the model for answers over HTTP.")
         self.state = QLabel("Not running")
         self.url = QLabel()
         self.url.setTextInteractionFlags(Qt.TextBrowserInteraction)
