@@ -5,7 +5,8 @@ n-gram vocabulary of the training split (words + character n-grams, or character
 CJK scripts), picks the regularisation (and, in the accurate template, whether sentence embeddings
 help) by cross-validation on the training split within the time budget, fits on training +
 validation texts, evaluates on the test split and writes one ONNX graph from strings to
-probabilities, checked against the training path.
+probabilities, checked against the training path. How the time budget is shared among these steps,
+and the ETA, is ``text_plan``'s; the search and the bounded fits are ``text_search``'s.
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ def _record_fits(cost: CostModel, fits: FitLog) -> None:
     """Fold the fits' speed (per unit x evaluation) and their evaluations per fit into the cost model."""
     if fits.unit_evals > 0 and fits.seconds > 0:
         cost.record(EVAL_WORK, "cpu", 1, 1, n_items=fits.unit_evals, seconds=fits.seconds)
-    if fits.free_fits:
-        cost.record(EVALS_WORK, "cpu", 1, 1, n_items=fits.free_fits, seconds=max(fits.free_evals, 1))
+    for start, (evals, n) in fits.free.items():
+        if n:
+            cost.record(EVALS_WORK[start], "cpu", 1, 1, n_items=n, seconds=max(evals, 1))
 
 
 class TextClassificationTrainer:

@@ -21,11 +21,13 @@ from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS
 from modeldesk.scheduler import CostModel
 
 EMBED_WORK, NGRAM_WORK, EVAL_WORK, EXPORT_WORK = "text-embedding", "text-ngrams", "text-fit-eval", "text-export"
-EVALS_WORK = "text-fit-evaluations"  # "items" are fits, "seconds" are their evaluations: 1 / rate = evals per fit
+#: "items" are fits, "seconds" their evaluations (1 / rate = evaluations per fit), for fits started from
+#: zeros and fits started from a neighbouring solution (the next C of the search, the final fit)
+EVALS_WORK = {"cold": "text-fit-evaluations", "warm": "text-fit-evaluations-warm"}
 #: Priors until this machine has measured them (2 busy cores): seconds per text / per fit unit and
 #: evaluation / per graph n-gram; evaluations per fit (cold and warm starts together).
 PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0007, EVAL_WORK: 0.05, EXPORT_WORK: 1.2e-5}
-PRIOR_EVALS = 40.0
+PRIOR_EVALS = {"cold": 60.0, "warm": 25.0}
 NNZ_PER_CHAR = 2.1  # stored values per character of text, both tokenizations (measured on both data sets)
 FEATURES_PER_TRAIN_CHAR = 0.21  # n-grams kept (min_df 2) per character of training text (both data sets)
 EMBED_DIM = 512
@@ -45,10 +47,10 @@ def seconds_per(cost: CostModel, work: str, units: float) -> float:
     return units / rate if rate else units * PRIOR_S[work]
 
 
-def evals_per_fit(cost: CostModel) -> float:
-    """Average evaluations of a fit, as measured here (the prior before any run)."""
-    rate = cost.items_per_s(EVALS_WORK, "cpu", 1, 1)
-    return 1.0 / rate if rate else PRIOR_EVALS
+def evals_per_fit(cost: CostModel, start: str = "cold") -> float:
+    """Average evaluations of a fit started ``"cold"`` or ``"warm"``, as measured here (else the prior)."""
+    rate = cost.items_per_s(EVALS_WORK[start], "cpu", 1, 1)
+    return 1.0 / rate if rate else PRIOR_EVALS[start]
 
 
 @dataclass
@@ -71,12 +73,11 @@ def plan_fits(cost: CostModel, candidates: list, *, nnz_fit: float, n_fit: int, 
     ``(folds - 1) / folds`` of the ``n_train`` training rows. Candidates are dicts with ``"C"`` and
     ``"embedding"`` (None or an encoder name), in the order they are tried.
     """
-    evals = evals_per_fit(cost)
     per_row = nnz_fit / max(n_fit, 1)
 
-    def fit_s(rows: float, embedding) -> float:
+    def fit_s(rows: float, embedding, start: str = "cold") -> float:
         units = fit_units(per_row * rows, int(rows), n_classes, EMBED_DIM if embedding else 0)
-        return evals * seconds_per(cost, EVAL_WORK, units)
+        return evals_per_fit(cost, start) * seconds_per(cost, EVAL_WORK, units)
 
     final_s = fit_s(n_fit, None)
     dropped: list[str] = []
@@ -86,11 +87,15 @@ def plan_fits(cost: CostModel, candidates: list, *, nnz_fit: float, n_fit: int, 
     fold_rows = n_train * (folds - 1) / folds
     kept = list(candidates)
 
-    def search_s(cands) -> float:
-        return sum(folds * fit_s(fold_rows, c["embedding"]) for c in cands)
+    def search_s(cands) -> float:  # per feature set, the first C starts cold and the next ones warm
+        total, seen = 0.0, set()
+        for c in cands:
+            total += folds * fit_s(fold_rows, c["embedding"], "warm" if c["embedding"] in seen else "cold")
+            seen.add(c["embedding"])
+        return total
 
-    def worst_final(cands) -> float:
-        return max(fit_s(n_fit, c["embedding"]) for c in cands)
+    def worst_final(cands) -> float:  # started from the chosen candidate's solution
+        return max(fit_s(n_fit, c["embedding"], "warm") for c in cands)
 
     while len(kept) > 1 and search_s(kept) + worst_final(kept) > available_s:
         if any(c["embedding"] for c in kept):

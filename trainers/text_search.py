@@ -27,14 +27,15 @@ class FitLog:
     seconds: float = 0.0
     unit_evals: float = 0.0  # sum of fit units x evaluations
     fits: int = 0
-    free_evals: int = 0  # evaluations of the fits that ended on their own (not at their time limit)
-    free_fits: int = 0
+    #: evaluations and number of the fits that ended on their own (not at their time limit), by start
+    free: dict = field(default_factory=lambda: {"cold": [0, 0], "warm": [0, 0]})
     timed_out: int = 0
     trials: list = field(default_factory=list)
 
 
 def _fit(head, X, y, E, n_classes, seconds, log: FitLog, units: float, should_stop):
     head.max_seconds = max(seconds, MIN_FIT_S)
+    start = "warm" if head.warm_start and hasattr(head, "coef_") else "cold"
     started = time.monotonic()
     head.fit(X, y, E, n_classes, should_stop=should_stop)
     log.seconds += time.monotonic() - started
@@ -43,8 +44,8 @@ def _fit(head, X, y, E, n_classes, seconds, log: FitLog, units: float, should_st
     if head.timed_out_:
         log.timed_out += 1
     else:
-        log.free_evals += head.n_evals_
-        log.free_fits += 1
+        log.free[start][0] += head.n_evals_
+        log.free[start][1] += 1
     return head
 
 
