@@ -134,6 +134,9 @@ def prelabel(ws, project, model_id, artifact_dir, ctx) -> None:
     samples = [s for s in ws.store.samples(project) if s.path is not None or s.text is not None]
     if not samples:
         return
+    # texts of like length batched together: a text graph pads each batch to its longest text, so one
+    # long text among short ones made 60,000 texts take 108 s instead of a few
+    samples.sort(key=lambda s: len(s.text or ""))
     predictor = Predictor(artifact_dir)
     rows = []
     batch = 32

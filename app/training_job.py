@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from modeldesk.app import pipeline
 from modeldesk.app.workspace import Workspace
@@ -38,8 +39,11 @@ def run_training(params: dict, ctx) -> dict:
         for skipped in result.skipped:
             log.warning("training skipped %s: %s", skipped["file"], skipped["reason"])
         if project.target in ("label", "boxes"):
-            ctx.progress("Scoring your images for label suggestions", 0.99)
+            noun = {"text": "texts", "audio": "clips"}.get(project.kind, "images")
+            ctx.progress(f"Scoring your {noun} for label suggestions", 0.99)
+            scoring = time.monotonic()
             pipeline.prelabel(ws, project, model_id, result.artifact_dir, ctx)
+            result.plan["scoring_s"] = round(time.monotonic() - scoring, 2)
         return {
             "model": model_id,
             "path": str(result.artifact_dir),

@@ -12,6 +12,8 @@ in ONNX: models that use it take its embeddings as a second input, computed by `
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -96,17 +98,24 @@ def build_text_graph(vocabulary, head, *, embedding_dim: int = 0) -> onnx.ModelP
     return model
 
 
-def graph_probabilities(model: onnx.ModelProto, texts, embeddings=None) -> np.ndarray:
-    """Run the graph on cleaned texts (and their embeddings) on the CPU."""
+def graph_probabilities(model: onnx.ModelProto, texts, embeddings=None, *, timing: list | None = None) -> np.ndarray:
+    """Run the graph on cleaned texts (and their embeddings) on the CPU, one thread.
+
+    ``timing``, when given, gets the seconds of the run itself (not the session's creation) appended.
+    """
     session = create_session(model.SerializeToString(), device="cpu", threads=1)
     feeds = {INPUT_NAME: np.array(list(texts), dtype=object)}
     if embeddings is not None:
         feeds[EMBEDDING_INPUT] = np.asarray(embeddings, np.float32)
-    return session.run([OUTPUT_NAME], feeds)[0]
+    started = time.perf_counter()
+    out = session.run([OUTPUT_NAME], feeds)[0]
+    if timing is not None:
+        timing.append(time.perf_counter() - started)
+    return out
 
 
-def check_parity(model, texts, expected: np.ndarray, embeddings=None) -> float:
+def check_parity(model, texts, expected: np.ndarray, embeddings=None, *, timing: list | None = None) -> float:
     """Largest difference between the graph's probabilities and the training path's."""
     if not len(texts):
         return 0.0
-    return float(np.max(np.abs(graph_probabilities(model, texts, embeddings) - expected)))
+    return float(np.max(np.abs(graph_probabilities(model, texts, embeddings, timing=timing) - expected)))

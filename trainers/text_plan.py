@@ -5,6 +5,9 @@ only), the logistic-regression fits of the cross-validation and the final fit, a
 n-gram in the graph). Each step's speed comes from the cost model (``scheduler.CostModel``, measured
 by earlier runs on this machine) or, the first time, from a prior measured on 2 busy cores.
 
+After training, the job scores every text of the project with the exported graph (label
+suggestions, the model's mistakes): that is in the ETA too (``"scoring"``), as the user waits for it.
+
 A fit's cost is ``evaluations x seconds per evaluation``; one evaluation (loss + gradient) costs in
 proportion to the stored values times the classes (:func:`fit_units`). The number of evaluations a
 fit needs is measured too (its moving average over runs), so the ETA follows the data the machine has
@@ -21,12 +24,13 @@ from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS
 from modeldesk.scheduler import CostModel
 
 EMBED_WORK, NGRAM_WORK, EVAL_WORK, EXPORT_WORK = "text-embedding", "text-ngrams", "text-fit-eval", "text-export"
+SCORE_WORK = "text-scoring"  # the exported graph on texts, per :func:`score_units`
 #: "items" are fits, "seconds" their evaluations (1 / rate = evaluations per fit), for fits started from
 #: zeros and fits started from a neighbouring solution (the next C of the search, the final fit)
 EVALS_WORK = {"cold": "text-fit-evaluations", "warm": "text-fit-evaluations-warm"}
 #: Priors until this machine has measured them (2 busy cores): seconds per text / per fit unit and
 #: evaluation / per graph n-gram; evaluations per fit (cold and warm starts together).
-PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0007, EVAL_WORK: 0.05, EXPORT_WORK: 1.2e-5}
+PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0007, EVAL_WORK: 0.05, EXPORT_WORK: 1.2e-5, SCORE_WORK: 1.2e-3}
 PRIOR_EVALS = {"cold": 60.0, "warm": 25.0}
 NNZ_PER_CHAR = 2.1  # stored values per character of text, both tokenizations (measured on both data sets)
 FEATURES_PER_TRAIN_CHAR = 0.21  # n-grams kept (min_df 2) per character of training text (both data sets)
@@ -39,6 +43,12 @@ def fit_units(nnz: float, n_rows: int, n_classes: int, embedding_dim: int = 0) -
     """Work of one loss + gradient evaluation (unit: 1e6 stored values x classes; a dense embedding
     value counts a quarter of a stored one, as BLAS reads it in order)."""
     return max((nnz + n_rows * embedding_dim / 4) * max(n_classes, 2) / 1e6, 1e-4)
+
+
+def score_units(n_texts: int, n_features: float, n_classes: int) -> float:
+    """Work of the exported graph on ``n_texts`` (unit: 1e6 values): it holds each text's n-gram counts
+    as a dense row, read by a few element-wise steps and a product with one column per class."""
+    return n_texts * n_features * (4 + max(n_classes, 2)) / 1e6
 
 
 def seconds_per(cost: CostModel, work: str, units: float) -> float:
@@ -131,7 +141,9 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
     nnz_fit = NNZ_PER_CHAR * chars * n_fit / max(len(labeled), 1)
     ngram_s = seconds_per(cost, NGRAM_WORK, len(labeled))
     train_chars = chars * n_train / max(len(labeled), 1)
-    export_s = seconds_per(cost, EXPORT_WORK, min(template.max_features, FEATURES_PER_TRAIN_CHAR * train_chars + 1))
+    n_features = min(template.max_features, FEATURES_PER_TRAIN_CHAR * train_chars + 1)
+    export_s = seconds_per(cost, EXPORT_WORK, n_features)
+    scoring_s = seconds_per(cost, SCORE_WORK, score_units(len(samples), n_features, n_classes))
     usable = USABLE * budget - FIXED_S - ngram_s - export_s
     embed_s, encoders = 0.0, []
     for name in template.embeddings:
@@ -146,9 +158,11 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
                      folds=template.cv_folds, available_s=max(usable - embed_s, 0.0))
     if not any(c["embedding"] for c in fits.candidates) and embed_s:
         embed_s, encoders = 0.0, []
-    eta = FIXED_S + ngram_s + embed_s + fits.search_s + fits.final_s + export_s
+    if encoders:  # the graph's second input: every text read by the encoder again when the job scores
+        scoring_s += seconds_per(cost, EMBED_WORK, len(samples))
+    eta = FIXED_S + ngram_s + embed_s + fits.search_s + fits.final_s + export_s + scoring_s
     return {"eta_s": round(eta, 1), "devices": ["cpu"], "texts": len(labeled), "embeddings": encoders,
             "candidates": len(fits.candidates), "bounded": fits.cut, "left_out": fits.dropped,
             "seconds": {"ngrams": round(ngram_s, 1), "embeddings": round(embed_s, 1),
                         "search": round(fits.search_s, 1), "final_fit": round(fits.final_s, 1),
-                        "export": round(export_s, 1)}}
+                        "export": round(export_s, 1), "scoring": round(scoring_s, 1)}}
