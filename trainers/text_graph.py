@@ -1,8 +1,9 @@
 """One ONNX graph from a string tensor to class probabilities, for the linear text models.
 
 text (N,) -> StringNormalizer (lower-case, locale "C") -> per branch: contrib Tokenizer (the branch's
-RE2 expression) -> TfIdfVectorizer (counts of the vocabulary's n-grams) -> log(1 + count) * idf ->
-unit L2 norm -> branches side by side -> MatMul + bias [+ embedding (N, 512) MatMul] -> Softmax.
+RE2 expression) -> TfIdfVectorizer (counts of the vocabulary's n-grams) -> log(1 + count) * idf, unit
+L2 norm, times the branch's weights (the idf folded into the weights and the norm, see below) -> sum
+of the branches + bias [+ embedding (N, 512) MatMul] -> Softmax.
 
 Standard ONNX ops and one ONNX Runtime contrib op (``com.microsoft.Tokenizer``, in every
 onnxruntime build); onnxruntime-extensions is not needed, so the bundle's requirements stay as
@@ -53,31 +54,36 @@ def build_text_graph(vocabulary, head, *, embedding_dim: int = 0) -> onnx.ModelP
                               is_case_sensitive=1, locale="C", name="lowercase")]
     inits = [numpy_helper.from_array(np.array([1.0], np.float32), "one"),
              numpy_helper.from_array(np.array([1e-12], np.float32), "tiny")]
-    blocks = []
+    parts, offset = [], 0
     for branch in vocabulary.branches:
         grams = vocabulary.vocab_[branch.name]
         if not grams:
             continue
-        p = branch.name
+        p, idf = branch.name, vocabulary.idf_[branch.name]
+        W = head.coef_[offset:offset + len(grams)]
+        offset += len(grams)
         nodes += _tfidf_node(branch, grams, p, "lowered", f"{p}_counts")
-        inits.append(numpy_helper.from_array(vocabulary.idf_[branch.name].astype(np.float32), f"{p}_idf"))
+        # (log(1 + c) * idf / ||log(1 + c) * idf||) @ W == (log(1 + c) @ (idf * W)) / sqrt(log(1 + c)^2 @ idf^2):
+        # three passes over the dense (N, n-grams) counts instead of six
+        inits += [numpy_helper.from_array((idf[:, None] * W).astype(np.float32), f"{p}_W"),
+                  numpy_helper.from_array((idf ** 2)[:, None].astype(np.float32), f"{p}_idf2")]
         nodes += [
             helper.make_node("Add", [f"{p}_counts", "one"], [f"{p}_plus1"]),
             helper.make_node("Log", [f"{p}_plus1"], [f"{p}_log"]),
-            helper.make_node("Mul", [f"{p}_log", f"{p}_idf"], [f"{p}_tfidf"]),
-            helper.make_node("ReduceL2", [f"{p}_tfidf"], [f"{p}_norm"], axes=[1], keepdims=1),
+            helper.make_node("Mul", [f"{p}_log", f"{p}_log"], [f"{p}_log2"]),
+            helper.make_node("MatMul", [f"{p}_log2", f"{p}_idf2"], [f"{p}_norm2"]),
+            helper.make_node("Sqrt", [f"{p}_norm2"], [f"{p}_norm"]),
             helper.make_node("Max", [f"{p}_norm", "tiny"], [f"{p}_safe"]),
-            helper.make_node("Div", [f"{p}_tfidf", f"{p}_safe"], [f"{p}_unit"]),
+            helper.make_node("MatMul", [f"{p}_log", f"{p}_W"], [f"{p}_raw"]),
+            helper.make_node("Div", [f"{p}_raw", f"{p}_safe"], [f"{p}_logits"]),
         ]
-        blocks.append(f"{p}_unit")
-    if len(blocks) > 1:
-        nodes.append(helper.make_node("Concat", blocks, ["features"], axis=1))
-    else:
-        nodes.append(helper.make_node("Identity", blocks, ["features"]))
-    inits += [numpy_helper.from_array(head.coef_.astype(np.float32), "W"),
-              numpy_helper.from_array(head.intercept_.astype(np.float32), "b")]
-    nodes += [helper.make_node("MatMul", ["features", "W"], ["sparse_logits"]),
-              helper.make_node("Add", ["sparse_logits", "b"], ["logits0"])]
+        parts.append(f"{p}_logits")
+    inits.append(numpy_helper.from_array(head.intercept_.astype(np.float32), "b"))
+    total = "b"
+    for i, part in enumerate(parts):
+        nodes.append(helper.make_node("Add", [part, total], [f"sum{i}"]))
+        total = f"sum{i}"
+    nodes.append(helper.make_node("Identity", [total], ["logits0"]))
     inputs = [helper.make_tensor_value_info(INPUT_NAME, TensorProto.STRING, ["N"])]
     logits = "logits0"
     if embedding_dim:
