@@ -62,7 +62,9 @@ TEMPLATES = (
                     "minute. Good for a first try.",
         backbone="efficientnet-lite0",
         neck=DetectionNeck(size=320, stride=16, levels=("stride16", "stride32"), context=3),
-        views=("identity", "hflip"),
+        # 4-fold CV on raccoon_voc (103 photos pooled, 90% bootstrap), box voting on: + the shrunk view
+        # mAP50 0.773 -> 0.799, mAP 0.299 -> 0.328 (without either: 0.717 [0.65, 0.80], 0.260)
+        views=("identity", "hflip", "shrink"),
         head_params={"l2": 1e-2, "max_iter": 60, "ridge": 0.1},
         time_budget_s=60.0,
     ),

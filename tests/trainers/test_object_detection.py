@@ -128,15 +128,17 @@ def test_evaluate_reports_detection_metrics_and_mistakes(trained):
 
 
 def test_compressed_detector_keeps_its_boxes(trained, tmp_path):
-    """int8 (QDQ, per channel) chosen by mAP50 on validation; each fp32 box has an int8 box of its label
-    within IoU 0.7 (the stated tolerance: int8 features move boxes by a few pixels; 0.78 worst seen)."""
+    """int8 (QDQ, per channel) judged as the app does (against the original on every labeled photo); each
+    fp32 box has an int8 box of its label within IoU 0.7 (the stated tolerance: int8 features move boxes by
+    a few pixels; 0.78 worst seen)."""
     from modeldesk.app.pipeline import compression_metric
     from modeldesk.deploy import compress_artifact
+    from modeldesk.trainers.detection_compression import judging_photos
 
     samples, result = trained
     artifact = load_artifact(result.artifact_dir)
     out = compress_artifact(artifact, tmp_path / "int8", calibration=[s.path for s in samples if s.split == "train"],
-                            validation=[(s.path, s.target) for s in samples if s.split == "val"],
+                            validation=judging_photos(samples),
                             candidates=["int8-qdq-perchannel"], threads=(1,), max_loss=1.0,
                             metric=compression_metric(artifact), latency_runs=2)
     rows = {row["name"]: row for row in out["candidates"]}

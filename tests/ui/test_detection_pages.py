@@ -66,10 +66,11 @@ def test_detector_photos_show_boxes_errors_first_and_open_on_click(qtbot, ws, op
     first = photos.list.item(0)
     qtbot.waitUntil(lambda: all(not photos.list.item(i).icon().isNull() for i in range(2)), timeout=10000)
     assert first.text() == "1 missed · 1 false" and first.data(Qt.UserRole) == ids[1]  # found by its media hash
-    scale = THUMB / 320  # the thumbnail's longest side is THUMB
+    scale = THUMB / 320  # the thumbnail's longest side is THUMB; it is centred on a THUMB x THUMB square
+    top = (THUMB - round(200 * scale)) // 2
     # the missed box's left edge is red, the found box's top edge green, the false box's bottom edge orange
     for (x, y), kind in (((MISSED[0], 60), "missed"), ((250, FOUND[1]), "found"), ((200, FALSE["box"][3]), "false")):
-        colour = _pixel(first.icon(), round(x * scale), round(y * scale))
+        colour = _pixel(first.icon(), round(x * scale), top + round(y * scale))
         expected = QColor(COLORS[kind])
         assert max(abs(colour.red() - expected.red()), abs(colour.green() - expected.green()),
                    abs(colour.blue() - expected.blue())) < 90, (kind, colour.name())

@@ -72,12 +72,17 @@ def caption(image: dict) -> tuple[str, str]:
     return (" · ".join(parts) if parts else "✓ all right"), tip + "\nClick to open it on the Label page."
 
 
-def draw_photo(image: QImage, scale: float, layers) -> QImage:
-    """A copy of ``image`` (a thumbnail ``scale`` times the photo's size) with ``layers`` drawn on it."""
-    out = image.convertToFormat(QImage.Format_RGB32)
+def draw_photo(image: QImage, scale: float, layers, size: int = THUMB) -> QImage:
+    """A ``size`` x ``size`` picture: ``image`` (a thumbnail ``scale`` times the photo's size) centred on a
+    transparent square, so that the captions under the photos line up, with ``layers`` drawn on it."""
+    out = QImage(size, size, QImage.Format_ARGB32_Premultiplied)
+    out.fill(Qt.transparent)
+    left, top = (size - image.width()) // 2, (size - image.height()) // 2
     painter = QPainter(out)
     try:
+        painter.drawImage(left, top, image)
         painter.setRenderHint(QPainter.Antialiasing)
+        painter.translate(left, top)
         for kind, (x0, y0, x1, y1) in layers:
             truth = kind in TRUE_KINDS
             pen = QPen(QColor(COLORS[kind]), 3 if kind == "missed" else 2, Qt.SolidLine if truth else Qt.DashLine)
@@ -232,6 +237,7 @@ class DetectionPhotosCard:
             item = QListWidgetItem(text)
             item.setData(Qt.UserRole, entry.get("sample_id"))
             item.setToolTip(tip)
+            item.setSizeHint(QSize(THUMB + 20, THUMB + 36))  # uniform sizes: room for the picture before it comes
             self.list.addItem(item)
         for widget in (self.list, self.legend, self.hint):
             widget.setVisible(bool(self.images))
