@@ -1,8 +1,9 @@
 """Automatic compression: try several recipes, measure them here, keep the fastest that stays accurate.
 
 Candidates are static int8 quantization (uint8 activations, int8 weights; per-tensor or per-channel;
-QDQ or QOperator graphs), smaller input sizes (the graph is re-exported for 192, 160 or 128 pixels when
-its pooling allows it) and their combinations; and, when the caller can re-fit the model's head
+QDQ or QOperator graphs), smaller input sizes (the graph is re-exported for 192, 176, 160 or 128 pixels
+when its pooling allows it: global or adaptive grid pooling) and their combinations; and, when the
+caller can re-fit the model's head
 (``refit_head``), each of those with the head re-fitted on that candidate's own features of the training
 images, which wins back most of what a smaller input or int8 costs. Each candidate's accuracy is
 measured on the validation images given, and its latency on this machine, timed interleaved with the
@@ -47,6 +48,7 @@ class Candidate:
     per_channel: bool = False
     keep_first: bool = False  # keep the first layers in float (mixed precision)
     refit: bool = False  # head re-fitted on this candidate's features of the training images
+    one_view: bool = False  # a model with test-time views (mirrored...) runs on the photo as it is only
 
     @property
     def name(self) -> str:
@@ -58,6 +60,8 @@ class Candidate:
                 parts.append("keepfirst")
         if self.size:
             parts.append(str(self.size))
+        if self.one_view:
+            parts.append("1view")
         if self.refit:
             parts.append("refit")
         return "-".join(parts)
@@ -65,6 +69,8 @@ class Candidate:
     def words(self, base_size: int) -> str:
         """The recipe for people: "8-bit, 160 px, head re-fitted"."""
         parts = ["8-bit" if self.quant else "full precision", f"{self.size or base_size} px"]
+        if self.one_view:
+            parts.append("one pass per photo")
         if self.refit:
             parts.append("head re-fitted")
         return ", ".join(parts)
@@ -99,10 +105,23 @@ def refit_candidates(base_size: int) -> list[Candidate]:
     return out
 
 
+def one_view_candidates(base_size: int, *, refit: bool) -> list[Candidate]:
+    """For a model with test-time views: the same recipes run on the photo as it is only, which
+    halves (or more) the work; with ``refit``, the head re-fitted on those features, at smaller
+    sizes too."""
+    out = [Candidate(one_view=True)]
+    out += [Candidate(quant=q, per_channel=True, one_view=True) for q in ("qdq", "qop")]
+    if refit:
+        out += [replace(c, one_view=True) for c in refit_candidates(base_size)]
+    return out
+
+
 def parse_candidate(name: str) -> Candidate:
     """Inverse of ``Candidate.name`` (``fp32``, ``fp32-160``, ``int8-qdq-perchannel-192-refit``...)."""
     if name.endswith("-refit"):
         return replace(parse_candidate(name[:-len("-refit")]), refit=True)
+    if name.endswith("-1view"):
+        return replace(parse_candidate(name[:-len("-1view")]), one_view=True)
     parts = name.split("-")
     size = int(parts[-1]) if parts[-1].isdigit() else None
     if parts[0] == "fp32" and len(parts) <= 2:
@@ -262,13 +281,17 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
     spec = artifact.spec
     base = onnx.load(str(artifact.model_path))
     can_refit = bool(refit_head and training and artifact.card.get("features_output"))
+    views = len(artifact.card.get("views") or ["identity"])
     if candidates is None:
         wanted = (default_candidates(spec.size, letterbox=spec.resize == "letterbox")
-                  + (refit_candidates(spec.size) if can_refit else []))
+                  + (refit_candidates(spec.size) if can_refit else [])
+                  + (one_view_candidates(spec.size, refit=can_refit) if views > 1 else []))
     else:
         wanted = [c if isinstance(c, Candidate) else parse_candidate(c) for c in candidates]
     if not can_refit:
         wanted = [c for c in wanted if not c.refit]
+    if views < 2:
+        wanted = [c for c in wanted if not c.one_view]
     wanted = [replace(c, size=None) if c.size == spec.size else c for c in wanted]
     if Candidate() not in wanted:
         wanted.insert(0, Candidate())
@@ -301,7 +324,7 @@ def _hopeless(candidate: Candidate, base_size: int, results: list[dict], max_los
         return ""
     floor = results[0]["accuracy"] - max_loss - EPSILON
     done = {r["name"]: r for r in results if r["accuracy"] is not None}
-    reference = done.get(Candidate(size=candidate.size, refit=candidate.refit).name)
+    reference = done.get(Candidate(size=candidate.size, refit=candidate.refit, one_view=candidate.one_view).name)
     if candidate.quant and reference and reference["accuracy"] < floor:
         return (f"skipped: fp32 at {candidate.size} px already loses too much accuracy "
                 f"({reference['accuracy']:.4f})")
@@ -312,6 +335,25 @@ def _hopeless(candidate: Candidate, base_size: int, results: list[dict], max_los
         return (f"skipped: {same_recipe['name']} already loses too much accuracy at {base_size} px "
                 f"({same_recipe['accuracy']:.4f})")
     return ""
+
+
+def one_view(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of a classifier with test-time views that runs on its first view only (the photo as it
+    is): the views' ``Concat`` (``views/concat``) passes its first input on, and every reshape of the
+    stacked rows to (V, N, ...) (``views/...shape``: the mean over views, the novelty's first view)
+    reshapes to (1, N, ...). Raises ResizeError when the graph has no such views."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    concat = next((n for n in copy.graph.node if n.name == "views/concat" and n.op_type == "Concat"), None)
+    shapes = [t for t in copy.graph.initializer if t.name.startswith("views/") and t.name.endswith("shape")]
+    if concat is None or not shapes:
+        raise ResizeError("the model has no test-time views to drop")
+    concat.CopyFrom(onnx.helper.make_node("Identity", [concat.input[0]], list(concat.output), name="views/only_first"))
+    for shape in shapes:  # (V, N, ...) reshapes of the stacked views' rows: now (1, N, ...)
+        dims = onnx.numpy_helper.to_array(shape).copy()
+        dims[0] = 1
+        shape.CopyFrom(onnx.numpy_helper.from_array(dims, shape.name))
+    return prune_unused(copy)
 
 
 def _head_input(model: onnx.ModelProto) -> str:
@@ -346,7 +388,8 @@ class _Runner:
         self.threads = threads
         self.latency_runs = latency_runs
         self.resized: dict[int, onnx.ModelProto | ResizeError] = {}
-        self.quantizers: dict[int, Quantizer] = {}
+        self.quantizers: dict = {}  # input size (or ("one_view", size)) -> Quantizer
+        self.one_views: dict[int, onnx.ModelProto] = {}
 
     def graph(self, size: int) -> onnx.ModelProto:
         if size == self.spec.size:
@@ -364,6 +407,8 @@ class _Runner:
     def build(self, candidate: Candidate, size: int) -> bytes:
         if candidate.refit:
             return self.refit(self.build(replace(candidate, refit=False), size), size)
+        if candidate.one_view:
+            return self.build_one_view(candidate, size)
         graph = self.graph(size)
         if not candidate.quant:
             return graph.SerializeToString()
@@ -371,6 +416,19 @@ class _Runner:
             self.quantizers[size] = Quantizer(graph, self.data.feeds("calibration", size), input_name=self.input_name,
                                               tmp_dir=self.tmp_dir)
         return self.quantizers[size].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
+
+    def build_one_view(self, candidate: Candidate, size: int) -> bytes:
+        """``candidate`` without its one-view part, quantized (if so) after the other views were cut."""
+        if size not in self.one_views:
+            self.one_views[size] = one_view(self.graph(size))
+        graph = self.one_views[size]
+        if not candidate.quant:
+            return graph.SerializeToString()
+        key = ("one_view", size)
+        if key not in self.quantizers:
+            self.quantizers[key] = Quantizer(graph, self.data.feeds("calibration", size), input_name=self.input_name,
+                                             tmp_dir=self.tmp_dir)
+        return self.quantizers[key].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
 
     def refit(self, blob: bytes, size: int) -> bytes:
         """``blob`` with its head's weights re-fitted on its own features of the training images."""
@@ -534,6 +592,8 @@ def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: i
 
     blob, size, candidate = models[best["name"]]
     card = dict(artifact.card)
+    if candidate.one_view:
+        card["views"] = list(card.get("views") or ["identity"])[:1]
     card.update({
         "id": new_model_id(),
         "preprocessing": replace(spec, size=size).to_dict(),
@@ -542,7 +602,7 @@ def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: i
         "compression": {
             "source_id": artifact.id, "chosen": best["name"], "quantization": candidate.quant,
             "per_channel": candidate.per_channel, "keep_first_float": candidate.keep_first, "input_size": size,
-            "head_refitted": candidate.refit, "words": best["words"],
+            "head_refitted": candidate.refit, "one_view": candidate.one_view, "words": best["words"],
             "activations": "uint8" if candidate.quant else "float32",
             "weights": "int8" if candidate.quant else "float32",
             "accuracy_fp32": fp32["accuracy"], "accuracy": best["accuracy"],

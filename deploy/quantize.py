@@ -26,7 +26,9 @@ HEAD_OPS = {"Gemm", "MatMul", "Softmax"}
 # Nodes named under these prefixes stay in float too: a detector's 1x1 head convolution (folded
 # feature standardisation, like the classifier heads) and its box decoding.
 # The "not sure" signal's nodes (trainers/novelty.py) too: a cosine to reference points, cheap in float.
-FLOAT_PREFIXES = ("det/", "head/novelty/")
+# And an image classifier's feature pooling: its grid cells are integer arithmetic on the map's size,
+# which int8 has nothing to do with (ONNX Runtime's quantizer would warn about it node by node).
+FLOAT_PREFIXES = ("det/", "head/novelty/", "feat/")
 # Share of the convolutions, counted from the input, that "keep first layers float" leaves in float.
 FIRST_FLOAT_SHARE = 0.12
 

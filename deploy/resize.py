@@ -2,8 +2,10 @@
 
 A backbone that ends in global pooling accepts any input size, so shrinking the input is a cheap way
 to make a model faster. A head that pools a fixed spatial grid (``AveragePool`` with a fixed kernel
-followed by ``Flatten``/``Reshape``) would silently change meaning or fail; such graphs are refused
-with a reason instead.
+followed by ``Flatten``/``Reshape``, or a fixed (H*W, cells) matrix as image models trained before
+grid pooling became adaptive have) would silently change meaning or fail; such graphs are refused
+with a reason instead. Grid pooling whose cells are computed from the map's size in the graph
+(``trainers.features.adaptive_pool_nodes``) keeps its meaning at any size.
 """
 
 from __future__ import annotations

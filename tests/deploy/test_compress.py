@@ -1,7 +1,8 @@
 import pytest
 
 from modeldesk.deploy import Predictor, compress_artifact, load_artifact, save_artifact
-from modeldesk.deploy.compress import Candidate, default_candidates, parse_candidate
+from modeldesk.deploy.compress import (Candidate, default_candidates, one_view_candidates, parse_candidate,
+                                       refit_candidates)
 from modeldesk.deploy.resize import ResizeError, fixed_grid_pooling, resize_input
 
 KEYS = {"path", "size_bytes", "candidates", "chosen", "accuracy_fp32", "accuracy_compressed", "speedup"}
@@ -91,9 +92,11 @@ def test_resize_keeps_a_globally_pooled_graph_working(deploy_helpers):
 
 
 def test_candidate_names_round_trip():
-    for candidate in default_candidates(224):
+    for candidate in default_candidates(224) + refit_candidates(224) + one_view_candidates(224, refit=True):
         assert parse_candidate(candidate.name) == candidate
     assert len(default_candidates(224)) == 21
+    assert parse_candidate("int8-qdq-perchannel-176-1view-refit") == Candidate(176, "qdq", True, refit=True,
+                                                                                one_view=True)
     assert parse_candidate("int8-qop-perchannel-keepfirst-160") == Candidate(160, "qop", True, True)
     assert Candidate(size=160, quant="qop", per_channel=True).name == "int8-qop-perchannel-160"
     with pytest.raises(ValueError):

@@ -46,8 +46,10 @@ def test_refitted_candidates_are_measured_and_the_chosen_model_predicts_as_its_g
 def test_a_grid_pooled_model_with_views_shrinks_and_keeps_its_meaning(tmp_path, make_dataset):
     """The accurate/best templates' grid pooling adapts to the map size, so they get smaller-input
     candidates too; their heads (fitted on every view) are re-fitted the same way."""
+    import numpy as np
     import onnx
 
+    from modeldesk.deploy.compress import parse_candidate
     from modeldesk.deploy.resize import fixed_grid_pooling
     from modeldesk.trainers.image_classification_templates import GRID_S16X4_S32X3
     from modeldesk.trainers.templates import Template
@@ -65,7 +67,23 @@ def test_a_grid_pooled_model_with_views_shrinks_and_keeps_its_meaning(tmp_path, 
     report = compress_artifact(result.artifact_dir, tmp_path / "small", calibration=[p for p, _ in training[:12]],
                                validation=validation, threads=(1,), training=training,
                                refit_head=head_refitter(artifact.card), latency_runs=1,
-                               candidates=["fp32-160", "fp32-160-refit"])
+                               candidates=["fp32-160", "fp32-160-refit", "int8-qdq-perchannel-1view",
+                                           "int8-qdq-perchannel-160-1view-refit"])
     rows = {row["name"]: row for row in report["candidates"]}
-    assert rows["fp32-160"]["code"] != "skipped" and rows["fp32-160-refit"]["code"] != "skipped", rows
+    assert all(row["code"] not in ("skipped", "failed") for row in rows.values()), rows
     assert rows["fp32-160-refit"]["accuracy"] > 0.8  # three drawn classes: far above chance (1/3)
+    assert "one pass per photo" in rows["int8-qdq-perchannel-160-1view-refit"]["words"]
+    if parse_candidate(report["chosen"]).one_view:
+        assert load_artifact(report["path"]).card["views"] == ["identity"]
+
+    # One pass per photo: on a mirror-symmetric photo the mirrored view adds nothing, elsewhere it does.
+    from modeldesk.deploy.compress import one_view
+    from modeldesk.deploy.runtime import create_session
+
+    model = onnx.load(str(artifact.model_path))
+    both, single = (create_session(m.SerializeToString(), device="cpu") for m in (model, one_view(model)))
+    batch = np.random.default_rng(0).normal(size=(3, 3, 224, 224)).astype(np.float32)
+    symmetric = np.concatenate([batch[..., :112], batch[..., :112][..., ::-1]], axis=-1)
+    run = lambda session, x: session.run(["probabilities"], {"image": x})[0]  # noqa: E731
+    np.testing.assert_allclose(run(single, symmetric), run(both, symmetric), atol=1e-5)
+    assert np.abs(run(single, batch) - run(both, batch)).max() > 1e-4
