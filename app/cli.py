@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+import time
 
 from modeldesk.app import about, cli_cluster, formatting
 from modeldesk.app.paths import ENV_WORKSPACE
@@ -253,9 +254,13 @@ def _dispatch_workspace(ws, args):
         return {"predictions": predictions}, formatting.predictions_text(predictions)
     if command == "export":
         bar = _progress(args, "exporting")
+
+        def on_progress(done, total=0, message="", eta_s=None):
+            bar.update_fraction(done / total if total else 0.0, str(message or ""), eta_s)
+
         try:
             result = ws.export_model(args.model, args.out, compress=args.compress, bundle=args.bundle,
-                                     progress=bar and bar.update_fraction)
+                                     progress=on_progress if bar else None)
         finally:
             bar and bar.close()
         return result, formatting.export_text(result)
@@ -281,6 +286,7 @@ def _train(ws, args):
         if bar:
             bar.update_fraction(event.get("fraction") or 0.0, event.get("stage"), event.get("eta_s"))
 
+    started = time.monotonic()
     try:
         result = ws.train(args.name, args.template, time_budget=args.time_budget, device=device,
                           progress=on_event, cluster=args.cluster, credentials=args.credentials)
@@ -289,6 +295,7 @@ def _train(ws, args):
     result.setdefault("plan", {})
     if isinstance(result["plan"], dict):
         result["plan"].setdefault("eta_s", estimate.get("eta_s"))
+        result["plan"]["actual_s"] = round(time.monotonic() - started, 2)  # as waited: worker start included
     return result, formatting.train_text(result)
 
 

@@ -86,10 +86,15 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
     from modeldesk.trainers.tasks import get_trainer
     from modeldesk.trainers.templates import get_template
 
+    from modeldesk.app.run_time import scoring_count, scoring_seconds, whole_run
+
     samples = labeled_samples(ws.store, project)
     options = {"cluster": cluster} if cluster else {}
-    return get_trainer(project.task).estimate(samples, get_template(template_name), feature_cache_dir(ws),
-                                              device=device, **options)
+    estimate = get_trainer(project.task).estimate(samples, get_template(template_name), feature_cache_dir(ws),
+                                                  device=device, **options)
+    # every stage the run performs: the worker starting and the scoring for label suggestions too
+    return whole_run(estimate, scoring_seconds(feature_cache_dir(ws), project, scoring_count(ws.store, project),
+                                               estimate.get("plan")))
 
 
 def headline(metrics: dict) -> dict:
@@ -121,19 +126,31 @@ def _sources(project, samples) -> list:
     return [s.text if project.kind == "text" else str(s.path) for s in samples]
 
 
-def prelabel(ws, project, model_id, artifact_dir, ctx) -> None:
-    """Predict every sample once so the UI can suggest labels and filter the predicted-wrong.
+def prelabel(ws, project, model_id, artifact_dir, ctx, progress=None) -> None:
+    """Predict every sample once so the UI can suggest labels and filter the predicted-wrong;
+    ``progress(done, total)`` after each batch. The time taken is kept for the next run's ETA.
 
     Detectors (target ``boxes``) propose boxes on the photos without any (see :func:`prelabel_boxes`).
     """
-    from modeldesk.deploy import Predictor
+    import time
 
+    from modeldesk.app.run_time import record_scoring
+
+    started = time.monotonic()
     if project.target == "boxes":
-        return prelabel_boxes(ws, project, model_id, artifact_dir, ctx)
+        count = prelabel_boxes(ws, project, model_id, artifact_dir, ctx, progress)
+    else:
+        count = _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress)
+    if count:
+        record_scoring(feature_cache_dir(ws), project, count, time.monotonic() - started)
+
+
+def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) -> int:
+    from modeldesk.deploy import Predictor
 
     samples = [s for s in ws.store.samples(project) if s.path is not None or s.text is not None]
     if not samples:
-        return
+        return 0
     # texts of like length batched together: a text graph pads each batch to its longest text, so one
     # long text among short ones made 60,000 texts take 108 s instead of a few
     samples.sort(key=lambda s: len(s.text or ""))
@@ -142,12 +159,15 @@ def prelabel(ws, project, model_id, artifact_dir, ctx) -> None:
     batch = 32
     for start in range(0, len(samples), batch):
         if ctx.should_stop():
-            return
+            return 0
         chunk = samples[start:start + batch]
         for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
             if prediction is not None:
                 rows.append((sample.id, prediction["label"], prediction["score"]))
+        if progress is not None:
+            progress(start + len(chunk), len(samples))
     ws.store.save_predictions(model_id, rows)
+    return len(samples)
 
 
 PROPOSALS_FILE = "proposals.json"
@@ -161,7 +181,7 @@ def box_confidence(boxes: list, threshold: float) -> float:
     return float(min(min(distances), 1.0)) if distances else 1.0
 
 
-def prelabel_boxes(ws, project, model_id, artifact_dir, ctx) -> None:
+def prelabel_boxes(ws, project, model_id, artifact_dir, ctx, progress=None) -> int:
     """Propose a detector's boxes on the photos that have none yet.
 
     The boxes at or above the model's threshold go to ``proposals.json`` in the model folder; the
@@ -174,14 +194,16 @@ def prelabel_boxes(ws, project, model_id, artifact_dir, ctx) -> None:
 
     samples = [s for s in ws.store.samples(project) if s.path is not None and not s.boxes]
     if not samples:
-        return
+        return 0
     predictor = Predictor(artifact_dir)
     threshold = predictor.output.threshold
     predictor.output.threshold = min(0.05, threshold)
     rows, proposals = [], {}
     for start in range(0, len(samples), 16):
         if ctx.should_stop():
-            return
+            return 0
+        if progress is not None and start:
+            progress(start, len(samples))
         chunk = samples[start:start + 16]
         for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
             if prediction is None:
@@ -195,6 +217,7 @@ def prelabel_boxes(ws, project, model_id, artifact_dir, ctx) -> None:
     tmp.write_text(json.dumps(proposals), encoding="utf-8")
     tmp.replace(path)
     ws.store.save_predictions(model_id, rows)
+    return len(samples)
 
 
 def box_proposals(ws, project, model_id) -> dict:
@@ -280,21 +303,43 @@ def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None
 
 
 def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> dict:
-    """Export a model; for ``compress``, calibrate on its project's training images."""
-    from modeldesk.deploy import export_artifact, load_artifact
+    """Export a model; for ``compress``, calibrate on its project's training images.
 
+    ``progress(done, total, message, eta_s)``: for a compression, ``eta_s`` comes from the time
+    compressions took here before (per labeled photo), blended with the pace of this one.
+    """
+    import time
+
+    from modeldesk.app.run_time import (blended_eta, compression_fraction, compression_seconds,
+                                        record_compression)
+    from modeldesk.deploy import export_artifact, load_artifact
     from modeldesk.trainers.compression import head_refitter
 
     # A bundle carries the copy in use (a kept compressed one); compression starts from the original.
     artifact = load_artifact(ws.serving_path(model) if bundle and not compress else ws.model_path(model))
     calibration = validation = training = metric = None
+    planned = n_samples = None
+    started = time.monotonic()
     if compress:
         calibration, validation, training = _compression_data(ws, artifact)
         metric = compression_metric(artifact)
-    return export_artifact(artifact, out, compress=compress, bundle=bundle,
-                           calibration=calibration, validation=validation, progress=progress,
-                           tmp_dir=ws.paths.tmp, training=training,
-                           refit_head=head_refitter(artifact.card) if compress else None, metric=metric)
+        n_samples = len(validation) + len(training or ())
+        planned = compression_seconds(feature_cache_dir(ws), artifact.input_kind, n_samples)
+
+    def report(done, total=0, message=""):
+        fraction = compression_fraction(done, total)
+        eta = None if planned is None else blended_eta(planned, time.monotonic() - started, fraction)
+        if progress is not None:
+            progress(done, total, message, eta)
+
+    report(0, 1, "")
+    result = export_artifact(artifact, out, compress=compress, bundle=bundle,
+                             calibration=calibration, validation=validation, progress=report,
+                             tmp_dir=ws.paths.tmp, training=training,
+                             refit_head=head_refitter(artifact.card) if compress else None, metric=metric)
+    if compress:
+        record_compression(feature_cache_dir(ws), artifact.input_kind, n_samples, time.monotonic() - started)
+    return result
 
 
 def compression_metric(artifact):

@@ -6,6 +6,7 @@ import logging
 import time
 
 from modeldesk.app import pipeline
+from modeldesk.app.run_time import RunProgress, scoring_count, scoring_seconds, whole_run
 from modeldesk.app.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -26,29 +27,38 @@ def run_training(params: dict, ctx) -> dict:
         ctx.checkpoint({"model_id": model_id})
         out_dir = ws.paths.models / model_id
 
-        def progress(stage, fraction, eta_s=None, metrics=None):
-            ctx.progress(stage, fraction, eta_s=eta_s, metrics=metrics)
-
+        # one bar over the training and the scoring for label suggestions that follows it
+        scored = scoring_count(ws.store, project)
+        trainer = get_trainer(project.task)
+        bar = RunProgress(ctx.progress, scoring_seconds(pipeline.feature_cache_dir(ws), project, scored),
+                          noun={"text": "texts", "audio": "clips"}.get(project.kind, "images"),
+                          counted=bool(getattr(trainer, "counts_scoring", False)))
         options = {"cluster": params["cluster"]} if params.get("cluster") else {}
-        result = get_trainer(project.task).train(
+        started = time.monotonic()
+        result = trainer.train(
             samples, template, out_dir, pipeline.feature_cache_dir(ws),
             time_budget=params.get("time_budget"), device=params.get("device") or "auto",
-            progress=progress, should_stop=ctx.should_stop, model_id=model_id, **options,
+            progress=bar.training, should_stop=ctx.should_stop, model_id=model_id, **options,
         )
         ws.store.add_model(project, model_id, str(result.artifact_dir), template.name, result.metrics)
         for skipped in result.skipped:
             log.warning("training skipped %s: %s", skipped["file"], skipped["reason"])
-        if project.target in ("label", "boxes"):
-            noun = {"text": "texts", "audio": "clips"}.get(project.kind, "images")
-            ctx.progress(f"Scoring your {noun} for label suggestions", 0.99)
+        if scored:
+            bar.scoring(0, scored)
             scoring = time.monotonic()
-            pipeline.prelabel(ws, project, model_id, result.artifact_dir, ctx)
+            pipeline.prelabel(ws, project, model_id, result.artifact_dir, ctx, progress=bar.scoring)
             result.plan["scoring_s"] = round(time.monotonic() - scoring, 2)
+        plan = dict(result.plan or {})
+        if isinstance(plan.get("actual_s"), (int, float)):  # the trainer's own time, then the whole job's
+            plan["training_s"] = plan["actual_s"]
+            plan["actual_s"] = round(time.monotonic() - started, 2)
+        if isinstance(plan.get("eta_s"), (int, float)):
+            plan.update(whole_run({"eta_s": plan["eta_s"], "plan": plan}, bar.scoring_s)["plan"])
         return {
             "model": model_id,
             "path": str(result.artifact_dir),
             "metrics": pipeline.headline(result.metrics),
-            "plan": result.plan,
+            "plan": plan,
             "warnings": list(result.warnings),
             "skipped": list(result.skipped),
         }

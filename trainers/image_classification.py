@@ -26,6 +26,7 @@ from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
 from modeldesk.trainers.feature_cache import FeatureCache
+from modeldesk.trainers.heads.optim import one_blas_thread
 from modeldesk.trainers.image_selection import Features, make_head, planned_work, select_evaluate_refit
 from modeldesk.trainers.novelty import NoveltyReference
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
@@ -103,6 +104,31 @@ def _head_seconds(cost: CostModel, units: int) -> float:
     return units / rate if rate else units / 3000.0
 
 
+FINISH_WORK = "export-and-report"  # cost-model key: seconds from the chosen head to the written artifact
+FINISH_PRIOR_S = 3.0  # the graph built and checked, the "not sure" references, the report (2 busy cores)
+
+
+def _finish_key(template) -> str:
+    return f"{FINISH_WORK}/{template.features.name}"
+
+
+def _finish_seconds(cost: CostModel, template) -> float:
+    """The export stage (graph, parity check, novelty references, report): measured here, else a prior."""
+    rate = cost.items_per_s(_finish_key(template), "cpu", 1, 1)
+    return 1.0 / rate if rate else FINISH_PRIOR_S
+
+
+def _report_title(template, metrics) -> str:
+    """``Accurate model, 2 Dec 17:07, 99%``: how people tell models apart (the id is in the card below)."""
+    recipe = template.name.rsplit("/", 1)[-1].replace("-", " ").capitalize()
+    accuracy = metrics.get("accuracy")
+    now = time.localtime()
+    parts = [f"{recipe} model", f"{now.tm_mday} {time.strftime('%b %H:%M', now)}"]
+    if isinstance(accuracy, (int, float)):
+        parts.append(f"{accuracy:.0%}")
+    return ", ".join(parts)
+
+
 def _uncached(cache: FeatureCache, backbone, template, keys) -> set:
     """The keys missing a vector in any view the template may use."""
     missing = set()
@@ -142,8 +168,9 @@ def estimate_training(samples, template, cache_dir, *, device: str = "auto", thr
         features_s = len(missing) * (per_image if device in ("auto", "cpu") else per_image / 4)
     budget = float(time_budget or template.time_budget_s)
     units = _head_units(len(labeled), template.features.dim(backbone), planned_work(template))
-    head_s = min(0.8 * budget, 1.0 + _head_seconds(CostModel(cache.root), units))
-    eta = round(features_s + head_s + 1.0, 1)
+    cost = CostModel(cache.root)
+    head_s = min(0.8 * budget, 1.0 + _head_seconds(cost, units))
+    eta = round(features_s + head_s + _finish_seconds(cost, template), 1)
     return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
 
 
@@ -187,10 +214,10 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
             raise Cancelled("training was stopped")
         if progress is not None:
             elapsed = time.monotonic() - started
-            if fraction > 0.05:
-                eta = elapsed * (1 - fraction) / fraction
-            else:
-                eta = max(float(estimate["eta_s"]) - elapsed, 0.0)
+            planned = max(float(estimate["eta_s"]) - elapsed, 0.0)
+            # the plan first, then more and more what the bar's pace says (stages run at different paces)
+            eta = planned if fraction <= 0.05 else (
+                (1 - fraction) * planned + fraction * elapsed * (1 - fraction) / fraction)
             progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
 
     # 1. features for every view any candidate needs (0 .. 0.7 of the progress bar)
@@ -227,8 +254,9 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
 
     # 2. select by cross-validation on train + val, evaluate on test, refit on all (0.7 .. 0.95)
     head_started = time.monotonic()
-    chosen = select_evaluate_refit(template, feats, y, split, deadline=started + 0.8 * budget,
-                                   progress=lambda f, m: report("Tuning", 0.7 + 0.2 * f, m))
+    with one_blas_thread():
+        chosen = select_evaluate_refit(template, feats, y, split, deadline=started + 0.8 * budget,
+                                       progress=lambda f, m: report("Tuning", 0.7 + 0.2 * f, m))
     head, views, eval_idx = chosen.head, tuple(chosen.config["views"]), chosen.eval_idx
     warnings += chosen.warnings
     CostModel(cache.root).record(HEAD_WORK, "cpu", 1, 1, n_items=_head_units(len(labeled), template.features.dim(backbone), chosen.work),
@@ -240,7 +268,9 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
 
     # 4. "unlike anything it was trained on": references and a threshold from the first view's features
     report("Exporting", 0.97)
-    novelty = NoveltyReference().fit(feats.by_view[views[0]])
+    finish_started = time.monotonic()
+    with one_blas_thread():
+        novelty = NoveltyReference().fit(feats.by_view[views[0]])
     metrics["novelty"] = {"held_out_familiar": float(np.mean(novelty.held_out_similarity_
                                                              >= novelty.similarity_threshold_))}
 
@@ -280,10 +310,12 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     # The backbone's ImageNet classifier is not needed behind the new head: ~5 MB less to ship.
     artifact_dir = save_artifact(out_dir, prune_unused(model), card)
     paths = {s.key: s.path for s in labeled}
-    write_html_report(Path(artifact_dir) / "report.html", title=f"Model {card['id']}", metrics=metrics,
+    write_html_report(Path(artifact_dir) / "report.html", title=_report_title(template, metrics), metrics=metrics,
                       mistakes=metrics["mistakes"], thumbnails={m["key"]: paths[m["key"]] for m in metrics["mistakes"]},
-                      model_card={"task": card["task"], "template": template.name, "backbone": backbone.key,
+                      model_card={"model": card["id"], "task": card["task"], "template": template.name, "backbone": backbone.key,
                                   "images": card["training"]["samples"]})
+    CostModel(cache.root).record(_finish_key(template), "cpu", 1, 1, n_items=1,
+                                 seconds=max(time.monotonic() - finish_started, 1e-3))
     elapsed = time.monotonic() - started
     report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1") if k in metrics})
     return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=skipped,

@@ -81,6 +81,10 @@ def _record_fits(cost: CostModel, fits: FitLog) -> None:
 class TextClassificationTrainer:
     """The text classification task's trainer (see ``trainers.tasks.Trainer``)."""
 
+    # Its estimate and progress ETAs already include the job's scoring of every text (plan "seconds"
+    # "scoring"): the app's run bar (app/run_time.py) then does not add its own.
+    counts_scoring = True
+
     def check(self, samples) -> None:
         check_text_samples(samples)
 

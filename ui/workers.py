@@ -93,14 +93,16 @@ class TaskState:
         self._last_emit = 0.0
         self.started = time.monotonic()
 
-    def set_progress(self, done: int, total: int | None, message: str = "") -> None:
-        """Report ``done`` out of ``total`` (``total`` 0 or None: unknown); may be throttled."""
+    def set_progress(self, done: int, total: int | None, message: str = "", eta_s: float | None = None) -> None:
+        """Report ``done`` out of ``total`` (``total`` 0 or None: unknown), with the seconds left when
+        the work knows them better than its count does (else they come from the pace); may be throttled."""
         total = int(total or 0)
         now = time.monotonic()
         if done < total and now - self._last_emit < PROGRESS_INTERVAL_S:
             return
         self._last_emit = now
-        self._dispatcher.event.emit(self._task_id, "progress", (int(done), total, str(message or "")))
+        eta = float(eta_s) if isinstance(eta_s, (int, float)) else None
+        self._dispatcher.event.emit(self._task_id, "progress", (int(done), total, str(message or ""), eta))
 
     def is_interruption_requested(self) -> bool:
         """True once the UI asked the task to stop."""
@@ -173,10 +175,12 @@ class TaskHandle(QObject):
             self.cancelled.emit()
         self.ended.emit()
 
-    def _on_progress(self, done: int, total: int, message: str) -> None:
+    def _on_progress(self, done: int, total: int, message: str, eta_s: float | None = None) -> None:
         eta = -1.0
         elapsed = time.monotonic() - self.state.started
-        if total > 0 and done > 0 and elapsed > 0.5:
+        if eta_s is not None:
+            eta = max(eta_s, 0.0)
+        elif total > 0 and done > 0 and elapsed > 0.5:
             eta = elapsed * (total - done) / done
         self.progress.emit(done, total, message, eta)
 

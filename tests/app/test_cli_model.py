@@ -111,3 +111,21 @@ def test_training_jobs_are_listed_per_project(trained):
         assert done["params"]["template"] == "image-classification/fast"
     finally:
         ws.close()
+
+
+def test_export_draws_its_progress_on_a_terminal(trained, tmp_path, monkeypatch, capsys):
+    """The export's progress reaches a terminal's bar as a fraction with words (it was passed as
+    (fraction, stage, eta) and failed on the first update in a real terminal)."""
+    import io
+
+    _, result = trained
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    code = main(["export", result["model"], str(tmp_path / "out"), "--workspace", str(trained[0].workspace)])
+    assert code == 0, capsys.readouterr()
+    assert "exporting [" in terminal.getvalue()

@@ -1,0 +1,177 @@
+"""What a training run takes, every stage in, and one progress bar over all of them.
+
+A run is more than the trainer: the worker process starts and opens the workspace, the trainer runs
+(its own estimate covers features, head fitting and export), then every sample of the project is
+scored for label suggestions. :func:`scoring_seconds` and :data:`JOB_START_S` add the parts the
+trainer does not know; :class:`RunProgress` puts the trainer's bar (0..1) and the scoring on one
+bar that never goes backwards, with an ETA that counts what is left of both.
+"""
+
+from __future__ import annotations
+
+import time
+
+from modeldesk.scheduler import CostModel
+
+# Cost-model key: samples scored per second after training (decoding + the whole exported graph).
+SCORING_WORK = "label-suggestions"
+# Seconds per sample before anything was measured here: decoding plus the whole graph on 2 busy cores.
+SCORING_PRIOR_S = 0.012
+# Seconds for the scorer's session to be created, once per run.
+SCORING_START_S = 0.5
+# The worker process starting (Python, numpy, ONNX Runtime) and opening the workspace.
+JOB_START_S = 2.0
+
+
+def scoring_key(project) -> str:
+    """Scoring speed depends on the kind of input (a photo costs far more than a text)."""
+    return f"{SCORING_WORK}/{project.kind}/{project.target}"
+
+
+def scoring_count(store, project) -> int:
+    """How many samples :func:`modeldesk.app.pipeline.prelabel` will score after training."""
+    if project.target not in ("label", "boxes"):
+        return 0
+    samples = [s for s in store.samples(project) if s.path is not None or s.text is not None]
+    if project.target == "boxes":
+        samples = [s for s in samples if s.path is not None and not s.boxes]
+    return len(samples)
+
+
+def scoring_seconds(cache_dir, project, n_samples: int, plan: dict | None = None) -> float:
+    """The time to score ``n_samples`` for label suggestions: measured here before; else from the
+    training ``plan``'s feature throughput (scoring decodes each sample and runs the same backbone, plus
+    ~30% for the head and smaller batches); else a prior."""
+    if n_samples <= 0:
+        return 0.0
+    rate = CostModel(cache_dir).items_per_s(scoring_key(project), "cpu", 1, 1)
+    if not rate:
+        speeds = [d.get("items_per_s") for d in (plan or {}).get("devices") or [] if isinstance(d, dict)]
+        known = sum(v for v in speeds if isinstance(v, (int, float)) and v > 0)
+        rate = known / 1.3 if known else None
+    return SCORING_START_S + n_samples * (1.0 / rate if rate else SCORING_PRIOR_S)
+
+
+def record_scoring(cache_dir, project, n_samples: int, seconds: float) -> None:
+    """Fold a real scoring run into the cost model (the next estimate uses it)."""
+    if n_samples > 0 and seconds > SCORING_START_S:
+        CostModel(cache_dir).record(scoring_key(project), "cpu", 1, 1, n_items=n_samples,
+                                    seconds=seconds - SCORING_START_S)
+
+
+def trainer_counts_scoring(plan: dict | None) -> float | None:
+    """The scoring seconds a trainer's own estimate already includes (``plan["seconds"]["scoring"]``,
+    as the text trainer gives), else None."""
+    seconds = (plan or {}).get("seconds")
+    value = seconds.get("scoring") if isinstance(seconds, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def whole_run(estimate: dict, scoring_s: float) -> dict:
+    """The trainer's ``estimate`` with the worker start and the scoring added to ``eta_s`` (the plan
+    keeps the parts: ``training_eta_s``, ``scoring_eta_s``, ``start_eta_s``); a trainer whose estimate
+    already counts the scoring (:func:`trainer_counts_scoring`) gets only the start added."""
+    training = estimate.get("eta_s")
+    if not isinstance(training, (int, float)):
+        return estimate
+    plan = dict(estimate.get("plan") or {})
+    counted = trainer_counts_scoring(plan)
+    if counted is not None:
+        scoring_s, training = counted, float(training) - counted
+    total = round(float(training) + scoring_s + JOB_START_S, 1)
+    plan.update({"eta_s": total, "training_eta_s": training, "scoring_eta_s": round(scoring_s, 1),
+                 "start_eta_s": JOB_START_S})
+    return {**estimate, "eta_s": total, "plan": plan}
+
+
+class RunProgress:
+    """One bar over training then scoring: ``training(stage, fraction, eta_s, metrics)`` and
+    ``scoring(done, total)`` both end in ``report(stage, fraction, eta_s=..., metrics=...)``.
+
+    The training share of the bar is set by the trainer's first ETA against ``scoring_s``; the
+    fraction reported never decreases, and the trainer's "Done" is not shown while scoring follows.
+    """
+
+    SCORING_STAGE = "Scoring your images for label suggestions"
+
+    def __init__(self, report, scoring_s: float, clock=time.monotonic, *, noun: str = "images",
+                 counted: bool = False):
+        self.report, self.scoring_s, self.clock = report, max(float(scoring_s), 0.0), clock
+        self.stage = f"Scoring your {noun} for label suggestions"
+        self.counted = counted  # the trainer's ETAs already include the scoring (see trainer_counts_scoring)
+        self.share: float | None = None
+        self.fraction = 0.0
+        self.scoring_started: float | None = None
+
+    def _emit(self, stage, fraction, eta_s, metrics=None) -> None:
+        self.fraction = max(self.fraction, min(float(fraction), 1.0))
+        self.report(stage, self.fraction, eta_s=eta_s, metrics=metrics)
+
+    def training(self, stage, fraction, eta_s=None, metrics=None) -> None:
+        if self.share is None:  # the trainer's first report carries its whole estimate
+            training_s = float(eta_s) if isinstance(eta_s, (int, float)) and eta_s > 0 else 1.0
+            if self.counted:
+                self.share = max(training_s - self.scoring_s, 0.5 * training_s) / training_s
+            else:
+                self.share = training_s / (training_s + self.scoring_s) if self.scoring_s else 1.0
+        if stage == "Done" and self.share < 1.0:
+            stage = "Model ready"
+        extra = 0.0 if self.counted else self.scoring_s
+        left = eta_s + extra if isinstance(eta_s, (int, float)) else None
+        self._emit(stage, self.share * float(fraction), left, metrics)
+
+    def scoring(self, done: int, total: int) -> None:
+        now = self.clock()
+        if self.scoring_started is None:
+            self.scoring_started = now
+        share = self.share if self.share is not None else 0.0
+        part = done / total if total else 1.0
+        elapsed = now - self.scoring_started
+        left = elapsed * (1 - part) / part if part > 0.1 else max(self.scoring_s - elapsed, 0.0)
+        self._emit(self.stage, share + (1 - share) * part, left)
+
+
+# -- compression -----------------------------------------------------------------------------------
+
+# Cost-model key: labeled samples (validation + training) a compression goes through per second.
+COMPRESSION_WORK = "compression"
+# Seconds per such sample before anything was measured here: ~30 versions built, checked on them and
+# timed (a 12 MB photo model, 200 photos: 117 s on 2 busy cores).
+COMPRESSION_PRIOR_S = 0.5
+
+
+# Share of a compression's time spent building and checking the versions; the rest (timing every
+# built version interleaved, then saving) comes after the last one is counted (measured: 77 of 117 s).
+COMPRESSION_SEARCH_SHARE = 0.65
+
+
+def compression_fraction(done: int, total: int) -> float:
+    """How far a compression is, from ``progress(done, total)`` of compress_artifact (its last step,
+    the timing, is one count but a third of the time)."""
+    if total <= 1:
+        return float(done >= total)
+    if done >= total:
+        return 1.0
+    return COMPRESSION_SEARCH_SHARE * done / (total - 1)
+
+
+def compression_seconds(cache_dir, input_kind: str, n_samples: int) -> float:
+    """The time a compression will take: measured here before (per sample), else a prior."""
+    rate = CostModel(cache_dir).items_per_s(f"{COMPRESSION_WORK}/{input_kind}", "cpu", 1, 1)
+    return max(n_samples, 1) * (1.0 / rate if rate else COMPRESSION_PRIOR_S)
+
+
+def record_compression(cache_dir, input_kind: str, n_samples: int, seconds: float) -> None:
+    if n_samples > 0 and seconds > 0:
+        CostModel(cache_dir).record(f"{COMPRESSION_WORK}/{input_kind}", "cpu", 1, 1, n_items=n_samples,
+                                    seconds=seconds)
+
+
+def blended_eta(planned_s: float, elapsed: float, fraction: float) -> float:
+    """Seconds left: the plan at first, then more and more what the pace so far says (a bar whose
+    steps take unequal times, e.g. compression's versions, misleads when extrapolated alone)."""
+    planned = max(planned_s - elapsed, 0.0)
+    if fraction <= 0.05:
+        return planned
+    fraction = min(fraction, 1.0)
+    return (1 - fraction) * planned + fraction * elapsed * (1 - fraction) / fraction
