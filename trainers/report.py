@@ -195,10 +195,12 @@ def _mistakes_block(mistakes: list, thumbnails: dict | None) -> str:
         picture = (
             f'<img src="{uri}" alt="{_e(m["key"])}">' if uri else '<div class="noimg">no preview</div>'
         )
+        # the file's name, not its content hash (kept in the tooltip, where the app's links need it)
+        name = Path(str(thumbnails[m["key"]])).name if thumbnails and m["key"] in thumbnails else ""
         cards.append(
-            f'<div class="card">{picture}<div>Is: <b>{_e(m["true"])}</b></div>'
+            f'<div class="card" title="{_e(m["key"])}">{picture}<div>Is: <b>{_e(m["true"])}</b></div>'
             f'<div class="said">Model said: {_e(m["predicted"])} ({_pct(float(m["score"]))} sure)</div>'
-            f'<div class="key">{_e(m["key"])}</div></div>'
+            f'<div class="key">{_e(name)}</div></div>'
         )
     return f'<div class="grid">{"".join(cards)}</div>'
 
@@ -212,8 +214,19 @@ def _model_card_block(card: dict) -> str:
     return f"<dl>{''.join(rows)}</dl>"
 
 
+# Words a reader may not know, explained where they appear (hover).
+_EXPLAIN = {
+    "macro F1": "F1 balances how often an answer is right with how many of a class are found; this one "
+                "averages it over the classes, so a weak small class counts as much as a big one (1 is perfect).",
+    "micro F1": "F1 over every tag decision at once (1 is perfect).",
+}
+
+
 def _stat(value: str, caption: str) -> str:
-    return f'<div class="stat"><b>{value}</b><span>{_e(caption)}</span></div>'
+    tip = _EXPLAIN.get(caption)
+    title = f' title="{_e(tip)}"' if tip else ""
+    shown = "balance across classes (macro F1)" if caption == "macro F1" else caption
+    return f'<div class="stat"{title}><b>{value}</b><span>{_e(shown)}</span></div>'
 
 
 # --------------------------------------------------------------------------- page

@@ -97,7 +97,7 @@
     $("docs-link").href = "docs";
   }
 
-  var COLORS = ["#4f46e5", "#e11d48", "#059669", "#d97706", "#0891b2", "#7c3aed", "#65a30d", "#db2777"];
+  var COLORS = ["#2f6fed", "#e11d48", "#059669", "#d97706", "#0891b2", "#7c3aed", "#65a30d", "#db2777"];
 
   function drawBoxes(boxes) {
     // The photo is redrawn on a canvas with the boxes on top (same size and fit as the preview).
@@ -178,7 +178,7 @@
     var canvas = $("wave"), ctx = canvas.getContext("2d");
     var w = canvas.width, h = canvas.height, step = Math.max(1, Math.floor(samples.length / w));
     ctx.clearRect(0, 0, w, h);
-    ctx.fillStyle = "#818cf8";
+    ctx.fillStyle = "#7fa5f4";
     for (var x = 0; x < w; x++) {
       var lo = 0, hi = 0;
       for (var i = x * step; i < Math.min(samples.length, (x + 1) * step); i++) {

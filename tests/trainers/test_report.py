@@ -212,3 +212,13 @@ def test_the_interval_and_the_final_fit_are_stated(evaluation):
     assert metrics["interval"]["text"].replace(" out of ", " times out of ") in html and "90% confidence" in html
     assert f"trained on all {n + 40} labeled images" in html
     assert ("too few to tell apart" in html) == metrics["interval"]["too_wide"]
+
+
+def test_mistakes_are_named_by_their_file_and_jargon_is_explained(evaluation):
+    metrics, mistakes, thumbnails = evaluation
+    html = render_html_report(title="t", metrics=metrics, mistakes=mistakes, thumbnails=thumbnails)
+    text = "".join(parse(html).text)
+    assert "photo.jpg" in text and "broken.jpg" in text  # what a person recognises
+    assert mistakes[0]["key"] not in text  # the sample's key (a content hash in the app) is no caption
+    assert "balance across classes (macro F1)" in text
+    assert re.search(r'<div class="stat" title="F1 balances[^"]+"><b>', html)

@@ -188,3 +188,13 @@ def test_a_broken_photo_gives_a_readable_error_with_the_log(qtbot, page, tmp_pat
     assert dialog.log_file == page.ws.paths.log and dialog.log_button.isEnabled()
     assert page.answer.text() == ""
     dialog.close()
+
+
+def test_an_export_folder_that_no_program_opens_is_said(qtbot, page, monkeypatch, tmp_path):
+    from PySide6.QtGui import QDesktopServices
+
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: False)
+    errors = []
+    monkeypatch.setattr(page, "report_error", lambda title, message, details=None: errors.append((title, message)))
+    page.export_card.open_link(QUrl.fromLocalFile(str(tmp_path)).toString())
+    assert errors and errors[0][0] == "Could not open the folder" and str(tmp_path) in errors[0][1]

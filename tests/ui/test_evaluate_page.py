@@ -105,6 +105,19 @@ def test_report_button_opens_the_html_report(qtbot, open_page, trained, monkeypa
     assert opened[0].toLocalFile() == str(ws.report_html(second))
 
 
+def test_a_report_that_no_program_opens_is_said_with_its_path(qtbot, open_page, trained, monkeypatch):
+    ws, _, second = trained
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: False)  # no browser on this computer
+    page = open_page(EvaluatePage, ws)
+    errors = []
+    monkeypatch.setattr(page, "report_error", lambda title, message, details=None: errors.append((title, message)))
+    page.set_project("colors")
+    qtbot.waitUntil(lambda: page.model_id is not None, timeout=10000)
+    qtbot.mouseClick(page.report_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: bool(errors), timeout=10000)
+    assert errors[0][0] == "Could not open the report" and str(ws.report_html(second)) in errors[0][1]
+
+
 def test_detection_reports_read_in_plain_words():
     from modeldesk.ui.pages.detection_summary import detection_words, mistake_caption
 

@@ -39,16 +39,16 @@ def test_first_run_shows_welcome_and_makes_the_sample_project(qtbot, ws, make_wi
 def test_new_project_dialog_creates_and_imports(qtbot, ws, make_window, image_folder):
     window = make_window()
     dialog = window.new_project()
-    ok = dialog.buttons.buttons()[0]
-    assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()  # no name yet
+    ok = dialog.buttons.button(dialog.buttons.StandardButton.Ok)
+    assert not ok.isEnabled()  # no name yet
     qtbot.keyClicks(dialog.name_edit, "Fruit")
     dialog.set_task("image-classification")
     dialog.source_folder.setChecked(True)
-    assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()  # no folder yet
+    assert not ok.isEnabled()  # no folder yet
     dialog.set_paths([image_folder])
-    assert dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()
-    assert ok is not None
-    dialog.accept()
+    assert ok.isEnabled()
+    qtbot.mouseClick(ok, Qt.LeftButton)  # what a person does: the button, not dialog.accept()
+    assert dialog.result() == QDialog.DialogCode.Accepted and not dialog.isVisible()
     assert window.project == "Fruit"
     assert [p["name"] for p in ws.list_projects()] == ["Fruit"]
     assert window.sidebar.switcher.currentText() == "Fruit"

@@ -67,3 +67,17 @@ def test_report_failure_is_shown_not_raised(qtbot, window, tmp_path):
     assert "missing-folder" in text and "pick an existing folder" in text
     for dialog in dialogs:
         dialog.close()
+
+
+def test_the_browser_console_wears_the_apps_blue():
+    """The console, its docs and sign-in page use the app's accent colour, not another brand's purple."""
+    from pathlib import Path
+
+    from modeldesk.ui import theme
+
+    static = Path(theme.__file__).resolve().parents[1] / "deploy" / "static"
+    css = (static / "console.css").read_text(encoding="utf-8")
+    assert f"--brand: {theme.LIGHT.accent};" in css
+    for page in ("index.html", "docs.html", "login.html", "console.css", "console.js"):
+        text = (static / page).read_text(encoding="utf-8").lower()
+        assert "4f46e5" not in text and "a5b4fc" not in text and "818cf8" not in text, page

@@ -11,11 +11,12 @@ import logging
 
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from ..charts import BarChart, ConfusionMatrixView
 from ..page import LatestTask, Page, card
 from ..widgets.clip_player import load_peaks
+from ..widgets.columns import Columns
 from ..widgets.mistakes import THUMB, MistakesCard
 from ..widgets.model_picker import ModelPicker
 from .detection_photos import DetectionPhotosCard, load_photos
@@ -77,10 +78,9 @@ class EvaluatePage(Page):
                                                    "Recall: of the examples of this class, how many it finds.")
         bars_layout.addWidget(self.bars)
         bars_layout.addStretch(1)
-        middle = QHBoxLayout()
-        middle.setSpacing(12)
-        middle.addWidget(self.matrix_card, 3)
-        middle.addWidget(bars_card, 2)
+        self.middle = middle = Columns()  # one under the other on a small window
+        middle.add(self.matrix_card, 3)
+        middle.add(bars_card, 2)
 
         self.mistakes_card = MistakesCard(self._load_thumbnails, self.relabel_requested.emit)
         self.matrix.cell_clicked.connect(self.mistakes_card.filter)
@@ -97,7 +97,7 @@ class EvaluatePage(Page):
         layout.setContentsMargins(0, 0, 8, 0)
         layout.setSpacing(12)
         layout.addWidget(hero_card)
-        layout.addLayout(middle)
+        layout.addWidget(middle)
         layout.addWidget(self.mistakes_card.frame)
         layout.addWidget(self.detection_photos.frame)
         layout.addStretch(1)

@@ -17,12 +17,12 @@ from ...wording import candidate_words, chosen_words, explain, human_size, verdi
 
 
 def cancellable_progress(state, describe=str):
-    """A ``progress(done, total, message)`` callback that also stops the call when the user cancels;
-    ``describe`` turns the message into words."""
-    def progress(done, total=0, message=""):
+    """A ``progress(done, total, message, eta_s)`` callback that also stops the call when the user
+    cancels; ``describe`` turns the message into words."""
+    def progress(done, total=0, message="", eta_s=None):
         if state.is_interruption_requested():
             raise TaskCancelled()
-        state.set_progress(int(done), int(total or 0), describe(message) if message else "")
+        state.set_progress(int(done), int(total or 0), describe(message) if message else "", eta_s)
     return progress
 
 
@@ -72,7 +72,7 @@ class ExportCard(QObject):
         self.result.setWordWrap(True)
         self.result.setTextInteractionFlags(Qt.TextBrowserInteraction)
         self.result.hide()
-        self.result.linkActivated.connect(lambda link: QDesktopServices.openUrl(QUrl(link)))
+        self.result.linkActivated.connect(self.open_link)
         self.candidates = QTableWidget(0, 6)
         self.candidates.setHorizontalHeaderLabels(["Version", "Size", "Time per photo", "Accuracy", "Result", "Why"])
         self.candidates.verticalHeader().hide()
@@ -104,6 +104,13 @@ class ExportCard(QObject):
         layout.addLayout(use_row)
         layout.addWidget(self.candidates)
         self._show_in_use(None)
+
+    def open_link(self, link: str) -> None:
+        """Open the exported folder; say so when no program can (the path stays shown to copy)."""
+        page = self.parent()
+        if not QDesktopServices.openUrl(QUrl(link)) and hasattr(page, "report_error"):
+            page.report_error("Could not open the folder", f"No program opened {QUrl(link).toLocalFile() or link}. "
+                              "Open it yourself.")
 
     def set_model(self, project: str | None, model_id: str | None) -> None:
         changed = model_id != self.model_id
