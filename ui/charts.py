@@ -192,7 +192,10 @@ class ConfusionMatrixView(QWidget):
                 base = QColor(colors.good if i == j else colors.bad)
                 cell = QRectF(left + j * side, top + i * side, side, side).adjusted(1, 1, -1, -1)
                 painter.setPen(Qt.NoPen)
-                painter.setBrush(heat_color(0.15 + 0.85 * share, base, zero) if value else QColor(colors.alt_base))
+                # a single mix-up still reads as red (in dark mode 15% of red over the base was barely red)
+                floor = 0.15 if i == j else 0.45
+                painter.setBrush(heat_color(floor + (1 - floor) * share, base, zero) if value
+                                 else QColor(colors.alt_base))
                 painter.drawRoundedRect(cell, 3, 3)
                 if side >= 18:
                     painter.setFont(count_font)
@@ -253,7 +256,8 @@ class BarChart(QWidget):
         metrics = QFontMetrics(self.font())
         if not self.rows:
             painter.setPen(_muted(self))
-            painter.drawText(self.rect(), Qt.AlignCenter, self.empty_text)
+            # wrapped, so a narrow chart never cuts its words off at both ends
+            painter.drawText(self.rect().adjusted(8, 0, -8, 0), Qt.AlignCenter | Qt.TextWordWrap, self.empty_text)
             return
         y = 4.0
         if len(self.series) > 1:

@@ -83,3 +83,42 @@ def test_the_search_reports_each_trials_own_score():
     staged_search([[{"a": 1}, {"a": 2}, {"a": 3}]], lambda p: {1: 0.5, 2: 0.9, 3: 0.7}[p["a"]],
                   progress=lambda done, total, best, value: seen.append((best, value)))
     assert seen == [(0.5, 0.5), (0.9, 0.9), (0.9, 0.7)]
+
+
+@pytest.mark.parametrize("choice", ["light", "dark"])
+def test_a_single_mix_up_reads_red_in_both_themes(qtbot, choice):
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QApplication
+
+    from modeldesk.ui import theme
+
+    previous = "dark" if theme.current().dark else "light"
+    theme.apply_theme(QApplication.instance(), choice)
+    try:
+        view = ConfusionMatrixView()
+        qtbot.addWidget(view)
+        view.set_data(["cat", "dog"], [[99, 1], [0, 50]])  # one mistake in a hundred
+        view.resize(400, 360)
+        image = view.grab().toImage()
+        left, top, side, _ = view._layout()
+        ratio = image.width() / view.width()
+        inside = QPointF(left + side + 5, top + 5)  # inside the (cat, dog) cell, away from its number
+        cell = QColor(image.pixel(int(inside.x() * ratio), int(inside.y() * ratio)))
+        bad, base = QColor(theme.current().bad), QColor(theme.current().base)
+        # at least ~40% of the way from the background to the theme's red
+        assert abs(cell.red() - base.red()) >= 0.4 * abs(bad.red() - base.red()), (cell.name(), base.name())
+        assert cell.red() > cell.green() + 30 and cell.red() > cell.blue() + 30, cell.name()
+    finally:
+        theme.apply_theme(QApplication.instance(), previous)
+
+
+def test_a_narrow_chart_wraps_its_empty_text_instead_of_cutting_it(qtbot):
+    chart = BarChart(("Score",), empty_text="The model's answer for your photo appears here.")
+    qtbot.addWidget(chart)
+    chart.resize(180, 160)
+    image = chart.grab().toImage()
+    background = image.pixel(image.width() // 2, 2)
+    edges = [image.pixel(x, y) for y in range(image.height()) for x in (*range(4), *range(image.width() - 4,
+                                                                                          image.width()))]
+    assert all(pixel == background for pixel in edges)  # no letters cut at either side
+    assert any(image.pixel(x, y) != background for y in range(image.height()) for x in range(image.width()))

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QLayout, QWidget
 
 
 class Columns(QWidget):
@@ -16,6 +16,8 @@ class Columns(QWidget):
         self.box = QBoxLayout(QBoxLayout.LeftToRight, self)
         self.box.setContentsMargins(0, 0, 0, 0)
         self.box.setSpacing(spacing)
+        # the row's own minimum (all cards side by side) must not stop the widget from narrowing
+        self.box.setSizeConstraint(QLayout.SetNoConstraint)
         self._widgets: list[QWidget] = []
 
     def add(self, widget: QWidget, stretch: int = 1) -> QWidget:
