@@ -94,7 +94,7 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
                                                   device=device, **options)
     # every stage the run performs: the worker starting and the scoring for label suggestions too
     return whole_run(estimate, scoring_seconds(feature_cache_dir(ws), project, scoring_count(ws.store, project),
-                                               estimate.get("plan")))
+                                               estimate.get("plan"), template_name))
 
 
 def headline(metrics: dict) -> dict:
@@ -142,7 +142,16 @@ def prelabel(ws, project, model_id, artifact_dir, ctx, progress=None) -> None:
     else:
         count = _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress)
     if count:
-        record_scoring(feature_cache_dir(ws), project, count, time.monotonic() - started)
+        record_scoring(feature_cache_dir(ws), project, count, time.monotonic() - started, _template_of(artifact_dir))
+
+
+def _template_of(artifact_dir) -> str | None:
+    import json
+
+    try:
+        return json.loads((Path(artifact_dir) / "model.json").read_text(encoding="utf-8")).get("template")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) -> int:

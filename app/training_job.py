@@ -30,7 +30,8 @@ def run_training(params: dict, ctx) -> dict:
         # one bar over the training and the scoring for label suggestions that follows it
         scored = scoring_count(ws.store, project)
         trainer = get_trainer(project.task)
-        bar = RunProgress(ctx.progress, scoring_seconds(pipeline.feature_cache_dir(ws), project, scored),
+        bar = RunProgress(ctx.progress, scoring_seconds(pipeline.feature_cache_dir(ws), project, scored,
+                                                        template=template.name),
                           noun={"text": "texts", "audio": "clips"}.get(project.kind, "images"),
                           counted=bool(getattr(trainer, "counts_scoring", False)))
         options = {"cluster": params["cluster"]} if params.get("cluster") else {}

@@ -63,8 +63,12 @@ def test_a_run_reports_its_scoring_stage_on_one_rising_bar_and_learns_its_speed(
         assert stages.index(RunProgress.SCORING_STAGE) > stages.index("Model ready")
         plan = result["plan"]
         assert plan["scoring_eta_s"] > 0 and plan["actual_s"] >= plan["training_s"] > 0
-        after = ws.estimate_training("shapes", "image-classification/fast")
-        assert after["plan"]["scoring_eta_s"] != before["plan"]["scoring_eta_s"]  # measured now, not the prior
+        from modeldesk.app.run_time import scoring_key
+        from modeldesk.scheduler import CostModel
+
+        measured = CostModel(ws.paths.cache / "features").items_per_s(
+            scoring_key(project, "image-classification/fast"), "cpu", 1, 1, exact=True)
+        assert measured and measured > 0  # the next estimate uses this run's scoring speed, not the prior
     finally:
         ws.jobs.close()
         ws.close()
@@ -108,3 +112,18 @@ def test_a_trainer_that_counts_the_scoring_itself_is_not_counted_twice():
     assert events[0][2] == 30.0 and events[1][0] == "Model ready"
     assert events[1][1] == pytest.approx(22 / 30) and events[-1] == ("Scoring your texts for label suggestions",
                                                                       1.0, 0.0)
+
+
+def test_scoring_speed_is_kept_per_recipe(tmp_path):
+    from types import SimpleNamespace
+
+    from modeldesk.app.run_time import SCORING_START_S, record_scoring, scoring_seconds
+
+    project = SimpleNamespace(kind="image", target="label")
+    record_scoring(tmp_path, project, 500, SCORING_START_S + 15.0, "image-classification/fast")
+    record_scoring(tmp_path, project, 500, SCORING_START_S + 10.0, "image-classification/accurate")
+    fast = scoring_seconds(tmp_path, project, 500, template="image-classification/fast")
+    accurate = scoring_seconds(tmp_path, project, 500, template="image-classification/accurate")
+    assert fast == pytest.approx(SCORING_START_S + 15.0) and accurate == pytest.approx(SCORING_START_S + 10.0)
+    best = scoring_seconds(tmp_path, project, 500, template="image-classification/best")  # never run: any recipe's
+    assert SCORING_START_S + 10.0 <= best <= SCORING_START_S + 15.0
