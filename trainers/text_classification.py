@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from modeldesk.deploy.artifact import new_model_id, save_artifact
-from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS, clean_text, sentence_embeddings
+from modeldesk.deploy.inputs import InputError
+from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS, clean_text, sentence_embeddings, sentence_encoder
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.label_samples import check_label_samples
@@ -46,9 +47,34 @@ def check_text_samples(samples) -> tuple[list, list[str], list[str]]:
     return check_label_samples(samples, "text")
 
 
+PROBE_TEXTS = 16  # texts the sentence encoder reads to time itself, the first time a plan needs it
+
+
+def _probe_encoder(cost: CostModel, samples) -> None:
+    """Time the sentence encoder on a few of the texts when this machine has never measured it: its
+    speed varies 3x with the load of the machine, and it is most of the accurate template's time."""
+    texts = [clean_text(s.source) for s in samples if s.label is not None][:PROBE_TEXTS]
+    if not texts or cost.items_per_s(EMBED_WORK, "cpu", 1, 1) is not None:
+        return
+
+    def probe(*_config) -> float:
+        sentence_encoder()  # loading is not reading
+        started = time.perf_counter()
+        sentence_embeddings(texts)
+        return (time.perf_counter() - started) / len(texts)
+
+    try:
+        cost.measure(EMBED_WORK, "cpu", 1, 1, probe)
+    except InputError as exc:  # the encoder package is missing: the plan leaves the encoder out anyway
+        log.info("sentence encoder not timed: %s", exc)
+
+
 def _plan(samples, template, cache_dir, budget: float) -> dict:
     cache = FeatureCache(cache_dir)
-    return plan_run(samples, template, CostModel(cache.root),
+    cost = CostModel(cache.root)
+    if any(template.embeddings):
+        _probe_encoder(cost, samples)
+    return plan_run(samples, template, cost,
                     lambda labeled: len(cache.missing(ENCODER_KEY, [s.key for s in labeled])), budget)
 
 

@@ -28,10 +28,11 @@ SCORE_WORK = "text-scoring"  # the exported graph on texts, per :func:`score_uni
 #: "items" are fits, "seconds" their evaluations (1 / rate = evaluations per fit), for fits started from
 #: zeros and fits started from a neighbouring solution (the next C of the search, the final fit)
 EVALS_WORK = {"cold": "text-fit-evaluations", "warm": "text-fit-evaluations-warm"}
-#: Priors until this machine has measured them (2 busy cores): seconds per text / per fit unit and
-#: evaluation / per graph n-gram; evaluations per fit (cold and warm starts together).
-PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0007, EVAL_WORK: 0.05, EXPORT_WORK: 1.2e-5, SCORE_WORK: 1.2e-3}
-PRIOR_EVALS = {"cold": 60.0, "warm": 25.0}
+#: Priors until this machine has measured them (between a quiet and a busy 2-core machine): seconds per
+#: text / per fit unit and evaluation / per graph n-gram / per scoring unit; evaluations per fit. The
+#: encoder's is rarely used: a short probe times it first (``text_classification._probe_encoder``).
+PRIOR_S = {EMBED_WORK: 0.035, NGRAM_WORK: 0.0005, EVAL_WORK: 0.035, EXPORT_WORK: 1e-5, SCORE_WORK: 1.2e-3}
+PRIOR_EVALS = {"cold": 50.0, "warm": 23.0}
 NNZ_PER_CHAR = 2.1  # stored values per character of text, both tokenizations (measured on both data sets)
 FEATURES_PER_TRAIN_CHAR = 0.21  # n-grams kept (min_df 2) per character of training text (both data sets)
 EMBED_DIM = 512

@@ -87,3 +87,20 @@ def test_the_eta_follows_the_measured_speed():
     assert slow["seconds"]["final_fit"] == pytest.approx(100 * fast["seconds"]["final_fit"], rel=0.1)
     bounded = plan_run(samples, template, _cost(seconds_per_unit_eval=1.0), lambda s: 0, 10)
     assert bounded["bounded"] and bounded["eta_s"] <= 10
+
+
+def test_the_encoder_is_timed_once_on_a_few_texts_before_the_first_plan(monkeypatch):
+    from modeldesk.trainers import text_classification as tc
+    from modeldesk.trainers.data import LabeledSample
+    from modeldesk.trainers.text_plan import EMBED_WORK
+
+    read = []
+    monkeypatch.setattr(tc, "sentence_encoder", lambda: None)
+    monkeypatch.setattr(tc, "sentence_embeddings", lambda texts: read.append(list(texts)) or np.zeros((len(texts), 512)))
+    samples = [LabeledSample(str(i), f"text {i}", "ab"[i % 2], "train") for i in range(40)] + \
+        [LabeledSample("u", "unlabeled", None, "train")]
+    cost = CostModel(None)
+    tc._probe_encoder(cost, samples)
+    tc._probe_encoder(cost, samples)
+    assert len(read) == 1 and len(read[0]) == tc.PROBE_TEXTS and "unlabeled" not in read[0]
+    assert cost.get(EMBED_WORK, "cpu", 1, 1)["source"] == "probe"
