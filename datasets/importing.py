@@ -162,10 +162,10 @@ def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, la
     if fmt == "flat":
         return folders.read_flat(path, report, kind)
     if fmt == "jsonl":
-        return _each_file(path, textfiles.JSONL_EXTS,
-                          lambda f: textfiles.read_jsonl(f, report, text_column=text_column, label_column=label_column))
+        return textfiles.each_file(path, textfiles.JSONL_EXTS, lambda f: textfiles.read_jsonl(
+            f, report, text_column=text_column, label_column=label_column))
     if fmt == "txt":
-        return _each_file(path, (".txt",), lambda f: textfiles.read_txt(f, report))
+        return textfiles.each_file(path, textfiles.TEXT_FILE_EXTS, lambda f: textfiles.read_txt(f, report))
     if fmt == "voc":
         return voc.read_voc(path, report)
     if fmt == "coco":
@@ -178,15 +178,6 @@ def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, la
         return csvpaths.read_path_table(_single_table(path), report, label_column=label_column,
                                         multi=multi)
     raise ValueError(f"unknown format {fmt!r}")
-
-
-def _each_file(path: Path, exts, read):
-    """(total, items) of one file, or of every file with one of ``exts`` at the top of a folder."""
-    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in exts)
-    if not files:
-        raise ValueError(f"no supported files found in {path}")
-    read_files = [read(f) for f in files]  # problems with a whole file show before anything is added
-    return sum(n for n, _ in read_files), [item for _, items in read_files for item in items]
 
 
 def _import_zip(store, project, path: Path, **options) -> ImportReport:

@@ -31,6 +31,19 @@ FASTTEXT_PREFIX = "__label__"
 _PEEK = 200
 
 
+def each_file(path: Path, exts, read):
+    """(total, items) of one file, or of every file with one of ``exts`` at the top of a folder.
+
+    Every file is read before any item is handed out, so a problem with a whole file (ValueError)
+    stops the import before anything is added.
+    """
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in exts)
+    if not files:
+        raise ValueError(f"no supported files found in {path}")
+    read_files = [read(f) for f in files]
+    return sum(n for n, _ in read_files), [item for _, items in read_files for item in items]
+
+
 def _lines(path: Path, report: ImportReport) -> Iterator[tuple[int, str]]:
     encoding = sniff_encoding(path, report)
     with path.open("r", encoding=encoding, newline=None) as handle:

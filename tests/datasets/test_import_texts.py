@@ -134,3 +134,10 @@ def test_texts_in_an_image_project_are_refused_with_what_to_do(store, tmp_path, 
                  write(tmp_path / "c" / "pos" / "x.txt", "x")):
         with pytest.raises(ValueError, match="holds texts.*make a text project"):
             import_path(store, images, path if path.suffix != ".txt" or path.parent == tmp_path else tmp_path / "c")
+
+
+def test_a_folder_of_jsonl_files_imports_each(store, project, tmp_path, write):
+    write(tmp_path / "d" / "a.jsonl", '{"text": "good", "label": "pos"}\n')
+    write(tmp_path / "d" / "b.jsonl", '{"text": "bad", "label": "neg"}\n')
+    assert detect_format(tmp_path / "d") == "jsonl"
+    assert import_path(store, project, tmp_path / "d").labels == {"neg": 1, "pos": 1}
