@@ -19,7 +19,7 @@ import numpy as np
 
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.inputs import InputError
-from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS, clean_text, sentence_embeddings, sentence_encoder
+from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS, clean_text, sentence_embeddings
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.label_samples import check_label_samples
@@ -47,18 +47,18 @@ def check_text_samples(samples) -> tuple[list, list[str], list[str]]:
     return check_label_samples(samples, "text")
 
 
-PROBE_TEXTS = 16  # texts the sentence encoder reads to time itself, the first time a plan needs it
+PROBE_TEXTS = 64  # texts the sentence encoder reads to time itself (one batch, as training reads them)
 
 
 def _probe_encoder(cost: CostModel, samples) -> None:
-    """Time the sentence encoder on a few of the texts when this machine has never measured it: its
+    """Time the sentence encoder on one batch of the texts when this machine has never measured it: its
     speed varies 3x with the load of the machine, and it is most of the accurate template's time."""
     texts = [clean_text(s.source) for s in samples if s.label is not None][:PROBE_TEXTS]
     if not texts or cost.items_per_s(EMBED_WORK, "cpu", 1, 1) is not None:
         return
 
     def probe(*_config) -> float:
-        sentence_encoder()  # loading is not reading
+        sentence_embeddings(texts[:1])  # loading (and the first call's set-up) is not reading
         started = time.perf_counter()
         sentence_embeddings(texts)
         return (time.perf_counter() - started) / len(texts)

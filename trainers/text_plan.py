@@ -37,7 +37,8 @@ NNZ_PER_CHAR = 2.1  # stored values per character of text, both tokenizations (m
 FEATURES_PER_TRAIN_CHAR = 0.21  # n-grams kept (min_df 2) per character of training text (both data sets)
 EMBED_DIM = 512
 USABLE = 0.9  # share of the budget planned for; the rest absorbs a busy machine
-FIXED_S = 1.0  # reading texts, evaluation, writing the artifact
+FIXED_S = 0.5  # reading texts, evaluation, writing the artifact
+ENCODER_SETUP_S = 5.0  # the sentence encoder's first call in a process (loading and setting up, measured)
 
 
 def fit_units(nnz: float, n_rows: int, n_classes: int, embedding_dim: int = 0) -> float:
@@ -150,7 +151,8 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
     for name in template.embeddings:
         if name is None:
             continue
-        needed = seconds_per(cost, EMBED_WORK, missing_embeddings(labeled))
+        missing = missing_embeddings(labeled)
+        needed = seconds_per(cost, EMBED_WORK, missing) + (ENCODER_SETUP_S if missing else 0.0)
         if needed <= 0.5 * usable:
             encoders.append(name)
             embed_s += needed
