@@ -96,7 +96,7 @@ def test_the_encoder_is_timed_once_on_a_few_texts_before_the_first_plan(monkeypa
 
     read = []
     monkeypatch.setattr(tc, "sentence_embeddings", lambda texts: read.append(list(texts)) or np.zeros((len(texts), 512)))
-    samples = [LabeledSample(str(i), f"text {i}", "ab"[i % 2], "train") for i in range(40)] + \
+    samples = [LabeledSample(str(i), f"text {i}", "ab"[i % 2], "train") for i in range(80)] + \
         [LabeledSample("u", "unlabeled", None, "train")]
     cost = CostModel(None)
     tc._probe_encoder(cost, samples)
