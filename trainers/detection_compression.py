@@ -14,8 +14,8 @@ With fewer than :data:`MIN_PHOTOS` labeled photos the judgement is refused in pl
 1-point change cannot be told from chance on so few.
 
 Measured on raccoon_voc (accurate template; 103 photos; the test photos' change in brackets):
-int8 QDQ per-tensor: -3.3 points on all photos, agreement 0.94 -> refused (test -8.1);
-int8 QDQ per-channel: +0.5 points, agreement 0.99 -> kept (test +0.2).
+int8 QDQ per-tensor: -3.2 points on all photos, agreement 0.94 -> refused (test -8.1, 90% [-22, +7]);
+int8 QDQ per-channel: +0.5 points, agreement 0.99 -> kept (test +0.2, 90% [-4, +5]).
 """
 
 from __future__ import annotations

@@ -189,13 +189,13 @@ class DetectionPhotosCard:
         self.none.setObjectName("Muted")
         self.threshold_label = QLabel()
         self.slider = QSlider(Qt.Horizontal)
-        self.slider.setRange(5, 95)
+        self.slider.setRange(10, 95)  # the report keeps every box from 10% up
         self.slider.setFixedWidth(160)
         tip = ("The model draws a box only where it is at least this sure. Lower: it finds more objects and "
                "draws more false boxes. Higher: fewer false boxes, more missed objects. Deploy uses it too.")
         self.slider.setToolTip(tip)
         self.threshold_label.setToolTip(tip)
-        self.settle = QTimer()
+        self.settle = QTimer(self.frame)
         self.settle.setSingleShot(True)
         self.settle.setInterval(450)
         self.settle.timeout.connect(self._settled)
