@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 
+import numpy as np
 import onnxruntime as ort
 
 log = logging.getLogger(__name__)
@@ -71,14 +72,15 @@ def create_session(model, *, device: str = "auto", threads: int | None = None,
 # at the same time. Small int8 graphs have little work per operator, so threads that meet after every
 # operator of every image wait more than they compute; slices meet once per batch.
 RUNTIMES = ("onnxruntime", "onnxruntime-split")
+MAX_SLICES = 8
 
 
 class SplitBatchSession:
     """An ``InferenceSession`` look-alike that runs a batch as ``threads`` slices at once.
 
     Each slice goes to its own one-thread CPU session (ONNX Runtime releases the GIL while it runs);
-    a batch smaller than ``threads`` goes to one session with ``threads`` intra-op threads instead, so
-    a single request is never slower than with a plain session. Every output must be batch-first
+    a single item goes to one session with ``threads`` intra-op threads instead, so a single request
+    is never slower than with a plain session. Every output must be batch-first
     (the slices' outputs are concatenated along axis 0). Safe to call from several threads at once.
     """
 
@@ -88,23 +90,23 @@ class SplitBatchSession:
         self.threads = max(1, int(threads))
         source = model.SerializeToString() if hasattr(model, "SerializeToString") else model
         self.whole = create_session(source, device="cpu", threads=self.threads, spin=spin)
-        self.slices = [create_session(source, device="cpu", threads=1, spin=spin) for _ in range(self.threads)]
-        self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="modeldesk-slice") \
-            if self.threads > 1 else None
+        # each slice holds its own copy of the weights and memory arena: a many-core machine gets at most
+        # MAX_SLICES (the batches the service gathers are a few dozen images)
+        count = min(self.threads, MAX_SLICES)
+        self.slices = [create_session(source, device="cpu", threads=1, spin=spin) for _ in range(count)]
+        self._pool = ThreadPoolExecutor(count - 1, thread_name_prefix="modeldesk-slice") if count > 1 else None
 
     def run(self, output_names, feeds: dict, run_options=None):
         rows = len(next(iter(feeds.values()))) if feeds else 0
         if self._pool is None or rows < 2:
             return self.whole.run(output_names, feeds, run_options)
-        count = min(self.threads, rows)
+        count = min(len(self.slices), rows)
         bounds = [rows * i // count for i in range(count + 1)]
         parts = [{name: value[bounds[i]:bounds[i + 1]] for name, value in feeds.items()} for i in range(count)]
         futures = [self._pool.submit(self.slices[i].run, output_names, parts[i], run_options)
                    for i in range(1, count)]
         first = self.slices[0].run(output_names, parts[0], run_options)
         results = [first] + [future.result() for future in futures]
-        import numpy as np
-
         return [np.concatenate([r[k] for r in results], axis=0) for k in range(len(first))]
 
     def get_inputs(self):

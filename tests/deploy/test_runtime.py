@@ -56,3 +56,16 @@ def test_a_graph_whose_outputs_are_not_batch_first_is_not_split(deploy_helpers):
     session = create_runtime_session(model.SerializeToString(), "onnxruntime-split", device="cpu", threads=2)
     assert not isinstance(session, SplitBatchSession)
     assert session.run(None, {"x": np.ones((4, 3), np.float32)})[0].shape == (1, 12)
+
+
+def test_many_threads_get_at_most_max_slices(deploy_helpers, monkeypatch):
+    from modeldesk.deploy import runtime
+
+    monkeypatch.setattr(runtime, "MAX_SLICES", 2)
+    model = deploy_helpers.build_standin_model(size=64).SerializeToString()
+    split = runtime.SplitBatchSession(model, threads=4)
+    assert len(split.slices) == 2
+    batch = np.random.default_rng(5).normal(size=(5, 3, 64, 64)).astype(np.float32)
+    plain = create_session(model, device="cpu", threads=1)
+    np.testing.assert_allclose(split.run(None, {"image": batch})[0], plain.run(None, {"image": batch})[0], atol=1e-6)
+    split.close()
