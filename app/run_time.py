@@ -58,9 +58,10 @@ def scoring_seconds(cache_dir, project, n_samples: int, plan: dict | None = None
 
 def record_scoring(cache_dir, project, n_samples: int, seconds: float, template: str | None = None) -> None:
     """Fold a real scoring run into the cost model (the next estimate uses it), per recipe and overall."""
-    if n_samples > 0 and seconds > SCORING_START_S:
+    if n_samples > 0 and seconds > 0:
+        work = max(seconds - SCORING_START_S, 0.5 * seconds)  # a quick run still counts (the start is a guess)
         for key in {scoring_key(project), scoring_key(project, template)}:
-            CostModel(cache_dir).record(key, "cpu", 1, 1, n_items=n_samples, seconds=seconds - SCORING_START_S)
+            CostModel(cache_dir).record(key, "cpu", 1, 1, n_items=n_samples, seconds=work)
 
 
 def trainer_counts_scoring(plan: dict | None) -> float | None:
