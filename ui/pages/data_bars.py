@@ -31,6 +31,10 @@ class DataBars:
     def _show_capture(self, images: bool, labels: list[str]) -> None:
         if images and self.capture is None:
             self.capture = self.make_capture()
+            # Owned by the page even without a camera: a widget only Python holds is destroyed by the
+            # garbage collector, on whichever thread runs it, which crashes Qt.
+            self.capture.setParent(self)
+            self.capture.hide()
             if not self.capture.has_camera:  # no camera: no button (import works as ever)
                 return
             self.capture.captured.connect(self.add_photos)
