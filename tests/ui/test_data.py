@@ -250,7 +250,8 @@ def test_without_a_camera_there_is_no_capture_button(qtbot, ws, classification_p
     show_widget(page)
     page.set_project(classification_project)
     qtbot.waitUntil(lambda: page.loaded and page.capture is not None, timeout=10_000)
-    assert not page.capture.isVisible() and page.capture.parent() is None
+    assert not page.capture.isVisible() and page.capture.parent() is page  # owned, never in the bar
+    assert page.recorder_slot.indexOf(page.capture) == -1
 
 
 def test_a_burst_keeps_one_frame_per_interval_and_stops_when_full():
