@@ -15,9 +15,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QIcon, QImage, QImageReader, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListView, QListWidget, QListWidgetItem, QSlider
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidgetItem, QSlider
 
 from ..page import card
+from ..widgets.mistakes import report_sample_ids, thumbnail_list
 
 log = logging.getLogger(__name__)
 
@@ -113,15 +114,10 @@ def load_photos(ws, project: str | None, images: list[dict], threshold: float, s
     The project's sample is found by ``sample_id`` or by its media hash ``key``; its thumbnail is scaled
     by the sample's own (EXIF-oriented) size. A photo not in the project is read from its ``file``.
     """
-    keys = [m["key"] for m in images if m.get("sample_id") is None and m.get("key")]
-    by_hash = ws.sample_ids_for_keys(project, keys) if project and keys else {}
     found = []
-    for entry in images:
+    for entry, sample_id in zip(images, report_sample_ids(ws, project, images)):
         if state.is_interruption_requested():
             break
-        sample_id = entry.get("sample_id")
-        if sample_id is None:
-            sample_id = by_hash.get(entry.get("key"))
         picture = None
         try:
             if sample_id is not None:
@@ -174,16 +170,7 @@ class DetectionPhotosCard:
                            "on the Label page: a missing box teaches the model wrong.")
         self.hint.setObjectName("Muted")
         self.hint.setWordWrap(True)
-        self.list = QListWidget()
-        self.list.setObjectName("Gallery")
-        self.list.setViewMode(QListView.IconMode)
-        self.list.setIconSize(QSize(THUMB, THUMB))
-        self.list.setGridSize(QSize(THUMB + 24, THUMB + 40))
-        self.list.setResizeMode(QListView.Adjust)
-        self.list.setMovement(QListView.Static)
-        self.list.setUniformItemSizes(True)
-        self.list.setMinimumHeight(2 * (THUMB + 40) + 8)
-        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.list = thumbnail_list(THUMB, QSize(THUMB + 24, THUMB + 40), 2 * (THUMB + 40) + 8)
         self.list.itemClicked.connect(self._clicked)
         self.none = QLabel("This model's evaluation does not list its test photos.")
         self.none.setObjectName("Muted")

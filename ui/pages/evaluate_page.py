@@ -17,7 +17,7 @@ from ..charts import BarChart, ConfusionMatrixView
 from ..page import LatestTask, Page, card
 from ..widgets.clip_player import load_peaks
 from ..widgets.columns import Columns
-from ..widgets.mistakes import THUMB, MistakesCard
+from ..widgets.mistakes import THUMB, MistakesCard, report_sample_ids
 from ..widgets.model_picker import ModelPicker
 from .detection_photos import DetectionPhotosCard, load_photos
 from .detection_summary import detection_words
@@ -207,16 +207,10 @@ class EvaluatePage(Page):
         project, ws, sound = self.project, self.ws, self.sound
 
         def make(state):
-            by_hash = {}
-            if any(m.get("sample_id") is None for m in mistakes):
-                by_hash = ws.sample_ids_for_keys(project, [m["key"] for m in mistakes if m.get("key")])
             found = []
-            for mistake in mistakes:
+            for sample_id in report_sample_ids(ws, project, mistakes):
                 if state.is_interruption_requested():
                     break
-                sample_id = mistake.get("sample_id")
-                if sample_id is None:
-                    sample_id = by_hash.get(mistake.get("key"))
                 path = clip = None
                 if sample_id is not None:
                     try:

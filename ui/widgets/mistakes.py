@@ -19,6 +19,29 @@ THUMB = 112
 MAX_MISTAKES = 200
 
 
+def thumbnail_list(thumb: int, cell: QSize, min_height: int) -> QListWidget:
+    """A static icon grid of ``thumb``-pixel thumbnails in ``cell``-sized cells that never scrolls sideways."""
+    view = QListWidget()
+    view.setObjectName("Gallery")
+    view.setViewMode(QListView.IconMode)
+    view.setIconSize(QSize(thumb, thumb))
+    view.setGridSize(cell)
+    view.setResizeMode(QListView.Adjust)
+    view.setMovement(QListView.Static)
+    view.setUniformItemSizes(True)
+    view.setMinimumHeight(min_height)
+    view.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    return view
+
+
+def report_sample_ids(ws, project: str | None, entries: list[dict]) -> list[int | None]:
+    """Each report entry's sample: its ``sample_id``, else the project's sample with its media hash ``key``
+    (a report made elsewhere names samples by hash). Runs off the UI thread."""
+    keys = [e["key"] for e in entries if e.get("sample_id") is None and e.get("key")]
+    by_hash = ws.sample_ids_for_keys(project, keys) if project and keys else {}
+    return [e["sample_id"] if e.get("sample_id") is not None else by_hash.get(e.get("key")) for e in entries]
+
+
 class MistakesCard:
     """The card; ``thumbnails(mistakes, done)`` loads ``[(sample_id, thumbnail path, clip)]`` off the UI
     thread (``clip`` is ``(path, peaks, duration)`` for sound samples, else None).
@@ -39,17 +62,8 @@ class MistakesCard:
         self.hint = QLabel("Click one to check its label: a wrong label teaches the model wrong.")
         self.hint.setObjectName("Muted")
         self.hint.setWordWrap(True)
-        self.list = QListWidget()
-        self.list.setObjectName("Gallery")
-        self.list.setViewMode(QListView.IconMode)
-        self.list.setIconSize(QSize(THUMB, THUMB))
-        self.list.setGridSize(QSize(THUMB + 36, THUMB + 44))
-        self.list.setResizeMode(QListView.Adjust)
-        self.list.setMovement(QListView.Static)
+        self.list = thumbnail_list(THUMB, QSize(THUMB + 36, THUMB + 44), THUMB + 70)
         self.list.setWordWrap(True)
-        self.list.setUniformItemSizes(True)
-        self.list.setMinimumHeight(THUMB + 70)
-        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.list.itemClicked.connect(self._clicked)
         self.list.itemDoubleClicked.connect(self._relabel)
         self.sound = False
