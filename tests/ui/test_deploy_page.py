@@ -152,6 +152,21 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
     assert page.candidates.item(1, 4).text() == "Less accurate"
     assert page.candidates.item(0, 1).text() == "18.6 MB"
     assert "3.5× faster" in page.export_result.text()
+    assert "right 100% of the time" in page.export_result.text()
+    assert page.candidates.horizontalHeaderItem(3).text() == "Accuracy"
+
+
+def test_a_detector_s_compression_is_scored_in_boxes_not_answers(qtbot, page):
+    result = {"path": "/x/boxes-model-small", "size_bytes": 3_000_000, "chosen": "int8-qdq-perchannel",
+              "metric": "map50", "accuracy_fp32": 0.84, "accuracy_compressed": 0.83, "speedup": 2.1, "candidates": [
+                  {"name": "fp32", "size_bytes": 12_000_000, "latency_ms": 40.0, "accuracy": 0.84, "kept": False,
+                   "reason": "slower", "code": "slower"},
+                  {"name": "int8-qdq-perchannel", "size_bytes": 3_000_000, "latency_ms": 19.0, "accuracy": 0.83,
+                   "kept": True, "reason": "kept", "code": "kept"}]}
+    page._show_export(result, compress=True, bundle=False)
+    text = page.export_result.text()
+    assert "box score (mAP50) 83% against 84%" in text and "of the time" not in text
+    assert page.candidates.horizontalHeaderItem(3).text() == "Box score (mAP50)"
 
 
 def test_the_webcam_button_shows_only_with_a_camera(qtbot, trained, monkeypatch):

@@ -217,18 +217,26 @@ class ExportCard(QObject):
                     text += f": {speedup:.1f}× faster"
                 text += f", {human_size(result.get('size_bytes'))}"
                 if isinstance(before, (int, float)) and isinstance(after, (int, float)):
-                    text += (f"; right {after:.0%} of the time against {before:.0%} for the original, both "
-                             "checked on the same validation examples")
+                    if result.get("metric") == "map50":  # a detector: its boxes are scored, not its answers
+                        text += (f"; box score (mAP50) {after:.0%} against {before:.0%} for the original, both "
+                                 "checked on the same labeled photos")
+                    else:
+                        text += (f"; right {after:.0%} of the time against {before:.0%} for the original, both "
+                                 "checked on the same validation examples")
                 text += f". Saved to <a href='{folder_link}'>{path}</a>."
-            self.fill_candidates(result["candidates"])
+            self.fill_candidates(result["candidates"], result.get("metric", "accuracy"))
             self.candidates.hide()  # the other versions tried, behind "Show details"
             self.details.setChecked(False)
             self.details.show()
         self.result.setText(text)
         self.result.show()
 
-    def fill_candidates(self, candidates: list[dict]) -> None:
+    def fill_candidates(self, candidates: list[dict], metric: str = "accuracy") -> None:
         self.candidates.setRowCount(len(candidates))
+        score = self.candidates.horizontalHeaderItem(3)
+        score.setText("Box score (mAP50)" if metric == "map50" else "Accuracy")
+        score.setToolTip("How well its boxes match yours: 100% finds every object with no false box."
+                         if metric == "map50" else "How often it gives the right answer.")
         for row, candidate in enumerate(candidates):
             latency, accuracy = candidate.get("latency_ms"), candidate.get("accuracy")
             cells = [candidate_words(candidate.get("name", "")), human_size(candidate.get("size_bytes")),
