@@ -82,6 +82,20 @@ def test_switcher_changes_project_and_pages_follow(qtbot, ws, make_window, class
     assert label.project == "empty one" and window.page("data").project == "empty one"
 
 
+def test_a_project_name_too_long_for_the_sidebar_is_shown_whole_on_hover(qtbot, ws, make_window):
+    from PySide6.QtCore import Qt
+
+    name = "Raccoons in the garden, second summer, night camera"
+    ws.create_project(name, "object-detection")
+    window = make_window()
+    window.resize(760, 540)
+    window.set_project(name)
+    switcher = window.sidebar.switcher
+    assert switcher.fontMetrics().horizontalAdvance(name) > switcher.width()  # it is cut
+    assert switcher.toolTip() == name
+    assert switcher.itemData(switcher.findText(name), Qt.ToolTipRole) == name
+
+
 def test_geometry_and_last_project_are_remembered(qtbot, ws, make_window, classification_project):
     ws.create_project("other", "image-classification")
     window = make_window()

@@ -138,6 +138,8 @@ class Sidebar(QWidget):
         self.switcher.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.switcher.setMinimumContentsLength(12)
         self.switcher.currentIndexChanged.connect(self._switched)
+        # a long name is cut on a narrow sidebar: the whole name is one hover away
+        self.switcher.currentTextChanged.connect(self.switcher.setToolTip)
         self.project_menu = QToolButton()
         self.project_menu.setObjectName("SidebarButton")
         self.project_menu.setText("⋯")
@@ -211,6 +213,8 @@ class Sidebar(QWidget):
         self._updating = True
         self.switcher.clear()
         self.switcher.addItems(names)
+        for row, name in enumerate(names):
+            self.switcher.setItemData(row, name, Qt.ToolTipRole)
         self.switcher.setEnabled(bool(names))
         self.project_menu.setEnabled(current in names)
         if current in names:
