@@ -13,6 +13,10 @@ prints
    in-process prediction and a bare ``session.run`` on the same images, in the same run: p50/p99
    latency and throughput, for the fp32 and the kept model.
 
+With ``--template object-detection/fast`` (or ``/accurate``) the same is done for a detector on
+/work/shared/benchdata/raccoon_voc: it is judged as the app judges it (mAP50 within 1 point and the
+original's boxes reproduced, ``trainers.detection_compression``), on the held-out quarter of the photos.
+
     python bench/deploy.py [DATA_DIR] [--requests 400] [--clients 8] [--template NAME] [--no-serving]
 """
 
@@ -73,19 +77,18 @@ def bench_serving(artifact_path, images: list[bytes], clients: int) -> list[tupl
     import uvicorn
 
     from modeldesk.deploy import Predictor, create_app, load_artifact
-    from modeldesk.deploy.preprocess import preprocess_image
 
     artifact = load_artifact(artifact_path)
     rows = []
     # Bare ONNX Runtime on already preprocessed tensors (the floor), sequential and concurrent.
     predictor = Predictor(artifact, device="cpu")
-    tensors = [preprocess_image(b, artifact.spec)[None] for b in images]
     session, name, out = predictor.session, predictor.input_name, predictor.output_name
-    for tensor in tensors[:5]:
-        session.run([out], {name: tensor})
-    rows.append(("bare session.run, 1 caller", run_clients(lambda t, s: session.run([out], {name: t}), tensors, 1)))
+    feeds = [predictor.input.feeds([predictor.preprocess(b)], name) for b in images]
+    for feed in feeds[:5]:
+        session.run([out], feed)
+    rows.append(("bare session.run, 1 caller", run_clients(lambda f, s: session.run([out], f), feeds, 1)))
     rows.append((f"bare session.run, {clients} callers",
-                 run_clients(lambda t, s: session.run([out], {name: t}), tensors, clients)))
+                 run_clients(lambda f, s: session.run([out], f), feeds, clients)))
     rows.append((f"Predictor.predict (decode+preprocess), {clients} callers",
                  run_clients(lambda b, s: predictor.predict([b]), images, clients)))
     # The real service over HTTP.
@@ -117,7 +120,7 @@ def bench_serving(artifact_path, images: list[bytes], clients: int) -> list[tupl
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", default="/work/shared/benchdata/sign_digits")
+    parser.add_argument("data", nargs="?", help="default: sign_digits, or raccoon_voc for a detector")
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--calibration", type=int, default=128)
@@ -133,18 +136,29 @@ def main(argv=None) -> int:
 
 
 def run(args, work: Path) -> int:
+    from modeldesk.app.pipeline import compression_metric
     from modeldesk.deploy import compress_artifact, load_artifact
     from modeldesk.trainers.compression import head_refitter
+    from modeldesk.trainers.detection_compression import judging_photos
     from modeldesk.trainers.image_classification import train_image_classifier
+    from modeldesk.trainers.object_detection import ObjectDetectionTrainer
+    from train_detect import load_voc
 
-    samples = load_samples(Path(args.data))
+    detector = args.template.startswith("object-detection/")
+    data = Path(args.data or f"/work/shared/benchdata/{'raccoon_voc' if detector else 'sign_digits'}")
+    samples = load_voc(data) if detector else load_samples(data)
     held_out = [s for s in samples if s.split == "test"]
     training = [s for s in samples if s.split != "test"]
     t0 = time.perf_counter()
-    result = train_image_classifier(training, args.template, work / "model", work / "cache", threads=2)
+    if detector:
+        result = ObjectDetectionTrainer().train(training, args.template, work / "model", work / "cache",
+                                                device="cpu")
+    else:
+        result = train_image_classifier(training, args.template, work / "model", work / "cache", threads=2)
     train_s = time.perf_counter() - t0
-    print(f"# sign_digits: {len(training)} training images, {len(held_out)} held out; "
-          f"template {args.template} trained in {train_s:.1f} s, metrics {result.metrics.get('accuracy')}")
+    score = "mAP50" if detector else "accuracy"
+    print(f"# {data.name}: {len(training)} training images, {len(held_out)} held out; template {args.template} "
+          f"trained in {train_s:.1f} s, {score} {result.metrics.get('map50' if detector else 'accuracy')}")
 
     train_paths = [s.path for s in training if s.split == "train"]
     rng = np.random.default_rng(0)
@@ -153,15 +167,20 @@ def run(args, work: Path) -> int:
     t0 = time.perf_counter()
     # The app judges candidates on its validation split; here the held-out quarter plays that role, and
     # heads are re-fitted on the images the model's own head was fitted on (never the held-out ones).
-    report = compress_artifact(result.artifact_dir, work / "compressed", calibration=calibration,
-                               validation=[(s.path, s.label) for s in held_out], threads=(1, 2),
-                               training=[(s.path, s.label) for s in training],
-                               refit_head=head_refitter(load_artifact(result.artifact_dir).card))
+    if detector:  # judged as the app judges a detector, on the held-out photos; its head stays as trained
+        report = compress_artifact(result.artifact_dir, work / "compressed", calibration=calibration,
+                                   validation=judging_photos(held_out), threads=(1, 2),
+                                   metric=compression_metric(load_artifact(result.artifact_dir)))
+    else:
+        report = compress_artifact(result.artifact_dir, work / "compressed", calibration=calibration,
+                                   validation=[(s.path, s.label) for s in held_out], threads=(1, 2),
+                                   training=[(s.path, s.label) for s in training],
+                                   refit_head=head_refitter(load_artifact(result.artifact_dir).card))
     print(f"\n## Compression candidates ({len(report['candidates'])} tried in {time.perf_counter() - t0:.0f} s; "
-          f"calibration {len(calibration)} train images, accuracy on {len(held_out)} held-out images; "
+          f"calibration {len(calibration)} train images, {score} on {len(held_out)} held-out images; "
           "latency: batch 8, ms per image)\n")
-    print("| candidate | in words | runtime | size KiB | ms/img 1 thread | ms/img 2 threads "
-          "| ms/img 2 threads, plain ORT | ms/img 2 threads, split | accuracy | kept | reason |")
+    print(f"| candidate | in words | runtime | size KiB | ms/img 1 thread | ms/img 2 threads "
+          f"| ms/img 2 threads, plain ORT | ms/img 2 threads, split | {score} | kept | reason |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|:-:|---|")
     for c in report["candidates"]:
         size = f"{c['size_bytes'] / 1024:.0f}" if c["size_bytes"] else "-"
@@ -171,7 +190,7 @@ def run(args, work: Path) -> int:
         print(f"| {c['name']} | {c.get('words', '')} | {c.get('runtime') or '-'} | {size} | {lat.get('1', '-')} | "
               f"{lat.get('2', '-')} | {by.get('onnxruntime', {}).get('2', '-')} | "
               f"{by.get('onnxruntime-split', {}).get('2', '-')} | {acc} | {'yes' if c['kept'] else ''} | {c['reason']} |")
-    print(f"\nchosen: {report['chosen']} on {report.get('runtime')}; accuracy fp32 {report['accuracy_fp32']:.4f} -> "
+    print(f"\nchosen: {report['chosen']} on {report.get('runtime')}; {score} fp32 {report['accuracy_fp32']:.4f} -> "
           f"{report['accuracy_compressed']:.4f}; speed-up against fp32 at its best runtime "
           + ", ".join(f"x{v:.2f} at {t} thread(s)" for t, v in report["speedup_by_threads"].items()))
     kept = next(c for c in report["candidates"] if c["kept"])
