@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from . import theme
 from .settings import APPLICATION, ORGANIZATION, settings
+from .ui_thread_gc import UiThreadCollector
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,13 @@ def run(workspace=None) -> int:
     from .main_window import MainWindow
 
     app = create_application()
+    collector = UiThreadCollector(parent=app).start()  # never destroy a widget on a worker thread
     ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
     window = MainWindow(ws)
     window.show()
     try:
         return app.exec()
     finally:
+        collector.stop()
         if not isinstance(workspace, Workspace):
             ws.close()

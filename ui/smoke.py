@@ -69,9 +69,11 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
     from modeldesk.app.workspace import Workspace
     from modeldesk.ui.application import create_application
     from modeldesk.ui.main_window import MainWindow
+    from modeldesk.ui.ui_thread_gc import UiThreadCollector
     from modeldesk.ui.workers import run_task
 
     app = QApplication.instance() or create_application(sys.argv[:1])
+    collector = UiThreadCollector(parent=app).start()  # as the app runs
     ws = Workspace(workspace)
     result: dict = {"workspace": str(workspace)}
     try:
@@ -111,6 +113,7 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
                                 "score": round(float(prediction["score"]), 4)}
         _close(window)
     finally:
+        collector.stop()
         ws.close()
     result["total_s"] = round(time.time() - started, 3)
     return result
