@@ -94,6 +94,9 @@ def test_a_project_name_too_long_for_the_sidebar_is_shown_whole_on_hover(qtbot, 
     assert switcher.fontMetrics().horizontalAdvance(name) > switcher.width()  # it is cut
     assert switcher.toolTip() == name
     assert switcher.itemData(switcher.findText(name), Qt.ToolTipRole) == name
+    theme = window.sidebar.theme  # the theme chooser's words fit whole beside its arrow
+    widest = max(theme.fontMetrics().horizontalAdvance(theme.itemText(i)) for i in range(theme.count()))
+    assert widest + 40 < theme.width()
 
 
 def test_geometry_and_last_project_are_remembered(qtbot, ws, make_window, classification_project):

@@ -172,9 +172,9 @@ class Sidebar(QWidget):
         self.footer.setWordWrap(True)
         self.theme = QComboBox()
         self.theme.setObjectName("ProjectSwitcher")
-        for choice, words in (("system", "Theme: like the system"), ("light", "Theme: light"), ("dark", "Theme: dark")):
+        for choice, words in (("system", "System theme"), ("light", "Light theme"), ("dark", "Dark theme")):
             self.theme.addItem(words, choice)
-        self.theme.setToolTip("Light or dark colours; “like the system” follows your computer's setting.")
+        self.theme.setToolTip("Light or dark colours; “System theme” follows your computer's setting.")
         self.theme.activated.connect(lambda index: self.theme_requested.emit(self.theme.itemData(index)))
 
         layout = QVBoxLayout(self)
