@@ -21,6 +21,7 @@ import onnxruntime
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.scheduler import CostModel
+from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.data import LabeledSample
@@ -31,7 +32,7 @@ from modeldesk.trainers.image_selection import Features, make_head, planned_work
 from modeldesk.trainers.novelty import NoveltyReference
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
-from modeldesk.trainers.features import (FEATURES_OUTPUT, Cancelled, FeatureExtractor, extract_feature_views,
+from modeldesk.trainers.features import (FEATURES_OUTPUT, FeatureExtractor, extract_feature_views,
                                          plan_feature_extraction)
 from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
 from modeldesk.trainers.tasks import TrainResult
@@ -207,18 +208,6 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     backbone = get_backbone(template.backbone)
     labeled, labels, warnings = check_samples(samples)
     cache = FeatureCache(cache_dir)
-    estimate: dict = {}
-
-    def report(stage, fraction, metrics=None):
-        if should_stop is not None and should_stop():
-            raise Cancelled("training was stopped")
-        if progress is not None:
-            elapsed = time.monotonic() - started
-            planned = max(float(estimate["eta_s"]) - elapsed, 0.0)
-            # the plan first, then more and more what the bar's pace says (stages run at different paces)
-            eta = planned if fraction <= 0.05 else (
-                (1 - fraction) * planned + fraction * elapsed * (1 - fraction) / fraction)
-            progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
 
     # 1. features for every view any candidate needs (0 .. 0.7 of the progress bar)
     views_needed = template.all_views()
@@ -226,8 +215,9 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     # One cluster connection for the estimate and the extraction, none when every vector is cached.
     with open_cluster(cluster if _uncached(cache, backbone, template, [k for k, _ in items]) else None,
                       backbone.name) as backend:
-        estimate.update(estimate_training(labeled, template, cache_dir, device=device, threads=threads,
-                                          time_budget=budget, cluster=backend))
+        estimate = estimate_training(labeled, template, cache_dir, device=device, threads=threads,
+                                     time_budget=budget, cluster=backend)
+        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
         extracted = extract_feature_views(
             backbone, items, cache, views=views_needed, features=template.features, device=device,
             threads=threads, should_stop=should_stop, cluster=backend,

@@ -16,9 +16,10 @@ from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.errors import UserError
 from modeldesk.trainers import heads
+from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.features import Cancelled, extract_feature_views
+from modeldesk.trainers.features import extract_feature_views
 from modeldesk.trainers.image_classification import TrainResult, _versions, estimate_training
 from modeldesk.trainers.image_graph import build_classifier_graph
 from modeldesk.trainers.metrics import mean_average_precision, multilabel_report
@@ -87,13 +88,7 @@ class ImageMultilabelTrainer:
         estimate = self.estimate(tagged, template, cache_dir, device=device, cluster=cluster)
         warnings: list[str] = []
 
-        def report(stage, fraction, metrics=None):
-            if should_stop is not None and should_stop():
-                raise Cancelled("training was stopped")
-            if progress is not None:
-                elapsed = time.monotonic() - started
-                eta = elapsed * (1 - fraction) / fraction if fraction > 0.05 else None
-                progress(stage, fraction, eta, metrics)
+        report = stage_reporter(started, estimate.get("eta_s"), progress, should_stop)
 
         extracted = extract_feature_views(
             backbone, [(s.key, s.path) for s in tagged], cache, views=("identity",),

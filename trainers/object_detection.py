@@ -23,13 +23,14 @@ from modeldesk.deploy.graph import prune_unused
 from modeldesk.deploy.preprocess import ImageDecodeError, image_size, letterbox_scale
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
+from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.detection_features import CellComputer, extract_maps, maps_feature_spec
 from modeldesk.trainers.detection_graph import (IOU_THRESHOLD, MAX_PER_CLASS, MIN_SCORE, OUTPUT_NAME, SIZE_INPUT,
                                                 SIZES_OUTPUT, VOTE_IOU, build_detector_graph)
 from modeldesk.trainers.detection_head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
-from modeldesk.trainers.detection_metrics import best_threshold, box_iou, detection_report, mean_ap
-from modeldesk.trainers.features import Cancelled, plan_feature_extraction
+from modeldesk.trainers.detection_metrics import best_threshold, box_iou, mean_ap
+from modeldesk.trainers.features import plan_feature_extraction
 from modeldesk.trainers.image_classification import _versions
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
@@ -210,13 +211,7 @@ class ObjectDetectionTrainer:
         estimate = self.estimate(boxed, template, cache_dir, device=device, time_budget=budget)
         warnings: list[str] = []
 
-        def report(stage, fraction, metrics=None):
-            if should_stop is not None and should_stop():
-                raise Cancelled("training was stopped")
-            if progress is not None:
-                elapsed = time.monotonic() - started
-                eta = elapsed * (1 - fraction) / fraction if fraction > 0.05 else max(estimate["eta_s"] - elapsed, 0)
-                progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
+        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
 
         readable, skipped = [], []
         for s in boxed:

@@ -22,12 +22,13 @@ from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
 from modeldesk.trainers import heads
+from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.sound_backbone import (FEATURES, INPUT_NAME, MIN_SAMPLES, feature_nodes, make_model)
-from modeldesk.trainers.sound_features import (PLAIN_VIEWS, Cancelled, SoundFeatureExtractor, estimate_seconds,
+from modeldesk.trainers.sound_features import (PLAIN_VIEWS, SoundFeatureExtractor, estimate_seconds,
                                                noise_view)
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
@@ -142,14 +143,7 @@ class SoundClassificationTrainer:
         labeled, labels, warnings = check_clips(samples)
         estimate = self.estimate(labeled, template, cache_dir, device=device, threads=threads)
 
-        def report(stage, fraction, metrics=None):
-            if should_stop is not None and should_stop():
-                raise Cancelled("training was stopped")
-            if progress is not None:
-                elapsed = time.monotonic() - started
-                eta = elapsed * (1 - fraction) / fraction if fraction > 0.05 else \
-                    max(estimate["eta_s"] - elapsed, 0.0)
-                progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
+        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
 
         # 1. features of every clip and view (0 .. 0.75)
         views, background_paths = plan_views(labeled, template)

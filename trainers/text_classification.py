@@ -22,6 +22,7 @@ from modeldesk.deploy.inputs import InputError
 from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS, clean_text, sentence_embeddings
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
+from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import Cancelled
@@ -136,14 +137,8 @@ class TextClassificationTrainer:
 
         marks: dict = {}  # seconds into the run at which each stage began (in the result's plan)
 
-        def report(stage, fraction, metrics=None):
-            marks.setdefault(stage, round(time.monotonic() - started, 2))
-            if should_stop is not None and should_stop():
-                raise Cancelled("training was stopped")
-            if progress is not None:
-                elapsed = time.monotonic() - started
-                eta = elapsed * (1 - fraction) / fraction if fraction > 0.05 else max(plan["eta_s"] - elapsed, 0.0)
-                progress(stage, float(min(max(fraction, 0.0), 1.0)), eta, metrics)
+        report = stage_reporter(started, plan["eta_s"], progress, should_stop,
+                                on_stage=lambda stage: marks.setdefault(stage, round(time.monotonic() - started, 2)))
 
         report("Reading texts", 0.0)
         deadline = started + USABLE * budget
