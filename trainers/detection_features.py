@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from modeldesk.deploy.preprocess import ImageDecodeError, ImageSpec, preprocess_image
+from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.backbones.registry import write_atomically
@@ -192,14 +192,9 @@ class MapExtractor(FeatureExtractor):
                 self._model_path = path
             return self._model_path
 
-    def _decode(self, item):
-        key, path = item
-        try:
-            return key, path, preprocess_image(path, self.neck.spec), None
-        except ImageDecodeError as exc:
-            return key, path, None, str(exc)
-        except OSError as exc:
-            return key, path, None, f"{path}: cannot read file ({exc.strerror or exc})"
+    @property
+    def input_spec(self):
+        return self.neck.spec
 
 
 def maps_feature_spec(neck: DetectionNeck) -> FeatureSpec:

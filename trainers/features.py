@@ -277,10 +277,15 @@ class FeatureExtractor:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
+    @property
+    def input_spec(self):
+        """How a photo becomes the graph's input (the backbone's own, unless a subclass letterboxes)."""
+        return self.backbone.spec
+
     def _decode(self, item):
         key, path = item
         try:
-            return key, path, preprocess_image(path, self.backbone.spec), None
+            return key, path, preprocess_image(path, self.input_spec), None
         except ImageDecodeError as exc:
             return key, path, None, str(exc)
         except OSError as exc:
