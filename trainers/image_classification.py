@@ -97,12 +97,20 @@ def _head_units(n_samples: int, dim: int, work: float) -> int:
     return max(1, int(n_samples * dim * work // 1000))
 
 
-def _head_seconds(cost: CostModel, units: int) -> float:
-    """Measured on this machine once a model was trained, else a prior: 3,000 units/s, the slowest rate
-    measured on 2 cores (bench/train_image.py: 3,200 for accurate, 8,000 for best; 1,000 before was 3-8x
-    too pessimistic)."""
-    rate = cost.items_per_s(HEAD_WORK, "cpu", 1, 1)
-    return units / rate if rate else units / 3000.0
+# Units a second before this machine has fitted a template's head, measured on 2 cores with
+# bench/train_image.py: 3,200 for accurate, 8,000 for best (its MLP and views fit faster per unit).
+HEAD_PRIORS = {"image-classification/best": 8000.0}
+HEAD_PRIOR = 3000.0
+
+
+def _head_key(template) -> str:
+    return f"{HEAD_WORK}/{template.name}"
+
+
+def _head_seconds(cost: CostModel, units: int, template) -> float:
+    """Measured on this machine once the template was trained here, else its prior."""
+    rate = cost.items_per_s(_head_key(template), "cpu", 1, 1) or HEAD_PRIORS.get(template.name, HEAD_PRIOR)
+    return units / rate
 
 
 FINISH_WORK = "export-and-report"  # cost-model key: seconds from the chosen head to the written artifact
@@ -170,7 +178,7 @@ def estimate_training(samples, template, cache_dir, *, device: str = "auto", thr
     budget = float(time_budget or template.time_budget_s)
     units = _head_units(len(labeled), template.features.dim(backbone), planned_work(template))
     cost = CostModel(cache.root)
-    head_s = min(0.8 * budget, 1.0 + _head_seconds(cost, units))
+    head_s = min(0.8 * budget, 1.0 + _head_seconds(cost, units, template))
     eta = round(features_s + head_s + _finish_seconds(cost, template), 1)
     return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
 
@@ -249,8 +257,9 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
                                        progress=lambda f, m: report("Tuning", 0.7 + 0.2 * f, m))
     head, views, eval_idx = chosen.head, tuple(chosen.config["views"]), chosen.eval_idx
     warnings += chosen.warnings
-    CostModel(cache.root).record(HEAD_WORK, "cpu", 1, 1, n_items=_head_units(len(labeled), template.features.dim(backbone), chosen.work),
-                                 seconds=max(time.monotonic() - head_started, 1e-3))
+    head_units = _head_units(len(labeled), template.features.dim(backbone), chosen.work)
+    head_seconds = max(time.monotonic() - head_started, 1e-3)
+    CostModel(cache.root).record(_head_key(template), "cpu", 1, 1, n_items=head_units, seconds=head_seconds)
 
     # 3. the evaluation of the chosen configuration on photos the selection did not use (0.95)
     report("Evaluating", 0.95)

@@ -143,13 +143,20 @@ def test_templates_registry():
         assert info["description"] and info["time_budget_s"] > 0
 
 
-def test_head_fitting_time_is_learned_from_a_real_run(tmp_path, synthetic_samples):
+def test_head_fitting_time_is_learned_from_a_real_run_per_template(tmp_path, synthetic_samples):
     from modeldesk.scheduler import CostModel
-    from modeldesk.trainers.image_classification import HEAD_WORK
+    from modeldesk.trainers.image_classification import HEAD_PRIOR, HEAD_PRIORS, _head_key, _head_seconds
 
     cache_dir = tmp_path / "cache"
-    assert CostModel(cache_dir).get(HEAD_WORK, "cpu", 1, 1) is None
+    fast, best = get_template("image-classification/fast"), get_template("image-classification/best")
+    cost = CostModel(cache_dir)
+    assert cost.get(_head_key(fast), "cpu", 1, 1) is None
+    assert _head_seconds(cost, 24_000, fast) == 24_000 / HEAD_PRIOR  # the priors first
+    assert _head_seconds(cost, 24_000, best) == 24_000 / HEAD_PRIORS[best.name]
     train_image_classifier(synthetic_samples, "image-classification/fast", tmp_path / "m", cache_dir,
                            device="cpu", threads=2)
-    measured = CostModel(cache_dir).get(HEAD_WORK, "cpu", 1, 1)
+    cost = CostModel(cache_dir)
+    measured = cost.get(_head_key(fast), "cpu", 1, 1)
     assert measured is not None and measured["items_per_s"] > 0
+    assert _head_seconds(cost, 24_000, fast) == pytest.approx(24_000 / measured["items_per_s"])
+    assert cost.get(_head_key(best), "cpu", 1, 1) is None  # another template keeps its own prior
