@@ -98,8 +98,9 @@ def _head_units(n_samples: int, dim: int, work: float) -> int:
 
 
 # Units a second before this machine has fitted a template's head, measured on 2 cores with
-# bench/train_image.py: 3,200 for accurate, 8,000 for best (its MLP and views fit faster per unit).
-HEAD_PRIORS = {"image-classification/best": 8000.0}
+# bench/train_image.py: 3,200 for accurate; 4,800 to 7,200 for best (its MLP and views fit faster per
+# unit), whose prior sits near the slower end so that a first ETA errs long rather than short.
+HEAD_PRIORS = {"image-classification/best": 5000.0}
 HEAD_PRIOR = 3000.0
 
 
