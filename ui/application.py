@@ -52,6 +52,7 @@ def run(workspace=None) -> int:
     ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
     window = MainWindow(ws)
     window.show()
+    collector.freeze()
     try:
         return app.exec()
     finally:

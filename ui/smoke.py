@@ -82,6 +82,7 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
         _pump_until(lambda: window.isVisible() and window.windowHandle() is not None
                     and window.windowHandle().isExposed(), 60, "the main window")
         app.processEvents()
+        collector.freeze()
         shown = time.time()
         result["first_window_s"] = round(shown - started, 3)
         if screenshot is not None:

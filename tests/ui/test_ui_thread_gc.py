@@ -45,6 +45,18 @@ def test_cycles_made_and_left_by_a_worker_are_freed_on_the_ui_thread(qtbot):
     assert gc.isenabled()
 
 
+def test_what_lives_at_start_up_is_left_out_of_later_collections():
+    collector = UiThreadCollector().start()
+    try:
+        collector.freeze()
+        assert gc.get_freeze_count() > 1000  # at least the modules' objects
+        later = Cycle()
+        assert gc.is_tracked(later) and later not in gc.get_objects(generation=2)
+    finally:
+        collector.stop()
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
 def test_the_collector_follows_the_interpreter_s_thresholds():
     collector = UiThreadCollector()
     gc.collect()
