@@ -108,6 +108,10 @@ def main(argv=None) -> int:
             settle()
             shoot(window, args.out / f"00-first-run{suffix}.png")
             window.close()
+            # Deleted by Qt between two events, and referenced until then: dropped, the window was
+            # destroyed by the garbage collector while a result was being delivered to one of its pages.
+            window.deleteLater()
+            first_window = window  # noqa: F841
             result = make_sample_project(ws)
             if args.train:
                 template = ws.templates("image-classification")[0]["name"]
