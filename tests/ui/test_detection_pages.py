@@ -63,6 +63,7 @@ def test_detector_photos_show_boxes_errors_first_and_open_on_click(qtbot, ws, op
     qtbot.waitUntil(lambda: photos.list.count() == 2, timeout=10000)
     assert photos.frame.isVisible() and not page.mistakes_card.frame.isVisible()
     assert "1 of 2" in photos.title.text()
+    assert photos.frame.minimumSizeHint().width() < 520  # fits a 760 x 540 window without sideways scrolling
     first = photos.list.item(0)
     qtbot.waitUntil(lambda: all(not photos.list.item(i).icon().isNull() for i in range(2)), timeout=10000)
     assert first.text() == "1 missed · 1 false" and first.data(Qt.UserRole) == ids[1]  # found by its media hash

@@ -187,9 +187,9 @@ class DetectionPhotosCard:
         self.settle.setInterval(450)
         self.settle.timeout.connect(self._settled)
         self.slider.valueChanged.connect(self._slid)
+        self.title.setWordWrap(True)  # a long title wraps on a small window instead of widening the page
         row = QHBoxLayout()
-        row.addWidget(self.title)
-        row.addStretch(1)
+        row.addWidget(self.title, 1)
         row.addWidget(self.threshold_label)
         row.addWidget(self.slider)
         layout.addLayout(row)
