@@ -172,3 +172,26 @@ def test_grid_pooling_is_detected_behind_symbolic_input_dimensions(deploy_helper
     assert fixed_grid_pooling(model, size) == ["grid/reshape"]
     with pytest.raises(ResizeError, match="fixed spatial grid"):
         resize_input(model, 192, original_size=size)
+
+
+def test_interleaved_timing_leaves_out_the_cost_of_switching_sessions(monkeypatch):
+    """A session's first run after another's is slow (that one's threads still spin, caches hold its
+    weights); the timing must report what each costs when it runs on its own."""
+    from modeldesk.deploy import compress
+
+    clock = {"now": 0.0, "last": None}
+
+    class FakeSession:
+        def __init__(self, name, ms):
+            self.name, self.ms = name, ms
+
+        def run(self, outputs, feeds):
+            switched = clock["last"] not in (None, self.name)
+            clock["now"] += (self.ms + (40.0 if switched else 0.0)) / 1000.0
+            clock["last"] = self.name
+
+    monkeypatch.setattr(compress.time, "perf_counter", lambda: clock["now"])
+    feeds = {"x": [0] * 8}
+    ms = compress.time_interleaved({"fp32": (FakeSession("fp32", 48.0), "y", feeds),
+                                    "int8": (FakeSession("int8", 16.0), "y", feeds)}, rounds=5)
+    assert ms == pytest.approx({"fp32": 6.0, "int8": 2.0})
