@@ -21,6 +21,7 @@ from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, 
                                       quantize_static)
 
 from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
+from .compress import explain_kept, pick_kept
 from .inputs import input_for
 from .runtime import create_session
 
@@ -129,13 +130,9 @@ def compress_item_artifact(artifact, out_dir, *, calibration: list, validation: 
             elif row["latency_ms"] >= fp32["latency_ms"]:
                 row["reason"] = f"rejected: not faster than fp32 ({row['latency_ms']:.2f} >= {fp32['latency_ms']:.2f} ms)"
                 row["code"] = "not_faster"
-    best = min((r for r in rows if r["accuracy"] is not None and not r["reason"]), key=lambda r: r["latency_ms"])
-    best["kept"] = True
-    best["code"] = "kept"
-    if best is not fp32:
-        fp32["code"] = "reference"
-    best["reason"] = ("kept: fastest within the accuracy limit" if best is not fp32 else
-                      "kept: no compressed candidate was faster within the accuracy limit")
+    eligible = [r for r in rows if r["accuracy"] is not None and not r["reason"]]
+    best = pick_kept(eligible)
+    explain_kept(best, eligible, fp32)
     card = dict(artifact.card)
     card.update({"id": new_model_id(), "warnings": list(card.get("warnings", [])), "compression": {
         "source_id": artifact.id, "chosen": best["name"], "quantization": best["quantization"],

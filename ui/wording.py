@@ -17,7 +17,8 @@ STATE_WORDS = {"queued": "Waiting", "pending": "Waiting", "running": "Training",
                "failed": "Failed", "cancelled": "Cancelled", "canceled": "Cancelled"}
 #: What happened to a compression candidate (its ``code``), in two words.
 VERDICTS = {"kept": "✓ Kept", "reference": "Original", "less_accurate": "Less accurate",
-            "not_faster": "Not faster", "slower": "Slower", "skipped": "Skipped", "failed": "Failed"}
+            "not_faster": "Not faster", "slower": "Slower", "as_fast_less_accurate": "Less accurate",
+            "skipped": "Skipped", "failed": "Failed"}
 
 
 #: What a sample is called, by input kind: (one, many).
@@ -253,6 +254,7 @@ def why_words(candidate: dict) -> str:
     return {
         "reference": "The full-size model: slower than the kept copy",
         "slower": "Accurate enough, but slower than the kept copy",
+        "as_fast_less_accurate": "About as fast as the kept copy, but less accurate",
         "less_accurate": "Lost more accuracy than allowed (at most 1 point below the original)",
         "not_faster": "Not faster than the original on this computer",
         "skipped": f"Not tried: {detail}" if detail else "Not tried",

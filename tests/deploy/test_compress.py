@@ -1,8 +1,8 @@
 import pytest
 
 from modeldesk.deploy import Predictor, compress_artifact, load_artifact, save_artifact
-from modeldesk.deploy.compress import (Candidate, default_candidates, one_view_candidates, parse_candidate,
-                                       refit_candidates)
+from modeldesk.deploy.compress import (SPEED_TIE, Candidate, default_candidates, explain_kept, one_view_candidates,
+                                       parse_candidate, pick_kept, refit_candidates)
 from modeldesk.deploy.resize import ResizeError, fixed_grid_pooling, resize_input
 
 KEYS = {"path", "size_bytes", "candidates", "chosen", "accuracy_fp32", "accuracy_compressed", "speedup"}
@@ -43,7 +43,9 @@ def test_kept_candidate_is_the_fastest_within_one_point(compressed):
     rows = result["candidates"]
     fp32 = rows[0]
     ok = [r for r in rows if r["accuracy"] >= fp32["accuracy"] - 0.01]
-    assert result["chosen"] == min(ok, key=lambda r: r["latency_ms"])["name"]
+    fastest = min(r["latency_ms"] for r in ok)
+    as_fast = [r for r in ok if r["latency_ms"] <= fastest * (1 + SPEED_TIE)]
+    assert result["chosen"] == max(as_fast, key=lambda r: (r["accuracy"], -r["latency_ms"]))["name"]
     assert result["accuracy_compressed"] >= result["accuracy_fp32"] - 0.01
     chosen = next(r for r in rows if r["kept"])
     assert result["speedup"] == pytest.approx(fp32["latency_ms"] / chosen["latency_ms"], rel=1e-2)
@@ -195,3 +197,20 @@ def test_interleaved_timing_leaves_out_the_cost_of_switching_sessions(monkeypatc
     ms = compress.time_interleaved({"fp32": (FakeSession("fp32", 48.0), "y", feeds),
                                     "int8": (FakeSession("int8", 16.0), "y", feeds)}, rounds=5)
     assert ms == pytest.approx({"fp32": 6.0, "int8": 2.0})
+
+
+def test_of_candidates_about_as_fast_the_most_accurate_is_kept():
+    """Timing cannot rank copies a few percent apart; their accuracy on the validation images can."""
+    fp32 = {"name": "fp32", "latency_ms": 6.0, "accuracy": 0.97}
+    quick = {"name": "int8", "latency_ms": 2.31, "accuracy": 0.975}
+    twin = {"name": "int8-refit", "latency_ms": 2.34, "accuracy": 0.984}
+    slow = {"name": "int8-keepfirst", "latency_ms": 3.0, "accuracy": 0.99}
+    rows = [fp32, quick, twin, slow]
+    assert pick_kept(rows) is twin
+    explain_kept(twin, rows, fp32)
+    assert (twin["code"], quick["code"], slow["code"], fp32["code"]) == (
+        "kept", "as_fast_less_accurate", "slower", "reference")
+    assert "most accurate" in twin["reason"] and "less accurate" in quick["reason"]
+    # a clearly faster copy wins over a more accurate one, and fp32 is kept only when nothing is clearly faster
+    assert pick_kept([fp32, quick, slow]) is quick
+    assert pick_kept([fp32, {"name": "int8", "latency_ms": 5.9, "accuracy": 0.965}]) is fp32

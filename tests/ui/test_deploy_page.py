@@ -10,7 +10,7 @@ from PySide6.QtGui import QDropEvent, QGuiApplication
 from modeldesk.app.workspace import Workspace
 from modeldesk.ui.pages.deploy import DeployPage
 from modeldesk.ui.widgets.camera import cameras
-from modeldesk.ui.wording import candidate_words, human_size, top_scores, verdict
+from modeldesk.ui.wording import candidate_words, human_size, top_scores, verdict, why_words
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, make_images):
@@ -49,6 +49,9 @@ def test_plain_words():
     assert candidate_words("int8-qdq-perchannel-192") == "8-bit, 192 px (qdq, per channel)"
     assert verdict({"kept": True, "code": "kept"}) == "✓ Kept"
     assert verdict({"code": "less_accurate", "reason": "rejected: accuracy 0.5 is more than 1 point"}) == "Less accurate"
+    tie = {"code": "as_fast_less_accurate", "reason": "about as fast as int8-refit (within 5%) but less accurate"}
+    assert verdict(tie) == "Less accurate"
+    assert why_words(tie) == "About as fast as the kept copy, but less accurate"
     assert top_scores({"label": "a", "score": 0.6, "scores": {"b": 0.3, "a": 0.6, "c": 0.1}}, k=2) == [
         ("a", 0.6), ("b", 0.3)]
 
