@@ -273,7 +273,8 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
         ``latency_ms_by_runtime`` (runtime -> thread count -> ms), ``runtime`` (the fastest at the
         largest thread count, which the chosen model's card records for the predictor and service),
         ``accuracy``, ``kept``, ``reason``, and ``code``: ``kept``, ``reference``, ``less_accurate``,
-        ``not_faster``, ``slower``, ``as_fast_less_accurate``, ``skipped`` or ``failed``), ``chosen``, ``accuracy_fp32``, ``accuracy_compressed``,
+        ``not_faster``, ``slower``, ``as_fast_less_accurate``, ``skipped`` or ``failed``), ``chosen``,
+        ``accuracy_fp32``, ``accuracy_compressed``,
         ``speedup`` (at the largest thread count, which also decides "fastest"),
         ``speedup_by_threads``, ``reason``, ``metric`` (what "accuracy" measured: ``"accuracy"``, or
         the metric's ``__name__``, e.g. ``"map50"``).
