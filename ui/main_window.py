@@ -159,6 +159,7 @@ class MainWindow(QMainWindow):
         if (name or None) != self.project:
             self.model_id, self._picked_during_run = None, False
         self.project = name or None
+        self.sidebar.show_project(self.project)  # also when called by code, not from the switcher
         self.sidebar.set_steps_enabled(self.project is not None)
         for widget in self.pages.values():
             widget.set_project(self.project)

@@ -213,26 +213,40 @@ def human_size(n_bytes) -> str:
     return ""
 
 
-def candidate_words(name: str) -> str:
-    """``int8-qdq-perchannel-160`` -> ``8-bit, 160 px (qdq, per channel)``; ``fp32`` -> ``Original``."""
+#: what a compression candidate's name ends with, in words (``deploy.compress.Candidate.name``)
+_NAME_SUFFIXES = {"1view": "one pass per photo", "refit": "head re-fitted"}
+_NAME_DETAILS = {"perchannel": "per channel", "pertensor": "per tensor", "keepfirst": "first layers in float"}
+
+
+def _name_parts(name: str) -> tuple[str, list[str], str, list[str]]:
+    """(kind, format details, size, suffixes in words) of a candidate name such as ``int8-qdq-perchannel-160-refit``."""
     parts = name.split("-")
-    size = f"{parts.pop()} px" if parts and parts[-1].isdigit() else ""
-    kind = parts[0] if parts else name
-    words = ["Original" if kind in ("fp32", "float32") else "8-bit" if kind == "int8" else
-             "16-bit" if kind == "fp16" else kind]
-    if size:
-        words.append(size)
-    detail = ", ".join(p.replace("perchannel", "per channel").replace("pertensor", "per tensor") for p in parts[1:])
+    extras = []
+    while len(parts) > 1 and parts[-1] in _NAME_SUFFIXES:
+        extras.insert(0, _NAME_SUFFIXES[parts.pop()])
+    size = parts.pop() if len(parts) > 1 and parts[-1].isdigit() else ""
+    return parts[0], parts[1:], size, extras
+
+
+def candidate_words(name: str) -> str:
+    """``int8-qdq-perchannel-160-refit`` -> ``8-bit, 160 px, head re-fitted (qdq, per channel)``;
+    ``fp32`` -> ``Original``; ``fp32-160`` -> ``Full precision, 160 px``."""
+    kind, details, size, extras = _name_parts(name)
+    if kind in ("fp32", "float32"):
+        words = ["Full precision" if size or extras else "Original"]
+    else:
+        words = ["8-bit" if kind == "int8" else "16-bit" if kind == "fp16" else kind]
+    words += [f"{size} px"] * bool(size) + extras
+    detail = ", ".join(_NAME_DETAILS.get(p, p) for p in details)
     return ", ".join(words) + (f" ({detail})" if detail else "")
 
 
 def chosen_words(name: str) -> str:
     """A kept compression candidate in plain words: ``int8-qdq-perchannel-160`` -> ``8-bit numbers,
     photos at 160 px``; ``fp32`` -> ``the original``."""
-    parts = name.split("-")
-    size = f"photos at {parts.pop()} px" if parts and parts[-1].isdigit() else ""
-    kind = {"int8": "8-bit numbers", "fp16": "16-bit numbers"}.get(parts[0] if parts else "", "")
-    words = ", ".join(w for w in (kind, size) if w)
+    kind, _, size, extras = _name_parts(name)
+    kind_words = {"int8": "8-bit numbers", "fp16": "16-bit numbers"}.get(kind, "")
+    words = ", ".join(w for w in [kind_words, f"photos at {size} px" if size else ""] + extras if w)
     return words or "the original"
 
 

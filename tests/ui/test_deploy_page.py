@@ -10,7 +10,7 @@ from PySide6.QtGui import QDropEvent, QGuiApplication
 from modeldesk.app.workspace import Workspace
 from modeldesk.ui.pages.deploy import DeployPage
 from modeldesk.ui.widgets.camera import cameras
-from modeldesk.ui.wording import candidate_words, human_size, top_scores, verdict, why_words
+from modeldesk.ui.wording import candidate_words, chosen_words, human_size, top_scores, verdict, why_words
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, make_images):
@@ -47,6 +47,14 @@ def test_plain_words():
     assert human_size(512) == "512 bytes"
     assert candidate_words("fp32") == "Original"
     assert candidate_words("int8-qdq-perchannel-192") == "8-bit, 192 px (qdq, per channel)"
+    # every part of a name is said in words, the recipes compression adds included
+    assert candidate_words("int8-qdq-perchannel-176-refit") == "8-bit, 176 px, head re-fitted (qdq, per channel)"
+    assert candidate_words("int8-qop-perchannel-1view-refit") == \
+        "8-bit, one pass per photo, head re-fitted (qop, per channel)"
+    assert candidate_words("fp32-160-refit") == "Full precision, 160 px, head re-fitted"
+    assert candidate_words("int8-qdq-perchannel-keepfirst") == "8-bit (qdq, per channel, first layers in float)"
+    assert chosen_words("int8-qdq-perchannel-176-refit") == "8-bit numbers, photos at 176 px, head re-fitted"
+    assert chosen_words("fp32") == "the original"
     assert verdict({"kept": True, "code": "kept"}) == "✓ Kept"
     assert verdict({"code": "less_accurate", "reason": "rejected: accuracy 0.5 is more than 1 point"}) == "Less accurate"
     tie = {"code": "as_fast_less_accurate", "reason": "about as fast as int8-refit (within 5%) but less accurate"}
@@ -157,6 +165,28 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
     assert "3.5× faster" in page.export_result.text()
     assert "right 100% of the time" in page.export_result.text()
     assert page.candidates.horizontalHeaderItem(3).text() == "Accuracy"
+
+
+def test_in_a_narrow_window_the_reasons_wrap_and_rows_grow_to_show_them(qtbot, page):
+    long_reason = {"name": "fp32-160-refit", "size_bytes": 15_036_000, "latency_ms": 3.6, "accuracy": 0.95,
+                   "kept": False, "reason": "rejected: accuracy 0.95 is more than 1 point(s) below fp32",
+                   "code": "less_accurate"}
+    kept = {"name": "int8-qdq-perchannel-1view-refit", "size_bytes": 6_803_000, "latency_ms": 2.3,
+            "accuracy": 0.98, "kept": True, "reason": "kept: fastest within the accuracy limit", "code": "kept"}
+    page._show_export({"path": "/x/small", "size_bytes": 6_803_000, "chosen": kept["name"], "accuracy_fp32": 0.97,
+                       "accuracy_compressed": 0.98, "speedup": 5.1, "candidates": [long_reason, kept]},
+                      compress=True, bundle=False)
+    page.export_card.details.click()
+    page.resize(760, 540)
+    table = page.candidates
+    assert "head re-fitted" in table.item(1, 0).text() and "1view" not in table.item(1, 0).text()
+
+    def whole():
+        return all(table.rowHeight(r) >= table.sizeHintForRow(r) for r in range(table.rowCount()))
+
+    qtbot.waitUntil(lambda: table.columnWidth(5) < table.fontMetrics().horizontalAdvance(table.item(0, 5).text()))
+    qtbot.waitUntil(whole, timeout=2000)  # the wrapped reason is not cut
+    assert table.rowHeight(0) > table.rowHeight(1)
 
 
 def test_a_detector_s_compression_is_scored_in_boxes_not_answers(qtbot, page):

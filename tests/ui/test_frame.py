@@ -80,6 +80,8 @@ def test_switcher_changes_project_and_pages_follow(qtbot, ws, make_window, class
     window.sidebar.switcher.setCurrentIndex(index)
     assert window.project == "empty one"
     assert label.project == "empty one" and window.page("data").project == "empty one"
+    window.set_project("fruit")  # as the app's own code does (a finished run, a drop, a script)
+    assert window.sidebar.switcher.currentText() == "fruit" and window.page("data").project == "fruit"
 
 
 def test_a_project_name_too_long_for_the_sidebar_is_shown_whole_on_hover(qtbot, ws, make_window):

@@ -224,6 +224,14 @@ class Sidebar(QWidget):
             self.switcher.setPlaceholderText("No project yet")
         self._updating = False
 
+    def show_project(self, name: str | None) -> None:
+        """Select ``name`` in the switcher (nothing when it is not listed) without emitting ``project_requested``."""
+        index = self.switcher.findText(name) if name else -1
+        self._updating = True
+        self.switcher.setCurrentIndex(index)
+        self._updating = False
+        self.project_menu.setEnabled(index >= 0)
+
     def _switched(self, index: int) -> None:
         if not self._updating and index >= 0:
             self.project_requested.emit(self.switcher.itemText(index))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices
 from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPushButton, QTableWidget, QTableWidgetItem)
@@ -82,6 +82,9 @@ class ExportCard(QObject):
         self.candidates.horizontalHeader().setSectionResizeMode(5, QHeaderView.Stretch)
         self.candidates.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # sized to show every row
         self.candidates.horizontalScrollBar().rangeChanged.connect(self._fit_table)
+        # the "Why" column wraps in a narrow window: rows grow to show it whole, once the columns settled
+        self._rows_later = QTimer(self.frame, singleShot=True, interval=0, timeout=self._fit_rows)
+        self.candidates.horizontalHeader().sectionResized.connect(self._rows_later.start)
         self.candidates.hide()
         self.in_use = QLabel()
         self.in_use.setWordWrap(True)
@@ -254,8 +257,16 @@ class ExportCard(QObject):
                     good.setAlpha(40)
                     item.setBackground(good)
                 self.candidates.setItem(row, col, item)
-        self._fit_table()
+        self._fit_rows()
         self.candidates.show()
+
+    def _fit_rows(self, *_section) -> None:
+        """Rows tall enough for their wrapped text (never below the usual row), then the table as tall as its rows."""
+        table = self.candidates
+        usual = table.verticalHeader().defaultSectionSize()
+        for row in range(table.rowCount()):
+            table.setRowHeight(row, max(usual, table.sizeHintForRow(row) + 8))
+        self._fit_table()
 
     def _fit_table(self, *_range) -> None:
         """Every row shown without a vertical scroll bar, with room for the horizontal one when the
