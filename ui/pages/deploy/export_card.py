@@ -260,7 +260,7 @@ class ExportCard(QObject):
         self._fit_rows()
         self.candidates.show()
 
-    def _fit_rows(self, *_section) -> None:
+    def _fit_rows(self) -> None:
         """Rows tall enough for their wrapped text (never below the usual row), then the table as tall as its rows."""
         table = self.candidates
         usual = table.verticalHeader().defaultSectionSize()
