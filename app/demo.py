@@ -44,22 +44,32 @@ def run_demo(workspace=None, *, quiet: bool = False, per_class: int = 24) -> dic
             name = f"{DEMO_PROJECT}-{int(time.time())}"
         ws.create_project(name, "image-classification")
         report = ws.import_data(name, train_folder)
-        say("import", f"project {name}: added {report['added']}, duplicates {report['duplicates']}, "
-                      f"failed {len(report['failed'])}")
+        say(
+            "import",
+            f"project {name}: added {report['added']}, duplicates {report['duplicates']}, "
+            f"failed {len(report['failed'])}",
+        )
 
         estimate = ws.estimate_training(name, DEMO_TEMPLATE)
         say("plan", f"estimated training time {format_seconds(estimate.get('eta_s'))}")
         bar = None if quiet else TerminalProgress("training")
         started = time.monotonic()
         try:
-            result = ws.train(name, DEMO_TEMPLATE, progress=bar and (
-                lambda e: bar.update_fraction(e.get("fraction") or 0, e.get("stage"), e.get("eta_s"))))
+            result = ws.train(
+                name,
+                DEMO_TEMPLATE,
+                progress=bar
+                and (lambda e: bar.update_fraction(e.get("fraction") or 0, e.get("stage"), e.get("eta_s"))),
+            )
         finally:
             bar and bar.close()
         took = time.monotonic() - started
         model = result["model"]
-        say("train", f"model {model}: {result['metrics']['accuracy']:.0%} right on held-out images, "
-                     f"in {format_seconds(took)}")
+        say(
+            "train",
+            f"model {model}: {result['metrics']['accuracy']:.0%} right on held-out images, "
+            f"in {format_seconds(took)}",
+        )
 
         evaluation = ws.evaluate(model, holdout_folder)
         say("evaluate", f"{evaluation['accuracy']:.0%} right on {evaluation['n']} new images")
@@ -74,18 +84,29 @@ def run_demo(workspace=None, *, quiet: bool = False, per_class: int = 24) -> dic
         finally:
             service.stop()
         prediction = answer["predictions"][0]
-        say("serve", f"{service.url} answered {prediction['label']} ({prediction['score']:.0%}) for "
-                     f"{probe.name} in {answer['latency_ms']:.1f} ms; service stopped")
-        return {"steps": steps, "project": name, "model": model,
-                "train_accuracy": result["metrics"]["accuracy"], "evaluate_accuracy": evaluation["accuracy"],
-                "export": export["path"], "prediction": prediction, "workspace": str(ws.paths.root)}
+        say(
+            "serve",
+            f"{service.url} answered {prediction['label']} ({prediction['score']:.0%}) for "
+            f"{probe.name} in {answer['latency_ms']:.1f} ms; service stopped",
+        )
+        return {
+            "steps": steps,
+            "project": name,
+            "model": model,
+            "train_accuracy": result["metrics"]["accuracy"],
+            "evaluate_accuracy": evaluation["accuracy"],
+            "export": export["path"],
+            "prediction": prediction,
+            "workspace": str(ws.paths.root),
+        }
     finally:
         ws.close()
 
 
 def _predict_http(url: str, image_path: Path) -> dict:
     body = json.dumps({"image": base64.b64encode(image_path.read_bytes()).decode("ascii")}).encode()
-    request = urllib.request.Request(url + "v1/predict", data=body,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url + "v1/predict", data=body, headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())

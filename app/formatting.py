@@ -20,11 +20,15 @@ def project_table(projects) -> str:
 
 
 def import_summary(report) -> str:
-    lines = [f"added {report['added']}, duplicates {report['duplicates']}, failed {len(report['failed'])}"
-             f" (format: {report.get('format', '?')})"]
+    lines = [
+        f"added {report['added']}, duplicates {report['duplicates']}, failed {len(report['failed'])}"
+        f" (format: {report.get('format', '?')})"
+    ]
     if report.get("boxes"):
-        lines.append(f"boxes {report['boxes']} (clipped {report.get('boxes_clipped', 0)}, "
-                     f"dropped {report.get('boxes_dropped', 0)})")
+        lines.append(
+            f"boxes {report['boxes']} (clipped {report.get('boxes_clipped', 0)}, "
+            f"dropped {report.get('boxes_dropped', 0)})"
+        )
     lines += [f"warning: {w}" for w in report.get("warnings", [])]
     lines += [f"refused {f['file']}: {f['reason']}" for f in report["failed"][:20]]
     if len(report["failed"]) > 20:
@@ -46,10 +50,12 @@ def templates_text(templates) -> str:
 
 
 def _detection_headline(metrics) -> str:
-    return (f"mAP50 {_num(metrics.get('map50'))}, mAP 0.5:0.95 {_num(metrics.get('map'))} on "
-            f"{metrics.get('n', '?')} images; at score >= {metrics.get('threshold', 0):.2f}: precision "
-            f"{metrics.get('precision', 0):.1%}, recall {metrics.get('recall', 0):.1%}, "
-            f"{metrics.get('misses', 0)} missed objects, {metrics.get('false_boxes', 0)} false boxes")
+    return (
+        f"mAP50 {_num(metrics.get('map50'))}, mAP 0.5:0.95 {_num(metrics.get('map'))} on "
+        f"{metrics.get('n', '?')} images; at score >= {metrics.get('threshold', 0):.2f}: precision "
+        f"{metrics.get('precision', 0):.1%}, recall {metrics.get('recall', 0):.1%}, "
+        f"{metrics.get('misses', 0)} missed objects, {metrics.get('false_boxes', 0)} false boxes"
+    )
 
 
 def _num(value) -> str:
@@ -60,40 +66,61 @@ def detection_metrics_text(metrics) -> str:
     lines = [_detection_headline(metrics)]
     per_class = metrics.get("per_class", {})
     if per_class:
-        lines.append(_table(
-            [(label, _num(m.get("ap50")), _num(m.get("ap")), f"{m['precision']:.3f}", f"{m['recall']:.3f}",
-              m["support"]) for label, m in per_class.items()],
-            ["label", "AP50", "AP", "precision", "recall", "boxes"]))
+        lines.append(
+            _table(
+                [
+                    (
+                        label,
+                        _num(m.get("ap50")),
+                        _num(m.get("ap")),
+                        f"{m['precision']:.3f}",
+                        f"{m['recall']:.3f}",
+                        m["support"],
+                    )
+                    for label, m in per_class.items()
+                ],
+                ["label", "AP50", "AP", "precision", "recall", "boxes"],
+            )
+        )
     return "\n".join(lines)
 
 
 def metrics_text(metrics) -> str:
     if "map50" in metrics:
         return detection_metrics_text(metrics)
-    lines = [f"accuracy {metrics['accuracy']:.1%}, macro-F1 {metrics['macro_f1']:.3f} "
-             f"on {metrics.get('n', '?')} samples"]
+    lines = [
+        f"accuracy {metrics['accuracy']:.1%}, macro-F1 {metrics['macro_f1']:.3f} "
+        f"on {metrics.get('n', '?')} samples"
+    ]
     per_class = metrics.get("per_class", {})
     if per_class:
-        lines.append(_table(
-            [(label, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}", m["support"])
-             for label, m in per_class.items()],
-            ["label", "precision", "recall", "f1", "support"]))
+        lines.append(
+            _table(
+                [
+                    (label, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}", m["support"])
+                    for label, m in per_class.items()
+                ],
+                ["label", "precision", "recall", "f1", "support"],
+            )
+        )
     return "\n".join(lines)
 
 
 def _device_name(device: dict) -> str:
-    """"cpu", or a cluster worker as "worker NAME" (its address when it has no name)."""
+    """ "cpu", or a cluster worker as "worker NAME" (its address when it has no name)."""
     name = device.get("name", "?")
     if name.startswith("dask:"):
-        address, _, gpu = name[len("dask:"):].partition("/cuda:")
+        address, _, gpu = name[len("dask:") :].partition("/cuda:")
         return f"worker {device.get('note') or address}" + (f" cuda:{gpu}" if gpu else "")
     return name
 
 
 def plan_text(estimate) -> str:
     plan = estimate.get("plan") or {}
-    devices = ", ".join(f"{_device_name(d)} ({d.get('threads', '?')} threads, {d.get('share', 1):.0%})"
-                        for d in plan.get("devices", []))
+    devices = ", ".join(
+        f"{_device_name(d)} ({d.get('threads', '?')} threads, {d.get('share', 1):.0%})"
+        for d in plan.get("devices", [])
+    )
     lines = [f"plan: {devices or 'cpu'}; estimated time {format_seconds(estimate.get('eta_s'))}"]
     lines += [f"note: {note}" for note in plan.get("notes", []) if "refused" in note or "lost" in note]
     return "\n".join(lines)
@@ -108,21 +135,36 @@ def per_device_text(plan: dict) -> str:
     rows = plan.get("per_device") or []
     if len(rows) < 2:
         return ""
-    return _table([(_device_name(r), f"{r['estimated_share']:.0%}", f"{r['actual_share']:.0%}",
-                    _rate(r.get("estimated_items_per_s")), _rate(r.get("actual_items_per_s")),
-                    f"{r['lost_chunks']} chunk(s) lost" if r.get("lost_chunks") else "")
-                   for r in rows],
-                  ["device", "share est.", "share actual", "images est.", "images actual", ""])
+    return _table(
+        [
+            (
+                _device_name(r),
+                f"{r['estimated_share']:.0%}",
+                f"{r['actual_share']:.0%}",
+                _rate(r.get("estimated_items_per_s")),
+                _rate(r.get("actual_items_per_s")),
+                f"{r['lost_chunks']} chunk(s) lost" if r.get("lost_chunks") else "",
+            )
+            for r in rows
+        ],
+        ["device", "share est.", "share actual", "images est.", "images actual", ""],
+    )
 
 
 def train_text(result) -> str:
     metrics = result.get("metrics", {})
     plan = result.get("plan") or {}
-    quality = (_detection_headline(metrics) if "map50" in metrics else
-               f"accuracy {metrics.get('accuracy', 0):.1%}, macro-F1 {metrics.get('macro_f1', 0):.3f} "
-               f"on {metrics.get('n', '?')} held-out samples")
-    lines = [f"model {result['model']}", quality,
-             f"took {format_seconds(plan.get('actual_s'))} (estimated {format_seconds(plan.get('eta_s'))})"]
+    quality = (
+        _detection_headline(metrics)
+        if "map50" in metrics
+        else f"accuracy {metrics.get('accuracy', 0):.1%}, macro-F1 {metrics.get('macro_f1', 0):.3f} "
+        f"on {metrics.get('n', '?')} held-out samples"
+    )
+    lines = [
+        f"model {result['model']}",
+        quality,
+        f"took {format_seconds(plan.get('actual_s'))} (estimated {format_seconds(plan.get('eta_s'))})",
+    ]
     devices = per_device_text(plan)
     if devices:
         lines.append(devices)
@@ -133,12 +175,16 @@ def train_text(result) -> str:
 
 
 def cluster_started_text(result) -> str:
-    lines = [f"scheduler {'already running' if result.get('already_running') else 'started'} at {result['address']}; "
-             "training in this workspace now uses it",
-             f"on each worker machine run: {result['worker_command']}"]
+    lines = [
+        f"scheduler {'already running' if result.get('already_running') else 'started'} at {result['address']}; "
+        "training in this workspace now uses it",
+        f"on each worker machine run: {result['worker_command']}",
+    ]
     if result.get("credentials"):
-        lines.append(f"copy {result['credentials']} to each worker machine first: it is the cluster's key "
-                     "(Dask TLS), keep it private")
+        lines.append(
+            f"copy {result['credentials']} to each worker machine first: it is the cluster's key "
+            "(Dask TLS), keep it private"
+        )
     lines.append("stop it with: modeldesk cluster stop")
     return "\n".join(lines)
 
@@ -153,12 +199,21 @@ def cluster_status_text(result) -> str:
 def cluster_workers_text(address: str, workers: list) -> str:
     if not workers:
         return f"cluster {address}: no worker has joined (run `modeldesk worker {address}` on a machine)"
-    rows = [(w["name"], w.get("host") or "", w["cores"], w["gpus"],
-             f"{w['memory_bytes'] / 1e9:.1f} GB" if w.get("memory_bytes") else "?",
-             _rate((w.get("measured") or {}).get("items_per_s")) if w.get("measured") else "not measured yet",
-             f"refused: {w['refused']}" if w.get("refused") else "ok")
-            for w in workers]
-    return f"cluster {address}:\n" + _table(rows, ["worker", "host", "cores", "GPUs", "memory", "images", "status"])
+    rows = [
+        (
+            w["name"],
+            w.get("host") or "",
+            w["cores"],
+            w["gpus"],
+            f"{w['memory_bytes'] / 1e9:.1f} GB" if w.get("memory_bytes") else "?",
+            _rate((w.get("measured") or {}).get("items_per_s")) if w.get("measured") else "not measured yet",
+            f"refused: {w['refused']}" if w.get("refused") else "ok",
+        )
+        for w in workers
+    ]
+    return f"cluster {address}:\n" + _table(
+        rows, ["worker", "host", "cores", "GPUs", "memory", "images", "status"]
+    )
 
 
 def predictions_text(predictions) -> str:
@@ -167,30 +222,46 @@ def predictions_text(predictions) -> str:
 
 def _prediction_line(p) -> str:
     if "boxes" not in p:
-        answer = (f"not sure: unlike what it was trained on (closest guess {p['label']}, {p['score']:.1%})"
-                  if p.get("sure") is False else f"{p['label']} ({p['score']:.1%})")
+        answer = (
+            f"not sure: unlike what it was trained on (closest guess {p['label']}, {p['score']:.1%})"
+            if p.get("sure") is False
+            else f"{p['label']} ({p['score']:.1%})"
+        )
         return f"{p['file']}: {answer}" + (f"  {_short(p['text'], 60)}" if "text" in p else "")
-    boxes = "; ".join(f"{b['label']} {b['score']:.0%} [{', '.join(f'{v:.0f}' for v in b['box'])}]"
-                      for b in p["boxes"])
+    boxes = "; ".join(
+        f"{b['label']} {b['score']:.0%} [{', '.join(f'{v:.0f}' for v in b['box'])}]" for b in p["boxes"]
+    )
     return f"{p['file']}: {len(p['boxes'])} box(es){': ' + boxes if boxes else ''}"
 
 
 def export_text(result) -> str:
     lines = [f"wrote {result['path']} ({result['size_bytes'] / 1e6:.1f} MB)"]
     if "candidates" in result:
-        lines.append(_table(
-            [(c["name"], _megabytes(c.get("size_bytes")), _latency(c), _percent(c.get("accuracy")),
-              "kept" if c["name"] == result["chosen"] else _short(c.get("reason", "")))
-             for c in result["candidates"]],
-            ["candidate", "size", "latency", result.get("metric", "accuracy"), ""]))
-        lines.append(f"chosen {result['chosen']}: {result.get('metric', 'accuracy')} "
-                     f"{_percent(result['accuracy_fp32'])} -> "
-                     f"{_percent(result['accuracy_compressed'])}, {result['speedup']:.1f}x faster")
+        lines.append(
+            _table(
+                [
+                    (
+                        c["name"],
+                        _megabytes(c.get("size_bytes")),
+                        _latency(c),
+                        _percent(c.get("accuracy")),
+                        "kept" if c["name"] == result["chosen"] else _short(c.get("reason", "")),
+                    )
+                    for c in result["candidates"]
+                ],
+                ["candidate", "size", "latency", result.get("metric", "accuracy"), ""],
+            )
+        )
+        lines.append(
+            f"chosen {result['chosen']}: {result.get('metric', 'accuracy')} "
+            f"{_percent(result['accuracy_fp32'])} -> "
+            f"{_percent(result['accuracy_compressed'])}, {result['speedup']:.1f}x faster"
+        )
     return "\n".join(lines)
 
 
 def _short(text: str, width: int = 72) -> str:
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _megabytes(size) -> str:
@@ -209,8 +280,10 @@ def _percent(value) -> str:
 
 
 def demo_summary(result) -> str:
-    return (f"demo finished: every step worked. Open it in the app with\n"
-            f"  modeldesk --workspace {result['workspace']}")
+    return (
+        f"demo finished: every step worked. Open it in the app with\n"
+        f"  modeldesk --workspace {result['workspace']}"
+    )
 
 
 def export_data_text(result: dict) -> str:

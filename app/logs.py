@@ -65,8 +65,9 @@ def setup_logging(log_file: Path, level: int = logging.INFO) -> logging.Handler 
     for handler in root.handlers:
         if getattr(handler, "baseFilename", None) == str(log_file):
             return handler
-    handler = QuietRotatingFileHandler(log_file, maxBytes=1_000_000, backupCount=5, encoding="utf-8",
-                                       delay=True)
+    handler = QuietRotatingFileHandler(
+        log_file, maxBytes=1_000_000, backupCount=5, encoding="utf-8", delay=True
+    )
     handler.setFormatter(logging.Formatter(_FORMAT))
     root.addHandler(handler)
     root.setLevel(level)

@@ -62,16 +62,20 @@ def check_trainable(ws, project, template_name: str) -> list:
     trainer = get_trainer(task)
     template = get_template(template_name)
     if template.task != project.task:
-        raise UserError(f"template {template_name!r} is for {template.task} projects, "
-                        f"but {project.name!r} is a {project.task} project")
+        raise UserError(
+            f"template {template_name!r} is for {template.task} projects, "
+            f"but {project.name!r} is a {project.task} project"
+        )
     samples = labeled_samples(ws.store, project)
     counts = class_counts(samples, project.target)
     if not counts:
         raise UserError(f"project {project.name!r} has no labeled samples: label some first")
     if len(counts) < task.min_classes:
         (only,) = counts
-        raise UserError(f"project {project.name!r} has only one class ({only!r}): a model needs at "
-                        f"least {task.min_classes} classes to tell apart")
+        raise UserError(
+            f"project {project.name!r} has only one class ({only!r}): a model needs at "
+            f"least {task.min_classes} classes to tell apart"
+        )
     trainer.check(samples)
     return samples
 
@@ -90,17 +94,43 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
 
     samples = labeled_samples(ws.store, project)
     options = {"cluster": cluster} if cluster else {}
-    estimate = get_trainer(project.task).estimate(samples, get_template(template_name), feature_cache_dir(ws),
-                                                  device=device, **options)
+    estimate = get_trainer(project.task).estimate(
+        samples, get_template(template_name), feature_cache_dir(ws), device=device, **options
+    )
     # every stage the run performs: the worker starting and the scoring for label suggestions too
-    return whole_run(estimate, scoring_seconds(feature_cache_dir(ws), project, scoring_count(ws.store, project),
-                                               estimate.get("plan"), template_name))
+    return whole_run(
+        estimate,
+        scoring_seconds(
+            feature_cache_dir(ws),
+            project,
+            scoring_count(ws.store, project),
+            estimate.get("plan"),
+            template_name,
+        ),
+    )
 
 
 def headline(metrics: dict) -> dict:
-    keys = ("accuracy", "macro_f1", "per_class", "confusion", "labels", "n", "split",
-            "micro_f1", "map", "per_label", "per_label_ap", "map50", "precision", "recall", "f1",
-            "misses", "false_boxes", "threshold")
+    keys = (
+        "accuracy",
+        "macro_f1",
+        "per_class",
+        "confusion",
+        "labels",
+        "n",
+        "split",
+        "micro_f1",
+        "map",
+        "per_label",
+        "per_label_ap",
+        "map50",
+        "precision",
+        "recall",
+        "f1",
+        "misses",
+        "false_boxes",
+        "threshold",
+    )
     return {k: metrics[k] for k in keys if k in metrics}
 
 
@@ -112,7 +142,9 @@ def text_lines(files) -> tuple[list[str], list[str]]:
         try:
             content = path.read_bytes().decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise UserError(f"{path}: not UTF-8 text (bad byte at position {exc.start}); save it as UTF-8") from None
+            raise UserError(
+                f"{path}: not UTF-8 text (bad byte at position {exc.start}); save it as UTF-8"
+            ) from None
         for number, line in enumerate(content.splitlines(), 1):
             if line.strip():
                 texts.append(line)
@@ -142,7 +174,9 @@ def prelabel(ws, project, model_id, artifact_dir, ctx, progress=None) -> None:
     else:
         count = _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress)
     if count:
-        record_scoring(feature_cache_dir(ws), project, count, time.monotonic() - started, _template_of(artifact_dir))
+        record_scoring(
+            feature_cache_dir(ws), project, count, time.monotonic() - started, _template_of(artifact_dir)
+        )
 
 
 def _template_of(artifact_dir) -> str | None:
@@ -169,7 +203,7 @@ def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) ->
     for start in range(0, len(samples), batch):
         if ctx.should_stop():
             return 0
-        chunk = samples[start:start + batch]
+        chunk = samples[start : start + batch]
         for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
             if prediction is not None:
                 rows.append((sample.id, prediction["label"], prediction["score"]))
@@ -185,8 +219,11 @@ PROPOSALS_FILE = "proposals.json"
 def box_confidence(boxes: list, threshold: float) -> float:
     """How sure a detector is about a photo, 0..1: the distance of its most borderline box score
     (any box over 0.05) from the threshold, relative to the room on that side; 1 without any box."""
-    distances = [abs(b["score"] - threshold) / max(threshold if b["score"] < threshold else 1 - threshold, 1e-6)
-                 for b in boxes if b["score"] >= 0.05]
+    distances = [
+        abs(b["score"] - threshold) / max(threshold if b["score"] < threshold else 1 - threshold, 1e-6)
+        for b in boxes
+        if b["score"] >= 0.05
+    ]
     return float(min(min(distances), 1.0)) if distances else 1.0
 
 
@@ -213,7 +250,7 @@ def prelabel_boxes(ws, project, model_id, artifact_dir, ctx, progress=None) -> i
             return 0
         if progress is not None and start:
             progress(start, len(samples))
-        chunk = samples[start:start + 16]
+        chunk = samples[start : start + 16]
         for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
             if prediction is None:
                 continue
@@ -259,7 +296,9 @@ def move_threshold(ws, model, threshold: float) -> dict:
         truths = [[(t[4], *t[:4]) for t in m["truth"]] for m in images]
         counts = counts_at(truths, [m["boxes"] for m in images], float(threshold))
         metrics.update({k: counts[k] for k in ("precision", "recall", "f1", "misses", "false_boxes")})
-        images = [{**m, **image_errors(truth, m["boxes"], float(threshold))} for m, truth in zip(images, truths)]
+        images = [
+            {**m, **image_errors(truth, m["boxes"], float(threshold))} for m, truth in zip(images, truths)
+        ]
         images.sort(key=lambda m: -(len(m["misses"]) + len(m["false_boxes"])))  # the photos' errors follow
         metrics["images"] = images
         metrics["mistakes"] = [m for m in images if m["misses"] or m["false_boxes"]]
@@ -294,8 +333,9 @@ def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None
     scratch = Path(tempfile.mkdtemp(prefix="evaluate-", dir=ws.paths.tmp))
     store = Store(scratch)
     try:
-        project = store.create_project("evaluation", artifact.card["task"], kind=artifact.input_kind,
-                                       target=artifact.target)
+        project = store.create_project(
+            "evaluation", artifact.card["task"], kind=artifact.input_kind, target=artifact.target
+        )
         report = import_path(store, project, path, format=format, progress=progress)
         samples = labeled_samples(store, project)
         if not samples:
@@ -319,8 +359,12 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     """
     import time
 
-    from modeldesk.app.run_time import (blended_eta, compression_fraction, compression_seconds,
-                                        record_compression)
+    from modeldesk.app.run_time import (
+        blended_eta,
+        compression_fraction,
+        compression_seconds,
+        record_compression,
+    )
     from modeldesk.deploy import export_artifact, load_artifact
     from modeldesk.trainers.compression import head_refitter
 
@@ -342,10 +386,19 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
             progress(done, total, message, eta)
 
     report(0, 1, "")
-    result = export_artifact(artifact, out, compress=compress, bundle=bundle,
-                             calibration=calibration, validation=validation, progress=report,
-                             tmp_dir=ws.paths.tmp, training=training,
-                             refit_head=head_refitter(artifact.card) if compress else None, metric=metric)
+    result = export_artifact(
+        artifact,
+        out,
+        compress=compress,
+        bundle=bundle,
+        calibration=calibration,
+        validation=validation,
+        progress=report,
+        tmp_dir=ws.paths.tmp,
+        training=training,
+        refit_head=head_refitter(artifact.card) if compress else None,
+        metric=metric,
+    )
     if compress:
         record_compression(feature_cache_dir(ws), artifact.input_kind, n_samples, time.monotonic() - started)
     return result
@@ -369,16 +422,21 @@ def _compression_data(ws, artifact):
         # The graph is an n-gram table and one matrix: int8 would shrink the matrix, but the time goes
         # to tokenizing and counting strings, which quantization does not touch.
         size = artifact.size_bytes() / 1e6
-        raise UserError(f"a text model is already small ({size:.1f} MB) and answers in about a "
-                        "millisecond; compression has nothing to gain for it: export it without --compress")
+        raise UserError(
+            f"a text model is already small ({size:.1f} MB) and answers in about a "
+            "millisecond; compression has nothing to gain for it: export it without --compress"
+        )
     if artifact.input_kind not in ("image", "audio") or artifact.target not in ("label", "boxes"):
-        raise UserError("making this kind of model smaller is not available yet; export it without "
-                        "compression")
+        raise UserError(
+            "making this kind of model smaller is not available yet; export it without compression"
+        )
     try:
         record = ws.store.get_model(artifact.id)
     except KeyError:
-        raise UserError("compression needs the model's project for calibration images: export a "
-                        "model trained in this workspace") from None
+        raise UserError(
+            "compression needs the model's project for calibration images: export a "
+            "model trained in this workspace"
+        ) from None
     project = ws.store.get_project(record["project"])
     samples = labeled_samples(ws.store, project)
     training = [(s.path, s.target) for s in samples if s.split == "train"]
@@ -388,8 +446,9 @@ def _compression_data(ws, artifact):
 
         validation = judging_photos(samples)
     if not validation:
-        raise UserError(f"project {project.name!r} has no validation images to check the "
-                        "compressed model's accuracy on")
+        raise UserError(
+            f"project {project.name!r} has no validation images to check the compressed model's accuracy on"
+        )
     # A re-fitted head learns from the photos the model's own head was fitted on (the trainers refit
     # on every labeled photo), so it is judged against the original on equal terms.
     refit = [(s.path, s.target) for s in samples]

@@ -25,8 +25,17 @@ from pathlib import Path
 from modeldesk.app import about
 
 #: Environment variables that explain display and locale problems and hold no secrets.
-ENVIRONMENT_KEYS = ("LANG", "LC_ALL", "QT_QPA_PLATFORM", "QT_SCALE_FACTOR", "QT_SCREEN_SCALE_FACTORS",
-                    "XDG_SESSION_TYPE", "XDG_CURRENT_DESKTOP", "DESKTOP_SESSION", "MODELDESK_WORKSPACE")
+ENVIRONMENT_KEYS = (
+    "LANG",
+    "LC_ALL",
+    "QT_QPA_PLATFORM",
+    "QT_SCALE_FACTOR",
+    "QT_SCREEN_SCALE_FACTORS",
+    "XDG_SESSION_TYPE",
+    "XDG_CURRENT_DESKTOP",
+    "DESKTOP_SESSION",
+    "MODELDESK_WORKSPACE",
+)
 #: Environment variables reported only as set or not set.
 PRESENCE_KEYS = ("DISPLAY", "WAYLAND_DISPLAY", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "LD_LIBRARY_PATH")
 JOB_LOGS = 10
@@ -63,8 +72,12 @@ def environment(paths=None, *, resources: bool = True) -> dict:
         "created": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "app": about.summary(),
         "components": about.components(),
-        "os": {"system": platform.system(), "release": platform.release(), "version": platform.version(),
-               "libc": " ".join(platform.libc_ver()).strip()},
+        "os": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "version": platform.version(),
+            "libc": " ".join(platform.libc_ver()).strip(),
+        },
         "environment": {key: os.environ[key] for key in ENVIRONMENT_KEYS if key in os.environ},
         "environment_set": {key: key in os.environ for key in PRESENCE_KEYS},
     }
@@ -88,10 +101,14 @@ def _log_files(paths) -> list[tuple[Path, str]]:
     """(file, name in the zip): the app log with its rotations, then the newest job logs."""
     if paths is None:
         return []
-    found = [(p, f"logs/{p.name}") for p in sorted(paths.log.parent.glob(paths.log.name + "*")) if p.is_file()]
+    found = [
+        (p, f"logs/{p.name}") for p in sorted(paths.log.parent.glob(paths.log.name + "*")) if p.is_file()
+    ]
     jobs = paths.log.parent / "jobs"
     if jobs.is_dir():
-        newest = sorted((p for p in jobs.glob("*.log") if p.is_file()), key=lambda p: p.stat().st_mtime)[-JOB_LOGS:]
+        newest = sorted((p for p in jobs.glob("*.log") if p.is_file()), key=lambda p: p.stat().st_mtime)[
+            -JOB_LOGS:
+        ]
         found += [(p, f"logs/jobs/{p.name}") for p in newest]
     return found
 
@@ -132,9 +149,13 @@ def write_problem_report(paths, dest, *, resources: bool = True) -> Path:
                     archive.writestr(name, redact(_tail(path), home))
                 except OSError as exc:
                     archive.writestr(name + ".unreadable.txt", f"{type(exc).__name__}: {exc}")
-            archive.writestr("README.txt", (
-                "ModelDesk problem report: environment.json describes the computer and the app; logs/ holds\n"
-                "the app's log files. No images, labels, models or database are included.\n"))
+            archive.writestr(
+                "README.txt",
+                (
+                    "ModelDesk problem report: environment.json describes the computer and the app; logs/ holds\n"
+                    "the app's log files. No images, labels, models or database are included.\n"
+                ),
+            )
         os.replace(staged, dest)
     except BaseException:
         Path(staged).unlink(missing_ok=True)

@@ -20,7 +20,12 @@ import numpy as np
 
 from modeldesk.deploy.audio_input import SAMPLE_RATE, resample, wav_bytes
 
-FORMATS = {"int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "float32": np.dtype("<f4"), "uint8": np.dtype("u1")}
+FORMATS = {
+    "int16": np.dtype("<i2"),
+    "int32": np.dtype("<i4"),
+    "float32": np.dtype("<f4"),
+    "uint8": np.dtype("u1"),
+}
 
 
 class ClipRecorder:
@@ -104,7 +109,7 @@ class ClipRecorder:
         self.level = float(min(1.0, np.abs(mono).max())) if len(mono) else 0.0
         start = max(0, self.skip_frames - self._seen)
         self._seen += len(mono)
-        take = mono[start:start + max(0, self.clip_frames - self._kept)]
+        take = mono[start : start + max(0, self.clip_frames - self._kept)]
         if len(take):
             self._chunks.append(take.copy())
             self._kept += len(take)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from modeldesk.app.paths import WorkspacePaths
 from modeldesk.datasets import Store, import_path
-from modeldesk.datasets.dbfile import (DamagedWorkspaceError, check_database, is_writable, latest_backup)
+from modeldesk.datasets.dbfile import DamagedWorkspaceError, check_database, is_writable, latest_backup
 from modeldesk.datasets.safety import WorkspaceWriteError, write_error
 from modeldesk.datasets.verify import media_kind
 
@@ -67,7 +67,9 @@ class BackgroundCleanup:
         self.thread.join(timeout)
 
 
-def start_cleanup(store: Store, cache_dir: Path, every_s: float = CLEANUP_EVERY_S) -> BackgroundCleanup | None:
+def start_cleanup(
+    store: Store, cache_dir: Path, every_s: float = CLEANUP_EVERY_S
+) -> BackgroundCleanup | None:
     """Start the background cleanup unless it ran less than ``every_s`` ago (or the store is read-only)."""
     if store.read_only:
         return None
@@ -99,8 +101,12 @@ def _orphans(store: Store) -> dict[str, list[Path]]:
     for path in sorted(store.media.root.glob("*/*")):
         if path.name.startswith(".") or not path.is_file():
             continue
-        if conn.execute("SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1",
-                        (path.name.split(".")[0],)).fetchone() is None:
+        if (
+            conn.execute(
+                "SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1", (path.name.split(".")[0],)
+            ).fetchone()
+            is None
+        ):
             kind = media_kind(path.suffix.lower())
             if kind:
                 found.setdefault(kind, []).append(path)
@@ -142,8 +148,10 @@ def recover_workspace(root) -> dict:
     if not paths.root.is_dir():
         raise FileNotFoundError(f"{paths.root} is not a workspace folder")
     if not is_writable(paths.root):
-        raise WorkspaceWriteError(f"the workspace folder {paths.root} is read-only: copy it somewhere writable "
-                                  "and run recover on the copy")
+        raise WorkspaceWriteError(
+            f"the workspace folder {paths.root} is read-only: copy it somewhere writable "
+            "and run recover on the copy"
+        )
     stamp = time.strftime("%Y%m%d-%H%M%S")
     result = {"damaged": False, "set_aside": None, "restored_backup": None, "projects": []}
     try:
@@ -169,13 +177,18 @@ def recover_text(result: dict) -> str:
     lines = []
     if result["damaged"]:
         lines.append(f"set the damaged database aside as {result['set_aside']}")
-        lines.append(f"restored the backup {result['restored_backup']}" if result["restored_backup"]
-                     else "started a new database (no backup was found)")
+        lines.append(
+            f"restored the backup {result['restored_backup']}"
+            if result["restored_backup"]
+            else "started a new database (no backup was found)"
+        )
     else:
         lines.append("the database is healthy; nothing was set aside")
     for entry in result["projects"]:
-        lines.append(f"imported {entry['added']} media files no sample used into project {entry['project']!r} "
-                     "(unlabeled)")
+        lines.append(
+            f"imported {entry['added']} media files no sample used into project {entry['project']!r} "
+            "(unlabeled)"
+        )
     if not result["projects"]:
         lines.append("every media file belongs to a sample; nothing to bring back")
     return "\n".join(lines)

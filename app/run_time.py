@@ -39,8 +39,9 @@ def scoring_count(store, project) -> int:
     return len(samples)
 
 
-def scoring_seconds(cache_dir, project, n_samples: int, plan: dict | None = None,
-                    template: str | None = None) -> float:
+def scoring_seconds(
+    cache_dir, project, n_samples: int, plan: dict | None = None, template: str | None = None
+) -> float:
     """The time to score ``n_samples`` for label suggestions: measured here before; else from the
     training ``plan``'s feature throughput (scoring decodes each sample and runs the same backbone, plus
     ~30% for the head and smaller batches); else a prior."""
@@ -59,7 +60,9 @@ def scoring_seconds(cache_dir, project, n_samples: int, plan: dict | None = None
 def record_scoring(cache_dir, project, n_samples: int, seconds: float, template: str | None = None) -> None:
     """Fold a real scoring run into the cost model (the next estimate uses it), per recipe and overall."""
     if n_samples > 0 and seconds > 0:
-        work = max(seconds - SCORING_START_S, 0.5 * seconds)  # a quick run still counts (the start is a guess)
+        work = max(
+            seconds - SCORING_START_S, 0.5 * seconds
+        )  # a quick run still counts (the start is a guess)
         for key in {scoring_key(project), scoring_key(project, template)}:
             CostModel(cache_dir).record(key, "cpu", 1, 1, n_items=n_samples, seconds=work)
 
@@ -84,8 +87,14 @@ def whole_run(estimate: dict, scoring_s: float) -> dict:
     if counted is not None:
         scoring_s, training = counted, float(training) - counted
     total = round(float(training) + scoring_s + JOB_START_S, 1)
-    plan.update({"eta_s": total, "training_eta_s": training, "scoring_eta_s": round(scoring_s, 1),
-                 "start_eta_s": JOB_START_S})
+    plan.update(
+        {
+            "eta_s": total,
+            "training_eta_s": training,
+            "scoring_eta_s": round(scoring_s, 1),
+            "start_eta_s": JOB_START_S,
+        }
+    )
     return {**estimate, "eta_s": total, "plan": plan}
 
 
@@ -99,8 +108,9 @@ class RunProgress:
 
     SCORING_STAGE = "Scoring your images for label suggestions"
 
-    def __init__(self, report, scoring_s: float, clock=time.monotonic, *, noun: str = "images",
-                 counted: bool = False):
+    def __init__(
+        self, report, scoring_s: float, clock=time.monotonic, *, noun: str = "images", counted: bool = False
+    ):
         self.report, self.scoring_s, self.clock = report, max(float(scoring_s), 0.0), clock
         self.stage = f"Scoring your {noun} for label suggestions"
         self.counted = counted  # the trainer's ETAs already include the scoring (see trainer_counts_scoring)
@@ -168,8 +178,9 @@ def compression_seconds(cache_dir, input_kind: str, n_samples: int) -> float:
 
 def record_compression(cache_dir, input_kind: str, n_samples: int, seconds: float) -> None:
     if n_samples > 0 and seconds > 0:
-        CostModel(cache_dir).record(f"{COMPRESSION_WORK}/{input_kind}", "cpu", 1, 1, n_items=n_samples,
-                                    seconds=seconds)
+        CostModel(cache_dir).record(
+            f"{COMPRESSION_WORK}/{input_kind}", "cpu", 1, 1, n_items=n_samples, seconds=seconds
+        )
 
 
 def blended_eta(planned_s: float, elapsed: float, fraction: float) -> float:

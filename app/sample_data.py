@@ -35,8 +35,9 @@ def make_shape_image(shape: str, rng: np.random.Generator, size: int = 96) -> Im
     return image.filter(ImageFilter.GaussianBlur(rng.uniform(0, 1.0)))
 
 
-def make_shapes_folder(folder, per_class: int = 20, *, seed: int = 0, size: int = 96,
-                       classes=SAMPLE_CLASSES) -> Path:
+def make_shapes_folder(
+    folder, per_class: int = 20, *, seed: int = 0, size: int = 96, classes=SAMPLE_CLASSES
+) -> Path:
     """Write ``folder/<class>/<n>.jpg`` for each class; returns the folder."""
     folder = Path(folder)
     rng = np.random.default_rng(seed)
@@ -49,12 +50,18 @@ def make_shapes_folder(folder, per_class: int = 20, *, seed: int = 0, size: int 
 
 
 TEXT_WORDS = {
-    "praise": (["great", "tasty", "fresh", "lovely", "fast delivery", "friendly", "delicious", "warm"],
-               ["很好吃", "很快", "新鲜", "推荐", "满意"]),
-    "complaint": (["terrible", "cold", "late", "slow delivery", "rude", "stale", "wrong order", "refund"],
-                  ["太慢", "难吃", "凉了", "差评", "退款"]),
-    "question": (["when", "how", "can i", "do you", "is it", "what time", "where", "could you"],
-                 ["什么时候", "怎么", "可以吗", "有没有", "几点"]),
+    "praise": (
+        ["great", "tasty", "fresh", "lovely", "fast delivery", "friendly", "delicious", "warm"],
+        ["很好吃", "很快", "新鲜", "推荐", "满意"],
+    ),
+    "complaint": (
+        ["terrible", "cold", "late", "slow delivery", "rude", "stale", "wrong order", "refund"],
+        ["太慢", "难吃", "凉了", "差评", "退款"],
+    ),
+    "question": (
+        ["when", "how", "can i", "do you", "is it", "what time", "where", "could you"],
+        ["什么时候", "怎么", "可以吗", "有没有", "几点"],
+    ),
 }
 _FILLER = ["the", "food", "order", "today", "and", "was", "very", "meal", "restaurant", "it", "我们", "这个"]
 
@@ -104,8 +111,9 @@ def make_boxes_image(rng: np.random.Generator, size=(200, 150)) -> tuple[Image.I
     return image, boxes
 
 
-def make_boxes_folder(folder, count: int = 24, *, seed: int = 0,
-                      sizes=((200, 150), (150, 200), (180, 180))) -> Path:
+def make_boxes_folder(
+    folder, count: int = 24, *, seed: int = 0, sizes=((200, 150), (150, 200), (180, 180))
+) -> Path:
     """Write ``count`` photos with boxed shapes as a Pascal VOC folder (``x.png`` + ``x.xml``)."""
     from modeldesk.datasets.records import Box
     from modeldesk.datasets.voc import voc_xml

@@ -28,8 +28,9 @@ class ServiceHandle:
         self.note = ""  # why the address is not the usual one, when it is not
 
     @classmethod
-    def start(cls, artifact_path, *, host: str = "127.0.0.1", port: int = 0, token=None,
-              timeout: float = 30.0) -> "ServiceHandle":
+    def start(
+        cls, artifact_path, *, host: str = "127.0.0.1", port: int = 0, token=None, timeout: float = 30.0
+    ) -> "ServiceHandle":
         """Start serving ``artifact_path`` and return once the service accepts requests."""
         import uvicorn
 
@@ -39,7 +40,9 @@ class ServiceHandle:
         check_bind(host, port, token)
         port = port or free_port(host)
         ready = load_checked(artifact_path)
-        app = create_app(ready.artifact, token=token, predictor=ready, local_only=host.strip("[]") in LOCAL_HOSTS)
+        app = create_app(
+            ready.artifact, token=token, predictor=ready, local_only=host.strip("[]") in LOCAL_HOSTS
+        )
         server = uvicorn.Server(server_config(app, host, port, log_level="warning", access_log=False))
         thread = threading.Thread(target=server.run, name="modeldesk-service", daemon=True)
         thread.start()

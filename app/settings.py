@@ -61,8 +61,10 @@ class Settings:
                 continue
             value, default = data[f.name], getattr(defaults, f.name)
             if type(value) is not type(default):  # noqa: E721 - bool is not an int setting here
-                warn(f"{path}: {f.name} should be {type(default).__name__}, not {json.dumps(value)[:40]}; "
-                     f"using the default {default!r}")
+                warn(
+                    f"{path}: {f.name} should be {type(default).__name__}, not {json.dumps(value)[:40]}; "
+                    f"using the default {default!r}"
+                )
                 continue
             values[f.name] = value
         return cls(**values)

@@ -30,16 +30,25 @@ def run_training(params: dict, ctx) -> dict:
         # one bar over the training and the scoring for label suggestions that follows it
         scored = scoring_count(ws.store, project)
         trainer = get_trainer(project.task)
-        bar = RunProgress(ctx.progress, scoring_seconds(pipeline.feature_cache_dir(ws), project, scored,
-                                                        template=template.name),
-                          noun={"text": "texts", "audio": "clips"}.get(project.kind, "images"),
-                          counted=bool(getattr(trainer, "counts_scoring", False)))
+        bar = RunProgress(
+            ctx.progress,
+            scoring_seconds(pipeline.feature_cache_dir(ws), project, scored, template=template.name),
+            noun={"text": "texts", "audio": "clips"}.get(project.kind, "images"),
+            counted=bool(getattr(trainer, "counts_scoring", False)),
+        )
         options = {"cluster": params["cluster"]} if params.get("cluster") else {}
         started = time.monotonic()
         result = trainer.train(
-            samples, template, out_dir, pipeline.feature_cache_dir(ws),
-            time_budget=params.get("time_budget"), device=params.get("device") or "auto",
-            progress=bar.training, should_stop=ctx.should_stop, model_id=model_id, **options,
+            samples,
+            template,
+            out_dir,
+            pipeline.feature_cache_dir(ws),
+            time_budget=params.get("time_budget"),
+            device=params.get("device") or "auto",
+            progress=bar.training,
+            should_stop=ctx.should_stop,
+            model_id=model_id,
+            **options,
         )
         ws.store.add_model(project, model_id, str(result.artifact_dir), template.name, result.metrics)
         for skipped in result.skipped:

@@ -204,12 +204,14 @@ class UiCalls:
             unlabeled = first + [s for s in unlabeled if s not in seen]
         return unlabeled + labeled
 
-    def gallery_rows(self, project, *, label=None, unlabeled=False, split=None, wrong_only=False,
-                     model_id=None) -> dict:
+    def gallery_rows(
+        self, project, *, label=None, unlabeled=False, split=None, wrong_only=False, model_id=None
+    ) -> dict:
         """What the Data page's gallery shows: ``ids`` in order, a ``captions`` dict and the ids the
         model got ``wrong`` (a set)."""
-        samples = self.store.samples(self.project(project), split=split, label=label,
-                                     unlabeled=True if unlabeled else None)
+        samples = self.store.samples(
+            self.project(project), split=split, label=label, unlabeled=True if unlabeled else None
+        )
         predictions = self.store.predictions(model_id) if model_id else {}
         rows = {"ids": [], "captions": {}, "wrong": set()}
         for sample in samples:
@@ -242,7 +244,9 @@ class UiCalls:
         import json
 
         try:
-            path = json.loads((self.paths.root / "models_in_use.json").read_text(encoding="utf-8")).get(str(model))
+            path = json.loads((self.paths.root / "models_in_use.json").read_text(encoding="utf-8")).get(
+                str(model)
+            )
         except (OSError, ValueError, AttributeError):
             return None
         return path if path and Path(path).exists() else None
@@ -284,8 +288,11 @@ class UiCalls:
     def training_runs(self, project) -> list[dict]:
         """The project's training jobs, newest first."""
         name = self.project(project).name
-        rows = [job for job in self.jobs.jobs(kind="train", limit=200)
-                if (job.get("params") or {}).get("project") == name]
+        rows = [
+            job
+            for job in self.jobs.jobs(kind="train", limit=200)
+            if (job.get("params") or {}).get("project") == name
+        ]
         return sorted(rows, key=lambda j: j.get("id", 0), reverse=True)
 
     def job(self, job_id: int) -> dict:

@@ -105,16 +105,38 @@ class Workspace(UiCalls):
         """The project called ``name`` (KeyError with a readable message if there is none)."""
         return self.store.get_project(name)
 
-    def import_data(self, project, path, format: str = "auto", *, progress=None, should_stop=None,
-                    text_column=None, label_column=None) -> dict:
+    def import_data(
+        self,
+        project,
+        path,
+        format: str = "auto",
+        *,
+        progress=None,
+        should_stop=None,
+        text_column=None,
+        label_column=None,
+    ) -> dict:
         """Import files, a folder or a zip archive; returns the import report as a dict."""
-        report = import_path(self.store, self.project(project), path, format=format,
-                             text_column=text_column, label_column=label_column,
-                             progress=progress, should_stop=should_stop)
+        report = import_path(
+            self.store,
+            self.project(project),
+            path,
+            format=format,
+            text_column=text_column,
+            label_column=label_column,
+            progress=progress,
+            should_stop=should_stop,
+        )
         for failure in report.failed:
             log.warning("import refused %s: %s", failure["file"], failure["reason"])
-        log.info("imported %s into %r: %s added, %s duplicates, %s failed", path, project,
-                 report.added, report.duplicates, len(report.failed))
+        log.info(
+            "imported %s into %r: %s added, %s duplicates, %s failed",
+            path,
+            project,
+            report.added,
+            report.duplicates,
+            len(report.failed),
+        )
         return report.to_dict()
 
     def stats(self, project) -> dict:
@@ -142,17 +164,31 @@ class Workspace(UiCalls):
 
         return [t.to_dict() for t in list_templates(task)]
 
-    def estimate_training(self, project, template: str, device: str = "auto", *, cluster: str | None = None,
-                          credentials=None) -> dict:
+    def estimate_training(
+        self, project, template: str, device: str = "auto", *, cluster: str | None = None, credentials=None
+    ) -> dict:
         """The plan and ETA the cost model gives before a run (probes each device the first time).
 
         ``cluster``: a Dask scheduler address, "off", or None for the workspace setting.
         """
-        return pipeline.estimate(self, self.project(project), template, device=device,
-                                 cluster=self.resolve_cluster(cluster, credentials))
+        return pipeline.estimate(
+            self,
+            self.project(project),
+            template,
+            device=device,
+            cluster=self.resolve_cluster(cluster, credentials),
+        )
 
-    def submit_training(self, project, template: str, *, time_budget=None, device: str = "auto",
-                        cluster: str | None = None, credentials=None) -> int:
+    def submit_training(
+        self,
+        project,
+        template: str,
+        *,
+        time_budget=None,
+        device: str = "auto",
+        cluster: str | None = None,
+        credentials=None,
+    ) -> int:
         """Queue a training job (it starts in a worker process as soon as the queue is free)."""
         project = self.project(project)
         pipeline.check_trainable(self, project, template)
@@ -171,14 +207,33 @@ class Workspace(UiCalls):
     def training_jobs(self, project, states=("queued", "running")) -> list[dict]:
         """The project's training jobs in ``states``, newest first."""
         name = self.project(project).name
-        return [job for state in states for job in self.jobs.jobs(state=state, kind="train")
-                if (job.get("params") or {}).get("project") == name]
+        return [
+            job
+            for state in states
+            for job in self.jobs.jobs(state=state, kind="train")
+            if (job.get("params") or {}).get("project") == name
+        ]
 
-    def train(self, project, template: str, *, time_budget=None, device: str = "auto",
-              progress=None, cluster: str | None = None, credentials=None) -> dict:
+    def train(
+        self,
+        project,
+        template: str,
+        *,
+        time_budget=None,
+        device: str = "auto",
+        progress=None,
+        cluster: str | None = None,
+        credentials=None,
+    ) -> dict:
         """Train and wait: ``progress(event)`` gets every job event; returns the job's result."""
-        job_id = self.submit_training(project, template, time_budget=time_budget, device=device,
-                                      cluster=cluster, credentials=credentials)
+        job_id = self.submit_training(
+            project,
+            template,
+            time_budget=time_budget,
+            device=device,
+            cluster=cluster,
+            credentials=credentials,
+        )
         return self.wait_job(job_id, progress=progress)
 
     def wait_job(self, job_id: int, *, progress=None) -> dict:
@@ -205,8 +260,9 @@ class Workspace(UiCalls):
         try:
             record = self.store.get_model(str(model))
         except KeyError:
-            raise KeyError(f"no model {model!r}: give a model id from `modeldesk train` or the path "
-                           "of an exported model") from None
+            raise KeyError(
+                f"no model {model!r}: give a model id from `modeldesk train` or the path of an exported model"
+            ) from None
         return Path(record["path"])
 
     def model_report(self, model_id: str) -> dict:
@@ -241,7 +297,7 @@ class Workspace(UiCalls):
         files = [str(f) for f in files]
         results = []
         for start in range(0, len(files), 32):
-            chunk = files[start:start + 32]
+            chunk = files[start : start + 32]
             results += [{"file": f, **p} for f, p in zip(chunk, predictor.predict(chunk))]
         return results
 
@@ -253,7 +309,10 @@ class Workspace(UiCalls):
         names = list(names) if names is not None else [f"text {i + 1}" for i in range(len(texts))]
         results = []
         for start in range(0, len(texts), predictor.batch_size):
-            chunk, chunk_names = texts[start:start + predictor.batch_size], names[start:start + predictor.batch_size]
+            chunk, chunk_names = (
+                texts[start : start + predictor.batch_size],
+                names[start : start + predictor.batch_size],
+            )
             predictions = predictor.predict(chunk, names=chunk_names)
             results += [{"file": n, "text": t, **p} for n, t, p in zip(chunk_names, chunk, predictions)]
         return results
@@ -276,8 +335,9 @@ class Workspace(UiCalls):
         """Evaluate a model on labeled data outside the project (any import format)."""
         return pipeline.evaluate_outside(self, self.model_path(model), path, format, progress=progress)
 
-    def export_model(self, model, out, *, compress: bool = False, bundle: bool = False,
-                     progress=None) -> dict:
+    def export_model(
+        self, model, out, *, compress: bool = False, bundle: bool = False, progress=None
+    ) -> dict:
         return pipeline.export(self, model, out, compress=compress, bundle=bundle, progress=progress)
 
     def start_service(self, model, host: str = "127.0.0.1", port: int = 0, token=None):

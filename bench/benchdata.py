@@ -20,8 +20,14 @@ def load_samples(root: Path, suffixes=IMAGE_SUFFIXES):
                 continue
             bucket = int(hashlib.sha1(path.name.encode()).hexdigest(), 16) % 20
             split = "test" if bucket < 5 else "val" if bucket < 7 else "train"
-            samples.append(LabeledSample(key=hashlib.sha256(path.read_bytes()).hexdigest(), source=str(path),
-                                         target=label_dir.name, split=split))
+            samples.append(
+                LabeledSample(
+                    key=hashlib.sha256(path.read_bytes()).hexdigest(),
+                    source=str(path),
+                    target=label_dir.name,
+                    split=split,
+                )
+            )
     return samples
 
 
@@ -49,5 +55,7 @@ def spectrogram_images(audio_root: Path, out_root: Path, size: int = 128) -> Pat
         db = 10 * np.log10(np.abs(np.fft.rfft(frames, axis=1)) ** 2 + 1e-6).T[::-1]
         scaled = 255 * np.clip((db - db.max() + 60) / 60, 0, 1)
         target.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(scaled.astype(np.uint8)).convert("RGB").resize((size, size), Image.BILINEAR).save(target)
+        Image.fromarray(scaled.astype(np.uint8)).convert("RGB").resize((size, size), Image.BILINEAR).save(
+            target
+        )
     return Path(out_root)

@@ -89,14 +89,23 @@ def bench_serving(artifact_path, images: list[bytes], clients: int) -> list[tupl
     for feed in feeds[:5]:
         session.run([out], feed)
     rows.append(("bare session.run, 1 caller", run_clients(lambda f, s: session.run([out], f), feeds, 1)))
-    rows.append((f"bare session.run, {clients} callers",
-                 run_clients(lambda f, s: session.run([out], f), feeds, clients)))
-    rows.append((f"Predictor.predict (decode+preprocess), {clients} callers",
-                 run_clients(lambda b, s: predictor.predict([b]), images, clients)))
+    rows.append(
+        (
+            f"bare session.run, {clients} callers",
+            run_clients(lambda f, s: session.run([out], f), feeds, clients),
+        )
+    )
+    rows.append(
+        (
+            f"Predictor.predict (decode+preprocess), {clients} callers",
+            run_clients(lambda b, s: predictor.predict([b]), images, clients),
+        )
+    )
     # The real service over HTTP.
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(artifact, device="cpu"), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(artifact, device="cpu"), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -154,64 +163,93 @@ def run(args, work: Path) -> int:
     training = [s for s in samples if s.split != "test"]
     t0 = time.perf_counter()
     if detector:
-        result = ObjectDetectionTrainer().train(training, args.template, work / "model", work / "cache",
-                                                device="cpu")
+        result = ObjectDetectionTrainer().train(
+            training, args.template, work / "model", work / "cache", device="cpu"
+        )
     else:
         result = train_image_classifier(training, args.template, work / "model", work / "cache", threads=2)
     train_s = time.perf_counter() - t0
     score = "mAP50" if detector else "accuracy"
-    print(f"# {data.name}: {len(training)} training images, {len(held_out)} held out; template {args.template} "
-          f"trained in {train_s:.1f} s, {score} {result.metrics.get('map50' if detector else 'accuracy')}")
+    print(
+        f"# {data.name}: {len(training)} training images, {len(held_out)} held out; template {args.template} "
+        f"trained in {train_s:.1f} s, {score} {result.metrics.get('map50' if detector else 'accuracy')}"
+    )
 
     train_paths = [s.path for s in training if s.split == "train"]
     rng = np.random.default_rng(0)
-    calibration = [train_paths[i] for i in rng.choice(len(train_paths), min(args.calibration, len(train_paths)),
-                                                      replace=False)]
+    calibration = [
+        train_paths[i]
+        for i in rng.choice(len(train_paths), min(args.calibration, len(train_paths)), replace=False)
+    ]
     t0 = time.perf_counter()
     # The app judges candidates on its validation split; here the held-out quarter plays that role, and
     # heads are re-fitted on the images the model's own head was fitted on (never the held-out ones).
     if detector:  # judged as the app judges a detector: on every labeled photo (a quarter of 103 is too few)
-        report = compress_artifact(result.artifact_dir, work / "compressed", calibration=calibration,
-                                   validation=judging_photos(samples), threads=(1, 2),
-                                   metric=compression_metric(load_artifact(result.artifact_dir)))
+        report = compress_artifact(
+            result.artifact_dir,
+            work / "compressed",
+            calibration=calibration,
+            validation=judging_photos(samples),
+            threads=(1, 2),
+            metric=compression_metric(load_artifact(result.artifact_dir)),
+        )
     else:
-        report = compress_artifact(result.artifact_dir, work / "compressed", calibration=calibration,
-                                   validation=[(s.path, s.label) for s in held_out], threads=(1, 2),
-                                   training=[(s.path, s.label) for s in training],
-                                   refit_head=head_refitter(load_artifact(result.artifact_dir).card))
-    print(f"\n## Compression candidates ({len(report['candidates'])} tried in {time.perf_counter() - t0:.0f} s; "
-          f"calibration {len(calibration)} train images, {score} on "
-          f"{len(samples) if detector else len(held_out)} {'labeled' if detector else 'held-out'} images; "
-          "latency: batch 8, ms per image)\n")
-    print(f"| candidate | in words | runtime | size KiB | ms/img 1 thread | ms/img 2 threads "
-          f"| ms/img 2 threads, plain ORT | ms/img 2 threads, split | {score} | kept | reason |")
+        report = compress_artifact(
+            result.artifact_dir,
+            work / "compressed",
+            calibration=calibration,
+            validation=[(s.path, s.label) for s in held_out],
+            threads=(1, 2),
+            training=[(s.path, s.label) for s in training],
+            refit_head=head_refitter(load_artifact(result.artifact_dir).card),
+        )
+    print(
+        f"\n## Compression candidates ({len(report['candidates'])} tried in {time.perf_counter() - t0:.0f} s; "
+        f"calibration {len(calibration)} train images, {score} on "
+        f"{len(samples) if detector else len(held_out)} {'labeled' if detector else 'held-out'} images; "
+        "latency: batch 8, ms per image)\n"
+    )
+    print(
+        f"| candidate | in words | runtime | size KiB | ms/img 1 thread | ms/img 2 threads "
+        f"| ms/img 2 threads, plain ORT | ms/img 2 threads, split | {score} | kept | reason |"
+    )
     print("|---|---|---|---:|---:|---:|---:|---:|---:|:-:|---|")
     for c in report["candidates"]:
         size = f"{c['size_bytes'] / 1024:.0f}" if c["size_bytes"] else "-"
         lat = c["latency_ms_by_threads"]
         by = c.get("latency_ms_by_runtime", {})
         acc = f"{c['accuracy']:.4f}" if c["accuracy"] is not None else "-"
-        print(f"| {c['name']} | {c.get('words', '')} | {c.get('runtime') or '-'} | {size} | {lat.get('1', '-')} | "
-              f"{lat.get('2', '-')} | {by.get('onnxruntime', {}).get('2', '-')} | "
-              f"{by.get('onnxruntime-split', {}).get('2', '-')} | {acc} | {'yes' if c['kept'] else ''} | {c['reason']} |")
-    print(f"\nchosen: {report['chosen']} on {report.get('runtime')}; {score} fp32 {report['accuracy_fp32']:.4f} -> "
-          f"{report['accuracy_compressed']:.4f}; speed-up against fp32 at its best runtime "
-          + ", ".join(f"x{v:.2f} at {t} thread(s)" for t, v in report["speedup_by_threads"].items()))
+        print(
+            f"| {c['name']} | {c.get('words', '')} | {c.get('runtime') or '-'} | {size} | {lat.get('1', '-')} | "
+            f"{lat.get('2', '-')} | {by.get('onnxruntime', {}).get('2', '-')} | "
+            f"{by.get('onnxruntime-split', {}).get('2', '-')} | {acc} | {'yes' if c['kept'] else ''} | {c['reason']} |"
+        )
+    print(
+        f"\nchosen: {report['chosen']} on {report.get('runtime')}; {score} fp32 {report['accuracy_fp32']:.4f} -> "
+        f"{report['accuracy_compressed']:.4f}; speed-up against fp32 at its best runtime "
+        + ", ".join(f"x{v:.2f} at {t} thread(s)" for t, v in report["speedup_by_threads"].items())
+    )
     kept = next(c for c in report["candidates"] if c["kept"])
     fp32 = report["candidates"][0]
     plain = fp32.get("latency_ms_by_runtime", {}).get("onnxruntime", {}).get("2")
     if plain and kept["latency_ms_by_threads"].get("2"):
-        print(f"against fp32 on plain ONNX Runtime at 2 threads ({plain:.2f} ms/img, same run): "
-              f"x{plain / kept['latency_ms_by_threads']['2']:.2f}")
+        print(
+            f"against fp32 on plain ONNX Runtime at 2 threads ({plain:.2f} ms/img, same run): "
+            f"x{plain / kept['latency_ms_by_threads']['2']:.2f}"
+        )
 
     if detector:  # and the kept copy on the photos no part of it saw
-        before, after = (evaluate_boxes(path, held_out)["map50"] for path in (result.artifact_dir, report["path"]))
-        print(f"held-out mAP50 ({len(held_out)} photos never trained on): fp32 {before:.4f}, kept {after:.4f}")
+        before, after = (
+            evaluate_boxes(path, held_out)["map50"] for path in (result.artifact_dir, report["path"])
+        )
+        print(
+            f"held-out mAP50 ({len(held_out)} photos never trained on): fp32 {before:.4f}, kept {after:.4f}"
+        )
 
     if args.no_serving:
         return 0
     images = [Path(s.path).read_bytes() for s in held_out]
-    images = (images * (args.requests // len(images) + 1))[:args.requests]
+    images = (images * (args.requests // len(images) + 1))[: args.requests]
     for title, path in (("fp32", result.artifact_dir), (f"kept: {report['chosen']}", report["path"])):
         print(f"\n## Serving, {title} ({len(images)} requests of one image each)\n")
         print("| path | p50 ms | p99 ms | images/s |")

@@ -56,9 +56,18 @@ def main(argv=None) -> int:
     resources = detect_resources()
     print(format_resources(resources))
     cuda_working = bool(resources["providers"].get("CUDAExecutionProvider"))
-    print("\nCUDA provider detected:", cuda_working, "-", resources["provider_notes"].get("CUDAExecutionProvider"))
-    print("TensorRT provider detected:", resources["providers"].get("TensorrtExecutionProvider"), "-",
-          resources["provider_notes"].get("TensorrtExecutionProvider"))
+    print(
+        "\nCUDA provider detected:",
+        cuda_working,
+        "-",
+        resources["provider_notes"].get("CUDAExecutionProvider"),
+    )
+    print(
+        "TensorRT provider detected:",
+        resources["providers"].get("TensorrtExecutionProvider"),
+        "-",
+        resources["provider_notes"].get("TensorrtExecutionProvider"),
+    )
     if resources["gpus"] and not cuda_working:
         print("FAIL: a GPU is there but the CUDA execution provider does not work")
         ok = False
@@ -73,7 +82,10 @@ def main(argv=None) -> int:
         from modeldesk.trainers.backbones import get_backbone
 
         backbone = get_backbone("efficientnet-lite0")
-        work_key, work = "efficientnet-lite0", bench.FeatureWork(backbone.onnx_path(args.cache), backbone.spec)
+        work_key, work = (
+            "efficientnet-lite0",
+            bench.FeatureWork(backbone.onnx_path(args.cache), backbone.spec),
+        )
     except Exception as exc:  # noqa: BLE001 - reported; the check goes on with the small model
         print(f"\nEfficientNet-Lite0 unavailable ({type(exc).__name__}: {exc}); using the small conv net")
         from modeldesk.deploy.preprocess import ImageSpec
@@ -82,20 +94,30 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory() as cost_dir:
         probe = bench.make_probe(files, work)
-        job = plan(work_key, len(files), device="auto", cost_model=CostModel(cost_dir), probe=probe,
-                   resources=resources)
+        job = plan(
+            work_key,
+            len(files),
+            device="auto",
+            cost_model=CostModel(cost_dir),
+            probe=probe,
+            resources=resources,
+        )
         print("\nplan:", json.dumps(job.to_dict(), indent=1))
         began = time.perf_counter()
         run_partitioned(job, files, work)
         actual = time.perf_counter() - began
 
-    print(f"\n{'device':10} {'provider asked':24} {'providers used':40} {'threads':>7} {'batch':>5} "
-          f"{'planned':>7} {'items':>6} {'items/s':>8}")
+    print(
+        f"\n{'device':10} {'provider asked':24} {'providers used':40} {'threads':>7} {'batch':>5} "
+        f"{'planned':>7} {'items':>6} {'items/s':>8}"
+    )
     for share in job.devices:
         used = work.session(share.local_device, share.threads, share.provider).get_providers()
         stats = job.run_stats[share.name]
-        print(f"{share.name:10} {share.provider:24} {','.join(used):40} {share.threads:7d} {share.batch_size:5d} "
-              f"{share.share:7.0%} {stats['items']:6d} {stats['items_per_s'] or 0:8.1f}")
+        print(
+            f"{share.name:10} {share.provider:24} {','.join(used):40} {share.threads:7d} {share.batch_size:5d} "
+            f"{share.share:7.0%} {stats['items']:6d} {stats['items_per_s'] or 0:8.1f}"
+        )
         if share.kind == "cuda" and used[0] != share.provider:
             print(f"FAIL: {share.name} asked for {share.provider} but ran on {used[0]}")
             ok = False
@@ -118,7 +140,9 @@ def main(argv=None) -> int:
             print("FAIL: GPU features differ from CPU features")
             ok = False
     if not resources["gpus"]:
-        print(f"\nGPU CHECK: nothing to check, {resources['gpu_note'] or 'no GPU found'} (CPU path above ran)")
+        print(
+            f"\nGPU CHECK: nothing to check, {resources['gpu_note'] or 'no GPU found'} (CPU path above ran)"
+        )
         return 2
     print("\nGPU CHECK", "PASSED" if ok else "FAILED")
     return 0 if ok else 1

@@ -70,8 +70,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="md-bench-") as tmp:
         tmp = Path(tmp)
-        sets = [(args.benchdata / "sign_digits", "image-classification", "sign_digits"),
-                (args.benchdata / "raccoon_voc", "object-detection", "raccoon_voc")]
+        sets = [
+            (args.benchdata / "sign_digits", "image-classification", "sign_digits"),
+            (args.benchdata / "raccoon_voc", "object-detection", "raccoon_voc"),
+        ]
         sets = [s for s in sets if s[0].is_dir()]
         if args.generated:
             start = time.perf_counter()
@@ -84,18 +86,44 @@ def main(argv=None) -> None:
                 path.read_bytes()
             copied, copy_s = time_copy(src, tmp / f"copy{index}")
             files, import_s, report = time_import(src, tmp / f"ws{index}", task)
-            rows.append((name, files, report["added"], import_s, files / import_s, copied, copy_s,
-                         copied / copy_s, import_s / copy_s))
+            rows.append(
+                (
+                    name,
+                    files,
+                    report["added"],
+                    import_s,
+                    files / import_s,
+                    copied,
+                    copy_s,
+                    copied / copy_s,
+                    import_s / copy_s,
+                )
+            )
             shutil.rmtree(tmp / f"copy{index}")
-        header = ("data set", "items", "added", "import s", "items/s", "files copied", "copy s",
-                  "files/s", "import/copy")
-        print(f"{header[0]:<18}{header[1]:>7}{header[2]:>7}{header[3]:>10}{header[4]:>9}"
-              f"{header[5]:>14}{header[6]:>8}{header[7]:>9}{header[8]:>13}")
+        header = (
+            "data set",
+            "items",
+            "added",
+            "import s",
+            "items/s",
+            "files copied",
+            "copy s",
+            "files/s",
+            "import/copy",
+        )
+        print(
+            f"{header[0]:<18}{header[1]:>7}{header[2]:>7}{header[3]:>10}{header[4]:>9}"
+            f"{header[5]:>14}{header[6]:>8}{header[7]:>9}{header[8]:>13}"
+        )
         for name, files, added, import_s, ips, copied, copy_s, cps, ratio in rows:
-            print(f"{name:<18}{files:>7}{added:>7}{import_s:>10.2f}{ips:>9.0f}{copied:>14}{copy_s:>8.2f}"
-                  f"{cps:>9.0f}{ratio:>12.1f}x")
-        print(f"({os.cpu_count()} logical CPUs, files in the page cache; copy = shutil.copy of each file "
-              "of the set, annotations included; import = verify + hash + store + commit)")
+            print(
+                f"{name:<18}{files:>7}{added:>7}{import_s:>10.2f}{ips:>9.0f}{copied:>14}{copy_s:>8.2f}"
+                f"{cps:>9.0f}{ratio:>12.1f}x"
+            )
+        print(
+            f"({os.cpu_count()} logical CPUs, files in the page cache; copy = shutil.copy of each file "
+            "of the set, annotations included; import = verify + hash + store + commit)"
+        )
 
 
 if __name__ == "__main__":

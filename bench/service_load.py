@@ -108,8 +108,13 @@ def load(port: int, bodies: list[bytes], clients: int, seconds: float) -> dict:
         t.join()
     wall = time.perf_counter() - start
     ms = np.asarray(latencies) * 1000
-    return {"rps": len(latencies) / wall, "p50": float(np.percentile(ms, 50)),
-            "p99": float(np.percentile(ms, 99)), "errors": errors[0], "requests": len(latencies)}
+    return {
+        "rps": len(latencies) / wall,
+        "p50": float(np.percentile(ms, 50)),
+        "p99": float(np.percentile(ms, 99)),
+        "errors": errors[0],
+        "requests": len(latencies),
+    }
 
 
 class BareLoop:
@@ -177,14 +182,20 @@ def run(args, work: Path) -> int:
 
     samples = load_samples(Path(args.data))
     training = [s for s in samples if s.split == "train"][:300]
-    result = train_image_classifier(training, "image-classification/fast", work / "model", work / "cache", threads=2)
+    result = train_image_classifier(
+        training, "image-classification/fast", work / "model", work / "cache", threads=2
+    )
     bodies = [Path(s.path).read_bytes() for s in samples if s.split == "test"]
     floor = BareLoop(result.artifact_dir, bodies)
 
     port = free_port()
     env = {**os.environ, "MODELDESK_WORKSPACE": str(work / "ws")}
-    server = subprocess.Popen([sys.executable, "-m", "modeldesk", "serve", str(result.artifact_dir), "--port",
-                               str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "modeldesk", "serve", str(result.artifact_dir), "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         for _ in range(600):
             try:
@@ -195,20 +206,28 @@ def run(args, work: Path) -> int:
         memory = PeakMemory(server.pid)
         load(port, bodies, 1, 1.0)  # warm
         idle = memory.reset()
-        print(f"# {os.cpu_count()} CPUs; model: fast template on {len(training)} sign_digits photos; "
-              f"{args.seconds:.0f} s per row; server idle at {idle / 2**20:.0f} MiB\n")
-        print("| clients | requests/s | p50 ms | p99 ms | errors | server peak MiB | "
-              "vs bare batched session.run |")
+        print(
+            f"# {os.cpu_count()} CPUs; model: fast template on {len(training)} sign_digits photos; "
+            f"{args.seconds:.0f} s per row; server idle at {idle / 2**20:.0f} MiB\n"
+        )
+        print(
+            "| clients | requests/s | p50 ms | p99 ms | errors | server peak MiB | "
+            "vs bare batched session.run |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---:|")
         for clients in CLIENTS:
             bare = floor.bare(args.seconds)
             memory.reset()
             row = load(port, bodies, clients, args.seconds)
-            print(f"| {clients} | {row['rps']:.0f} | {row['p50']:.1f} | {row['p99']:.1f} | {row['errors']} | "
-                  f"{memory.peak / 2**20:.0f} | {row['rps'] / bare:.2f} (bare {bare:.0f}/s just before) |")
+            print(
+                f"| {clients} | {row['rps']:.0f} | {row['p50']:.1f} | {row['p99']:.1f} | {row['errors']} | "
+                f"{memory.peak / 2**20:.0f} | {row['rps'] / bare:.2f} (bare {bare:.0f}/s just before) |"
+            )
         bare, in_process = floor.bare(args.seconds), floor.predictor_rate(args.seconds)
-        print(f"| in-process Predictor.predict (decode + preprocess, 32 a call) | {in_process:.0f} images/s | | | | | "
-              f"{in_process / bare:.2f} |")
+        print(
+            f"| in-process Predictor.predict (decode + preprocess, 32 a call) | {in_process:.0f} images/s | | | | | "
+            f"{in_process / bare:.2f} |"
+        )
 
         pairs = interleaved(floor, port, bodies, 32, args.rounds)
         ratios = sorted(service / bare for bare, service in pairs)
@@ -217,19 +236,27 @@ def run(args, work: Path) -> int:
         print("|---:|---:|---:|---:|")
         for i, (bare, service) in enumerate(pairs, 1):
             print(f"| {i} | {bare:.0f} | {service:.0f} | {service / bare:.2f} |")
-        print(f"| **median** | {np.median([b for b, _ in pairs]):.0f} | {np.median([s for _, s in pairs]):.0f} | "
-              f"**{np.median(ratios):.2f}** (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}) |")
+        print(
+            f"| **median** | {np.median([b for b, _ in pairs]):.0f} | {np.median([s for _, s in pairs]):.0f} | "
+            f"**{np.median(ratios):.2f}** (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}) |"
+        )
 
         before = memory.reset()
         wave = [bomb()]
         row = load(port, wave, 16, args.seconds)
         bound = before + 512 * 2**20 + 128 * 2**20
-        print(f"\n## Decompression-bomb wave: 16 clients, a {len(wave[0]) // 1024} KB PNG of 6300x6300 each\n")
-        print("| requests | answered 200 | refused (413/503) | server peak MiB | bound MiB (idle + decode budget "
-              "+ 128) | within bound |")
+        print(
+            f"\n## Decompression-bomb wave: 16 clients, a {len(wave[0]) // 1024} KB PNG of 6300x6300 each\n"
+        )
+        print(
+            "| requests | answered 200 | refused (413/503) | server peak MiB | bound MiB (idle + decode budget "
+            "+ 128) | within bound |"
+        )
         print("|---:|---:|---:|---:|---:|:-:|")
-        print(f"| {row['requests']} | {row['requests'] - row['errors']} | {row['errors']} | "
-              f"{memory.peak / 2**20:.0f} | {bound / 2**20:.0f} | {'yes' if memory.peak <= bound else 'NO'} |")
+        print(
+            f"| {row['requests']} | {row['requests'] - row['errors']} | {row['errors']} | "
+            f"{memory.peak / 2**20:.0f} | {bound / 2**20:.0f} | {'yes' if memory.peak <= bound else 'NO'} |"
+        )
         time.sleep(2)
         print(f"\nafter the wave, idle again: {psutil.Process(server.pid).memory_info().rss / 2**20:.0f} MiB")
         memory.stop()

@@ -39,12 +39,18 @@ def load_voc(root: Path):
         image = root / tree.findtext("filename")
         if not image.is_file():
             image = xml.with_suffix(".jpg")
-        boxes = tuple(Box(o.findtext("name"), *(float(o.find("bndbox").findtext(k))
-                                                for k in ("xmin", "ymin", "xmax", "ymax")))
-                      for o in tree.iter("object"))
+        boxes = tuple(
+            Box(
+                o.findtext("name"),
+                *(float(o.find("bndbox").findtext(k)) for k in ("xmin", "ymin", "xmax", "ymax")),
+            )
+            for o in tree.iter("object")
+        )
         bucket = int(hashlib.sha1(image.name.encode()).hexdigest(), 16) % 20
         split = "test" if bucket < 5 else "val" if bucket < 7 else "train"
-        samples.append(LabeledSample(hashlib.sha256(image.read_bytes()).hexdigest(), str(image), boxes, split))
+        samples.append(
+            LabeledSample(hashlib.sha256(image.read_bytes()).hexdigest(), str(image), boxes, split)
+        )
     return samples
 
 
@@ -91,15 +97,22 @@ def pooled(test, predictions, labels, boots: int = 1000) -> dict:
             for label in labels:
                 mine = [p for p in preds if p["label"] == label]
                 tp, _ = match_image([x for x in truth if x[0] == label], mine, float(t))
-                rows.setdefault(label, []).append((tp, np.array([p["score"] for p in mine]),
-                                                   sum(x[0] == label for x in truth)))
+                rows.setdefault(label, []).append(
+                    (tp, np.array([p["score"] for p in mine]), sum(x[0] == label for x in truth))
+                )
         per_iou.append(rows)
 
     def score(idx):
         maps = []
         for rows in per_iou:
-            aps = [average_precision(np.concatenate([r[i][0] for i in idx]), np.concatenate([r[i][1] for i in idx]),
-                                     sum(r[i][2] for i in idx)) for r in rows.values()]
+            aps = [
+                average_precision(
+                    np.concatenate([r[i][0] for i in idx]),
+                    np.concatenate([r[i][1] for i in idx]),
+                    sum(r[i][2] for i in idx),
+                )
+                for r in rows.values()
+            ]
             maps.append(np.nanmean(aps))
         return maps[0], float(np.mean(maps))
 
@@ -107,7 +120,12 @@ def pooled(test, predictions, labels, boots: int = 1000) -> dict:
     drawn = np.array([score(rng.integers(0, len(test), len(test))) for _ in range(boots)])
     low, high = np.percentile(drawn, 5, axis=0), np.percentile(drawn, 95, axis=0)
     point = score(np.arange(len(test)))
-    return {"map50_all": point[0], "map_all": point[1], "map50_90": (low[0], high[0]), "map_90": (low[1], high[1])}
+    return {
+        "map50_all": point[0],
+        "map_all": point[1],
+        "map50_90": (low[0], high[0]),
+        "map_90": (low[1], high[1]),
+    }
 
 
 def cross_validate(name, template, samples, folds: int, tmp: Path) -> dict:
@@ -124,10 +142,17 @@ def cross_validate(name, template, samples, folds: int, tmp: Path) -> dict:
     for f in range(folds):
         rest = [i for i in range(len(samples)) if fold[i] != f]
         val = set(rest[::8])
-        split = [dc.replace(s, split="test" if fold[i] == f else "val" if i in val else "train")
-                 for i, s in enumerate(samples)]
-        result = ObjectDetectionTrainer().train(split, template, tmp / f"cv-{name.replace('/', '-')}-{f}",
-                                                tmp / f"cache-cv-{name.replace('/', '-')}", device="cpu")
+        split = [
+            dc.replace(s, split="test" if fold[i] == f else "val" if i in val else "train")
+            for i, s in enumerate(samples)
+        ]
+        result = ObjectDetectionTrainer().train(
+            split,
+            template,
+            tmp / f"cv-{name.replace('/', '-')}-{f}",
+            tmp / f"cache-cv-{name.replace('/', '-')}",
+            device="cpu",
+        )
         test = [i for i in range(len(samples)) if fold[i] == f]
         for i, boxes in zip(test, all_boxes(result.artifact_dir, [samples[i] for i in test])):
             predictions[i] = boxes
@@ -141,16 +166,26 @@ def train_row(name, template, samples, threads, tmp: Path) -> dict:
 
     cache = tmp / f"cache-{name.replace('/', '-')}"
     started = time.perf_counter()
-    result = ObjectDetectionTrainer().train(samples, template, tmp / f"model-{name.replace('/', '-')}", cache,
-                                            device="cpu")
+    result = ObjectDetectionTrainer().train(
+        samples, template, tmp / f"model-{name.replace('/', '-')}", cache, device="cpu"
+    )
     seconds = time.perf_counter() - started
     m = result.metrics
     test = next(s for s in samples if s.split == "test")
-    return {"name": name, "map50": m["map50"], "map": m["map"], "precision": m["precision"], "recall": m["recall"],
-            **intervals(result.artifact_dir, [s for s in samples if s.split == "test"]),
-            "threshold": m["threshold"], "train_s": seconds, "eta_s": result.plan.get("eta_s"),
-            "latency_ms": latency_ms(result.artifact_dir, test.path, threads), "artifact": result.artifact_dir,
-            "parity_px": m.get("export_max_abs_diff_px")}
+    return {
+        "name": name,
+        "map50": m["map50"],
+        "map": m["map"],
+        "precision": m["precision"],
+        "recall": m["recall"],
+        **intervals(result.artifact_dir, [s for s in samples if s.split == "test"]),
+        "threshold": m["threshold"],
+        "train_s": seconds,
+        "eta_s": result.plan.get("eta_s"),
+        "latency_ms": latency_ms(result.artifact_dir, test.path, threads),
+        "artifact": result.artifact_dir,
+        "parity_px": m.get("export_max_abs_diff_px"),
+    }
 
 
 def compress_row(row, samples, threads) -> dict:
@@ -165,18 +200,32 @@ def compress_row(row, samples, threads) -> dict:
     judge = compression_metric(load_artifact(row["artifact"]))
     validation = judging_photos(samples)
     out = Path(row["artifact"]).with_name("compressed")
-    result = compress_artifact(row["artifact"], out, calibration=calibration, validation=validation,
-                               threads=(threads,), metric=judge)
+    result = compress_artifact(
+        row["artifact"], out, calibration=calibration, validation=validation, threads=(threads,), metric=judge
+    )
     measured = [c for c in result["candidates"] if c["accuracy"] is not None]
-    verdicts = [(c["name"], c["accuracy"], agreement, c["code"], c["latency_ms"])
-                for c, agreement in zip(measured, judge.agreements)]
+    verdicts = [
+        (c["name"], c["accuracy"], agreement, c["code"], c["latency_ms"])
+        for c, agreement in zip(measured, judge.agreements)
+    ]
     test = [s for s in samples if s.split == "test"]
     metrics = evaluate_boxes(out, test)
-    return {**intervals(out, test), "name": f"{row['name']} compressed ({result['chosen']})", "map50": metrics["map50"], "map": metrics["map"],
-            "precision": metrics["precision"], "recall": metrics["recall"], "threshold": metrics["threshold"],
-            "train_s": None, "eta_s": None, "latency_ms": latency_ms(out, test[0].path, threads),
-            "speedup": result["speedup"], "judged": (result["accuracy_fp32"], result["accuracy_compressed"]),
-            "judged_on": len(validation), "verdicts": verdicts}
+    return {
+        **intervals(out, test),
+        "name": f"{row['name']} compressed ({result['chosen']})",
+        "map50": metrics["map50"],
+        "map": metrics["map"],
+        "precision": metrics["precision"],
+        "recall": metrics["recall"],
+        "threshold": metrics["threshold"],
+        "train_s": None,
+        "eta_s": None,
+        "latency_ms": latency_ms(out, test[0].path, threads),
+        "speedup": result["speedup"],
+        "judged": (result["accuracy_fp32"], result["accuracy_compressed"]),
+        "judged_on": len(validation),
+        "verdicts": verdicts,
+    }
 
 
 def main(argv=None) -> int:
@@ -185,8 +234,12 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compress", action="store_true")
     parser.add_argument("--only", help="train only this template")
-    parser.add_argument("--folds", type=int, default=0,
-                        help="also cross-validate each template over every photo with this many folds")
+    parser.add_argument(
+        "--folds",
+        type=int,
+        default=0,
+        help="also cross-validate each template over every photo with this many folds",
+    )
     args = parser.parse_args(argv)
 
     from modeldesk.trainers.detection_features import DetectionNeck
@@ -196,49 +249,68 @@ def main(argv=None) -> int:
     counts = {name: sum(s.split == name for s in samples) for name in ("train", "val", "test")}
     print(f"{args.data}: {len(samples)} photos, {sum(len(s.target) for s in samples)} boxes, splits {counts}")
     fast = TEMPLATES[0]
-    reference = dataclasses.replace(fast, name="reference: fast head on stride 32 alone",
-                                    neck=DetectionNeck(size=fast.neck.size, stride=32, levels=("stride32",)))
+    reference = dataclasses.replace(
+        fast,
+        name="reference: fast head on stride 32 alone",
+        neck=DetectionNeck(size=fast.neck.size, stride=32, levels=("stride32",)),
+    )
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-detect-") as tmp:
         for template in (reference, *TEMPLATES):
             if args.only and template.name != args.only:
                 continue
             rows.append(train_row(template.name, template, samples, args.threads, Path(tmp)))
-            print(f"  trained {template.name}: mAP50 {rows[-1]['map50']:.3f} in {rows[-1]['train_s']:.0f} s",
-                  file=sys.stderr)
+            print(
+                f"  trained {template.name}: mAP50 {rows[-1]['map50']:.3f} in {rows[-1]['train_s']:.0f} s",
+                file=sys.stderr,
+            )
         if args.compress:
             accurate = next((r for r in rows if r["name"] == TEMPLATES[-1].name), rows[-1])
             rows.append(compress_row(accurate, samples, args.threads))
-        print(f"\n{'model':<48} {'mAP50':>6} {'mAP':>6} {'P':>5} {'R':>5} {'thr':>5} {'train s':>8} "
-              f"{'ETA s':>6} {'ms/photo':>9}")
+        print(
+            f"\n{'model':<48} {'mAP50':>6} {'mAP':>6} {'P':>5} {'R':>5} {'thr':>5} {'train s':>8} "
+            f"{'ETA s':>6} {'ms/photo':>9}"
+        )
         for r in rows:
             train = f"{r['train_s']:.0f}" if r["train_s"] is not None else "-"
             eta = f"{r['eta_s']:.0f}" if r.get("eta_s") is not None else "-"
-            print(f"{r['name']:<48} {r['map50']:>6.3f} {r['map']:>6.3f} {r['precision']:>5.2f} {r['recall']:>5.2f} "
-                  f"{r['threshold']:>5.2f} {train:>8} {eta:>6} {r['latency_ms']:>9.1f}")
+            print(
+                f"{r['name']:<48} {r['map50']:>6.3f} {r['map']:>6.3f} {r['precision']:>5.2f} {r['recall']:>5.2f} "
+                f"{r['threshold']:>5.2f} {train:>8} {eta:>6} {r['latency_ms']:>9.1f}"
+            )
         print("\n90% bootstrap intervals over the test photos:")
         for r in rows:
-            print(f"  {r['name']:<46} mAP50 [{r['map50_90'][0]:.3f}, {r['map50_90'][1]:.3f}]  "
-                  f"mAP [{r['map_90'][0]:.3f}, {r['map_90'][1]:.3f}]")
+            print(
+                f"  {r['name']:<46} mAP50 [{r['map50_90'][0]:.3f}, {r['map50_90'][1]:.3f}]  "
+                f"mAP [{r['map_90'][0]:.3f}, {r['map_90'][1]:.3f}]"
+            )
         if args.folds:
-            print(f"\n{args.folds}-fold cross-validation, every photo predicted once by a model that never saw it, "
-                  "pooled (90% bootstrap intervals over the photos):")
+            print(
+                f"\n{args.folds}-fold cross-validation, every photo predicted once by a model that never saw it, "
+                "pooled (90% bootstrap intervals over the photos):"
+            )
             for template in (reference, *TEMPLATES):
                 if args.only and template.name != args.only:
                     continue
                 cv = cross_validate(template.name, template, samples, args.folds, Path(tmp))
-                print(f"  {cv['name']:<46} mAP50 {cv['map50_all']:.3f} [{cv['map50_90'][0]:.3f}, {cv['map50_90'][1]:.3f}]"
-                      f"  mAP {cv['map_all']:.3f} [{cv['map_90'][0]:.3f}, {cv['map_90'][1]:.3f}]  ({cv['seconds']:.0f} s)",
-                      flush=True)
+                print(
+                    f"  {cv['name']:<46} mAP50 {cv['map50_all']:.3f} [{cv['map50_90'][0]:.3f}, {cv['map50_90'][1]:.3f}]"
+                    f"  mAP {cv['map_all']:.3f} [{cv['map_90'][0]:.3f}, {cv['map_90'][1]:.3f}]  ({cv['seconds']:.0f} s)",
+                    flush=True,
+                )
         for r in rows:
             if "speedup" in r:
-                print(f"\ncompression: {r['speedup']:.2f}x faster (measured by the compressor, {args.threads} threads); "
-                      f"mAP50 on all {r['judged_on']} labeled photos {r['judged'][0]:.3f} -> {r['judged'][1]:.3f}")
+                print(
+                    f"\ncompression: {r['speedup']:.2f}x faster (measured by the compressor, {args.threads} threads); "
+                    f"mAP50 on all {r['judged_on']} labeled photos {r['judged'][0]:.3f} -> {r['judged'][1]:.3f}"
+                )
                 print(f"{'candidate':<32} {'mAP50 all':>9} {'agrees':>7} {'ms':>7}  verdict")
                 for name, score, agreement, code, ms in r["verdicts"]:
                     print(f"{name:<32} {score:>9.3f} {agreement:>7.3f} {ms or 0:>7.1f}  {code}")
-    print(f"\nlatency: exported graph at batch 1 with {args.threads} threads, decoding excluded; the machine may "
-          "be shared, so times are upper bounds.")
+    print(
+        f"\nlatency: exported graph at batch 1 with {args.threads} threads, decoding excluded; the machine may "
+        "be shared, so times are upper bounds."
+    )
     return 0
 
 

@@ -49,12 +49,19 @@ def baseline(dev, held, cache_dir: Path, threads: int) -> tuple[np.ndarray, floa
     started = time.perf_counter()
     spec = FeatureSpec("bench-baseline", tuple(Pool(o, grid=g) for o, g in BASELINE_PARTS))
     samples = dev + held
-    result = extract_feature_views(get_backbone("efficientnet-lite0"), [(s.key, s.path) for s in samples],
-                                   FeatureCache(cache_dir), features=spec, threads=threads, device="cpu")["identity"]
+    result = extract_feature_views(
+        get_backbone("efficientnet-lite0"),
+        [(s.key, s.path) for s in samples],
+        FeatureCache(cache_dir),
+        features=spec,
+        threads=threads,
+        device="cpu",
+    )["identity"]
     X = result.features
     index = {k: i for i, k in enumerate(result.keys)}
     head = LogisticRegressionHead(l2=1.0 / len(dev), max_iter=1000).fit(
-        X[[index[s.key] for s in dev]], [s.label for s in dev])
+        X[[index[s.key] for s in dev]], [s.label for s in dev]
+    )
     pred = head.predict(X[[index[s.key] for s in held]])
     return pred == np.array([s.label for s in held]), time.perf_counter() - started
 
@@ -66,7 +73,7 @@ def held_out(artifact_dir, held) -> np.ndarray:
     predictor = Predictor(load_artifact(artifact_dir))
     predicted = []
     for start in range(0, len(held), 32):
-        predicted += [p["label"] for p in predictor.predict([s.source for s in held[start:start + 32]])]
+        predicted += [p["label"] for p in predictor.predict([s.source for s in held[start : start + 32]])]
     return np.array(predicted) == np.array([s.label for s in held])
 
 
@@ -85,8 +92,11 @@ def run_set(name: str, root: Path, threads: int, budget: float | None, tmp: Path
     held = [s for s in samples if s.split == "test"]
     dev = inner_split(samples)
     inner = {split: sum(s.split == split for s in dev) for split in ("train", "val", "test")}
-    print(f"\n{name}: {len(samples)} images, {len({s.label for s in samples})} classes; held out {len(held)}; "
-          f"the templates get {len(dev)} split {inner}", flush=True)
+    print(
+        f"\n{name}: {len(samples)} images, {len({s.label for s in samples})} classes; held out {len(held)}; "
+        f"the templates get {len(dev)} split {inner}",
+        flush=True,
+    )
     rows = []
     ok, seconds = baseline(dev, held, tmp / f"{name}-baseline", threads)
     rows.append(("baseline: emb + s16/s32 2x2,3x3 grids + LR", ok, seconds, "-", "-"))
@@ -94,18 +104,34 @@ def run_set(name: str, root: Path, threads: int, budget: float | None, tmp: Path
     for template in list_templates("image-classification"):
         slug = template.name.replace("/", "-")
         started = time.perf_counter()
-        result = train_image_classifier(dev, template, tmp / f"{name}-{slug}", tmp / f"{name}-cache-{slug}",
-                                        time_budget=budget, device="cpu", threads=threads)
+        result = train_image_classifier(
+            dev,
+            template,
+            tmp / f"{name}-{slug}",
+            tmp / f"{name}-cache-{slug}",
+            time_budget=budget,
+            device="cpu",
+            threads=threads,
+        )
         seconds = time.perf_counter() - started
         ok = held_out(result.artifact_dir, held)
         own = result.metrics["interval"]
         best = result.metrics.get("search", {}).get("best")
         chosen = f"{best['params']} views={best['views']}" if best else "-"
-        rows.append((template.name, ok, seconds, f"{own['text']} (n={own['n']}), ETA {result.plan['eta_s']:.0f} s",
-                     chosen))
+        rows.append(
+            (
+                template.name,
+                ok,
+                seconds,
+                f"{own['text']} (n={own['n']}), ETA {result.plan['eta_s']:.0f} s",
+                chosen,
+            )
+        )
         print(f"  {template.name}: {ok.mean():.2%} ({seconds:.0f} s)", flush=True)
     width = max(len(r[0]) for r in rows)
-    print(f"\n{'model':<{width}}  held-out  90% interval  train s (cold)  its own test estimate / ETA   chosen")
+    print(
+        f"\n{'model':<{width}}  held-out  90% interval  train s (cold)  its own test estimate / ETA   chosen"
+    )
     for label, ok, seconds, own, chosen in rows:
         print(f"{label:<{width}}  {ok.mean():8.2%}  {interval(ok):>12}  {seconds:14.0f}  {own:<30}  {chosen}")
     print(f"(held-out = {len(held)} images; {threads} threads)", flush=True)
@@ -124,7 +150,9 @@ def main(argv=None) -> int:
             if name == "sign":
                 root = args.benchdata / "sign_digits"
             elif name == "spectro":
-                root = spectrogram_images(args.benchdata / "fsdd_audio", Path(tempfile.gettempdir()) / "modeldesk-bench-spectro")
+                root = spectrogram_images(
+                    args.benchdata / "fsdd_audio", Path(tempfile.gettempdir()) / "modeldesk-bench-spectro"
+                )
             else:
                 raise SystemExit(f"unknown set {name!r}: choose sign or spectro")
             run_set(name, root, args.threads, args.budget, tmp)

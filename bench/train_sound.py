@@ -48,8 +48,15 @@ def reference(samples) -> tuple[float, float, float]:
         times.append(time.perf_counter() - t0)
     X, y = np.array(features), np.array([s.label for s in samples])
     split = np.array([s.split for s in samples])
-    best = max((1e-3, 1e-2, 1e-1), key=lambda l2: np.mean(LogisticRegressionHead(l2=l2, max_iter=1000).fit(
-        X[split == "train"], y[split == "train"]).predict(X[split == "val"]) == y[split == "val"]))
+    best = max(
+        (1e-3, 1e-2, 1e-1),
+        key=lambda l2: np.mean(
+            LogisticRegressionHead(l2=l2, max_iter=1000)
+            .fit(X[split == "train"], y[split == "train"])
+            .predict(X[split == "val"])
+            == y[split == "val"]
+        ),
+    )
     head = LogisticRegressionHead(l2=best, max_iter=1000).fit(X[split != "test"], y[split != "test"])
     accuracy = float(np.mean(head.predict(X[split == "test"]) == y[split == "test"]))
     return accuracy, time.perf_counter() - started, 1000 * float(np.median(times))
@@ -92,18 +99,25 @@ def main(argv=None) -> int:
         for template in list_templates("sound-classification"):
             name = template.name.replace("/", "-")
             started = time.perf_counter()
-            result = SoundClassificationTrainer().train(samples, template, tmp / name, tmp / f"cache-{name}",
-                                                        device="cpu", threads=args.threads)
+            result = SoundClassificationTrainer().train(
+                samples, template, tmp / name, tmp / f"cache-{name}", device="cpu", threads=args.threads
+            )
             seconds = time.perf_counter() - started
             whole, graph = latency_ms(result.artifact_dir, test_paths)
             best = result.metrics.get("search", {}).get("best", {}).get("params", "-")
-            rows.append((f"template {template.name}", result.metrics["accuracy"], seconds, whole, graph, best))
+            rows.append(
+                (f"template {template.name}", result.metrics["accuracy"], seconds, whole, graph, best)
+            )
     width = max(len(r[0]) for r in rows)
-    print(f"\n{'model':<{width}}  held-out acc  train s (cold)  ms/clip (decode+model)  ms/clip (model)  chosen")
+    print(
+        f"\n{'model':<{width}}  held-out acc  train s (cold)  ms/clip (decode+model)  ms/clip (model)  chosen"
+    )
     for name, acc, seconds, whole, graph, chosen in rows:
         print(f"{name:<{width}}  {acc:12.2%}  {seconds:14.1f}  {whole:22.1f}  {graph:15.1f}  {chosen}")
-    print(f"(held-out = {counts['test']} test clips, 8 kHz files resampled to 16 kHz; latency: median of "
-          f"{len(test_paths)} clips, 1 thread; training: {args.threads} threads)")
+    print(
+        f"(held-out = {counts['test']} test clips, 8 kHz files resampled to 16 kHz; latency: median of "
+        f"{len(test_paths)} clips, 1 thread; training: {args.threads} threads)"
+    )
     return 0
 
 

@@ -58,15 +58,23 @@ def reference(samples) -> dict:
     test = [s for s in samples if s.split == "test"]
     started = time.monotonic()
     script, _ = choose_branches([s.source for s in fit])
-    vectorizer = (TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True, min_df=2) if script == "cjk"
-                  else TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True))
-    model = LogisticRegression(C=10.0, max_iter=2000).fit(vectorizer.fit_transform([s.source for s in fit]),
-                                                          [s.label for s in fit])
+    vectorizer = (
+        TfidfVectorizer(analyzer="char", ngram_range=(1, 3), sublinear_tf=True, min_df=2)
+        if script == "cjk"
+        else TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+    )
+    model = LogisticRegression(C=10.0, max_iter=2000).fit(
+        vectorizer.fit_transform([s.source for s in fit]), [s.label for s in fit]
+    )
     seconds = time.monotonic() - started
     predicted = model.predict(vectorizer.transform([s.source for s in test]))
     truth = [s.label for s in test]
-    return {"accuracy": accuracy_score(truth, predicted), "macro_f1": f1_score(truth, predicted, average="macro"),
-            "seconds": seconds, "n": len(test)}
+    return {
+        "accuracy": accuracy_score(truth, predicted),
+        "macro_f1": f1_score(truth, predicted, average="macro"),
+        "seconds": seconds,
+        "n": len(test),
+    }
 
 
 def interval(accuracy: float, n: int) -> str:
@@ -99,11 +107,17 @@ def run_template(samples, template: str, cache: Path, out: Path) -> dict:
     seconds = time.monotonic() - started
     test = [s.source for s in samples if s.split == "test"]
     # the trainer alone: the ETA without the scoring of every text that a training job does afterwards
-    return {"accuracy": result.metrics["accuracy"], "macro_f1": result.metrics["macro_f1"], "seconds": seconds,
-            "n": result.metrics["n"], "plan": estimate["plan"]["seconds"],
-            "eta_s": estimate["eta_s"] - estimate["plan"]["seconds"].get("scoring", 0.0),
-            "latency_ms": latency_ms(result.artifact_dir, test),
-            "chosen": result.metrics.get("search", {}).get("best"), "warnings": result.warnings}
+    return {
+        "accuracy": result.metrics["accuracy"],
+        "macro_f1": result.metrics["macro_f1"],
+        "seconds": seconds,
+        "n": result.metrics["n"],
+        "plan": estimate["plan"]["seconds"],
+        "eta_s": estimate["eta_s"] - estimate["plan"]["seconds"].get("scoring", 0.0),
+        "latency_ms": latency_ms(result.artifact_dir, test),
+        "chosen": result.metrics.get("search", {}).get("best"),
+        "warnings": result.warnings,
+    }
 
 
 def make_60k(root: Path, path: Path, n: int = 60_000, seed: int = 0) -> Path:
@@ -125,7 +139,7 @@ def make_60k(root: Path, path: Path, n: int = 60_000, seed: int = 0) -> Path:
             chars = list(text)
             if len(chars) > 3:
                 j = rng.randrange(len(chars))
-                chars[j:j + 1] = [] if rng.random() < 0.5 else [chars[j], chars[j]]
+                chars[j : j + 1] = [] if rng.random() < 0.5 else [chars[j], chars[j]]
             writer.writerow([f"{shops[shop]}: {''.join(chars)} #{i}", f"{label}-{shop}"])
     return path
 
@@ -147,11 +161,20 @@ def scale_run(root: Path, work: Path) -> dict:
         train_s = time.monotonic() - started
     finally:
         ws.close()
-    return {"added": imported["added"], "labels": len(imported["labels"]), "import_s": import_s,
-            "eta_s": estimate["eta_s"], "train_s": train_s, "accuracy": result["metrics"]["accuracy"],
-            "n": result["metrics"]["n"], "plan": estimate.get("plan", {}).get("seconds"),
-            "fits": result.get("plan", {}).get("fits"), "warnings": result.get("warnings", []),
-            "stages": result.get("plan", {}).get("stages_began_s"), "scoring_s": result.get("plan", {}).get("scoring_s")}
+    return {
+        "added": imported["added"],
+        "labels": len(imported["labels"]),
+        "import_s": import_s,
+        "eta_s": estimate["eta_s"],
+        "train_s": train_s,
+        "accuracy": result["metrics"]["accuracy"],
+        "n": result["metrics"]["n"],
+        "plan": estimate.get("plan", {}).get("seconds"),
+        "fits": result.get("plan", {}).get("fits"),
+        "warnings": result.get("warnings", []),
+        "stages": result.get("plan", {}).get("stages_began_s"),
+        "scoring_s": result.get("plan", {}).get("scoring_s"),
+    }
 
 
 def main(argv=None) -> None:
@@ -166,26 +189,37 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-text-") as tmp:
         work = Path(tmp)
         cache = args.cache or work / "cache"
-        print(f"{'data':14} {'model':28} {'accuracy':>9} {'95% interval':>16} {'macroF1':>8} {'train s':>8} "
-              f"{'ETA s':>7} {'ms/text':>8}")
+        print(
+            f"{'data':14} {'model':28} {'accuracy':>9} {'95% interval':>16} {'macroF1':>8} {'train s':>8} "
+            f"{'ETA s':>7} {'ms/text':>8}"
+        )
         for name in args.datasets:
             samples = load_text_samples(root / name / "data.csv")
             ref = reference(samples)
-            print(f"{name:14} {'reference sklearn tfidf+LR':28} {ref['accuracy']:9.4f} "
-                  f"{interval(ref['accuracy'], ref['n']):>16} {ref['macro_f1']:8.4f} {ref['seconds']:8.1f} {'':>7} {'':>8}",
-                  flush=True)
+            print(
+                f"{name:14} {'reference sklearn tfidf+LR':28} {ref['accuracy']:9.4f} "
+                f"{interval(ref['accuracy'], ref['n']):>16} {ref['macro_f1']:8.4f} {ref['seconds']:8.1f} {'':>7} {'':>8}",
+                flush=True,
+            )
             for template in args.templates:
-                r = run_template(samples, f"text-classification/{template}", cache, work / f"{name}-{template}")
-                print(f"{name:14} {template:28} {r['accuracy']:9.4f} {interval(r['accuracy'], r['n']):>16} "
-                      f"{r['macro_f1']:8.4f} {r['seconds']:8.1f} {r['eta_s']:7.1f} {r['latency_ms']:8.3f}  "
-                      f"{r['chosen'] or ''} plan {r['plan']} {'; '.join(r['warnings'])}", flush=True)
+                r = run_template(
+                    samples, f"text-classification/{template}", cache, work / f"{name}-{template}"
+                )
+                print(
+                    f"{name:14} {template:28} {r['accuracy']:9.4f} {interval(r['accuracy'], r['n']):>16} "
+                    f"{r['macro_f1']:8.4f} {r['seconds']:8.1f} {r['eta_s']:7.1f} {r['latency_ms']:8.3f}  "
+                    f"{r['chosen'] or ''} plan {r['plan']} {'; '.join(r['warnings'])}",
+                    flush=True,
+                )
         if args.scale:
             s = scale_run(root, work)
-            print(f"60k texts: imported {s['added']} in {s['import_s']:.0f} s; {s['labels']} classes; fast template "
-                  f"ETA {s['eta_s']:.0f} s, took {s['train_s']:.0f} s (ratio {s['train_s'] / s['eta_s']:.2f}); "
-                  f"accuracy {s['accuracy']:.3f} {interval(s['accuracy'], s['n'])}; plan {s['plan']}; fits {s['fits']}; "
-                  f"stages began at {s['stages']} s, then scoring took {s['scoring_s']} s; "
-                  f"{'; '.join(s['warnings'])}")
+            print(
+                f"60k texts: imported {s['added']} in {s['import_s']:.0f} s; {s['labels']} classes; fast template "
+                f"ETA {s['eta_s']:.0f} s, took {s['train_s']:.0f} s (ratio {s['train_s'] / s['eta_s']:.2f}); "
+                f"accuracy {s['accuracy']:.3f} {interval(s['accuracy'], s['n'])}; plan {s['plan']}; fits {s['fits']}; "
+                f"stages began at {s['stages']} s, then scoring took {s['scoring_s']} s; "
+                f"{'; '.join(s['warnings'])}"
+            )
 
 
 if __name__ == "__main__":

@@ -18,5 +18,20 @@ from .records import KINDS, SPLITS, TARGETS, Box, Project, Sample
 from .store import NewSample, Store
 from .verify import MAX_IMAGE_PIXELS
 
-__all__ = ["Box", "EXPORT_FORMATS", "FORMATS", "ImportReport", "KINDS", "MAX_IMAGE_PIXELS", "NewSample",
-           "Project", "SPLITS", "Sample", "Store", "TARGETS", "detect_format", "export_project", "import_path"]
+__all__ = [
+    "Box",
+    "EXPORT_FORMATS",
+    "FORMATS",
+    "ImportReport",
+    "KINDS",
+    "MAX_IMAGE_PIXELS",
+    "NewSample",
+    "Project",
+    "SPLITS",
+    "Sample",
+    "Store",
+    "TARGETS",
+    "detect_format",
+    "export_project",
+    "import_path",
+]

@@ -39,8 +39,10 @@ def ratio_problem(info: zipfile.ZipInfo) -> str | None:
         return None
     ratio = info.file_size / max(info.compress_size, 1)
     if ratio > MAX_RATIO:
-        return (f"refused: it would unpack to {human_bytes(info.file_size)} from {human_bytes(info.compress_size)} "
-                f"({ratio:,.0f} times its packed size, over the limit of {MAX_RATIO}; a zip bomb?)")
+        return (
+            f"refused: it would unpack to {human_bytes(info.file_size)} from {human_bytes(info.compress_size)} "
+            f"({ratio:,.0f} times its packed size, over the limit of {MAX_RATIO}; a zip bomb?)"
+        )
     return None
 
 
@@ -61,8 +63,9 @@ def member_problem(info: zipfile.ZipInfo) -> str | None:
 
 
 @contextmanager
-def extracted(archive: Path, tmp_root: Path, refused: list[dict],
-              max_bytes: int | None = None) -> Iterator[Path]:
+def extracted(
+    archive: Path, tmp_root: Path, refused: list[dict], max_bytes: int | None = None
+) -> Iterator[Path]:
     """Extract the safe members of ``archive`` under ``tmp_root``; yield the folder to import from.
 
     Refused members are appended to ``refused`` as ``{"file", "reason"}``. The folder is removed when
@@ -88,24 +91,32 @@ def extracted(archive: Path, tmp_root: Path, refused: list[dict],
                     members.append(info)
             declared = sum(info.file_size for info in members)
             if declared > max_bytes:
-                raise ValueError(f"{archive.name} would unpack to {declared:,} bytes, over the limit of "
-                                 f"{max_bytes:,} (a zip bomb or a very large archive)")
+                raise ValueError(
+                    f"{archive.name} would unpack to {declared:,} bytes, over the limit of "
+                    f"{max_bytes:,} (a zip bomb or a very large archive)"
+                )
             packed = max(archive.stat().st_size, 1)
             if declared > RATIO_FLOOR and declared / packed > MAX_RATIO:
-                raise ValueError(f"{archive.name} would unpack to {human_bytes(declared)} from "
-                                 f"{human_bytes(packed)}, {declared / packed:,.0f} times its size (over the limit "
-                                 f"of {MAX_RATIO}): refused as a likely zip bomb")
+                raise ValueError(
+                    f"{archive.name} would unpack to {human_bytes(declared)} from "
+                    f"{human_bytes(packed)}, {declared / packed:,.0f} times its size (over the limit "
+                    f"of {MAX_RATIO}): refused as a likely zip bomb"
+                )
             free = free_bytes(folder)
             need = 2 * declared + FREE_SPACE_MARGIN  # unpacked here, then copied into the media folder
             if free is not None and need > free:
-                raise DiskFullError(f"{archive.name} unpacks to {human_bytes(declared)} and importing it needs "
-                                    f"about {human_bytes(need)} free, but the disk of {tmp_root} has "
-                                    f"{human_bytes(free)}: free space or import a smaller archive")
+                raise DiskFullError(
+                    f"{archive.name} unpacks to {human_bytes(declared)} and importing it needs "
+                    f"about {human_bytes(need)} free, but the disk of {tmp_root} has "
+                    f"{human_bytes(free)}: free space or import a smaller archive"
+                )
             written = 0
             for info in members:
                 target = folder.joinpath(*PurePosixPath(info.filename.replace("\\", "/")).parts)
                 if not target.resolve().is_relative_to(folder.resolve()):
-                    refused.append({"file": info.filename, "reason": "refused: path leaves the import folder"})
+                    refused.append(
+                        {"file": info.filename, "reason": "refused: path leaves the import folder"}
+                    )
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 try:
@@ -115,14 +126,17 @@ def extracted(archive: Path, tmp_root: Path, refused: list[dict],
                             if written > max_bytes:
                                 raise ValueError(
                                     f"{archive.name} unpacks to more than {max_bytes:,} bytes, over the "
-                                    "limit (a zip bomb or a very large archive)")
+                                    "limit (a zip bomb or a very large archive)"
+                                )
                             dst.write(chunk)
                 except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
                     target.unlink(missing_ok=True)
                     if is_disk_full(exc):
-                        raise DiskFullError(f"{archive.name}: no space left on the disk of {tmp_root} while "
-                                            f"unpacking {info.filename} ({human_bytes(free_bytes(tmp_root))} "
-                                            "free): free space and import again") from None
+                        raise DiskFullError(
+                            f"{archive.name}: no space left on the disk of {tmp_root} while "
+                            f"unpacking {info.filename} ({human_bytes(free_bytes(tmp_root))} "
+                            "free): free space and import again"
+                        ) from None
                     refused.append({"file": info.filename, "reason": f"cannot extract ({exc})"})
         yield _single_top_folder(folder)
     finally:

@@ -37,7 +37,10 @@ def _is_temp(name: str) -> bool:
 
 
 def _referenced(conn, content_hash: str) -> bool:
-    return conn.execute("SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1", (content_hash,)).fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1", (content_hash,)).fetchone()
+        is not None
+    )
 
 
 def remove_unreferenced(store, media: dict[str, str]) -> int:
@@ -60,7 +63,9 @@ def remove_unreferenced(store, media: dict[str, str]) -> int:
     return removed
 
 
-def cleanup_workspace(store, max_age_s: float = 3600.0, should_stop: Callable[[], bool] | None = None) -> dict:
+def cleanup_workspace(
+    store, max_age_s: float = 3600.0, should_stop: Callable[[], bool] | None = None
+) -> dict:
     """Remove what interrupted work left behind, if older than ``max_age_s``; returns counts.
 
     That is: temporary files of unfinished writes (``.*.tmp``), folders under ``tmp/`` (unzip, evaluation
@@ -104,8 +109,12 @@ def cleanup_workspace(store, max_age_s: float = 3600.0, should_stop: Callable[[]
                     if old(path):
                         path.unlink(missing_ok=True)
                         removed["temp_files"] += 1
-                elif (base == store.media.root and any_sample and old(path)
-                      and not _referenced(conn, path.name.split(".")[0])):
+                elif (
+                    base == store.media.root
+                    and any_sample
+                    and old(path)
+                    and not _referenced(conn, path.name.split(".")[0])
+                ):
                     path.unlink(missing_ok=True)
                     removed["orphan_media"] += 1
     return removed

@@ -69,19 +69,32 @@ def read_coco(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
             file_name = str(image.get("file_name", ""))
             path = _locate(json_path, file_name) if file_name else None
             if path is None:
-                items.append(Item(source=file_name or f"image id {image_id}",
-                                  error=f"image listed in {name} was not found"))
+                items.append(
+                    Item(
+                        source=file_name or f"image id {image_id}",
+                        error=f"image listed in {name} was not found",
+                    )
+                )
                 continue
-            items.append(Item(source=path.relative_to(base).as_posix() if path.is_relative_to(base)
-                              else path.name, path=path, boxes=boxes[image_id]))
+            items.append(
+                Item(
+                    source=path.relative_to(base).as_posix() if path.is_relative_to(base) else path.name,
+                    path=path,
+                    boxes=boxes[image_id],
+                )
+            )
     return len(items), items
 
 
 def coco_document(images: list[dict], annotations: list[dict], labels: list[str]) -> str:
     """A COCO JSON document (categories are numbered from 1 in ``labels`` order)."""
-    return json.dumps({
-        "info": {"description": "exported by ModelDesk"},
-        "images": images,
-        "annotations": annotations,
-        "categories": [{"id": i + 1, "name": n, "supercategory": ""} for i, n in enumerate(labels)],
-    }, ensure_ascii=False, indent=1)
+    return json.dumps(
+        {
+            "info": {"description": "exported by ModelDesk"},
+            "images": images,
+            "annotations": annotations,
+            "categories": [{"id": i + 1, "name": n, "supercategory": ""} for i, n in enumerate(labels)],
+        },
+        ensure_ascii=False,
+        indent=1,
+    )

@@ -25,7 +25,8 @@ def table_media(path: Path) -> str | None:
     try:
         encoding = sniff_encoding(path, ImportReport())
         delimiter, columns, _ = sniff_header(
-            path, encoding, lambda cols: find_column(cols, None, PATH_COLUMNS) is not None)
+            path, encoding, lambda cols: find_column(cols, None, PATH_COLUMNS) is not None
+        )
         if columns is None:
             return None
         with path.open("r", encoding=encoding, newline="") as handle:
@@ -47,18 +48,22 @@ def _resolve(table: Path, value: str) -> Path | None:
     return table.parent.joinpath(*rel.parts)
 
 
-def read_path_table(table: Path, report: ImportReport, *, label_column: str | None = None,
-                    multi: bool = False) -> tuple[int, list[Item]]:
+def read_path_table(
+    table: Path, report: ImportReport, *, label_column: str | None = None, multi: bool = False
+) -> tuple[int, list[Item]]:
     """Items for the files a table lists; rows of the same file are merged (tags or boxes).
 
     With ``multi`` a label cell ``a;b`` gives two tags (multi-label projects).
     """
     encoding = sniff_encoding(table, report)
     delimiter, columns, best = sniff_header(
-        table, encoding, lambda cols: find_column(cols, None, PATH_COLUMNS) is not None)
+        table, encoding, lambda cols: find_column(cols, None, PATH_COLUMNS) is not None
+    )
     if columns is None:
-        raise ValueError(f"{table.name}: no file path column ({', '.join(PATH_COLUMNS[:4])}, ...) found; "
-                         f"the columns are: {', '.join(repr(c) for c in best)}")
+        raise ValueError(
+            f"{table.name}: no file path column ({', '.join(PATH_COLUMNS[:4])}, ...) found; "
+            f"the columns are: {', '.join(repr(c) for c in best)}"
+        )
     path_i = find_column(columns, None, PATH_COLUMNS)
     label_i = find_column(columns, label_column, LABEL_COLUMNS)
     box_i = [find_column(columns, None, (name,)) for name in _BOX_COLUMNS]
@@ -75,8 +80,12 @@ def read_path_table(table: Path, report: ImportReport, *, label_column: str | No
             if item is None:
                 target = _resolve(table, value)
                 if target is None or not target.is_file():
-                    entries[value] = Item(source=value, error=f"listed in {table.name} but not found"
-                                          if target is not None else f"unsafe path in {table.name}")
+                    entries[value] = Item(
+                        source=value,
+                        error=f"listed in {table.name} but not found"
+                        if target is not None
+                        else f"unsafe path in {table.name}",
+                    )
                     continue
                 item = entries[value] = Item(source=value, path=target, boxes=[] if has_boxes else None)
             if item.error:

@@ -15,8 +15,20 @@ from .items import ImportReport, Item
 from .safety import unescape_cell
 from .textchecks import check_labels, warn_one_class
 
-TEXT_COLUMNS = ("text", "sentence", "content", "review", "message", "comment", "document", "body",
-                "文本", "内容", "评论", "句子")
+TEXT_COLUMNS = (
+    "text",
+    "sentence",
+    "content",
+    "review",
+    "message",
+    "comment",
+    "document",
+    "body",
+    "文本",
+    "内容",
+    "评论",
+    "句子",
+)
 LABEL_COLUMNS = ("label", "class", "category", "target", "sentiment", "tag", "y", "标签", "类别", "分类")
 _DELIMITERS = ",\t;|"
 _CHUNK = 1 << 16
@@ -44,15 +56,17 @@ def sniff_encoding(path: Path, report: ImportReport) -> str:
     if _decodes(path, "utf-8-sig"):
         return "utf-8-sig"
     if _decodes(path, "gb18030"):
-        report.warn(f"{path.name} is not UTF-8; read it as GB18030/GBK (Chinese). Check that the text "
-                    "looks right, or save the file as UTF-8")
+        report.warn(
+            f"{path.name} is not UTF-8; read it as GB18030/GBK (Chinese). Check that the text "
+            "looks right, or save the file as UTF-8"
+        )
         return "gb18030"
     raise ValueError(f"{path.name} is neither UTF-8 nor GBK/GB18030 text; save it as UTF-8 CSV")
 
 
 def _pick(columns: list[str], wanted: str | None, defaults: tuple[str, ...]) -> int | None:
     folded = [c.strip().lower() for c in columns]
-    for name in ([wanted] if wanted else defaults):
+    for name in [wanted] if wanted else defaults:
         if name.strip().lower() in folded:
             return folded.index(name.strip().lower())
     return None
@@ -67,8 +81,10 @@ def sniff_header(path: Path, encoding: str, accept) -> tuple[str, list[str] | No
         sample = handle.read(_CHUNK)
     first_line = sample.splitlines()[0] if sample.strip() else ""
     if not first_line:
-        raise ValueError(f"{path.name} is empty: it holds no header row and no texts; save it with a header "
-                         "(text,label) and one text a row")
+        raise ValueError(
+            f"{path.name} is empty: it holds no header row and no texts; save it with a header "
+            "(text,label) and one text a row"
+        )
     order = list("\t" if path.suffix.lower() == ".tsv" else "")
     try:
         order.append(csv.Sniffer().sniff(sample, delimiters=_DELIMITERS).delimiter)
@@ -108,12 +124,17 @@ def table_columns(path: Path) -> list[str] | None:
 
 def _header(path: Path, encoding: str, text_column, label_column):
     delimiter, columns, best = sniff_header(
-        path, encoding, lambda cols: _pick(cols, text_column, TEXT_COLUMNS) is not None)
+        path, encoding, lambda cols: _pick(cols, text_column, TEXT_COLUMNS) is not None
+    )
     if columns is None:
         found = ", ".join(repr(c) for c in best)
-        wanted = repr(text_column) if text_column else "a text column (" + ", ".join(TEXT_COLUMNS[:4]) + ", ...)"
-        raise ValueError(f"{path.name}: no {wanted} found; the columns are: {found}. "
-                         "Name the text column (text_column / --text-column)")
+        wanted = (
+            repr(text_column) if text_column else "a text column (" + ", ".join(TEXT_COLUMNS[:4]) + ", ...)"
+        )
+        raise ValueError(
+            f"{path.name}: no {wanted} found; the columns are: {found}. "
+            "Name the text column (text_column / --text-column)"
+        )
     text_i = _pick(columns, text_column, TEXT_COLUMNS)
     return delimiter, columns, text_i, _pick(columns, label_column, LABEL_COLUMNS)
 
@@ -124,8 +145,10 @@ def read_table(path: Path, report: ImportReport, text_column=None, label_column=
     delimiter, columns, text_i, label_i = _header(path, encoding, text_column, label_column)
     if label_i is None:
         if label_column:
-            raise ValueError(f"{path.name}: no column {label_column!r}; the columns are: "
-                             + ", ".join(repr(c) for c in columns))
+            raise ValueError(
+                f"{path.name}: no column {label_column!r}; the columns are: "
+                + ", ".join(repr(c) for c in columns)
+            )
         report.warn(f"{path.name}: no label column among {', '.join(columns)}; rows import unlabeled")
     else:
         peek = []
@@ -172,8 +195,11 @@ def _rows(path: Path, encoding: str, delimiter: str, text_i: int, label_i: int |
 
 def read_csv(path: Path, report: ImportReport, *, text_column=None, label_column=None):
     """Items from one CSV file or every CSV/TSV file at the top of a folder; total is unknown (None)."""
-    tables = [path] if path.is_file() else sorted(
-        p for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".csv", ".tsv"))
+    tables = (
+        [path]
+        if path.is_file()
+        else sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".csv", ".tsv"))
+    )
     if not tables:
         raise ValueError(f"no supported files found in {path}")
     readers = [read_table(t, report, text_column, label_column) for t in tables]  # fail early
@@ -181,4 +207,5 @@ def read_csv(path: Path, report: ImportReport, *, text_column=None, label_column
     def chain():
         for rows in readers:
             yield from rows
+
     return None, chain()

@@ -73,14 +73,20 @@ def latest_backup(root: Path) -> Path | None:
 def _recovery_hint(root: Path, media_root: Path) -> str:
     media = count_files(media_root) if media_root.is_dir() else 0
     backup = latest_backup(root)
-    kept = f"the {media:,} media files in {media_root} are untouched" if media else "no media files are affected"
+    kept = (
+        f"the {media:,} media files in {media_root} are untouched" if media else "no media files are affected"
+    )
     if backup is not None:
-        step = (f"run `modeldesk recover --workspace {root}` to set the damaged file aside, restore the backup "
-                f"{backup.name} and bring back media added since as unlabeled samples")
+        step = (
+            f"run `modeldesk recover --workspace {root}` to set the damaged file aside, restore the backup "
+            f"{backup.name} and bring back media added since as unlabeled samples"
+        )
     else:
-        step = (f"run `modeldesk recover --workspace {root}` to set the damaged file aside and bring the media "
-                "back as unlabeled samples in a new project (their labels are lost), or restore "
-                "workspace.db from your own backup")
+        step = (
+            f"run `modeldesk recover --workspace {root}` to set the damaged file aside and bring the media "
+            "back as unlabeled samples in a new project (their labels are lost), or restore "
+            "workspace.db from your own backup"
+        )
     return f"ModelDesk has not changed anything; {kept}. To recover, {step}"
 
 
@@ -97,17 +103,24 @@ def check_database(db_path: Path, media_root: Path) -> None:
         return
     root = db_path.parent
     if size == 0:
-        has_data = (media_root.is_dir() and count_files(media_root, 1) > 0) or latest_backup(root) is not None \
+        has_data = (
+            (media_root.is_dir() and count_files(media_root, 1) > 0)
+            or latest_backup(root) is not None
             or ((root / "models").is_dir() and any((root / "models").iterdir()))
+        )
         if has_data:
-            raise DamagedWorkspaceError(f"{db_path} is empty (0 bytes), so the workspace's projects and labels "
-                                        f"are gone from it; {_recovery_hint(root, media_root)}")
+            raise DamagedWorkspaceError(
+                f"{db_path} is empty (0 bytes), so the workspace's projects and labels "
+                f"are gone from it; {_recovery_hint(root, media_root)}"
+            )
         return  # killed while the workspace was being created: nothing to lose
     with open(db_path, "rb") as handle:
         header = handle.read(100)
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
-        raise DamagedWorkspaceError(f"{db_path} is not a SQLite database (its first bytes are wrong: it was "
-                                    f"overwritten or cut short); {_recovery_hint(root, media_root)}")
+        raise DamagedWorkspaceError(
+            f"{db_path} is not a SQLite database (its first bytes are wrong: it was "
+            f"overwritten or cut short); {_recovery_hint(root, media_root)}"
+        )
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
@@ -115,13 +128,17 @@ def check_database(db_path: Path, media_root: Path) -> None:
     wal = db_path.with_name(db_path.name + "-wal")
     pending_wal = wal.exists() and wal.stat().st_size > 0  # a checkpoint may be half done: SQLite redoes it
     if header_valid and pages and not pending_wal and size < pages * page_size:
-        raise DamagedWorkspaceError(f"{db_path} is truncated ({size:,} of {pages * page_size:,} bytes); "
-                                    f"{_recovery_hint(root, media_root)}")
+        raise DamagedWorkspaceError(
+            f"{db_path} is truncated ({size:,} of {pages * page_size:,} bytes); "
+            f"{_recovery_hint(root, media_root)}"
+        )
 
 
 def damaged(db_path: Path, media_root: Path, exc: sqlite3.DatabaseError) -> DamagedWorkspaceError:
     """The error for SQLite finding the file corrupt while opening it ("malformed", "not a database")."""
-    return DamagedWorkspaceError(f"{db_path} is damaged ({exc}); {_recovery_hint(Path(db_path).parent, media_root)}")
+    return DamagedWorkspaceError(
+        f"{db_path} is damaged ({exc}); {_recovery_hint(Path(db_path).parent, media_root)}"
+    )
 
 
 def connect_uri(db_path: Path, read_only: bool) -> tuple[str, bool]:
@@ -148,14 +165,17 @@ def backup_database(conn: sqlite3.Connection, root: Path, version: int) -> Path:
     os.replace(partial, target)
     for old in sorted(folder.glob("workspace-*.db"), key=lambda p: p.stat().st_mtime)[:-KEEP_BACKUPS]:
         old.unlink(missing_ok=True)
-    log.info("backed up %s (schema %d) to %s before upgrading it", Path(root) / "workspace.db", version, target)
+    log.info(
+        "backed up %s (schema %d) to %s before upgrading it", Path(root) / "workspace.db", version, target
+    )
     return target
 
 
 def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     return code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or any(
-        words in str(exc) for words in ("malformed", "not a database"))
+        words in str(exc) for words in ("malformed", "not a database")
+    )
 
 
 def open_database(connect, db_path: Path, media_root: Path, read_only: bool) -> int:
@@ -175,7 +195,8 @@ def open_database(connect, db_path: Path, media_root: Path, read_only: bool) -> 
             if version < SCHEMA_VERSION:
                 raise ReadOnlyWorkspaceError(
                     f"the workspace {db_path.parent} is read-only and was written by an older ModelDesk: it "
-                    "must be upgraded once, which needs write access; make the folder writable and try again")
+                    "must be upgraded once, which needs write access; make the folder writable and try again"
+                )
             return migrate(conn) if version > SCHEMA_VERSION else version
         conn.execute("PRAGMA journal_mode=WAL")
         if 0 < version < SCHEMA_VERSION:

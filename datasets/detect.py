@@ -111,7 +111,9 @@ def scan(path) -> Scan:
         kind = media_kind(ext)
         if kind:
             return Scan("flat", kind, path)
-        raise ValueError(f"no supported files found in {path} (unknown file type {ext or 'without extension'})")
+        raise ValueError(
+            f"no supported files found in {path} (unknown file type {ext or 'without extension'})"
+        )
     root_media: dict[str, int] = {}
     sub_media: dict[str, int] = {}
     xml = json_files = txt = 0
@@ -145,7 +147,9 @@ def scan(path) -> Scan:
             tables.append(file)
         elif ext in _JSONL_EXTS and at_root:
             jsonl.append(file)
-    media = _majority({k: root_media.get(k, 0) + sub_media.get(k, 0) for k in set(root_media) | set(sub_media)})
+    media = _majority(
+        {k: root_media.get(k, 0) + sub_media.get(k, 0) for k in set(root_media) | set(sub_media)}
+    )
     if coco:
         return Scan("coco", "image", path)
     if voc:

@@ -58,8 +58,14 @@ class _Namer:
         return name
 
 
-def export_project(store: Store, project, out_dir, format: str, *,
-                   progress: Callable[[int, int | None, str], None] | None = None) -> dict:
+def export_project(
+    store: Store,
+    project,
+    out_dir,
+    format: str,
+    *,
+    progress: Callable[[int, int | None, str], None] | None = None,
+) -> dict:
     """Write ``project`` to ``out_dir`` (created; must be empty) in ``format``.
 
     Everything is written into a temporary folder beside ``out_dir`` that is renamed into place at
@@ -78,11 +84,15 @@ def export_project(store: Store, project, out_dir, format: str, *,
         raise ValueError(f"unknown export format {format!r}; use one of: {', '.join(EXPORT_FORMATS)}")
     detection = project.target == "boxes"
     if format in ("voc", "coco", "yolo") and not detection:
-        raise ValueError(f"{format.upper()} export is for projects with boxes; project "
-                         f"{project.name!r} is {project.task}: use folder or csv")
+        raise ValueError(
+            f"{format.upper()} export is for projects with boxes; project "
+            f"{project.name!r} is {project.task}: use folder or csv"
+        )
     if format == "folder" and detection:
-        raise ValueError(f"project {project.name!r} has boxes, which a folder per class cannot hold; "
-                         "use voc, coco, yolo or csv")
+        raise ValueError(
+            f"project {project.name!r} has boxes, which a folder per class cannot hold; "
+            "use voc, coco, yolo or csv"
+        )
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty; export into a new or empty folder")
@@ -90,8 +100,9 @@ def export_project(store: Store, project, out_dir, format: str, *,
     writer = {"folder": _folder, "csv": _csv, "voc": _voc, "coco": _coco, "yolo": _yolo}[format]
     skipped: list[dict] = []
     with _staging(out) as staging:
-        samples, files = writer(store, project, staging,
-                                _present(_counted(_pages(store, project), total, progress), skipped))
+        samples, files = writer(
+            store, project, staging, _present(_counted(_pages(store, project), total, progress), skipped)
+        )
     for entry in skipped:
         log.warning("export skipped %s: %s", entry["file"], entry["reason"])
     return {"path": str(out), "format": format, "samples": samples, "files": files, "skipped": skipped}
@@ -118,8 +129,13 @@ def _present(samples: Iterator[Sample], skipped: list[dict]) -> Iterator[Sample]
     """The samples whose media file is there; the others go to ``skipped`` with a reason."""
     for sample in samples:
         if sample.path is not None and not sample.path.is_file():
-            skipped.append({"file": sample.source, "reason": f"its media file {sample.path.name} is missing from "
-                                                             "the workspace's media folder"})
+            skipped.append(
+                {
+                    "file": sample.source,
+                    "reason": f"its media file {sample.path.name} is missing from "
+                    "the workspace's media folder",
+                }
+            )
             continue
         yield sample
 
@@ -178,16 +194,20 @@ def _csv(store, project, out: Path, samples) -> tuple[int, int]:
     detection = project.target == "boxes"
     with _atomic_open(out / "data.csv") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["path", "width", "height", "label", "xmin", "ymin", "xmax", "ymax"] if detection
-                        else ["path", "label"])
+        writer.writerow(
+            ["path", "width", "height", "label", "xmin", "ymin", "xmax", "ymax"]
+            if detection
+            else ["path", "label"]
+        )
         for sample in samples:
             name = f"files/{namer(sample)}"
             _copy(sample, out / name)
             count, files = count + 1, files + 1
             if detection:
                 for b in sample.boxes or []:
-                    writer.writerow([name, sample.width, sample.height, escape_cell(b.label), b.x0, b.y0, b.x1,
-                                     b.y1])
+                    writer.writerow(
+                        [name, sample.width, sample.height, escape_cell(b.label), b.x0, b.y0, b.x1, b.y1]
+                    )
                 if not sample.boxes:
                     writer.writerow([name, sample.width, sample.height, "", "", "", "", ""])
             else:
@@ -217,9 +237,16 @@ def _coco(store, project, out: Path, samples) -> tuple[int, int]:
         images.append({"id": image_id, "file_name": name, "width": sample.width, "height": sample.height})
         for b in sample.boxes:
             w, h = b.x1 - b.x0, b.y1 - b.y0
-            annotations.append({"id": len(annotations) + 1, "image_id": image_id,
-                                "category_id": category[b.label], "bbox": [b.x0, b.y0, w, h],
-                                "area": w * h, "iscrowd": 0})
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": image_id,
+                    "category_id": category[b.label],
+                    "bbox": [b.x0, b.y0, w, h],
+                    "area": w * h,
+                    "iscrowd": 0,
+                }
+            )
     _write_text(out / "annotations.json", coco_document(images, annotations, labels))
     return len(images), len(images) + 1
 

@@ -24,8 +24,16 @@ from .detect import FORMATS, scan
 from .items import ImportReport, Item
 from .media import sha256_bytes, sha256_file
 from .cleanup import remove_unreferenced
-from .safety import (DiskFullError, WorkspaceWriteError, bad_coordinate, free_bytes, human_bytes,
-                     is_write_failure, space_needed, write_error)
+from .safety import (
+    DiskFullError,
+    WorkspaceWriteError,
+    bad_coordinate,
+    free_bytes,
+    human_bytes,
+    is_write_failure,
+    space_needed,
+    write_error,
+)
 from .records import Box, Project
 from .store import NewSample, Store
 from .verify import MediaError, media_kind, verify_image, verify_wav
@@ -37,8 +45,16 @@ WORKERS = 4  # threads reading, verifying and storing media files
 STREAM_ABOVE = 16 << 20  # larger files are verified, hashed and copied from disk in blocks
 RESERVE_BYTES = 1 << 20  # free space media files never take: the database must still commit
 
-_FORMAT_NAMES = {"folder": "folder-per-class", "flat": "unlabeled files", "voc": "Pascal VOC",
-                 "coco": "COCO", "yolo": "YOLO", "csv": "CSV text", "jsonl": "JSON Lines", "txt": "text"}
+_FORMAT_NAMES = {
+    "folder": "folder-per-class",
+    "flat": "unlabeled files",
+    "voc": "Pascal VOC",
+    "coco": "COCO",
+    "yolo": "YOLO",
+    "csv": "CSV text",
+    "jsonl": "JSON Lines",
+    "txt": "text",
+}
 _TEXT_ONLY_FORMATS = {"jsonl", "txt"}
 _DETECTION_FORMATS = {"voc", "coco", "yolo"}
 _SPACES = re.compile(r"\s+")
@@ -56,40 +72,62 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
     kind = project.kind
     what = _FORMAT_NAMES.get(fmt, fmt)
     if fmt in _DETECTION_FORMATS and project.target != "boxes":
-        raise ValueError(f"{path} holds {what} data with boxes, but project {project.name!r} is "
-                         f"{project.task}: import it into a project that finds objects with boxes")
+        raise ValueError(
+            f"{path} holds {what} data with boxes, but project {project.name!r} is "
+            f"{project.task}: import it into a project that finds objects with boxes"
+        )
     if fmt == "csv":
         if media is None and kind != "text":
             columns = csvtext.table_columns(path)
             if columns is not None and csvtext.find_column(columns, None, csvtext.TEXT_COLUMNS) is None:
                 shown = ", ".join(columns[:6]) + (", ..." if len(columns) > 6 else "")
-                raise ValueError(f"{path} is a table of values ({shown}), not {kind} files or texts: ModelDesk "
-                                 f"learns from images, texts and sound clips. To import {kind} files, give a "
-                                 "CSV with a column of file paths (path, file, ...) and a label column")
-            raise ValueError(f"{path} is a CSV table of texts, but project {project.name!r} is {project.task}, "
-                             f"which holds {kind} files: import a CSV of file paths, or make a text project")
+                raise ValueError(
+                    f"{path} is a table of values ({shown}), not {kind} files or texts: ModelDesk "
+                    f"learns from images, texts and sound clips. To import {kind} files, give a "
+                    "CSV with a column of file paths (path, file, ...) and a label column"
+                )
+            raise ValueError(
+                f"{path} is a CSV table of texts, but project {project.name!r} is {project.task}, "
+                f"which holds {kind} files: import a CSV of file paths, or make a text project"
+            )
         if media is None or kind == media:
             return
     if fmt in _TEXT_ONLY_FORMATS or media == "text":
         if kind == "text":
             return
-        raise ValueError(f"{path} holds texts ({what}), but project {project.name!r} is {project.task}, "
-                         f"which holds {kind} files: import {kind} files, or make a text project")
+        raise ValueError(
+            f"{path} holds texts ({what}), but project {project.name!r} is {project.task}, "
+            f"which holds {kind} files: import {kind} files, or make a text project"
+        )
     if kind == "text":
-        raise ValueError(f"{path} holds {media or 'media'} files ({what}), but project {project.name!r} "
-                         "holds texts: import CSV, JSON Lines or .txt files of texts")
+        raise ValueError(
+            f"{path} holds {media or 'media'} files ({what}), but project {project.name!r} "
+            "holds texts: import CSV, JSON Lines or .txt files of texts"
+        )
     if media != kind:
-        raise ValueError(f"{path} holds {media or 'no'} files, but project {project.name!r} "
-                         f"({project.task}) needs {kind} files")
+        raise ValueError(
+            f"{path} holds {media or 'no'} files, but project {project.name!r} "
+            f"({project.task}) needs {kind} files"
+        )
     if fmt == "folder" and project.target == "boxes":
-        raise ValueError(f"{path} is a folder per class, which has no boxes; project {project.name!r} "
-                         "finds objects with boxes: import VOC, COCO or YOLO data, or a flat folder to label")
+        raise ValueError(
+            f"{path} is a folder per class, which has no boxes; project {project.name!r} "
+            "finds objects with boxes: import VOC, COCO or YOLO data, or a flat folder to label"
+        )
 
 
-def import_path(store: Store, project, path, *, format: str = "auto", text_column: str | None = None,
-                label_column: str | None = None, progress: Progress | None = None,
-                should_stop: Callable[[], bool] | None = None,
-                on_commit: Callable[[ImportReport], None] | None = None) -> ImportReport:
+def import_path(
+    store: Store,
+    project,
+    path,
+    *,
+    format: str = "auto",
+    text_column: str | None = None,
+    label_column: str | None = None,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_commit: Callable[[ImportReport], None] | None = None,
+) -> ImportReport:
     """Import a file, a folder or a zip archive into ``project``.
 
     Parameters
@@ -116,9 +154,17 @@ def import_path(store: Store, project, path, *, format: str = "auto", text_colum
         raise ValueError(f"unknown format {format!r}; use auto or one of: {', '.join(FORMATS)}")
     found = scan(path)
     if found.format == "zip":  # the format, if given, is that of the archive's content
-        return _import_zip(store, project, path, format="auto" if format == "zip" else format,
-                           text_column=text_column, label_column=label_column, progress=progress,
-                           should_stop=should_stop, on_commit=on_commit)
+        return _import_zip(
+            store,
+            project,
+            path,
+            format="auto" if format == "zip" else format,
+            text_column=text_column,
+            label_column=label_column,
+            progress=progress,
+            should_stop=should_stop,
+            on_commit=on_commit,
+        )
     if format == "zip":
         raise ValueError(f"{path} is not a zip archive")
     fmt = found.format if format == "auto" else format
@@ -133,10 +179,11 @@ def import_path(store: Store, project, path, *, format: str = "auto", text_colum
     _check_task(project, fmt, media, path)
     report = ImportReport(format=fmt)
     if nested:
-        report.warn(f"{path}: sub-folder names are not used as labels in a project that finds objects; "
-                    "the images import without boxes")
-    total, items = _read(path, fmt, report, project.kind, text_column, label_column,
-                         project.target == "tags")
+        report.warn(
+            f"{path}: sub-folder names are not used as labels in a project that finds objects; "
+            "the images import without boxes"
+        )
+    total, items = _read(path, fmt, report, project.kind, text_column, label_column, project.target == "tags")
     if total == 0:
         raise ValueError(f"no supported files found in {path}")
     _ingest(store, project, items, total, report, progress, should_stop, on_commit)
@@ -147,8 +194,9 @@ def import_path(store: Store, project, path, *, format: str = "auto", text_colum
 def _single_table(path: Path) -> Path:
     if path.is_file():
         return path
-    tables = [p for p in sorted(path.iterdir())
-              if p.suffix.lower() in (".csv", ".tsv") and csvpaths.table_media(p)]
+    tables = [
+        p for p in sorted(path.iterdir()) if p.suffix.lower() in (".csv", ".tsv") and csvpaths.table_media(p)
+    ]
     if not tables:
         raise ValueError(f"no CSV table listing media files found in {path}")
     return tables[0]
@@ -162,8 +210,11 @@ def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, la
     if fmt == "flat":
         return folders.read_flat(path, report, kind)
     if fmt == "jsonl":
-        return textfiles.each_file(path, textfiles.JSONL_EXTS, lambda f: textfiles.read_jsonl(
-            f, report, text_column=text_column, label_column=label_column))
+        return textfiles.each_file(
+            path,
+            textfiles.JSONL_EXTS,
+            lambda f: textfiles.read_jsonl(f, report, text_column=text_column, label_column=label_column),
+        )
     if fmt == "txt":
         return textfiles.each_file(path, textfiles.TEXT_FILE_EXTS, lambda f: textfiles.read_txt(f, report))
     if fmt == "voc":
@@ -175,8 +226,7 @@ def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, la
     if fmt == "csv" and kind == "text":
         return csvtext.read_csv(path, report, text_column=text_column, label_column=label_column)
     if fmt == "csv":
-        return csvpaths.read_path_table(_single_table(path), report, label_column=label_column,
-                                        multi=multi)
+        return csvpaths.read_path_table(_single_table(path), report, label_column=label_column, multi=multi)
     raise ValueError(f"unknown format {fmt!r}")
 
 
@@ -186,8 +236,9 @@ def _import_zip(store, project, path: Path, **options) -> ImportReport:
         inner = import_path(store, project, folder, **options) if _has_files(folder) else None
     if inner is None:
         if unsafe:
-            raise ValueError(f"nothing could be imported from {path}: every member was refused "
-                             f"({unsafe[0]['reason']})")
+            raise ValueError(
+                f"nothing could be imported from {path}: every member was refused ({unsafe[0]['reason']})"
+            )
         raise ValueError(f"no supported files found in {path}")
     inner.format = f"zip/{inner.format}"
     for entry in inner.failed:
@@ -211,7 +262,9 @@ def _store_media(store: Store, kind: str, item: Item) -> tuple:
         raise MediaError(item.error)
     ext = item.path.suffix.lower()
     if media_kind(ext) != kind:
-        raise MediaError(f"not {('an image' if kind == 'image' else 'a sound')} file ({ext or 'no extension'})")
+        raise MediaError(
+            f"not {('an image' if kind == 'image' else 'a sound')} file ({ext or 'no extension'})"
+        )
     try:  # a large file is read from disk as it goes, never whole into memory
         source = item.path.read_bytes() if item.path.stat().st_size <= STREAM_ABOVE else item.path
         width = height = duration = None
@@ -253,16 +306,31 @@ def _to_sample(kind: str, item: Item, stored, report: ImportReport) -> NewSample
         text = normalise_text(item.text or "")
         if not text:
             raise MediaError("empty text")
-        return NewSample(kind="text", content_hash=sha256_bytes(text.encode("utf-8")), source=item.source,
-                         text=text, labels=list(item.labels))
+        return NewSample(
+            kind="text",
+            content_hash=sha256_bytes(text.encode("utf-8")),
+            source=item.source,
+            text=text,
+            labels=list(item.labels),
+        )
     content_hash, ext, width, height, duration, _created = stored
     boxes = _clip_boxes(item, width, height, report) if item.boxes else []
-    return NewSample(kind=kind, content_hash=content_hash, source=item.source, ext=ext, width=width,
-                     height=height, duration=duration, labels=list(item.labels), boxes=boxes)
+    return NewSample(
+        kind=kind,
+        content_hash=content_hash,
+        source=item.source,
+        ext=ext,
+        width=width,
+        height=height,
+        duration=duration,
+        labels=list(item.labels),
+        boxes=boxes,
+    )
 
 
-def _stored(store: Store, kind: str, items: Iterator[Item], should_stop, stopped: list,
-            unfinished: list) -> Iterator[tuple[Item, object]]:
+def _stored(
+    store: Store, kind: str, items: Iterator[Item], should_stop, stopped: list, unfinished: list
+) -> Iterator[tuple[Item, object]]:
     """(item, stored media or the exception) in input order.
 
     Media files are read, verified and written by a few threads (file I/O, hashing and Pillow decoding
@@ -270,6 +338,7 @@ def _stored(store: Store, kind: str, items: Iterator[Item], should_stop, stopped
     each item is started; items already started are finished. A stop is noted in ``stopped``. When the
     caller stops early, items started but not handed out go to ``unfinished`` as (item, result or None).
     """
+
     def poll():
         if should_stop is not None and should_stop():
             stopped.append(True)
@@ -332,16 +401,25 @@ def _clip_boxes(item: Item, width: int, height: int, report: ImportReport) -> li
         kept.append(Box(box.label, cx0, cy0, cx1, cy1))
     if clipped:
         report.boxes_clipped += clipped
-        report.warn(f"{item.source}: {clipped} box(es) reached outside the {width}x{height} image "
-                    "and were clipped")
+        report.warn(
+            f"{item.source}: {clipped} box(es) reached outside the {width}x{height} image and were clipped"
+        )
     if dropped:
         report.boxes_dropped += dropped
         report.warn(f"{item.source}: {dropped} box(es) with no area inside the image were dropped")
     return kept
 
 
-def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | None, report: ImportReport,
-            progress: Progress | None, should_stop, on_commit) -> None:
+def _ingest(
+    store: Store,
+    project: Project,
+    items: Iterable[Item],
+    total: int | None,
+    report: ImportReport,
+    progress: Progress | None,
+    should_stop,
+    on_commit,
+) -> None:
     kind = project.kind
     merge = project.target == "tags"
     batch: list[NewSample] = []
@@ -401,7 +479,9 @@ def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | 
         item = None
         if stopped:
             report.stopped = True
-            report.warn(f"import stopped on request after {done} of {total if total is not None else '?'} items")
+            report.warn(
+                f"import stopped on request after {done} of {total if total is not None else '?'} items"
+            )
         flush()
     except WorkspaceWriteError as exc:
         _stop_on_write_failure(exc, store, report, flush, batch_items, item, unfinished, items, total, done)
@@ -414,8 +494,10 @@ def _ingest(store: Store, project: Project, items: Iterable[Item], total: int | 
     if progress is not None:
         progress(done, total if total is not None else done, "")
     if conflicts:
-        report.warn(f"{conflicts} duplicate item(s) carried a different label than their first copy; "
-                    "the first copy's label was kept")
+        report.warn(
+            f"{conflicts} duplicate item(s) carried a different label than their first copy; "
+            "the first copy's label was kept"
+        )
 
 
 def _commit(store: Store, project: Project, batch: list[NewSample], merge: bool, report: ImportReport):
@@ -434,7 +516,7 @@ def _commit(store: Store, project: Project, batch: list[NewSample], merge: bool,
             return
         for new in batch:
             try:
-                (_sid, is_new), = store.add_samples(project, [new], merge_labels=merge)
+                ((_sid, is_new),) = store.add_samples(project, [new], merge_labels=merge)
             except sqlite3.IntegrityError as exc:
                 log.error("could not store %s: %s", new.source, exc)
                 report.fail(new.source, f"could not be stored ({exc})")
@@ -446,9 +528,18 @@ def _commit(store: Store, project: Project, batch: list[NewSample], merge: bool,
         raise
 
 
-def _stop_on_write_failure(exc: WorkspaceWriteError, store: Store, report: ImportReport, flush,
-                           batch_items: list, item, unfinished: list, rest: Iterator[Item], total: int | None,
-                           done: int) -> None:
+def _stop_on_write_failure(
+    exc: WorkspaceWriteError,
+    store: Store,
+    report: ImportReport,
+    flush,
+    batch_items: list,
+    item,
+    unfinished: list,
+    rest: Iterator[Item],
+    total: int | None,
+    done: int,
+) -> None:
     """End an import the workspace can no longer take: commit what is ready, then raise one error that
     says how many files were added and (for a full disk) how much more space the rest needs."""
     try:
@@ -462,10 +553,12 @@ def _stop_on_write_failure(exc: WorkspaceWriteError, store: Store, report: Impor
     counted = f"{report.added:,} of {total:,}" if total is not None else f"{report.added:,}"
     if isinstance(exc, DiskFullError):
         need = space_needed(left)
-        message = (f"no space left on the disk of {store.root} ({human_bytes(free_bytes(store.root))} free); "
-                   f"{counted} files were added before it filled, and the {len(left):,} not imported need "
-                   f"about {human_bytes(need)} more: free that much and import again (added files are "
-                   "skipped as duplicates)")
+        message = (
+            f"no space left on the disk of {store.root} ({human_bytes(free_bytes(store.root))} free); "
+            f"{counted} files were added before it filled, and the {len(left):,} not imported need "
+            f"about {human_bytes(need)} more: free that much and import again (added files are "
+            "skipped as duplicates)"
+        )
         error = DiskFullError(message, report.to_dict())
     else:
         error = WorkspaceWriteError(f"{exc}; {counted} files were added before it stopped", report.to_dict())

@@ -69,7 +69,15 @@ class ImportReport:
         warnings = list(self.warnings)
         if self._extra_warnings:
             warnings.append(f"... and {self._extra_warnings} more warnings")
-        return {"format": self.format, "added": self.added, "duplicates": self.duplicates,
-                "failed": list(self.failed), "warnings": warnings, "boxes": self.boxes,
-                "boxes_clipped": self.boxes_clipped, "boxes_dropped": self.boxes_dropped,
-                "labels": dict(sorted(self.labels.items())), "stopped": self.stopped}
+        return {
+            "format": self.format,
+            "added": self.added,
+            "duplicates": self.duplicates,
+            "failed": list(self.failed),
+            "warnings": warnings,
+            "boxes": self.boxes,
+            "boxes_clipped": self.boxes_clipped,
+            "boxes_dropped": self.boxes_dropped,
+            "labels": dict(sorted(self.labels.items())),
+            "stopped": self.stopped,
+        }

@@ -108,14 +108,20 @@ def space_needed(items) -> int:
 def write_error(exc: BaseException, where, *, doing: str = "write") -> WorkspaceWriteError:
     """The one-sentence error for a failed write into ``where`` (a workspace folder)."""
     if is_disk_full(exc):
-        return DiskFullError(f"no space left on the disk of {where} ({human_bytes(free_bytes(where))} free): "
-                             f"free some space, then try again")
+        return DiskFullError(
+            f"no space left on the disk of {where} ({human_bytes(free_bytes(where))} free): "
+            f"free some space, then try again"
+        )
     reason = getattr(exc, "strerror", None) or str(exc)
     if isinstance(exc, OSError) and exc.errno == errno.EROFS or "readonly" in reason.replace("-", "").lower():
-        return WorkspaceWriteError(f"the workspace folder {where} is read-only, so ModelDesk cannot {doing} "
-                                   "there: make it writable or choose another workspace (--workspace)")
-    return WorkspaceWriteError(f"cannot {doing} in the workspace folder {where} ({reason}): check that the "
-                               "folder is writable and the disk is working")
+        return WorkspaceWriteError(
+            f"the workspace folder {where} is read-only, so ModelDesk cannot {doing} "
+            "there: make it writable or choose another workspace (--workspace)"
+        )
+    return WorkspaceWriteError(
+        f"cannot {doing} in the workspace folder {where} ({reason}): check that the "
+        "folder is writable and the disk is working"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- boxes
@@ -137,8 +143,10 @@ def bad_coordinate(boxes: Iterable[Box]) -> str | None:
             except (TypeError, OverflowError):
                 finite = False
             if not finite:
-                return (f"box {number} ({box.label!r}) has a coordinate that is not a finite number "
-                        f"({str(value)[:20]}); fix the label file")
+                return (
+                    f"box {number} ({box.label!r}) has a coordinate that is not a finite number "
+                    f"({str(value)[:20]}); fix the label file"
+                )
     return None
 
 

@@ -13,8 +13,11 @@ from typing import Iterable
 SPLIT_TARGETS = (("train", 0.70), ("val", 0.15), ("test", 0.15))
 
 
-def assign(new: Iterable[tuple[int, str, str]], counts: dict[str, dict[str, int]] | None = None,
-           targets=SPLIT_TARGETS) -> dict[int, str]:
+def assign(
+    new: Iterable[tuple[int, str, str]],
+    counts: dict[str, dict[str, int]] | None = None,
+    targets=SPLIT_TARGETS,
+) -> dict[int, str]:
     """Choose a split for each new sample.
 
     Parameters

@@ -65,7 +65,9 @@ class Store:
     def __init__(self, root, read_only: bool | None = None):
         self.root = Path(root)
         # None: read-only exactly when the folder cannot be written (a read-only disk or folder)
-        self.read_only = (self.root.is_dir() and not is_writable(self.root)) if read_only is None else read_only
+        self.read_only = (
+            (self.root.is_dir() and not is_writable(self.root)) if read_only is None else read_only
+        )
         if not self.read_only:
             self.root.mkdir(parents=True, exist_ok=True)
         self.db_path = self.root / "workspace.db"
@@ -89,8 +91,9 @@ class Store:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             database, uri = connect_uri(self.db_path, self.read_only)
-            conn = sqlite3.connect(database, timeout=30, isolation_level=None, check_same_thread=False,
-                                   uri=uri)
+            conn = sqlite3.connect(
+                database, timeout=30, isolation_level=None, check_same_thread=False, uri=uri
+            )
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
@@ -103,8 +106,10 @@ class Store:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: committed when the block ends, rolled back on error."""
         if self.read_only:
-            raise ReadOnlyWorkspaceError(f"the workspace {self.root} is read-only (its folder cannot be written), "
-                                         "so it cannot be changed: make it writable or choose another workspace")
+            raise ReadOnlyWorkspaceError(
+                f"the workspace {self.root} is read-only (its folder cannot be written), "
+                "so it cannot be changed: make it writable or choose another workspace"
+            )
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -131,8 +136,9 @@ class Store:
         self.close()
 
     # ------------------------------------------------------------------ projects
-    def create_project(self, name: str, task: str, labels: Iterable[str] = (), *, kind: str,
-                       target: str) -> Project:
+    def create_project(
+        self, name: str, task: str, labels: Iterable[str] = (), *, kind: str, target: str
+    ) -> Project:
         """Create a project; ValueError for an empty or a duplicate name or an unknown kind/target.
 
         ``task`` is the task's name (the trainers' registry says which exist); ``kind`` and
@@ -149,8 +155,10 @@ class Store:
             raise ValueError(f"unknown kind of annotation {target!r}; choose one of: {', '.join(TARGETS)}")
         try:
             with self._write() as conn:
-                cur = conn.execute("INSERT INTO projects(name, task, created, kind, target) "
-                                   "VALUES (?, ?, ?, ?, ?)", (name, task, time.time(), kind, target))
+                cur = conn.execute(
+                    "INSERT INTO projects(name, task, created, kind, target) VALUES (?, ?, ?, ?, ?)",
+                    (name, task, time.time(), kind, target),
+                )
                 project_id = cur.lastrowid
                 for label in labels:
                     self._label_id(conn, project_id, label)
@@ -169,11 +177,14 @@ class Store:
             return name_or_id
         conn = self._conn()
         if isinstance(name_or_id, int):
-            row = conn.execute("SELECT id, name, task, created, kind, target FROM projects WHERE id = ?",
-                               (name_or_id,)).fetchone()
+            row = conn.execute(
+                "SELECT id, name, task, created, kind, target FROM projects WHERE id = ?", (name_or_id,)
+            ).fetchone()
         else:
-            row = conn.execute("SELECT id, name, task, created, kind, target FROM projects WHERE name = ?",
-                               (str(name_or_id),)).fetchone()
+            row = conn.execute(
+                "SELECT id, name, task, created, kind, target FROM projects WHERE name = ?",
+                (str(name_or_id),),
+            ).fetchone()
         if row is None:
             known = ", ".join(p.name for p in self.list_projects()) or "none yet"
             raise KeyError(f"no project named {name_or_id!r} (projects: {known})")
@@ -185,10 +196,15 @@ class Store:
         with self._write() as conn:
             media = conn.execute(
                 "SELECT DISTINCT content_hash, ext FROM samples WHERE project_id = ? AND ext IS NOT NULL",
-                (project.id,)).fetchall()
+                (project.id,),
+            ).fetchall()
             conn.execute("DELETE FROM projects WHERE id = ?", (project.id,))
-            unused = [(h, e) for h, e in media if conn.execute(
-                "SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1", (h,)).fetchone() is None]
+            unused = [
+                (h, e)
+                for h, e in media
+                if conn.execute("SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1", (h,)).fetchone()
+                is None
+            ]
         for content_hash, ext in unused:  # after the commit: a crash here only leaves orphans
             self.media.remove(content_hash, ext)
             for thumb in (self.thumbs_dir / content_hash[:2]).glob(f"{content_hash}_*"):
@@ -213,12 +229,21 @@ class Store:
         project = self.get_project(project)
         ids = json.dumps([int(i) for i in sample_ids])
         with self._write() as conn:
-            media = conn.execute("SELECT DISTINCT content_hash, ext FROM samples WHERE project_id = ? AND id IN "
-                                 "(SELECT value FROM json_each(?)) AND ext IS NOT NULL", (project.id, ids)).fetchall()
-            removed = conn.execute("DELETE FROM samples WHERE project_id = ? AND id IN (SELECT value FROM json_each(?))",
-                                   (project.id, ids)).rowcount
-            unused = [(h, e) for h, e in media if conn.execute(
-                "SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1", (h,)).fetchone() is None]
+            media = conn.execute(
+                "SELECT DISTINCT content_hash, ext FROM samples WHERE project_id = ? AND id IN "
+                "(SELECT value FROM json_each(?)) AND ext IS NOT NULL",
+                (project.id, ids),
+            ).fetchall()
+            removed = conn.execute(
+                "DELETE FROM samples WHERE project_id = ? AND id IN (SELECT value FROM json_each(?))",
+                (project.id, ids),
+            ).rowcount
+            unused = [
+                (h, e)
+                for h, e in media
+                if conn.execute("SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1", (h,)).fetchone()
+                is None
+            ]
         for content_hash, ext in unused:  # after the commit: a crash here only leaves orphans
             self.media.remove(content_hash, ext)
         return removed
@@ -227,14 +252,16 @@ class Store:
     def _label_id(self, conn: sqlite3.Connection, project_id: int, name: str) -> int:
         name = _clean_label(name)
         conn.execute("INSERT OR IGNORE INTO labels(project_id, name) VALUES (?, ?)", (project_id, name))
-        return conn.execute("SELECT id FROM labels WHERE project_id = ? AND name = ?",
-                            (project_id, name)).fetchone()[0]
+        return conn.execute(
+            "SELECT id FROM labels WHERE project_id = ? AND name = ?", (project_id, name)
+        ).fetchone()[0]
 
     def labels(self, project) -> list[str]:
         """The project's label names, sorted."""
         project = self.get_project(project)
-        rows = self._conn().execute("SELECT name FROM labels WHERE project_id = ? ORDER BY name",
-                                    (project.id,))
+        rows = self._conn().execute(
+            "SELECT name FROM labels WHERE project_id = ? ORDER BY name", (project.id,)
+        )
         return [row[0] for row in rows]
 
     def add_label(self, project, name: str) -> None:
@@ -248,19 +275,23 @@ class Store:
         project = self.get_project(project)
         new = _clean_label(new)
         with self._write() as conn:
-            row = conn.execute("SELECT id FROM labels WHERE project_id = ? AND name = ?",
-                               (project.id, old)).fetchone()
+            row = conn.execute(
+                "SELECT id FROM labels WHERE project_id = ? AND name = ?", (project.id, old)
+            ).fetchone()
             if row is None:
                 raise KeyError(f"project {project.name!r} has no label {old!r}")
             old_id = row[0]
-            target = conn.execute("SELECT id FROM labels WHERE project_id = ? AND name = ?",
-                                  (project.id, new)).fetchone()
+            target = conn.execute(
+                "SELECT id FROM labels WHERE project_id = ? AND name = ?", (project.id, new)
+            ).fetchone()
             if target is None:
                 conn.execute("UPDATE labels SET name = ? WHERE id = ?", (new, old_id))
             elif target[0] != old_id:
-                conn.execute("INSERT OR IGNORE INTO sample_labels(sample_id, label_id) "
-                             "SELECT sample_id, ? FROM sample_labels WHERE label_id = ?",
-                             (target[0], old_id))
+                conn.execute(
+                    "INSERT OR IGNORE INTO sample_labels(sample_id, label_id) "
+                    "SELECT sample_id, ? FROM sample_labels WHERE label_id = ?",
+                    (target[0], old_id),
+                )
                 conn.execute("UPDATE boxes SET label_id = ? WHERE label_id = ?", (target[0], old_id))
                 conn.execute("DELETE FROM labels WHERE id = ?", (old_id,))
 
@@ -283,8 +314,10 @@ class Store:
                 args.append(split)
             else:
                 raise ValueError(f"unknown split {split!r}; use train, val, test or unassigned")
-        has_any = ("(EXISTS (SELECT 1 FROM sample_labels sl WHERE sl.sample_id = s.id) OR "
-                   "EXISTS (SELECT 1 FROM boxes b WHERE b.sample_id = s.id))")
+        has_any = (
+            "(EXISTS (SELECT 1 FROM sample_labels sl WHERE sl.sample_id = s.id) OR "
+            "EXISTS (SELECT 1 FROM boxes b WHERE b.sample_id = s.id))"
+        )
         if unlabeled is True:
             where.append("NOT " + has_any)
         elif unlabeled is False:
@@ -293,7 +326,8 @@ class Store:
             where.append(
                 "(EXISTS (SELECT 1 FROM sample_labels sl JOIN labels l ON l.id = sl.label_id "
                 "WHERE sl.sample_id = s.id AND l.name = ?) OR EXISTS (SELECT 1 FROM boxes b "
-                "JOIN labels l ON l.id = b.label_id WHERE b.sample_id = s.id AND l.name = ?))")
+                "JOIN labels l ON l.id = b.label_id WHERE b.sample_id = s.id AND l.name = ?))"
+            )
             args += [label, label]
         if ids is not None:
             ids = [int(i) for i in ids]
@@ -308,8 +342,17 @@ class Store:
         rows = self._conn().execute(f"SELECT s.id FROM samples s WHERE {where} ORDER BY s.id", args)
         return [row[0] for row in rows]
 
-    def samples(self, project, *, split=None, label=None, unlabeled=None, ids=None,
-                offset: int = 0, limit: int | None = None) -> list[Sample]:
+    def samples(
+        self,
+        project,
+        *,
+        split=None,
+        label=None,
+        unlabeled=None,
+        ids=None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[Sample]:
         """The matching samples with their labels and boxes, in id order.
 
         ``split`` is ``"train"``, ``"val"``, ``"test"`` or ``"unassigned"``; ``label`` keeps samples
@@ -317,9 +360,11 @@ class Store:
         """
         project = self.get_project(project)
         where, args = self._filter_sql(project, split, label, unlabeled, ids)
-        sql = (f"SELECT s.id, s.project_id, s.content_hash, s.kind, s.ext, s.text, s.source, s.split, "
-               f"s.width, s.height, s.added, s.duration FROM samples s WHERE {where} ORDER BY s.id "
-               f"LIMIT ? OFFSET ?")
+        sql = (
+            f"SELECT s.id, s.project_id, s.content_hash, s.kind, s.ext, s.text, s.source, s.split, "
+            f"s.width, s.height, s.added, s.duration FROM samples s WHERE {where} ORDER BY s.id "
+            f"LIMIT ? OFFSET ?"
+        )
         rows = self._conn().execute(sql, args + [-1 if limit is None else int(limit), int(offset)])
         return self._hydrate(rows.fetchall())
 
@@ -329,10 +374,12 @@ class Store:
         hashes = list(dict.fromkeys(hashes))
         found: dict[str, int] = {}
         for start in range(0, len(hashes), _CHUNK):
-            chunk = hashes[start:start + _CHUNK]
+            chunk = hashes[start : start + _CHUNK]
             rows = self._conn().execute(
                 f"SELECT content_hash, id FROM samples WHERE project_id = ? AND content_hash IN "
-                f"({','.join('?' * len(chunk))})", (project.id, *chunk))
+                f"({','.join('?' * len(chunk))})",
+                (project.id, *chunk),
+            )
             found.update(rows)
         return found
 
@@ -340,7 +387,9 @@ class Store:
         """One sample by id; KeyError if there is none."""
         rows = self._conn().execute(
             "SELECT s.id, s.project_id, s.content_hash, s.kind, s.ext, s.text, s.source, s.split, "
-            "s.width, s.height, s.added, s.duration FROM samples s WHERE s.id = ?", (int(sample_id),))
+            "s.width, s.height, s.added, s.duration FROM samples s WHERE s.id = ?",
+            (int(sample_id),),
+        )
         found = self._hydrate(rows.fetchall())
         if not found:
             raise KeyError(f"no sample with id {sample_id}")
@@ -352,30 +401,48 @@ class Store:
         boxes: dict[int, list] = defaultdict(list)
         ids = [row[0] for row in rows]
         for start in range(0, len(ids), _CHUNK):
-            chunk = json.dumps(ids[start:start + _CHUNK])
+            chunk = json.dumps(ids[start : start + _CHUNK])
             for sid, name in conn.execute(
-                    "SELECT sl.sample_id, l.name FROM sample_labels sl JOIN labels l ON l.id = sl.label_id "
-                    "WHERE sl.sample_id IN (SELECT value FROM json_each(?))", (chunk,)):
+                "SELECT sl.sample_id, l.name FROM sample_labels sl JOIN labels l ON l.id = sl.label_id "
+                "WHERE sl.sample_id IN (SELECT value FROM json_each(?))",
+                (chunk,),
+            ):
                 tags[sid].add(name)
             for sid, name, x0, y0, x1, y1 in conn.execute(
-                    "SELECT b.sample_id, l.name, b.x0, b.y0, b.x1, b.y1 FROM boxes b "
-                    "JOIN labels l ON l.id = b.label_id WHERE b.sample_id IN "
-                    "(SELECT value FROM json_each(?)) ORDER BY b.id", (chunk,)):
+                "SELECT b.sample_id, l.name, b.x0, b.y0, b.x1, b.y1 FROM boxes b "
+                "JOIN labels l ON l.id = b.label_id WHERE b.sample_id IN "
+                "(SELECT value FROM json_each(?)) ORDER BY b.id",
+                (chunk,),
+            ):
                 boxes[sid].append(Box(name, x0, y0, x1, y1))
         out = []
         for sid, pid, chash, kind, ext, text, source, split, width, height, added, duration in rows:
             sample_boxes = boxes.get(sid, [])
             names = tags.get(sid, set()) | {b.label for b in sample_boxes}
-            out.append(Sample(
-                id=sid, project_id=pid, content_hash=chash, kind=kind,
-                path=self.media.path(chash, ext) if ext else None, text=text, source=source,
-                split=split, width=width, height=height, labels=sorted(names), boxes=sample_boxes,
-                added=added, duration=duration))
+            out.append(
+                Sample(
+                    id=sid,
+                    project_id=pid,
+                    content_hash=chash,
+                    kind=kind,
+                    path=self.media.path(chash, ext) if ext else None,
+                    text=text,
+                    source=source,
+                    split=split,
+                    width=width,
+                    height=height,
+                    labels=sorted(names),
+                    boxes=sample_boxes,
+                    added=added,
+                    duration=duration,
+                )
+            )
         return out
 
     # ------------------------------------------------------------------ samples: writing
-    def add_samples(self, project, items: Sequence[NewSample], *, merge_labels: bool = False
-                    ) -> list[tuple[int, bool]]:
+    def add_samples(
+        self, project, items: Sequence[NewSample], *, merge_labels: bool = False
+    ) -> list[tuple[int, bool]]:
         """Insert verified samples in one transaction; return (sample_id, is_new) per item.
 
         The media of each item must already be in :attr:`media`. An item whose content is already
@@ -397,23 +464,39 @@ class Store:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO samples(project_id, content_hash, kind, ext, text, source, "
                     "width, height, duration, added) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (project.id, item.content_hash, item.kind, item.ext, item.text, item.source,
-                     item.width, item.height, item.duration, now))
+                    (
+                        project.id,
+                        item.content_hash,
+                        item.kind,
+                        item.ext,
+                        item.text,
+                        item.source,
+                        item.width,
+                        item.height,
+                        item.duration,
+                        now,
+                    ),
+                )
                 if cur.rowcount == 1:
                     sid, is_new = cur.lastrowid, True
                 else:
-                    sid = conn.execute("SELECT id FROM samples WHERE project_id = ? AND content_hash = ?",
-                                       (project.id, item.content_hash)).fetchone()[0]
+                    sid = conn.execute(
+                        "SELECT id FROM samples WHERE project_id = ? AND content_hash = ?",
+                        (project.id, item.content_hash),
+                    ).fetchone()[0]
                     is_new = False
                 out.append((sid, is_new))
                 if is_new or merge_labels:
                     if item.labels:
-                        conn.executemany("INSERT OR IGNORE INTO sample_labels(sample_id, label_id) "
-                                         "VALUES (?, ?)", [(sid, lid(n)) for n in item.labels])
+                        conn.executemany(
+                            "INSERT OR IGNORE INTO sample_labels(sample_id, label_id) VALUES (?, ?)",
+                            [(sid, lid(n)) for n in item.labels],
+                        )
                 if is_new and item.boxes:
                     conn.executemany(
                         "INSERT INTO boxes(sample_id, label_id, x0, y0, x1, y1) VALUES (?, ?, ?, ?, ?, ?)",
-                        [(sid, lid(b.label), b.x0, b.y0, b.x1, b.y1) for b in item.boxes])
+                        [(sid, lid(b.label), b.x0, b.y0, b.x1, b.y1) for b in item.boxes],
+                    )
         return out
 
     def _sample_project(self, conn, sample_id: int) -> int:
@@ -431,8 +514,10 @@ class Store:
             pid = self._sample_project(conn, sample_id)
             conn.execute("DELETE FROM sample_labels WHERE sample_id = ?", (int(sample_id),))
             if label is not None:
-                conn.execute("INSERT INTO sample_labels(sample_id, label_id) VALUES (?, ?)",
-                             (int(sample_id), self._label_id(conn, pid, label)))
+                conn.execute(
+                    "INSERT INTO sample_labels(sample_id, label_id) VALUES (?, ?)",
+                    (int(sample_id), self._label_id(conn, pid, label)),
+                )
                 self._assign(conn, pid, only=[int(sample_id)])
 
     def set_tags(self, sample_id: int, labels: Iterable[str]) -> None:
@@ -441,8 +526,10 @@ class Store:
         with self._write() as conn:
             pid = self._sample_project(conn, sample_id)
             conn.execute("DELETE FROM sample_labels WHERE sample_id = ?", (int(sample_id),))
-            conn.executemany("INSERT INTO sample_labels(sample_id, label_id) VALUES (?, ?)",
-                             [(int(sample_id), self._label_id(conn, pid, n)) for n in labels])
+            conn.executemany(
+                "INSERT INTO sample_labels(sample_id, label_id) VALUES (?, ?)",
+                [(int(sample_id), self._label_id(conn, pid, n)) for n in labels],
+            )
             if labels:
                 self._assign(conn, pid, only=[int(sample_id)])
 
@@ -457,8 +544,18 @@ class Store:
             conn.execute("DELETE FROM boxes WHERE sample_id = ?", (int(sample_id),))
             conn.executemany(
                 "INSERT INTO boxes(sample_id, label_id, x0, y0, x1, y1) VALUES (?, ?, ?, ?, ?, ?)",
-                [(int(sample_id), self._label_id(conn, pid, b.label), float(b.x0), float(b.y0),
-                  float(b.x1), float(b.y1)) for b in boxes])
+                [
+                    (
+                        int(sample_id),
+                        self._label_id(conn, pid, b.label),
+                        float(b.x0),
+                        float(b.y0),
+                        float(b.x1),
+                        float(b.y1),
+                    )
+                    for b in boxes
+                ],
+            )
             if boxes:
                 self._assign(conn, pid, only=[int(sample_id)])
 
@@ -485,9 +582,14 @@ class Store:
             row = conn.execute("SELECT content_hash, split FROM samples WHERE id = ?", (sid,)).fetchone()
             if row is None or row[1] is not None:
                 continue
-            label_ids = [r[0] for r in conn.execute(
-                "SELECT label_id FROM sample_labels WHERE sample_id = ? UNION "
-                "SELECT label_id FROM boxes WHERE sample_id = ?", (sid, sid))]
+            label_ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT label_id FROM sample_labels WHERE sample_id = ? UNION "
+                    "SELECT label_id FROM boxes WHERE sample_id = ?",
+                    (sid, sid),
+                )
+            ]
             if not label_ids:
                 continue
 
@@ -495,28 +597,35 @@ class Store:
                 return conn.execute(
                     "SELECT COUNT(*) FROM samples s WHERE s.id IN (SELECT sample_id FROM sample_labels "
                     f"WHERE label_id = ? UNION SELECT sample_id FROM boxes WHERE label_id = ?){split_sql}",
-                    (label_id, label_id)).fetchone()[0]
+                    (label_id, label_id),
+                ).fetchone()[0]
 
-            names = dict(conn.execute(
-                "SELECT id, name FROM labels WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(label_ids),)).fetchall())
+            names = dict(
+                conn.execute(
+                    "SELECT id, name FROM labels WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(label_ids),),
+                ).fetchall()
+            )
             key_id = min(label_ids, key=lambda i: (users(i), names[i]))
             counts = {split: users(key_id, f" AND s.split = '{split}'") for split in SPLITS}
             chosen.update(_splits.assign([(sid, row[0], names[key_id])], {names[key_id]: counts}))
-        conn.executemany("UPDATE samples SET split = ? WHERE id = ?",
-                         [(split, sid) for sid, split in chosen.items()])
+        conn.executemany(
+            "UPDATE samples SET split = ? WHERE id = ?", [(split, sid) for sid, split in chosen.items()]
+        )
         return chosen
 
     def _assign_all(self, conn, project_id: int, only: list[int] | None) -> dict[int, str]:
         names: dict[int, set] = defaultdict(set)
         info: dict[int, tuple] = {}
         for sid, chash, split, name in conn.execute(
-                "SELECT s.id, s.content_hash, s.split, l.name FROM samples s "
-                "JOIN sample_labels sl ON sl.sample_id = s.id JOIN labels l ON l.id = sl.label_id "
-                "WHERE s.project_id = ? UNION ALL "
-                "SELECT s.id, s.content_hash, s.split, l.name FROM samples s "
-                "JOIN boxes b ON b.sample_id = s.id JOIN labels l ON l.id = b.label_id "
-                "WHERE s.project_id = ?", (project_id, project_id)):
+            "SELECT s.id, s.content_hash, s.split, l.name FROM samples s "
+            "JOIN sample_labels sl ON sl.sample_id = s.id JOIN labels l ON l.id = sl.label_id "
+            "WHERE s.project_id = ? UNION ALL "
+            "SELECT s.id, s.content_hash, s.split, l.name FROM samples s "
+            "JOIN boxes b ON b.sample_id = s.id JOIN labels l ON l.id = b.label_id "
+            "WHERE s.project_id = ?",
+            (project_id, project_id),
+        ):
             names[sid].add(name)
             info[sid] = (chash, split)
         freq = Counter(n for labels in names.values() for n in labels)
@@ -533,8 +642,9 @@ class Store:
             elif wanted is None or sid in wanted:
                 new.append((sid, chash, key(sid)))
         chosen = _splits.assign(new, dict(counts))
-        conn.executemany("UPDATE samples SET split = ? WHERE id = ?",
-                         [(split, sid) for sid, split in chosen.items()])
+        conn.executemany(
+            "UPDATE samples SET split = ? WHERE id = ?", [(split, sid) for sid, split in chosen.items()]
+        )
         return chosen
 
     def clear_splits(self, project) -> None:
@@ -556,22 +666,38 @@ class Store:
         labeled = conn.execute(
             "SELECT COUNT(*) FROM samples s WHERE s.project_id = ? AND (EXISTS (SELECT 1 FROM "
             "sample_labels sl WHERE sl.sample_id = s.id) OR EXISTS (SELECT 1 FROM boxes b "
-            "WHERE b.sample_id = s.id))", (pid,)).fetchone()[0]
-        boxes = conn.execute("SELECT COUNT(*) FROM boxes b JOIN samples s ON s.id = b.sample_id "
-                             "WHERE s.project_id = ?", (pid,)).fetchone()[0]
+            "WHERE b.sample_id = s.id))",
+            (pid,),
+        ).fetchone()[0]
+        boxes = conn.execute(
+            "SELECT COUNT(*) FROM boxes b JOIN samples s ON s.id = b.sample_id WHERE s.project_id = ?", (pid,)
+        ).fetchone()[0]
         if project.target == "boxes":
-            label_sql = ("SELECT l.name, COUNT(b.id) FROM labels l LEFT JOIN boxes b ON b.label_id = l.id "
-                         "WHERE l.project_id = ? GROUP BY l.id ORDER BY l.name")
+            label_sql = (
+                "SELECT l.name, COUNT(b.id) FROM labels l LEFT JOIN boxes b ON b.label_id = l.id "
+                "WHERE l.project_id = ? GROUP BY l.id ORDER BY l.name"
+            )
         else:
-            label_sql = ("SELECT l.name, COUNT(sl.sample_id) FROM labels l LEFT JOIN sample_labels sl "
-                         "ON sl.label_id = l.id WHERE l.project_id = ? GROUP BY l.id ORDER BY l.name")
+            label_sql = (
+                "SELECT l.name, COUNT(sl.sample_id) FROM labels l LEFT JOIN sample_labels sl "
+                "ON sl.label_id = l.id WHERE l.project_id = ? GROUP BY l.id ORDER BY l.name"
+            )
         labels = {name: count for name, count in conn.execute(label_sql, (pid,))}
         split_counts = {"train": 0, "val": 0, "test": 0, "unassigned": 0}
         for split, count in conn.execute(
-                "SELECT split, COUNT(*) FROM samples WHERE project_id = ? GROUP BY split", (pid,)):
+            "SELECT split, COUNT(*) FROM samples WHERE project_id = ? GROUP BY split", (pid,)
+        ):
             split_counts[split or "unassigned"] = count
-        return {"project": project.name, "task": project.task, "kind": project.kind, "samples": samples,
-                "labeled": labeled, "labels": labels, "boxes": boxes, "splits": split_counts}
+        return {
+            "project": project.name,
+            "task": project.task,
+            "kind": project.kind,
+            "samples": samples,
+            "labeled": labeled,
+            "labels": labels,
+            "boxes": boxes,
+            "splits": split_counts,
+        }
 
     # ------------------------------------------------------------------ thumbnails
     def thumbnail(self, sample_id: int, size: int = 160) -> Path:
@@ -592,14 +718,23 @@ class Store:
         """Record a trained model of the project (replaces a record with the same id)."""
         project = self.get_project(project)
         with self._write() as conn:
-            conn.execute("INSERT OR REPLACE INTO models(id, project_id, path, template, metrics, created) "
-                         "VALUES (?, ?, ?, ?, ?, ?)",
-                         (str(model_id), project.id, str(path), template, json.dumps(metrics), time.time()))
+            conn.execute(
+                "INSERT OR REPLACE INTO models(id, project_id, path, template, metrics, created) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (str(model_id), project.id, str(path), template, json.dumps(metrics), time.time()),
+            )
 
     def _model_row(self, row) -> dict:
         mid, pid, path, template, metrics, created, pname = row
-        return {"id": mid, "project": pname, "project_id": pid, "path": path, "template": template,
-                "metrics": json.loads(metrics), "created": created}
+        return {
+            "id": mid,
+            "project": pname,
+            "project_id": pid,
+            "path": path,
+            "template": template,
+            "metrics": json.loads(metrics),
+            "created": created,
+        }
 
     def list_models(self, project) -> list[dict]:
         """The project's models, oldest first: dicts with id, project, path, template, metrics, created."""
@@ -607,14 +742,21 @@ class Store:
         rows = self._conn().execute(
             "SELECT m.id, m.project_id, m.path, m.template, m.metrics, m.created, p.name FROM models m "
             "JOIN projects p ON p.id = m.project_id WHERE m.project_id = ? ORDER BY m.created, m.id",
-            (project.id,))
+            (project.id,),
+        )
         return [self._model_row(r) for r in rows]
 
     def get_model(self, model_id: str) -> dict:
         """One model record; KeyError if unknown."""
-        row = self._conn().execute(
-            "SELECT m.id, m.project_id, m.path, m.template, m.metrics, m.created, p.name FROM models m "
-            "JOIN projects p ON p.id = m.project_id WHERE m.id = ?", (str(model_id),)).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT m.id, m.project_id, m.path, m.template, m.metrics, m.created, p.name FROM models m "
+                "JOIN projects p ON p.id = m.project_id WHERE m.id = ?",
+                (str(model_id),),
+            )
+            .fetchone()
+        )
         if row is None:
             raise KeyError(f"no model with id {model_id!r}")
         return self._model_row(row)
@@ -624,14 +766,16 @@ class Store:
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM models WHERE id = ?", (str(model_id),)).fetchone() is None:
                 raise KeyError(f"no model with id {model_id!r}")
-            conn.executemany("INSERT OR REPLACE INTO predictions(model_id, sample_id, label, score) "
-                             "VALUES (?, ?, ?, ?)",
-                             [(str(model_id), int(s), label, float(score)) for s, label, score in rows])
+            conn.executemany(
+                "INSERT OR REPLACE INTO predictions(model_id, sample_id, label, score) VALUES (?, ?, ?, ?)",
+                [(str(model_id), int(s), label, float(score)) for s, label, score in rows],
+            )
 
     def predictions(self, model_id: str) -> dict[int, tuple[str, float]]:
         """sample_id -> (label, score) for every stored prediction of the model."""
-        rows = self._conn().execute("SELECT sample_id, label, score FROM predictions WHERE model_id = ?",
-                                    (str(model_id),))
+        rows = self._conn().execute(
+            "SELECT sample_id, label, score FROM predictions WHERE model_id = ?", (str(model_id),)
+        )
         return {sid: (label, score) for sid, label, score in rows}
 
     # ------------------------------------------------------------------ maintenance

@@ -22,14 +22,17 @@ def check_labels(name: str, pairs, column: str = "label") -> None:
     if long_labels and len(set(labels)) > 0.5 * len(labels):
         example = labels[0][:40] + ("..." if len(labels[0]) > 40 else "")
         swapped = statistics.median(len(text) for text, _ in labeled) <= LONG_LABEL_CHARS
-        hint = ("the text and label columns look swapped" if swapped
-                else "it looks like a second text column")
-        raise ValueError(f"{name}: the {column} column holds long texts (such as {example!r}), not class names; "
-                         f"{hint}: name the columns with --text-column and --label-column, or fix the file")
+        hint = "the text and label columns look swapped" if swapped else "it looks like a second text column"
+        raise ValueError(
+            f"{name}: the {column} column holds long texts (such as {example!r}), not class names; "
+            f"{hint}: name the columns with --text-column and --label-column, or fix the file"
+        )
 
 
 def warn_one_class(report: ImportReport, name: str, labels: set) -> None:
     """A warning when every labeled text of a file has the same label (training needs two classes)."""
     if len(labels) == 1:
-        report.warn(f"{name}: every text has the label {next(iter(labels))!r}; training needs texts of at least "
-                    "two classes, so import texts of another class too")
+        report.warn(
+            f"{name}: every text has the label {next(iter(labels))!r}; training needs texts of at least "
+            "two classes, so import texts of another class too"
+        )

@@ -37,7 +37,11 @@ def each_file(path: Path, exts, read):
     Every file is read before any item is handed out, so a problem with a whole file (ValueError)
     stops the import before anything is added.
     """
-    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in exts)
+    files = (
+        [path]
+        if path.is_file()
+        else sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in exts)
+    )
     if not files:
         raise ValueError(f"no supported files found in {path}")
     read_files = [read(f) for f in files]
@@ -79,14 +83,23 @@ def read_jsonl(path: Path, report: ImportReport, *, text_column=None, label_colu
             keys = list(value)
             found = find_column(keys, text_column, TEXT_COLUMNS)
             if found is None:
-                wanted = repr(text_column) if text_column else "a text field (" + ", ".join(TEXT_COLUMNS[:4]) + ", ...)"
-                raise ValueError(f"{path.name}: no {wanted} in its first object; its fields are: "
-                                 + ", ".join(repr(k) for k in keys) + ". Name the text field (--text-column)")
+                wanted = (
+                    repr(text_column)
+                    if text_column
+                    else "a text field (" + ", ".join(TEXT_COLUMNS[:4]) + ", ...)"
+                )
+                raise ValueError(
+                    f"{path.name}: no {wanted} in its first object; its fields are: "
+                    + ", ".join(repr(k) for k in keys)
+                    + ". Name the text field (--text-column)"
+                )
             text_key = keys[found]
             at = find_column(keys, label_column, LABEL_COLUMNS)
             if at is None and label_column:
-                raise ValueError(f"{path.name}: no field {label_column!r} in its first object; its fields are: "
-                                 + ", ".join(repr(k) for k in keys))
+                raise ValueError(
+                    f"{path.name}: no field {label_column!r} in its first object; its fields are: "
+                    + ", ".join(repr(k) for k in keys)
+                )
             label_key = None if at is None else keys[at]
             if label_key is None:
                 report.warn(f"{path.name}: no label field among {', '.join(keys)}; texts import unlabeled")
@@ -97,10 +110,15 @@ def read_jsonl(path: Path, report: ImportReport, *, text_column=None, label_colu
         label = _json_label(value.get(label_key)) if label_key else ""
         rows.append(Item(source=source, text=text, labels=[label] if label else []))
     if text_key is None and not rows:
-        raise ValueError(f"{path.name} is empty: it holds no JSON lines; write one object a line, "
-                         'such as {"text": "...", "label": "..."}')
-    check_labels(path.name, [(r.text or "", r.labels[0] if r.labels else "") for r in rows[:_PEEK]],
-                 repr(label_key) if label_key else "label")
+        raise ValueError(
+            f"{path.name} is empty: it holds no JSON lines; write one object a line, "
+            'such as {"text": "...", "label": "..."}'
+        )
+    check_labels(
+        path.name,
+        [(r.text or "", r.labels[0] if r.labels else "") for r in rows[:_PEEK]],
+        repr(label_key) if label_key else "label",
+    )
     warn_one_class(report, path.name, {r.labels[0] for r in rows if r.labels})
     return len(rows), rows
 
@@ -114,7 +132,7 @@ def read_txt(path: Path, report: ImportReport):
             continue
         labels = []
         while text.startswith(FASTTEXT_PREFIX):
-            label, _, text = text[len(FASTTEXT_PREFIX):].partition(" ")
+            label, _, text = text[len(FASTTEXT_PREFIX) :].partition(" ")
             if label:
                 labels.append(label)
             text = text.strip()
@@ -129,8 +147,11 @@ def _read_text_file(file: Path, rel: str, labels: list, report: ImportReport) ->
     try:
         size = file.stat().st_size
         if size > MAX_TEXT_BYTES:
-            return Item(source=rel, error=f"{size / (1 << 20):.1f} MB is more than one text "
-                                          f"({MAX_TEXT_BYTES >> 20} MB at most): split it into files")
+            return Item(
+                source=rel,
+                error=f"{size / (1 << 20):.1f} MB is more than one text "
+                f"({MAX_TEXT_BYTES >> 20} MB at most): split it into files",
+            )
         data = file.read_bytes()
     except OSError as exc:
         return Item(source=rel, error=f"cannot read the file ({exc.strerror or exc})")
@@ -143,8 +164,10 @@ def _read_text_file(file: Path, rel: str, labels: list, report: ImportReport) ->
             text = data.decode("gb18030")
         except UnicodeDecodeError:
             return Item(source=rel, error="neither UTF-8 nor GBK/GB18030 text; save it as UTF-8")
-        report.warn(f"{rel} is not UTF-8; read it as GB18030/GBK (Chinese). Check that the text looks right, "
-                    "or save the file as UTF-8")
+        report.warn(
+            f"{rel} is not UTF-8; read it as GB18030/GBK (Chinese). Check that the text looks right, "
+            "or save the file as UTF-8"
+        )
     return Item(source=rel, text=text, labels=labels)
 
 

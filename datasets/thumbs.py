@@ -40,13 +40,18 @@ def waveform_thumbnail(src: Path, dest: Path, size: int, *, max_seconds: float =
         raw = reader.readframes(min(reader.getnframes(), int(max_seconds * rate)))
     dtype = {1: "u1", 2: "<i2", 4: "<i4"}.get(width)
     if dtype is None:  # 24-bit: the top two bytes of each sample are enough for a picture
-        values = np.frombuffer(raw[:len(raw) - len(raw) % 3], np.uint8).reshape(-1, 3)[:, 1:].copy().view("<i2")[:, 0]
+        values = (
+            np.frombuffer(raw[: len(raw) - len(raw) % 3], np.uint8)
+            .reshape(-1, 3)[:, 1:]
+            .copy()
+            .view("<i2")[:, 0]
+        )
         dtype, width = "<i2", 2
     else:
-        values = np.frombuffer(raw[:len(raw) - len(raw) % width], dtype)
+        values = np.frombuffer(raw[: len(raw) - len(raw) % width], dtype)
     x = values.astype(np.float32)
     x = (x - 128.0) / 128.0 if dtype == "u1" else x / float(2 ** (8 * width - 1))
-    x = x[:len(x) - len(x) % channels].reshape(-1, channels).mean(axis=1)
+    x = x[: len(x) - len(x) % channels].reshape(-1, channels).mean(axis=1)
     image = Image.new("RGB", (size, size), (238, 242, 255))
     draw = ImageDraw.Draw(image)
     if len(x):
@@ -65,10 +70,14 @@ def waveform_thumbnail(src: Path, dest: Path, size: int, *, max_seconds: float =
 
 
 #: fonts with CJK glyphs, tried in order (Linux fonts-noto-cjk, macOS, Windows); then Pillow's own
-CJK_FONTS = ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
-             "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
-             "/System/Library/Fonts/PingFang.ttc", "/System/Library/Fonts/STHeiti Light.ttc",
-             "C:/Windows/Fonts/msyh.ttc", "C:/Windows/Fonts/simsun.ttc")
+CJK_FONTS = (
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
+    "/System/Library/Fonts/PingFang.ttc",
+    "/System/Library/Fonts/STHeiti Light.ttc",
+    "C:/Windows/Fonts/msyh.ttc",
+    "C:/Windows/Fonts/simsun.ttc",
+)
 
 
 def _font(pixels: int):
@@ -96,8 +105,10 @@ def text_thumbnail(text: str, dest: Path, size: int, *, max_chars: int = 160) ->
     import re
 
     # a CJK character, or a word with its trailing space: lines break between them
-    pieces = re.findall(r"[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]|[^\s\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]+\s*|\s+",
-                        " ".join(text.split())[:max_chars])
+    pieces = re.findall(
+        r"[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]|[^\s\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]+\s*|\s+",
+        " ".join(text.split())[:max_chars],
+    )
     for piece in pieces:
         if line and draw.textlength(line + piece.rstrip(), font=font) > size - 2 * margin:
             lines.append(line)

@@ -24,15 +24,23 @@ MAX_IMAGE_PIXELS = 80_000_000
 IMAGE_EXTS = frozenset({".jpg", ".jpeg", ".jpe", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"})
 AUDIO_EXTS = frozenset({".wav", ".wave"})
 #: Sound formats we recognise but cannot read; the message asks for a WAV conversion.
-UNSUPPORTED_AUDIO_EXTS = frozenset({".mp3", ".flac", ".ogg", ".oga", ".opus", ".m4a", ".aac", ".wma",
-                                    ".aiff", ".aif"})
+UNSUPPORTED_AUDIO_EXTS = frozenset(
+    {".mp3", ".flac", ".ogg", ".oga", ".opus", ".m4a", ".aac", ".wma", ".aiff", ".aif"}
+)
 
 #: The only formats Pillow may decode, everywhere ModelDesk opens an image (the importer, thumbnails,
 #: the predictor and the service): Pillow would otherwise also run Ghostscript on EPS, parse PSD, ...
 IMAGE_FORMATS = ("JPEG", "PNG", "GIF", "BMP", "WEBP", "TIFF")
 
-_FORMAT_EXT = {"JPEG": ".jpg", "MPO": ".jpg", "PNG": ".png", "GIF": ".gif", "BMP": ".bmp",
-               "WEBP": ".webp", "TIFF": ".tif"}
+_FORMAT_EXT = {
+    "JPEG": ".jpg",
+    "MPO": ".jpg",
+    "PNG": ".png",
+    "GIF": ".gif",
+    "BMP": ".bmp",
+    "WEBP": ".webp",
+    "TIFF": ".tif",
+}
 _ROTATED = (5, 6, 7, 8)  # EXIF orientations that swap width and height
 
 
@@ -68,24 +76,32 @@ def verify_image(data) -> tuple[str, int, int]:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(_source(data), formats=IMAGE_FORMATS)
     except Image.DecompressionBombError as exc:
-        raise MediaError(f"image is over the limit of {MAX_IMAGE_PIXELS:,} pixels, refused before "
-                         f"decoding (a decompression bomb?): {exc}") from None
+        raise MediaError(
+            f"image is over the limit of {MAX_IMAGE_PIXELS:,} pixels, refused before "
+            f"decoding (a decompression bomb?): {exc}"
+        ) from None
     except Image.UnidentifiedImageError:
-        raise MediaError("not an image file (or a format other than JPEG, PNG, GIF, BMP, WebP, TIFF)") from None
+        raise MediaError(
+            "not an image file (or a format other than JPEG, PNG, GIF, BMP, WebP, TIFF)"
+        ) from None
     except (OSError, ValueError, SyntaxError) as exc:
         raise MediaError(f"damaged image ({exc})") from None
     with image:
         width, height = image.size
         if width * height > MAX_IMAGE_PIXELS:
-            raise MediaError(f"{width}x{height} pixels is over the limit of {MAX_IMAGE_PIXELS:,} pixels "
-                             "(a decompression bomb or a huge scan); resize it first")
+            raise MediaError(
+                f"{width}x{height} pixels is over the limit of {MAX_IMAGE_PIXELS:,} pixels "
+                "(a decompression bomb or a huge scan); resize it first"
+            )
         ext = _FORMAT_EXT.get(image.format or "")
         if ext is None:
             raise MediaError(f"unsupported image format {image.format}")
         try:
             if image.format == "JPEG":
-                image.draft(image.mode if image.mode in ("L", "RGB") else "RGB",
-                            (max(1, width // 8), max(1, height // 8)))
+                image.draft(
+                    image.mode if image.mode in ("L", "RGB") else "RGB",
+                    (max(1, width // 8), max(1, height // 8)),
+                )
             image.load()
             orientation = image.getexif().get(0x0112)
         except (OSError, ValueError, SyntaxError, EOFError) as exc:
@@ -101,8 +117,10 @@ def verify_wav(data, ext: str = ".wav") -> float:
     The audio is read in blocks, so a long recording does not have to fit in memory.
     """
     if ext in UNSUPPORTED_AUDIO_EXTS:
-        raise MediaError(f"{ext.lstrip('.').upper()} files are not supported: convert them to WAV "
-                         "(PCM) first, for example with ffmpeg -i input output.wav")
+        raise MediaError(
+            f"{ext.lstrip('.').upper()} files are not supported: convert them to WAV "
+            "(PCM) first, for example with ffmpeg -i input output.wav"
+        )
     try:
         with wave.open(_source(data), "rb") as reader:
             frames, rate = reader.getnframes(), reader.getframerate()

@@ -16,8 +16,11 @@ def _find_image(xml_path: Path, filename: str | None, root: Path) -> Path | None
     stem = xml_path.stem
     folders = [xml_path.parent]
     if xml_path.parent.name.lower() == "annotations":
-        folders += [xml_path.parent.parent / "JPEGImages", xml_path.parent.parent / "images",
-                    xml_path.parent.parent]
+        folders += [
+            xml_path.parent.parent / "JPEGImages",
+            xml_path.parent.parent / "images",
+            xml_path.parent.parent,
+        ]
     folders.append(root)
     names = [Path(filename).name] if filename else []
     for folder in folders:
@@ -53,8 +56,9 @@ def parse_voc(xml_path: Path) -> tuple[str | None, list[Box]]:
         bnd = obj.find("bndbox")
         if not name or bnd is None:
             raise ValueError("an <object> lacks <name> or <bndbox>")
-        boxes.append(Box(name, _number(bnd, "xmin"), _number(bnd, "ymin"),
-                         _number(bnd, "xmax"), _number(bnd, "ymax")))
+        boxes.append(
+            Box(name, _number(bnd, "xmin"), _number(bnd, "ymin"), _number(bnd, "xmax"), _number(bnd, "ymax"))
+        )
     return node.findtext("filename"), boxes
 
 
@@ -72,12 +76,21 @@ def read_voc(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
             continue
         image = _find_image(xml_path, filename, base)
         if image is None:
-            items.append(Item(source=source, error=f"image {filename or xml_path.stem} named in the "
-                                                   "annotation was not found"))
+            items.append(
+                Item(
+                    source=source,
+                    error=f"image {filename or xml_path.stem} named in the annotation was not found",
+                )
+            )
             continue
         used.add(image.resolve())
-        items.append(Item(source=image.relative_to(base).as_posix() if image.is_relative_to(base)
-                          else image.name, path=image, boxes=boxes))
+        items.append(
+            Item(
+                source=image.relative_to(base).as_posix() if image.is_relative_to(base) else image.name,
+                path=image,
+                boxes=boxes,
+            )
+        )
     if root.is_dir():
         for image in iter_files(root):
             if image.suffix.lower() in IMAGE_EXTS and image.resolve() not in used:
@@ -92,7 +105,10 @@ def voc_xml(filename: str, width: int, height: int, boxes: list[Box], depth: int
         f"\t\t<truncated>0</truncated>\n\t\t<difficult>0</difficult>\n\t\t<bndbox>\n"
         f"\t\t\t<xmin>{round(b.x0)}</xmin>\n\t\t\t<ymin>{round(b.y0)}</ymin>\n"
         f"\t\t\t<xmax>{round(b.x1)}</xmax>\n\t\t\t<ymax>{round(b.y1)}</ymax>\n\t\t</bndbox>\n\t</object>\n"
-        for b in boxes)
-    return (f"<annotation>\n\t<folder>JPEGImages</folder>\n\t<filename>{escape(filename)}</filename>\n"
-            f"\t<size>\n\t\t<width>{width}</width>\n\t\t<height>{height}</height>\n\t\t<depth>{depth}</depth>\n"
-            f"\t</size>\n\t<segmented>0</segmented>\n{objects}</annotation>\n")
+        for b in boxes
+    )
+    return (
+        f"<annotation>\n\t<folder>JPEGImages</folder>\n\t<filename>{escape(filename)}</filename>\n"
+        f"\t<size>\n\t\t<width>{width}</width>\n\t\t<height>{height}</height>\n\t\t<depth>{depth}</depth>\n"
+        f"\t</size>\n\t<segmented>0</segmented>\n{objects}</annotation>\n"
+    )

@@ -32,7 +32,9 @@ def parse_yaml_names(text: str) -> list[str]:
         if rest.startswith("[") or rest.startswith("{"):
             body = rest
             j = index
-            while body.count("[") + body.count("{") > body.count("]") + body.count("}") and j + 1 < len(lines):
+            while body.count("[") + body.count("{") > body.count("]") + body.count("}") and j + 1 < len(
+                lines
+            ):
                 j += 1
                 body += " " + lines[j].strip()
             if body.startswith("["):
@@ -40,7 +42,7 @@ def parse_yaml_names(text: str) -> list[str]:
             pairs = [p.split(":", 1) for p in body.strip("{} ").split(",") if p.strip()]
             return [_unquote(v) for _k, v in sorted(pairs, key=lambda kv: int(kv[0]))]
         listed, mapped = [], {}
-        for follow in lines[index + 1:]:
+        for follow in lines[index + 1 :]:
             if not follow.strip() or follow.lstrip().startswith("#"):
                 continue
             if not follow[:1].isspace():
@@ -82,7 +84,7 @@ def _label_file(image: Path, root: Path) -> Path | None:
     parts = list(image.relative_to(root).parts)
     for i in range(len(parts) - 1, -1, -1):  # .../images/x/y.jpg -> .../labels/x/y.txt
         if parts[i] == "images":
-            candidate = root.joinpath(*parts[:i], "labels", *parts[i + 1:]).with_suffix(".txt")
+            candidate = root.joinpath(*parts[:i], "labels", *parts[i + 1 :]).with_suffix(".txt")
             if candidate.is_file():
                 return candidate
     return None

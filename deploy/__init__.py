@@ -10,15 +10,21 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "ArtifactError": "artifact", "ModelArtifact": "artifact", "load_artifact": "artifact",
-    "new_model_id": "artifact", "save_artifact": "artifact",
+    "ArtifactError": "artifact",
+    "ModelArtifact": "artifact",
+    "load_artifact": "artifact",
+    "new_model_id": "artifact",
+    "save_artifact": "artifact",
     "build_bundle": "bundle",
     "compress_artifact": "compress",
     "export_artifact": "export",
     "Predictor": "predictor",
-    "ImageDecodeError": "preprocess", "ImageSpec": "preprocess", "preprocess_image": "preprocess",
+    "ImageDecodeError": "preprocess",
+    "ImageSpec": "preprocess",
+    "preprocess_image": "preprocess",
     "create_session": "runtime",
-    "create_app": "service", "serve": "service",
+    "create_app": "service",
+    "serve": "service",
 }
 
 __all__ = sorted(_EXPORTS)

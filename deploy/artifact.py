@@ -162,8 +162,10 @@ def _check_image_preprocessing(path: Path, preprocessing: dict) -> None:
     except (TypeError, ValueError):
         sane = False
     if not sane:
-        raise ArtifactError(f"{path / CARD_FILE}: the model card's image preprocessing is invalid "
-                            "(size 8-4096 pixels, std above 0)")
+        raise ArtifactError(
+            f"{path / CARD_FILE}: the model card's image preprocessing is invalid "
+            "(size 8-4096 pixels, std above 0)"
+        )
 
 
 def load_artifact(path) -> ModelArtifact:
@@ -176,7 +178,9 @@ def load_artifact(path) -> ModelArtifact:
     if not path.exists():
         raise ArtifactError(f"{path}: no such model artifact")
     if not path.is_dir():
-        raise ArtifactError(f"{path}: not a model artifact (expected a folder with {MODEL_FILE} and {CARD_FILE})")
+        raise ArtifactError(
+            f"{path}: not a model artifact (expected a folder with {MODEL_FILE} and {CARD_FILE})"
+        )
     missing = [name for name in (MODEL_FILE, CARD_FILE) if not (path / name).is_file()]
     if missing:
         raise ArtifactError(f"{path}: not a model artifact (missing {', '.join(missing)})")
@@ -197,10 +201,14 @@ def load_artifact(path) -> ModelArtifact:
     if kind == "image":
         _check_image_preprocessing(path, card["preprocessing"])
     if kind not in INPUT_KINDS:
-        raise ArtifactError(f"{path}: this model takes {kind!r} inputs, which this version of the app "
-                            f"cannot read (it reads {', '.join(INPUT_KINDS)})")
+        raise ArtifactError(
+            f"{path}: this model takes {kind!r} inputs, which this version of the app "
+            f"cannot read (it reads {', '.join(INPUT_KINDS)})"
+        )
     target = card.get("target", "label")
     if target not in OUTPUT_KINDS:
-        raise ArtifactError(f"{path}: this model predicts {target!r}, which this version of the app "
-                            f"cannot read (it reads {', '.join(OUTPUT_KINDS)})")
+        raise ArtifactError(
+            f"{path}: this model predicts {target!r}, which this version of the app "
+            f"cannot read (it reads {', '.join(OUTPUT_KINDS)})"
+        )
     return ModelArtifact(path=path, card=card)

@@ -32,10 +32,20 @@ DEFAULT_MIN_SECONDS = 1.0
 DEFAULT_MAX_SECONDS = 30.0
 WORKS = "WAV files work (PCM, 8, 16, 24 or 32 bit, mono or stereo, any sample rate)"
 # Leading bytes of the sound formats people send instead of WAV.
-_MAGIC = ((b"ID3", "MP3"), (b"\xff\xfb", "MP3"), (b"\xff\xf3", "MP3"), (b"\xff\xf2", "MP3"),
-          (b"fLaC", "FLAC"), (b"OggS", "Ogg"), (b"\x1aE\xdf\xa3", "WebM"), (b"FORM", "AIFF"),
-          (b"#!AMR", "AMR"), (b"\xff\xf1", "AAC"), (b"\xff\xf9", "AAC"))
-_HALF_TAPS = 16           # sinc zero crossings on each side of a resampling filter
+_MAGIC = (
+    (b"ID3", "MP3"),
+    (b"\xff\xfb", "MP3"),
+    (b"\xff\xf3", "MP3"),
+    (b"\xff\xf2", "MP3"),
+    (b"fLaC", "FLAC"),
+    (b"OggS", "Ogg"),
+    (b"\x1aE\xdf\xa3", "WebM"),
+    (b"FORM", "AIFF"),
+    (b"#!AMR", "AMR"),
+    (b"\xff\xf1", "AAC"),
+    (b"\xff\xf9", "AAC"),
+)
+_HALF_TAPS = 16  # sinc zero crossings on each side of a resampling filter
 _KAISER_BETA = 8.6
 _MAX_PHASES = 4096
 _CHUNK_FRAMES = 1 << 16
@@ -74,9 +84,11 @@ class AudioSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> "AudioSpec":
-        return cls(sample_rate=int(data.get("sample_rate", SAMPLE_RATE)),
-                   min_seconds=float(data.get("min_seconds", DEFAULT_MIN_SECONDS)),
-                   max_seconds=float(data.get("max_seconds", DEFAULT_MAX_SECONDS)))
+        return cls(
+            sample_rate=int(data.get("sample_rate", SAMPLE_RATE)),
+            min_seconds=float(data.get("min_seconds", DEFAULT_MIN_SECONDS)),
+            max_seconds=float(data.get("max_seconds", DEFAULT_MAX_SECONDS)),
+        )
 
 
 def _name(source) -> str:
@@ -134,16 +146,25 @@ def read_wav(source, *, max_seconds: float | None = DEFAULT_MAX_SECONDS) -> tupl
         stream = os.fspath(source)
     kind = sniff_format(head)
     if kind != "WAV":
-        what = f"an {kind} file" if kind and kind[0] in "AEFIMO" else f"a {kind} file" if kind else "not a WAV file"
-        raise AudioDecodeError(f"{name}: {what}, which cannot be read; {WORKS} "
-                               "(convert it, e.g. ffmpeg -i input.mp3 output.wav)")
+        what = (
+            f"an {kind} file"
+            if kind and kind[0] in "AEFIMO"
+            else f"a {kind} file"
+            if kind
+            else "not a WAV file"
+        )
+        raise AudioDecodeError(
+            f"{name}: {what}, which cannot be read; {WORKS} (convert it, e.g. ffmpeg -i input.mp3 output.wav)"
+        )
     try:
         with wave.open(stream, "rb") as reader:
             channels, width, rate = reader.getnchannels(), reader.getsampwidth(), reader.getframerate()
             frames = reader.getnframes()
             if rate <= 0 or channels <= 0 or width not in (1, 2, 3, 4):
-                raise AudioDecodeError(f"{name}: unsupported WAV header ({channels} channels, "
-                                       f"{8 * width}-bit, {rate} Hz); {WORKS}")
+                raise AudioDecodeError(
+                    f"{name}: unsupported WAV header ({channels} channels, "
+                    f"{8 * width}-bit, {rate} Hz); {WORKS}"
+                )
             limit = frames if max_seconds is None else min(frames, int(math.ceil(max_seconds * rate)))
             chunks, read = [], 0
             while read < limit:
@@ -217,13 +238,13 @@ def resample(samples: np.ndarray, from_rate: int, to_rate: int = SAMPLE_RATE) ->
         base = (n * down) // up + first + pad
         phase = n % up
         idx = base[:, None] + np.arange(taps)[None, :]
-        out[start:start + len(n)] = np.einsum("ij,ij->i", padded[idx], filters[phase])
+        out[start : start + len(n)] = np.einsum("ij,ij->i", padded[idx], filters[phase])
     return out
 
 
 def fit_length(waveform: np.ndarray, spec: AudioSpec) -> np.ndarray:
     """Pad a clip shorter than ``spec.min_samples`` with silence (centred); cut one over ``max_samples``."""
-    waveform = waveform[:spec.max_samples]
+    waveform = waveform[: spec.max_samples]
     short = spec.min_samples - len(waveform)
     if short > 0:
         waveform = np.pad(waveform, (short // 2, short - short // 2))
@@ -262,10 +283,12 @@ class AudioInput(ModelInput):
     example_file = "clip.wav"
 
     def readme_text(self) -> str:
-        return (f"a WAV clip (PCM, any sample rate, mono or stereo); `modeldesk_server/audio_input.py`, the "
-                f"same code the app used for training, turns it into {self.spec.sample_rate // 1000} kHz mono "
-                f"(at least {self.spec.min_seconds:g} s, at most the first {self.spec.max_seconds:g} s), and "
-                "the model does the rest.")
+        return (
+            f"a WAV clip (PCM, any sample rate, mono or stereo); `modeldesk_server/audio_input.py`, the "
+            f"same code the app used for training, turns it into {self.spec.sample_rate // 1000} kHz mono "
+            f"(at least {self.spec.min_seconds:g} s, at most the first {self.spec.max_seconds:g} s), and "
+            "the model does the rest."
+        )
 
     def __init__(self, card: dict, **options):
         options.pop("max_pixels", None)
@@ -282,7 +305,9 @@ class AudioInput(ModelInput):
     def cost(self, source) -> int:
         """Bytes decoding holds at most: the read PCM, its float copy and the resampled clip (header only)."""
         try:
-            with wave.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source, "rb") as reader:
+            with wave.open(
+                io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source, "rb"
+            ) as reader:
                 rate, channels, width = reader.getframerate(), reader.getnchannels(), reader.getsampwidth()
                 seconds = min(reader.getnframes() / max(rate, 1), self.spec.max_seconds)
         except Exception:  # not a WAV: ``load`` will say why
@@ -299,4 +324,6 @@ class AudioInput(ModelInput):
     def check_batch(self, batch: np.ndarray) -> None:
         """ValueError unless ``batch`` is one waveform (1, samples) of at least ``min_samples``."""
         if batch.ndim != 2 or batch.shape[0] > 1 or (len(batch) and batch.shape[1] < self.spec.min_samples):
-            raise ValueError(f"expected one waveform of shape (1, >= {self.spec.min_samples}), got {batch.shape}")
+            raise ValueError(
+                f"expected one waveform of shape (1, >= {self.spec.min_samples}), got {batch.shape}"
+            )

@@ -100,5 +100,5 @@ class MicroBatcher:
             self.items += len(items)
             start = 0
             for entry_items, future in batch:
-                future.set_result(results[start:start + len(entry_items)])
+                future.set_result(results[start : start + len(entry_items)])
                 start += len(entry_items)

@@ -23,11 +23,26 @@ class BoxesOutput:
     kind = "boxes"
     one_score_per_label = False  # the first output is (K, 7) rows of boxes, not (N, labels)
     #: what each prediction adds, for the service's OpenAPI document
-    schema = {"boxes": {"type": "array", "description": "found objects, best first", "items": {
-        "type": "object", "properties": {
-            "label": {"type": "string"}, "score": {"type": "number"},
-            "box": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4,
-                    "description": "x0, y0, x1, y1 in the original image's pixels"}}}}}
+    schema = {
+        "boxes": {
+            "type": "array",
+            "description": "found objects, best first",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "label": {"type": "string"},
+                    "score": {"type": "number"},
+                    "box": {
+                        "type": "array",
+                        "items": {"type": "number"},
+                        "minItems": 4,
+                        "maxItems": 4,
+                        "description": "x0, y0, x1, y1 in the original image's pixels",
+                    },
+                },
+            },
+        }
+    }
 
     def __init__(self, card: dict):
         self.card = card
@@ -39,15 +54,18 @@ class BoxesOutput:
         detections = np.asarray(outputs[0], np.float64).reshape(-1, 7)
         count = len(outputs[1])
         cut = self.threshold if threshold is None else float(threshold)
-        results = [{"label": None, "score": 0.0, "scores": {label: 0.0 for label in self.labels}, "boxes": []}
-                   for _ in range(count)]
+        results = [
+            {"label": None, "score": 0.0, "scores": {label: 0.0 for label in self.labels}, "boxes": []}
+            for _ in range(count)
+        ]
         for row in detections[np.argsort(-detections[:, 5], kind="stable")]:
             image, score, cls = int(row[0]), float(row[5]), int(row[6])
             if score < cut or not 0 <= image < count or not 0 <= cls < len(self.labels):
                 continue
             result, label = results[image], self.labels[cls]
-            result["boxes"].append({"label": label, "score": score,
-                                    "box": [round(float(v), 2) for v in row[1:5]]})
+            result["boxes"].append(
+                {"label": label, "score": score, "box": [round(float(v), 2) for v in row[1:5]]}
+            )
             result["scores"][label] = max(result["scores"][label], score)
             if result["label"] is None:
                 result["label"], result["score"] = label, score

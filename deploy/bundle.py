@@ -23,8 +23,18 @@ TEMPLATE = HERE / "bundle_template"
 PACKAGE = "modeldesk_server"
 # The service's code path, copied verbatim: these import only each other, numpy, Pillow,
 # onnxruntime and starlette. The input and output modules come from the inputs registry.
-MODULES = ("preprocess.py", "runtime.py", "artifact.py", "inputs.py", "predictor.py", "guards.py",
-           "openapi.py", "server.py", "batching.py", "service.py")
+MODULES = (
+    "preprocess.py",
+    "runtime.py",
+    "artifact.py",
+    "inputs.py",
+    "predictor.py",
+    "guards.py",
+    "openapi.py",
+    "server.py",
+    "batching.py",
+    "service.py",
+)
 
 
 def bundled_modules() -> list[str]:
@@ -32,6 +42,8 @@ def bundled_modules() -> list[str]:
     from .inputs import modules
 
     return list(MODULES) + [name for name in modules() if name not in MODULES]
+
+
 REQUIREMENTS = ("numpy", "Pillow", "onnxruntime", "starlette", "uvicorn", "python-multipart")
 
 
@@ -44,12 +56,16 @@ def pinned_requirements(card: dict | None = None) -> str:
     (plus what ``card``'s preprocessing needs, e.g. the sentence encoder of a text model)."""
     lines = []
     preprocessing = (card or {}).get("preprocessing") or {}
-    extra = [package for (key, value), package in CARD_REQUIREMENTS.items() if preprocessing.get(key) == value]
+    extra = [
+        package for (key, value), package in CARD_REQUIREMENTS.items() if preprocessing.get(key) == value
+    ]
     for name in (*REQUIREMENTS, *extra):
         try:
             lines.append(f"{name}=={importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
-            raise RuntimeError(f"{name} is not installed; it is needed to pin the bundle's requirements") from None
+            raise RuntimeError(
+                f"{name} is not installed; it is needed to pin the bundle's requirements"
+            ) from None
     return "\n".join(lines) + "\n"
 
 
@@ -61,7 +77,8 @@ def _write_tree(root: Path, artifact: ModelArtifact) -> None:
     (package / "static").mkdir(parents=True)
     (package / "__init__.py").write_text(
         '"""Serving code copied from ModelDesk\'s deploy package (same code paths as the app)."""\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     for name in bundled_modules():
         shutil.copy2(HERE / name, package / name)
     shutil.copy2(HERE.parent / "devices.py", package / "devices.py")  # the one device table
@@ -76,16 +93,20 @@ def _write_tree(root: Path, artifact: ModelArtifact) -> None:
     readme = (root / "README.md").read_text(encoding="utf-8")
     labels = artifact.labels
     model_input = input_for(artifact.card)
-    readme = (readme.replace("{{MODEL_ID}}", artifact.id)
-              .replace("{{LABELS}}", ", ".join(labels[:30]) + (" …" if len(labels) > 30 else ""))
-              .replace("{{INPUT}}", model_input.readme_text())
-              .replace("{{NOUN}}", model_input.noun)
-              .replace("{{EXAMPLE}}", model_input.example_file)
-              .replace("{{JSON_FIELD}}", model_input.json_fields[0]))
+    readme = (
+        readme.replace("{{MODEL_ID}}", artifact.id)
+        .replace("{{LABELS}}", ", ".join(labels[:30]) + (" …" if len(labels) > 30 else ""))
+        .replace("{{INPUT}}", model_input.readme_text())
+        .replace("{{NOUN}}", model_input.noun)
+        .replace("{{EXAMPLE}}", model_input.example_file)
+        .replace("{{JSON_FIELD}}", model_input.json_fields[0])
+    )
     (root / "README.md").write_text(readme, encoding="utf-8")
     client = (root / "client.py").read_text(encoding="utf-8")
-    (root / "client.py").write_text(client.replace("{{JSON_FIELDS}}", model_input.json_fields[1])
-                                    .replace("{{NOUN}}", model_input.noun), encoding="utf-8")
+    (root / "client.py").write_text(
+        client.replace("{{JSON_FIELDS}}", model_input.json_fields[1]).replace("{{NOUN}}", model_input.noun),
+        encoding="utf-8",
+    )
     script = (root / "client.sh").read_text(encoding="utf-8")
     (root / "client.sh").write_text(script.replace("{{EXAMPLE}}", model_input.example_file), encoding="utf-8")
     (root / "requirements.txt").write_text(pinned_requirements(artifact.card), encoding="utf-8")

@@ -123,17 +123,24 @@ def one_view_candidates(base_size: int, *, refit: bool) -> list[Candidate]:
 def parse_candidate(name: str) -> Candidate:
     """Inverse of ``Candidate.name`` (``fp32``, ``fp32-160``, ``int8-qdq-perchannel-192-refit``...)."""
     if name.endswith("-refit"):
-        return replace(parse_candidate(name[:-len("-refit")]), refit=True)
+        return replace(parse_candidate(name[: -len("-refit")]), refit=True)
     if name.endswith("-1view"):
-        return replace(parse_candidate(name[:-len("-1view")]), one_view=True)
+        return replace(parse_candidate(name[: -len("-1view")]), one_view=True)
     parts = name.split("-")
     size = int(parts[-1]) if parts[-1].isdigit() else None
     if parts[0] == "fp32" and len(parts) <= 2:
         return Candidate(size=size)
     rest = parts[3:-1] if size else parts[3:]
-    if parts[0] == "int8" and len(parts) >= 3 and parts[1] in ("qdq", "qop") \
-            and parts[2] in ("perchannel", "pertensor") and rest in ([], ["keepfirst"]):
-        return Candidate(size=size, quant=parts[1], per_channel=parts[2] == "perchannel", keep_first=bool(rest))
+    if (
+        parts[0] == "int8"
+        and len(parts) >= 3
+        and parts[1] in ("qdq", "qop")
+        and parts[2] in ("perchannel", "pertensor")
+        and rest in ([], ["keepfirst"])
+    ):
+        return Candidate(
+            size=size, quant=parts[1], per_channel=parts[2] == "perchannel", keep_first=bool(rest)
+        )
     raise ValueError(f"unknown compression candidate {name!r}")
 
 
@@ -147,8 +154,10 @@ def _accuracy(probabilities: np.ndarray, labels: list[str], truth: list[str]) ->
 def _run_all(session, input_name: str, output_name: str, tensors, batch: int = 32) -> np.ndarray:
     feeds = tensors if isinstance(tensors, dict) else {input_name: tensors}
     total = len(next(iter(feeds.values())))
-    chunks = [session.run([output_name], {k: v[i:i + batch] for k, v in feeds.items()})[0]
-              for i in range(0, total, batch)]
+    chunks = [
+        session.run([output_name], {k: v[i : i + batch] for k, v in feeds.items()})[0]
+        for i in range(0, total, batch)
+    ]
     return np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
 
 
@@ -157,7 +166,7 @@ def _format_all(session, output, feeds: dict, batch: int = 32) -> list[dict]:
     total = len(next(iter(feeds.values())))
     out = []
     for i in range(0, total, batch):
-        out += output.format(session.run(output.names, {k: v[i:i + batch] for k, v in feeds.items()}))
+        out += output.format(session.run(output.names, {k: v[i : i + batch] for k, v in feeds.items()}))
     return out
 
 
@@ -182,14 +191,16 @@ def time_interleaved(runs: dict, *, rounds: int = 9) -> dict:
             session.run([output], feeds)
     times: dict = {name: [] for name in names}
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             session, output, feeds = runs[name]
             session.run([output], feeds)
             t0 = time.perf_counter()
             session.run([output], feeds)
             times[name].append(time.perf_counter() - t0)
-    return {name: 1000.0 * float(np.median(t)) / len(next(iter(runs[name][2].values())))
-            for name, t in times.items()}
+    return {
+        name: 1000.0 * float(np.median(t)) / len(next(iter(runs[name][2].values())))
+        for name, t in times.items()
+    }
 
 
 class _TensorCache:
@@ -197,8 +208,15 @@ class _TensorCache:
     card's input kind (``deploy.inputs``), i.e. through ``deploy.preprocess`` as the predictor does
     (a detector's original image sizes come along)."""
 
-    def __init__(self, spec: ImageSpec, calibration: list, validation: list, training: list = (),
-                 card: dict | None = None, input_name: str = "image"):
+    def __init__(
+        self,
+        spec: ImageSpec,
+        calibration: list,
+        validation: list,
+        training: list = (),
+        card: dict | None = None,
+        input_name: str = "image",
+    ):
         self.spec = spec
         self.calibration = list(calibration)
         self.validation = list(validation)
@@ -210,8 +228,11 @@ class _TensorCache:
     def feeds(self, kind: str, size: int) -> dict:
         key = (kind, size)
         if key not in self._cache:
-            sources = self.calibration if kind == "calibration" else [
-                p for p, _ in (self.validation if kind == "validation" else self.training)]
+            sources = (
+                self.calibration
+                if kind == "calibration"
+                else [p for p, _ in (self.validation if kind == "validation" else self.training)]
+            )
             model_input = input_for({**self.card, "preprocessing": replace(self.spec, size=size).to_dict()})
             self._cache[key] = model_input.feeds([model_input.load(s) for s in sources], self.input_name)
         return self._cache[key]
@@ -221,9 +242,22 @@ class _TensorCache:
         return self.feeds(kind, size)[self.input_name]
 
 
-def compress_artifact(artifact, out_dir, *, calibration: list, validation: list, threads=(1, 2),
-                      max_loss: float = 0.01, candidates=None, progress=None, latency_runs: int = 9,
-                      tmp_dir=None, training=None, refit_head=None, metric=None) -> dict:
+def compress_artifact(
+    artifact,
+    out_dir,
+    *,
+    calibration: list,
+    validation: list,
+    threads=(1, 2),
+    max_loss: float = 0.01,
+    candidates=None,
+    progress=None,
+    latency_runs: int = 9,
+    tmp_dir=None,
+    training=None,
+    refit_head=None,
+    metric=None,
+) -> dict:
     """Try compression candidates, keep the fastest within ``max_loss`` accuracy, save it to ``out_dir``.
 
     Parameters
@@ -283,9 +317,17 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
     if artifact.input_kind != "image":  # inputs that run one item at a time (sound clips)
         from .compress_clips import compress_item_artifact
 
-        return compress_item_artifact(artifact, out_dir, calibration=calibration, validation=validation,
-                                      threads=threads, max_loss=max_loss, candidates=candidates,
-                                      progress=progress, latency_runs=latency_runs)
+        return compress_item_artifact(
+            artifact,
+            out_dir,
+            calibration=calibration,
+            validation=validation,
+            threads=threads,
+            max_loss=max_loss,
+            candidates=candidates,
+            progress=progress,
+            latency_runs=latency_runs,
+        )
     if not validation:
         raise ValueError("compression needs labelled validation images to check accuracy")
     threads = tuple(sorted({int(t) for t in threads}))
@@ -294,9 +336,11 @@ def compress_artifact(artifact, out_dir, *, calibration: list, validation: list,
     can_refit = bool(refit_head and training and artifact.card.get("features_output"))
     views = len(artifact.card.get("views") or ["identity"])
     if candidates is None:
-        wanted = (default_candidates(spec.size, letterbox=spec.resize == "letterbox")
-                  + (refit_candidates(spec.size) if can_refit else [])
-                  + (one_view_candidates(spec.size, refit=can_refit) if views > 1 else []))
+        wanted = (
+            default_candidates(spec.size, letterbox=spec.resize == "letterbox")
+            + (refit_candidates(spec.size) if can_refit else [])
+            + (one_view_candidates(spec.size, refit=can_refit) if views > 1 else [])
+        )
     else:
         wanted = [c if isinstance(c, Candidate) else parse_candidate(c) for c in candidates]
     if not can_refit:
@@ -335,16 +379,24 @@ def _hopeless(candidate: Candidate, base_size: int, results: list[dict], max_los
         return ""
     floor = results[0]["accuracy"] - max_loss - EPSILON
     done = {r["name"]: r for r in results if r["accuracy"] is not None}
-    reference = done.get(Candidate(size=candidate.size, refit=candidate.refit, one_view=candidate.one_view).name)
+    reference = done.get(
+        Candidate(size=candidate.size, refit=candidate.refit, one_view=candidate.one_view).name
+    )
     if candidate.quant and reference and reference["accuracy"] < floor:
-        return (f"skipped: fp32 at {candidate.size} px already loses too much accuracy "
-                f"({reference['accuracy']:.4f})")
+        return (
+            f"skipped: fp32 at {candidate.size} px already loses too much accuracy "
+            f"({reference['accuracy']:.4f})"
+        )
     # A re-fitted head at a smaller size can beat its own recipe at full size (measured: 8-bit
     # re-fitted 0.907 at 224 px, 0.927 at 192 px on sign_digits), so that shortcut is for fixed heads only.
-    same_recipe = done.get(replace(candidate, size=None).name) if candidate.quant and not candidate.refit else None
+    same_recipe = (
+        done.get(replace(candidate, size=None).name) if candidate.quant and not candidate.refit else None
+    )
     if same_recipe and same_recipe["accuracy"] < floor:
-        return (f"skipped: {same_recipe['name']} already loses too much accuracy at {base_size} px "
-                f"({same_recipe['accuracy']:.4f})")
+        return (
+            f"skipped: {same_recipe['name']} already loses too much accuracy at {base_size} px "
+            f"({same_recipe['accuracy']:.4f})"
+        )
     return ""
 
 
@@ -359,7 +411,9 @@ def one_view(model: onnx.ModelProto) -> onnx.ModelProto:
     shapes = [t for t in copy.graph.initializer if t.name.startswith("views/") and t.name.endswith("shape")]
     if concat is None or not shapes:
         raise ResizeError("the model has no test-time views to drop")
-    concat.CopyFrom(onnx.helper.make_node("Identity", [concat.input[0]], list(concat.output), name="views/only_first"))
+    concat.CopyFrom(
+        onnx.helper.make_node("Identity", [concat.input[0]], list(concat.output), name="views/only_first")
+    )
     for shape in shapes:  # (V, N, ...) reshapes of the stacked views' rows: now (1, N, ...)
         dims = onnx.numpy_helper.to_array(shape).copy()
         dims[0] = 1
@@ -373,7 +427,9 @@ def _head_input(model: onnx.ModelProto) -> str:
     head = [node for node in model.graph.node if node.name.startswith("head/")]
     made = {out for node in head for out in node.output}
     weights = {init.name for init in model.graph.initializer}
-    inputs = {name for node in head for name in node.input if name and name not in made and name not in weights}
+    inputs = {
+        name for node in head for name in node.input if name and name not in made and name not in weights
+    }
     if len(inputs) != 1:
         raise ResizeError("the model's head cannot be told apart from its backbone")
     return inputs.pop()
@@ -382,8 +438,17 @@ def _head_input(model: onnx.ModelProto) -> str:
 class _Runner:
     """Builds and measures candidates, reusing resized graphs and calibrations per input size."""
 
-    def __init__(self, base: onnx.ModelProto, artifact: ModelArtifact, data: _TensorCache, threads, latency_runs,
-                 tmp_dir=None, refit_head=None, metric=None):
+    def __init__(
+        self,
+        base: onnx.ModelProto,
+        artifact: ModelArtifact,
+        data: _TensorCache,
+        threads,
+        latency_runs,
+        tmp_dir=None,
+        refit_head=None,
+        metric=None,
+    ):
         self.base = base
         self.metric = metric
         self.card = artifact.card
@@ -407,8 +472,9 @@ class _Runner:
             return self.base
         if size not in self.resized:
             try:
-                self.resized[size] = resize_input(self.base, size, input_name=self.input_name,
-                                                  original_size=self.spec.size)
+                self.resized[size] = resize_input(
+                    self.base, size, input_name=self.input_name, original_size=self.spec.size
+                )
             except ResizeError as exc:
                 self.resized[size] = exc
         if isinstance(self.resized[size], ResizeError):
@@ -424,8 +490,9 @@ class _Runner:
         if not candidate.quant:
             return graph.SerializeToString()
         if size not in self.quantizers:
-            self.quantizers[size] = Quantizer(graph, self.data.feeds("calibration", size), input_name=self.input_name,
-                                              tmp_dir=self.tmp_dir)
+            self.quantizers[size] = Quantizer(
+                graph, self.data.feeds("calibration", size), input_name=self.input_name, tmp_dir=self.tmp_dir
+            )
         return self.quantizers[size].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
 
     def build_one_view(self, candidate: Candidate, size: int) -> bytes:
@@ -437,8 +504,9 @@ class _Runner:
             return graph.SerializeToString()
         key = ("one_view", size)
         if key not in self.quantizers:
-            self.quantizers[key] = Quantizer(graph, self.data.feeds("calibration", size), input_name=self.input_name,
-                                             tmp_dir=self.tmp_dir)
+            self.quantizers[key] = Quantizer(
+                graph, self.data.feeds("calibration", size), input_name=self.input_name, tmp_dir=self.tmp_dir
+            )
         return self.quantizers[key].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
 
     def refit(self, blob: bytes, size: int) -> bytes:
@@ -450,7 +518,7 @@ class _Runner:
         features = []
         tensors = self.data.get("training", size)
         for start in range(0, len(tensors), 32):
-            features.append(session.run([feature], {self.input_name: tensors[start:start + 32]})[0])
+            features.append(session.run([feature], {self.input_name: tensors[start : start + 32]})[0])
         index = {label: i for i, label in enumerate(self.labels)}
         y = np.array([index[str(label)] for _, label in self.data.training])
         X = np.concatenate(features)
@@ -476,12 +544,23 @@ class _Runner:
         return row
 
     def empty_row(self, candidate: Candidate) -> dict:
-        return {"name": candidate.name, "input_size": candidate.size or self.spec.size,
-                "quantization": candidate.quant, "per_channel": candidate.per_channel,
-                "keep_first_float": candidate.keep_first, "size_bytes": None, "latency_ms": None,
-                "latency_ms_1t": None, "latency_ms_by_threads": {}, "latency_ms_by_runtime": {},
-                "runtime": None, "accuracy": None, "kept": False,
-                "reason": "", "code": ""}
+        return {
+            "name": candidate.name,
+            "input_size": candidate.size or self.spec.size,
+            "quantization": candidate.quant,
+            "per_channel": candidate.per_channel,
+            "keep_first_float": candidate.keep_first,
+            "size_bytes": None,
+            "latency_ms": None,
+            "latency_ms_1t": None,
+            "latency_ms_by_threads": {},
+            "latency_ms_by_runtime": {},
+            "runtime": None,
+            "accuracy": None,
+            "kept": False,
+            "reason": "",
+            "code": "",
+        }
 
     def run(self, candidate: Candidate) -> tuple[dict, bytes | None]:
         """The result row for ``candidate`` and its serialized graph (None when skipped or failed)."""
@@ -500,7 +579,9 @@ class _Runner:
             return row, None
         except Exception as exc:  # one broken recipe must not end the search; it is reported
             log.exception("compression candidate %s failed", candidate.name)
-            row["reason"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            row["reason"] = (
+                f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            )
             row["code"] = "failed"
             return row, None
         row["size_bytes"] = len(blob)
@@ -515,7 +596,9 @@ class _Runner:
     def score(self, session, feeds: dict, size: int) -> float:
         """The validation metric of one candidate's session (accuracy unless a metric was given)."""
         if self.metric is None:
-            return _accuracy(_run_all(session, self.input_name, self.output_name, feeds), self.labels, self.truth)
+            return _accuracy(
+                _run_all(session, self.input_name, self.output_name, feeds), self.labels, self.truth
+            )
         output = output_for({**self.card, "preprocessing": replace(self.spec, size=size).to_dict()})
         if hasattr(output, "threshold"):
             output.threshold = 0.0
@@ -536,7 +619,9 @@ class _Runner:
             for name, (blob, size, _) in models.items():
                 for runtime in runtimes:
                     session = create_runtime_session(blob, runtime, device="cpu", threads=t)
-                    if runtime == "onnxruntime" or isinstance(session, SplitBatchSession):  # else: not splittable
+                    if runtime == "onnxruntime" or isinstance(
+                        session, SplitBatchSession
+                    ):  # else: not splittable
                         runs[(name, runtime)] = (session, self.output_name, samples[size])
             for (name, runtime), ms in time_interleaved(runs, rounds=self.latency_runs).items():
                 rows[name]["latency_ms_by_runtime"].setdefault(runtime, {})[str(t)] = round(ms, 4)
@@ -549,7 +634,9 @@ class _Runner:
                 continue
             row["runtime"] = min(by_runtime, key=lambda r: by_runtime[r].get(top, float("inf")))
             for t in map(str, self.threads):
-                row["latency_ms_by_threads"][t] = by_runtime[row["runtime"]].get(t, by_runtime["onnxruntime"][t])
+                row["latency_ms_by_threads"][t] = by_runtime[row["runtime"]].get(
+                    t, by_runtime["onnxruntime"][t]
+                )
             row["latency_ms"] = row["latency_ms_by_threads"][top]
             row["latency_ms_1t"] = row["latency_ms_by_threads"].get("1")
 
@@ -567,8 +654,13 @@ def _words(row: dict, fp32: dict, base_size: int) -> str:
         return recipe
     speed = fp32["latency_ms"] / row["latency_ms"]
     points = (fp32["accuracy"] - row["accuracy"]) * 100
-    change = ("as accurate" if abs(points) < 0.05 else
-              f"{points:.1f} points less accurate" if points > 0 else f"{-points:.1f} points more accurate")
+    change = (
+        "as accurate"
+        if abs(points) < 0.05
+        else f"{points:.1f} points less accurate"
+        if points > 0
+        else f"{-points:.1f} points more accurate"
+    )
     return f"{recipe}: {speed:.1f}x {'faster' if speed >= 1 else 'slower'}, {change}"
 
 
@@ -588,8 +680,11 @@ def explain_kept(best: dict, eligible: list[dict], fp32: dict) -> None:
         best["reason"] = f"kept: no compressed candidate was more than {tie} faster within the accuracy limit"
     else:
         fastest = min(r["latency_ms"] for r in eligible)
-        best["reason"] = ("kept: fastest within the accuracy limit" if best["latency_ms"] <= fastest else
-                          f"kept: the most accurate of those within {tie} of the fastest")
+        best["reason"] = (
+            "kept: fastest within the accuracy limit"
+            if best["latency_ms"] <= fastest
+            else f"kept: the most accurate of those within {tie} of the fastest"
+        )
         fp32["reason"], fp32["code"] = f"reference; slower than {best['name']}", "reference"
     for row in eligible:
         if row is best or row is fp32:
@@ -601,7 +696,9 @@ def explain_kept(best: dict, eligible: list[dict], fp32: dict) -> None:
             row["reason"], row["code"] = f"accurate enough but slower than {best['name']}", "slower"
 
 
-def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: int, n_calibration: int) -> dict:
+def _choose(
+    artifact, out_dir, results, models, max_loss: float, n_validation: int, n_calibration: int
+) -> dict:
     spec = artifact.spec
     fp32 = results[0]
     if fp32["accuracy"] is None:
@@ -610,11 +707,15 @@ def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: i
     for row in results[1:]:
         if row["accuracy"] is not None and not row["reason"]:
             if row["accuracy"] < floor:
-                row["reason"] = (f"rejected: accuracy {row['accuracy']:.4f} is more than {max_loss * 100:g} "
-                                 f"point(s) below fp32 {fp32['accuracy']:.4f}")
+                row["reason"] = (
+                    f"rejected: accuracy {row['accuracy']:.4f} is more than {max_loss * 100:g} "
+                    f"point(s) below fp32 {fp32['accuracy']:.4f}"
+                )
                 row["code"] = "less_accurate"
             elif row["latency_ms"] >= fp32["latency_ms"]:
-                row["reason"] = f"rejected: not faster than fp32 ({row['latency_ms']:.3f} >= {fp32['latency_ms']:.3f} ms)"
+                row["reason"] = (
+                    f"rejected: not faster than fp32 ({row['latency_ms']:.3f} >= {fp32['latency_ms']:.3f} ms)"
+                )
                 row["code"] = "not_faster"
     eligible = [r for r in results if r["accuracy"] is not None and not r["reason"]]
     best = pick_kept(eligible)
@@ -626,23 +727,35 @@ def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: i
     card = dict(artifact.card)
     if candidate.one_view:
         card["views"] = list(card.get("views") or ["identity"])[:1]
-    card.update({
-        "id": new_model_id(),
-        "preprocessing": replace(spec, size=size).to_dict(),
-        "runtime": {"name": best["runtime"] or "onnxruntime"},
-        "warnings": list(card.get("warnings", [])),
-        "compression": {
-            "source_id": artifact.id, "chosen": best["name"], "quantization": candidate.quant,
-            "per_channel": candidate.per_channel, "keep_first_float": candidate.keep_first, "input_size": size,
-            "head_refitted": candidate.refit, "one_view": candidate.one_view, "words": best["words"],
-            "activations": "uint8" if candidate.quant else "float32",
-            "weights": "int8" if candidate.quant else "float32",
-            "accuracy_fp32": fp32["accuracy"], "accuracy": best["accuracy"],
-            "latency_ms": best["latency_ms"], "latency_ms_fp32": fp32["latency_ms"], "runtime": best["runtime"],
-            "runtime_fp32": fp32["runtime"],
-            "validation_images": n_validation, "calibration_images": n_calibration,
-        },
-    })
+    card.update(
+        {
+            "id": new_model_id(),
+            "preprocessing": replace(spec, size=size).to_dict(),
+            "runtime": {"name": best["runtime"] or "onnxruntime"},
+            "warnings": list(card.get("warnings", [])),
+            "compression": {
+                "source_id": artifact.id,
+                "chosen": best["name"],
+                "quantization": candidate.quant,
+                "per_channel": candidate.per_channel,
+                "keep_first_float": candidate.keep_first,
+                "input_size": size,
+                "head_refitted": candidate.refit,
+                "one_view": candidate.one_view,
+                "words": best["words"],
+                "activations": "uint8" if candidate.quant else "float32",
+                "weights": "int8" if candidate.quant else "float32",
+                "accuracy_fp32": fp32["accuracy"],
+                "accuracy": best["accuracy"],
+                "latency_ms": best["latency_ms"],
+                "latency_ms_fp32": fp32["latency_ms"],
+                "runtime": best["runtime"],
+                "runtime_fp32": fp32["runtime"],
+                "validation_images": n_validation,
+                "calibration_images": n_calibration,
+            },
+        }
+    )
     path = save_artifact(Path(out_dir), blob, card)
     return {
         "path": str(path),
@@ -652,8 +765,10 @@ def _choose(artifact, out_dir, results, models, max_loss: float, n_validation: i
         "accuracy_fp32": fp32["accuracy"],
         "accuracy_compressed": best["accuracy"],
         "speedup": round(fp32["latency_ms"] / best["latency_ms"], 3),
-        "speedup_by_threads": {t: round(fp32["latency_ms_by_threads"][t] / ms, 3)
-                               for t, ms in best["latency_ms_by_threads"].items()},
+        "speedup_by_threads": {
+            t: round(fp32["latency_ms_by_threads"][t] / ms, 3)
+            for t, ms in best["latency_ms_by_threads"].items()
+        },
         "reason": best["reason"],
         "words": best["words"],
         "runtime": best["runtime"],

@@ -17,8 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
-                                      quantize_static)
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    CalibrationMethod,
+    QuantFormat,
+    QuantType,
+    quantize_static,
+)
 
 from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
 from .compress import explain_kept, pick_kept
@@ -52,18 +57,30 @@ def _int8(model_path: Path, reader: ItemReader, tmp: Path) -> bytes:
     model = onnx.load(str(model_path))
     keep = [n.name for n in model.graph.node if n.name.startswith(FLOAT_PREFIXES) or n.op_type != "Conv"]
     out = tmp / "int8.onnx"
-    quantize_static(str(model_path), str(out), reader, quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    calibrate_method=CalibrationMethod.MinMax, nodes_to_exclude=keep,
-                    extra_options={"ActivationSymmetric": False, "WeightSymmetric": True})
+    quantize_static(
+        str(model_path),
+        str(out),
+        reader,
+        quant_format=QuantFormat.QDQ,
+        per_channel=True,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        calibrate_method=CalibrationMethod.MinMax,
+        nodes_to_exclude=keep,
+        extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
+    )
     return out.read_bytes()
 
 
-def _measure(blob: bytes, artifact: ModelArtifact, model_input, items, truth, threads: int, runs: int) -> tuple:
+def _measure(
+    blob: bytes, artifact: ModelArtifact, model_input, items, truth, threads: int, runs: int
+) -> tuple:
     session = create_session(blob, device="cpu", threads=threads)
     name, output = artifact.input_name, artifact.output_name
     labels = artifact.labels
-    predicted = [labels[int(np.argmax(session.run([output], {name: model_input.collate([x])})[0]))] for x in items]
+    predicted = [
+        labels[int(np.argmax(session.run([output], {name: model_input.collate([x])})[0]))] for x in items
+    ]
     accuracy = float(np.mean([p == t for p, t in zip(predicted, truth)])) if truth else float("nan")
     sample = items[:8]
     times = []
@@ -76,8 +93,18 @@ def _measure(blob: bytes, artifact: ModelArtifact, model_input, items, truth, th
     return accuracy, 1000.0 * float(np.median(times))
 
 
-def compress_item_artifact(artifact, out_dir, *, calibration: list, validation: list, threads=(1, 2),
-                           max_loss: float = 0.01, candidates=None, progress=None, latency_runs: int = 10) -> dict:
+def compress_item_artifact(
+    artifact,
+    out_dir,
+    *,
+    calibration: list,
+    validation: list,
+    threads=(1, 2),
+    max_loss: float = 0.01,
+    candidates=None,
+    progress=None,
+    latency_runs: int = 10,
+) -> dict:
     """Like :func:`deploy.compress.compress_artifact`, for inputs that run one item at a time.
 
     ``calibration``: training files; ``validation``: (file, label) pairs. Returns the same keys
@@ -91,32 +118,51 @@ def compress_item_artifact(artifact, out_dir, *, calibration: list, validation: 
     items = [model_input.load(path) for path, _ in validation]
     truth = [str(label) for _, label in validation]
     cal = [model_input.load(path) for path in list(calibration)[:64]]
-    wanted = [c if isinstance(c, str) else getattr(c, "name", str(c)) for c in (candidates or ["fp32", "int8-qdq-perchannel"])]
+    wanted = [
+        c if isinstance(c, str) else getattr(c, "name", str(c))
+        for c in (candidates or ["fp32", "int8-qdq-perchannel"])
+    ]
     top = max(int(t) for t in threads)
     rows, blobs = [], {}
     with tempfile.TemporaryDirectory(prefix="modeldesk-quant-") as tmp:
         for index, name in enumerate(["fp32"] + [c for c in wanted if c != "fp32"]):
-            row = {"name": name, "quantization": None if name == "fp32" else "qdq", "size_bytes": None,
-                   "latency_ms": None, "accuracy": None, "kept": False, "reason": "", "code": ""}
+            row = {
+                "name": name,
+                "quantization": None if name == "fp32" else "qdq",
+                "size_bytes": None,
+                "latency_ms": None,
+                "accuracy": None,
+                "kept": False,
+                "reason": "",
+                "code": "",
+            }
             try:
                 if name == "fp32":
                     blob = artifact.model_bytes()
                 elif name == "int8-qdq-perchannel" and cal:
-                    blob = _int8(artifact.model_path, ItemReader(artifact.input_name, model_input, cal), Path(tmp))
+                    blob = _int8(
+                        artifact.model_path, ItemReader(artifact.input_name, model_input, cal), Path(tmp)
+                    )
                 else:
-                    row["reason"] = "skipped: not available for this kind of model" if cal else \
-                        "skipped: no calibration clips"
+                    row["reason"] = (
+                        "skipped: not available for this kind of model"
+                        if cal
+                        else "skipped: no calibration clips"
+                    )
                     row["code"] = "skipped"
                     blob = None
                 if blob is not None:
                     row["size_bytes"] = len(blob)
-                    row["accuracy"], row["latency_ms"] = _measure(blob, artifact, model_input, items, truth, top,
-                                                                  latency_runs)
+                    row["accuracy"], row["latency_ms"] = _measure(
+                        blob, artifact, model_input, items, truth, top, latency_runs
+                    )
                     blobs[name] = blob
             except Exception as exc:  # one broken recipe must not end the search; it is reported
                 log.exception("compression candidate %s failed", name)
                 row["code"] = "failed"
-                row["reason"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                row["reason"] = (
+                    f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                )
             rows.append(row)
             if progress is not None:
                 progress(index + 1, len(wanted) + ("fp32" not in wanted), name)
@@ -125,20 +171,44 @@ def compress_item_artifact(artifact, out_dir, *, calibration: list, validation: 
     for row in rows[1:]:
         if row["accuracy"] is not None and not row["reason"]:
             if row["accuracy"] < floor:
-                row["reason"] = f"rejected: accuracy {row['accuracy']:.4f} is below fp32 {fp32['accuracy']:.4f} - {max_loss:g}"
+                row["reason"] = (
+                    f"rejected: accuracy {row['accuracy']:.4f} is below fp32 {fp32['accuracy']:.4f} - {max_loss:g}"
+                )
                 row["code"] = "less_accurate"
             elif row["latency_ms"] >= fp32["latency_ms"]:
-                row["reason"] = f"rejected: not faster than fp32 ({row['latency_ms']:.2f} >= {fp32['latency_ms']:.2f} ms)"
+                row["reason"] = (
+                    f"rejected: not faster than fp32 ({row['latency_ms']:.2f} >= {fp32['latency_ms']:.2f} ms)"
+                )
                 row["code"] = "not_faster"
     eligible = [r for r in rows if r["accuracy"] is not None and not r["reason"]]
     best = pick_kept(eligible)
     explain_kept(best, eligible, fp32)
     card = dict(artifact.card)
-    card.update({"id": new_model_id(), "warnings": list(card.get("warnings", [])), "compression": {
-        "source_id": artifact.id, "chosen": best["name"], "quantization": best["quantization"],
-        "accuracy_fp32": fp32["accuracy"], "accuracy": best["accuracy"], "latency_ms": best["latency_ms"],
-        "latency_ms_fp32": fp32["latency_ms"], "validation_clips": len(items), "calibration_clips": len(cal)}})
+    card.update(
+        {
+            "id": new_model_id(),
+            "warnings": list(card.get("warnings", [])),
+            "compression": {
+                "source_id": artifact.id,
+                "chosen": best["name"],
+                "quantization": best["quantization"],
+                "accuracy_fp32": fp32["accuracy"],
+                "accuracy": best["accuracy"],
+                "latency_ms": best["latency_ms"],
+                "latency_ms_fp32": fp32["latency_ms"],
+                "validation_clips": len(items),
+                "calibration_clips": len(cal),
+            },
+        }
+    )
     path = save_artifact(Path(out_dir), blobs[best["name"]], card)
-    return {"path": str(path), "size_bytes": load_artifact(path).size_bytes(), "candidates": rows,
-            "chosen": best["name"], "accuracy_fp32": fp32["accuracy"], "accuracy_compressed": best["accuracy"],
-            "speedup": round(fp32["latency_ms"] / best["latency_ms"], 3), "reason": best["reason"]}
+    return {
+        "path": str(path),
+        "size_bytes": load_artifact(path).size_bytes(),
+        "candidates": rows,
+        "chosen": best["name"],
+        "accuracy_fp32": fp32["accuracy"],
+        "accuracy_compressed": best["accuracy"],
+        "speedup": round(fp32["latency_ms"] / best["latency_ms"], 3),
+        "reason": best["reason"],
+    }

@@ -11,12 +11,29 @@ from .compress import compress_artifact
 
 
 def _size(path: Path) -> int:
-    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return (
+        path.stat().st_size
+        if path.is_file()
+        else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    )
 
 
-def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = False, calibration=None,
-                    validation=None, zip_bundle: bool | None = None, candidates=None,
-                    progress=None, tmp_dir=None, training=None, refit_head=None, metric=None) -> dict:
+def export_artifact(
+    artifact,
+    out,
+    *,
+    compress: bool = False,
+    bundle: bool = False,
+    calibration=None,
+    validation=None,
+    zip_bundle: bool | None = None,
+    candidates=None,
+    progress=None,
+    tmp_dir=None,
+    training=None,
+    refit_head=None,
+    metric=None,
+) -> dict:
     """Export ``artifact`` to ``out`` and describe the result.
 
     Parameters
@@ -62,9 +79,20 @@ def export_artifact(artifact, out, *, compress: bool = False, bundle: bool = Fal
             if not calibration or not validation:
                 raise ValueError("compression needs calibration images and labelled validation images")
             target = Path(tmp) / "compressed" if bundle else out
-            result.update(compress_artifact(artifact, target, calibration=calibration, validation=validation,
-                                            candidates=candidates, progress=progress, tmp_dir=tmp,
-                                            training=training, refit_head=refit_head, metric=metric))
+            result.update(
+                compress_artifact(
+                    artifact,
+                    target,
+                    calibration=calibration,
+                    validation=validation,
+                    candidates=candidates,
+                    progress=progress,
+                    tmp_dir=tmp,
+                    training=training,
+                    refit_head=refit_head,
+                    metric=metric,
+                )
+            )
             source = load_artifact(target)
         if bundle:
             path = build_bundle(source, out, zip=bool(zip_bundle))

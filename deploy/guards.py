@@ -58,8 +58,9 @@ class RequestGuard:
     allowed_origins : origins (``scheme://host:port``) whose pages may call the API (CORS).
     """
 
-    def __init__(self, app, *, token: str | None, max_request_bytes: int, local_only: bool = True,
-                 allowed_origins=()):
+    def __init__(
+        self, app, *, token: str | None, max_request_bytes: int, local_only: bool = True, allowed_origins=()
+    ):
         self.app = app
         self.token = token
         self.max_request_bytes = max_request_bytes
@@ -75,16 +76,26 @@ class RequestGuard:
             self._check_host(request)
             cors = self._check_origin(request)
             if request.method == "OPTIONS" and cors:
-                return await Response(status_code=204, headers={
-                    **cors, "Access-Control-Allow-Methods": "GET, POST",
-                    "Access-Control-Allow-Headers": "Authorization, Content-Type",
-                    "Access-Control-Max-Age": "600"})(scope, receive, send)
+                return await Response(
+                    status_code=204,
+                    headers={
+                        **cors,
+                        "Access-Control-Allow-Methods": "GET, POST",
+                        "Access-Control-Allow-Headers": "Authorization, Content-Type",
+                        "Access-Control-Max-Age": "600",
+                    },
+                )(scope, receive, send)
             if self.token and scope["path"] not in PUBLIC_PATHS and not self._authorized(request):
-                raise GuardError("missing or wrong access token: send 'Authorization: Bearer <token>'",
-                                 401, {"WWW-Authenticate": "Bearer"})
+                raise GuardError(
+                    "missing or wrong access token: send 'Authorization: Bearer <token>'",
+                    401,
+                    {"WWW-Authenticate": "Bearer"},
+                )
             self._check_length(request)
         except GuardError as exc:
-            return await error_response(exc.message, exc.status, {**exc.headers, **cors})(scope, receive, send)
+            return await error_response(exc.message, exc.status, {**exc.headers, **cors})(
+                scope, receive, send
+            )
 
         received = 0
         limit = self.max_request_bytes
@@ -101,7 +112,8 @@ class RequestGuard:
         async def send_with_cors(message):
             if cors and message["type"] == "http.response.start":
                 message["headers"] = list(message.get("headers", [])) + [
-                    (k.lower().encode(), v.encode()) for k, v in cors.items()]
+                    (k.lower().encode(), v.encode()) for k, v in cors.items()
+                ]
             await send(message)
 
         await self.app(scope, limited_receive, send_with_cors)
@@ -111,8 +123,11 @@ class RequestGuard:
             return
         name, _ = _host_name(request.headers.get("host", ""))
         if name not in LOCAL_NAMES:
-            raise GuardError("this service answers only requests addressed to 127.0.0.1, localhost or "
-                             "[::1] (Host header refused)", 421)
+            raise GuardError(
+                "this service answers only requests addressed to 127.0.0.1, localhost or "
+                "[::1] (Host header refused)",
+                421,
+            )
 
     def _check_origin(self, request: Request) -> dict:
         """CORS headers for an allowed foreign origin; GuardError for any other foreign origin."""
@@ -126,8 +141,11 @@ class RequestGuard:
             return {}  # same origin: the console itself
         if origin in self.allowed_origins:
             return {"Access-Control-Allow-Origin": origin, "Vary": "Origin"}
-        raise GuardError(f"requests from the web page at {origin} are refused; start the service with "
-                         f"--allow-origin {origin} to allow them", 403)
+        raise GuardError(
+            f"requests from the web page at {origin} are refused; start the service with "
+            f"--allow-origin {origin} to allow them",
+            403,
+        )
 
     def _check_length(self, request: Request) -> None:
         length = request.headers.get("content-length")
@@ -159,15 +177,21 @@ class DecodeBudget:
 
     def acquire(self, n: int) -> None:
         if n > self.max_bytes:
-            raise GuardError(f"the input needs {n / 1e6:.0f} MB to decode, over this service's limit of "
-                             f"{self.max_bytes / 1e6:.0f} MB", 413)
+            raise GuardError(
+                f"the input needs {n / 1e6:.0f} MB to decode, over this service's limit of "
+                f"{self.max_bytes / 1e6:.0f} MB",
+                413,
+            )
         deadline = time.monotonic() + self.wait_s
         with self._cond:
             while self.in_use + n > self.max_bytes:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise GuardError("the service is busy decoding other inputs; try again in a moment",
-                                     503, {"Retry-After": "1"})
+                    raise GuardError(
+                        "the service is busy decoding other inputs; try again in a moment",
+                        503,
+                        {"Retry-After": "1"},
+                    )
                 self._cond.wait(left)
             self.in_use += n
 
@@ -182,10 +206,14 @@ def check_token(host: str, token: str | None) -> None:
     if host.strip("[]") in LOCAL_NAMES:
         return
     if not token:
-        raise ValueError(f"binding {host!r} makes the service reachable from other machines; set a token "
-                         "(--token or MODELDESK_TOKEN) or bind 127.0.0.1")
+        raise ValueError(
+            f"binding {host!r} makes the service reachable from other machines; set a token "
+            "(--token or MODELDESK_TOKEN) or bind 127.0.0.1"
+        )
     if len(token) < MIN_TOKEN_LENGTH:
         import secrets
 
-        raise ValueError(f"a token for a service other machines can reach needs at least {MIN_TOKEN_LENGTH} "
-                         f"characters; for example: {secrets.token_urlsafe(18)}")
+        raise ValueError(
+            f"a token for a service other machines can reach needs at least {MIN_TOKEN_LENGTH} "
+            f"characters; for example: {secrets.token_urlsafe(18)}"
+        )

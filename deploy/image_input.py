@@ -11,7 +11,19 @@ from .inputs import ModelInput
 from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image_sized
 
 
-_MODE_BYTES = {"1": 1, "L": 1, "P": 1, "LA": 2, "I;16": 2, "RGB": 3, "YCbCr": 3, "RGBA": 4, "CMYK": 4, "I": 4, "F": 4}
+_MODE_BYTES = {
+    "1": 1,
+    "L": 1,
+    "P": 1,
+    "LA": 2,
+    "I;16": 2,
+    "RGB": 3,
+    "YCbCr": 3,
+    "RGBA": 4,
+    "CMYK": 4,
+    "I": 4,
+    "F": 4,
+}
 
 
 class ImageInput(ModelInput):
@@ -35,10 +47,15 @@ class ImageInput(ModelInput):
     example_file = "photo.jpg"
 
     def readme_text(self) -> str:
-        how = ("scaled to fit a {0}x{0} square, aspect ratio kept," if self.spec.resize == "letterbox"
-               else "resized to {0}x{0}").format(self.spec.size)
-        return (f"any image; it is {how} by `preprocess.py`, the same code the app used for training and "
-                "prediction.")
+        how = (
+            "scaled to fit a {0}x{0} square, aspect ratio kept,"
+            if self.spec.resize == "letterbox"
+            else "resized to {0}x{0}"
+        ).format(self.spec.size)
+        return (
+            f"any image; it is {how} by `preprocess.py`, the same code the app used for training and "
+            "prediction."
+        )
 
     def load(self, source):
         image, size = load_image_sized(source, max_pixels=self.max_pixels, draft_size=self.spec.size)
@@ -51,7 +68,9 @@ class ImageInput(ModelInput):
     def cost(self, source) -> int:
         """Decoded bytes, read from the header only (JPEG decodes reduced, as ``load`` does)."""
         try:
-            with Image.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source) as image:
+            with Image.open(
+                io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
+            ) as image:
                 width, height = image.size
                 decoded = _MODE_BYTES.get(image.mode, 4)
                 if width * height > self.max_pixels:
@@ -64,7 +83,7 @@ class ImageInput(ModelInput):
         except Exception:  # not an image: ``load`` will say why; it costs nothing to find out
             return len(source) if isinstance(source, (bytes, bytearray)) else 0
         # the decoded image, its RGB copy, and the float tensor
-        return width * height * (decoded + 3) + 12 * self.spec.size ** 2
+        return width * height * (decoded + 3) + 12 * self.spec.size**2
 
     def collate(self, items: list) -> np.ndarray:
         if not len(items):
@@ -76,8 +95,9 @@ class ImageInput(ModelInput):
         if self.size_input:
             # A bare tensor is taken as a picture of exactly the input size.
             side = float(self.spec.size)
-            feeds[self.size_input] = np.array([item[1] if isinstance(item, tuple) else (side, side)
-                                               for item in items], np.float32).reshape(-1, 2)
+            feeds[self.size_input] = np.array(
+                [item[1] if isinstance(item, tuple) else (side, side) for item in items], np.float32
+            ).reshape(-1, 2)
         return feeds
 
     def check_batch(self, batch: np.ndarray) -> None:

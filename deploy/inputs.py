@@ -95,8 +95,12 @@ class ModelInput:
 
     def describe(self) -> dict:
         """What the service's documents and console need to know about this input."""
-        return {"kind": self.kind, "noun": self.noun, "json_fields": list(self.json_fields),
-                "upload_types": list(self.upload_types)}
+        return {
+            "kind": self.kind,
+            "noun": self.noun,
+            "json_fields": list(self.json_fields),
+            "upload_types": list(self.upload_types),
+        }
 
 
 def decode_base64(value, where: str) -> bytes:
@@ -141,8 +145,10 @@ def input_for(card: dict, **options) -> ModelInput:
     """The input of a model card; ``options`` go to the input class (e.g. ``max_pixels``)."""
     kind = input_kind(card)
     if kind not in INPUT_KINDS:
-        raise InputError(f"this model takes {kind!r} inputs, which this version cannot read "
-                         f"(it reads: {', '.join(INPUT_KINDS)})")
+        raise InputError(
+            f"this model takes {kind!r} inputs, which this version cannot read "
+            f"(it reads: {', '.join(INPUT_KINDS)})"
+        )
     return _resolve(INPUT_KINDS[kind])(card, **options)
 
 
@@ -150,12 +156,19 @@ def output_for(card: dict):
     """The output formatter of a model card."""
     kind = output_kind(card)
     if kind not in OUTPUT_KINDS:
-        raise InputError(f"this model predicts {kind!r}, which this version cannot read "
-                         f"(it reads: {', '.join(OUTPUT_KINDS)})")
+        raise InputError(
+            f"this model predicts {kind!r}, which this version cannot read "
+            f"(it reads: {', '.join(OUTPUT_KINDS)})"
+        )
     return _resolve(OUTPUT_KINDS[kind])(card)
 
 
 def modules() -> list[str]:
     """File names of the sibling modules that the registered inputs and outputs live in."""
-    return sorted({ref.partition(":")[0].lstrip(".") + ".py"
-                   for ref in (*INPUT_KINDS.values(), *OUTPUT_KINDS.values()) if ref.startswith(".")})
+    return sorted(
+        {
+            ref.partition(":")[0].lstrip(".") + ".py"
+            for ref in (*INPUT_KINDS.values(), *OUTPUT_KINDS.values())
+            if ref.startswith(".")
+        }
+    )

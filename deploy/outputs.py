@@ -28,10 +28,18 @@ class LabelOutput:
         """The extra keys of a prediction, for the OpenAPI document."""
         if self.novelty_threshold is None:
             return {}
-        return {"familiarity": {"type": "number", "description": "how much the input looks like the training "
-                                "inputs; below the card's novelty threshold (0) the answer is not sure"},
-                "sure": {"type": "boolean", "description": "false: unlike anything the model was trained on, "
-                         "so the label is only its closest guess"}}
+        return {
+            "familiarity": {
+                "type": "number",
+                "description": "how much the input looks like the training "
+                "inputs; below the card's novelty threshold (0) the answer is not sure",
+            },
+            "sure": {
+                "type": "boolean",
+                "description": "false: unlike anything the model was trained on, "
+                "so the label is only its closest guess",
+            },
+        }
 
     def mark_unsure(self, results: list[dict], outputs: list) -> list[dict]:
         """Add ``familiarity`` and ``sure`` (False: unlike the training inputs; the label is then only
@@ -72,9 +80,11 @@ def format_predictions(probabilities: np.ndarray, labels: list[str]) -> list[dic
     results = []
     for row in np.asarray(probabilities, dtype=np.float64):
         best = int(np.argmax(row))
-        results.append({
-            "label": labels[best],
-            "score": float(row[best]),
-            "scores": {label: float(p) for label, p in zip(labels, row)},
-        })
+        results.append(
+            {
+                "label": labels[best],
+                "score": float(row[best]),
+                "scores": {label: float(p) for label, p in zip(labels, row)},
+            }
+        )
     return results

@@ -37,8 +37,15 @@ class Predictor:
     this class keeps no per-call state, so one Predictor can serve concurrent callers.
     """
 
-    def __init__(self, artifact, device: str = "auto", threads: int | None = None, *,
-                 batch_size: int | None = None, max_pixels: int = MAX_PIXELS):
+    def __init__(
+        self,
+        artifact,
+        device: str = "auto",
+        threads: int | None = None,
+        *,
+        batch_size: int | None = None,
+        max_pixels: int = MAX_PIXELS,
+    ):
         self.artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
         self.device = device
         self.threads = threads
@@ -49,14 +56,19 @@ class Predictor:
         self.labels = self.artifact.labels
         try:
             # the way compression measured this model to run fastest (the card's runtime)
-            self.session = create_runtime_session(self.artifact.model_path,
-                                                  (self.artifact.card.get("runtime") or {}).get("name"),
-                                                  device=device, threads=threads)
+            self.session = create_runtime_session(
+                self.artifact.model_path,
+                (self.artifact.card.get("runtime") or {}).get("name"),
+                device=device,
+                threads=threads,
+            )
         except ValueError:  # ours: an unknown device name
             raise
         except Exception as exc:  # onnxruntime's own types (InvalidProtobuf, Fail...) for a broken file
-            raise ArtifactError(f"{self.artifact.model_path}: the model file is damaged or not an ONNX "
-                                f"model ({str(exc).splitlines()[0][:160]})") from None
+            raise ArtifactError(
+                f"{self.artifact.model_path}: the model file is damaged or not an ONNX "
+                f"model ({str(exc).splitlines()[0][:160]})"
+            ) from None
         self.input_name = self.artifact.input_name
         self.output_name = self.artifact.output_name
         names = [i.name for i in self.session.get_inputs()]
@@ -114,16 +126,25 @@ class Predictor:
         """Predictions for prepared items, in batches of ``batch_size`` (the second half)."""
         results: list[dict] = []
         for start in range(0, len(items), self.batch_size):
-            results.extend(self.output.format(self.session.run(
-                self.output.names, self.input.feeds(items[start:start + self.batch_size], self.input_name))))
+            results.extend(
+                self.output.format(
+                    self.session.run(
+                        self.output.names,
+                        self.input.feeds(items[start : start + self.batch_size], self.input_name),
+                    )
+                )
+            )
         return results
 
     def _load_named(self, sources, index: int, names) -> np.ndarray:
         try:
             return self.input.load(sources[index])
         except ValueError as exc:
-            if names is None or isinstance(sources[index], os.PathLike) or (
-                    isinstance(sources[index], str) and self.input.kind != "text"):
+            if (
+                names is None
+                or isinstance(sources[index], os.PathLike)
+                or (isinstance(sources[index], str) and self.input.kind != "text")
+            ):
                 raise
             error = type(exc) if getattr(exc, "user_error", False) else InputError
             raise error(f"{names[index]}: {str(exc).partition(': ')[2] or exc}") from None

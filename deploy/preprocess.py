@@ -58,8 +58,9 @@ def load_image(source, *, max_pixels: int = MAX_PIXELS, draft_size: int | None =
     return load_image_sized(source, max_pixels=max_pixels, draft_size=draft_size)[0]
 
 
-def load_image_sized(source, *, max_pixels: int = MAX_PIXELS,
-                     draft_size: int | None = None) -> tuple[Image.Image, tuple[int, int]]:
+def load_image_sized(
+    source, *, max_pixels: int = MAX_PIXELS, draft_size: int | None = None
+) -> tuple[Image.Image, tuple[int, int]]:
     """Like :func:`load_image`, also returning the image's full (width, height) after EXIF
     orientation, which a JPEG draft may have made larger than the decoded image."""
     name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "image"
@@ -84,7 +85,9 @@ def load_image_sized(source, *, max_pixels: int = MAX_PIXELS,
     except Image.DecompressionBombError as exc:
         raise ImageDecodeError(f"{name}: image is too large ({exc})") from None
     except Image.UnidentifiedImageError:
-        raise ImageDecodeError(f"{name}: not an image file (or not JPEG, PNG, GIF, BMP, WebP or TIFF)") from None
+        raise ImageDecodeError(
+            f"{name}: not an image file (or not JPEG, PNG, GIF, BMP, WebP or TIFF)"
+        ) from None
     except (OSError, ValueError, SyntaxError) as exc:
         raise ImageDecodeError(f"{name}: damaged image ({exc})") from None
 
@@ -150,6 +153,8 @@ def preprocess_image(source, spec: ImageSpec = ImageSpec()) -> np.ndarray:
 
 def preprocess_batch(sources, spec: ImageSpec = ImageSpec()) -> np.ndarray:
     """Preprocess several images into one float32 (N, 3, size, size) batch."""
-    return np.stack([preprocess_image(s, spec) for s in sources]) if sources else np.zeros(
-        (0, 3, spec.size, spec.size), np.float32
+    return (
+        np.stack([preprocess_image(s, spec) for s in sources])
+        if sources
+        else np.zeros((0, 3, spec.size, spec.size), np.float32)
     )

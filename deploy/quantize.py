@@ -16,8 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
-                                      quant_pre_process, quantize_static)
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    CalibrationMethod,
+    QuantFormat,
+    QuantType,
+    quant_pre_process,
+    quantize_static,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +58,7 @@ class TensorReader(CalibrationDataReader):
         if self._position >= len(self.tensors):
             return None
         end = self._position + self.batch_size
-        batch = {name: value[self._position:end] for name, value in self.feeds.items()}
+        batch = {name: value[self._position : end] for name, value in self.feeds.items()}
         self._position = end
         return batch
 
@@ -80,8 +86,15 @@ class Quantizer:
     Use as a context manager (or call :meth:`close`) to remove its temporary files.
     """
 
-    def __init__(self, model: onnx.ModelProto, calibration, *, input_name: str,
-                 keep_head_float: bool = True, tmp_dir=None):
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        calibration,
+        *,
+        input_name: str,
+        keep_head_float: bool = True,
+        tmp_dir=None,
+    ):
         if len(calibration if not isinstance(calibration, dict) else calibration[input_name]) == 0:
             raise ValueError("static quantization needs at least one calibration image")
         self.model = model
@@ -113,8 +126,11 @@ class Quantizer:
                         while node.name in used:
                             node.name += "_"
                         used.add(node.name)
-                self._excluded = [n.name for n in model.graph.node
-                                  if n.op_type in HEAD_OPS or n.name.startswith(FLOAT_PREFIXES)]
+                self._excluded = [
+                    n.name
+                    for n in model.graph.node
+                    if n.op_type in HEAD_OPS or n.name.startswith(FLOAT_PREFIXES)
+                ]
                 prepared = self._tmp / "named.onnx"
                 onnx.save(model, prepared)
             self._prepared = prepared
@@ -132,7 +148,7 @@ class Quantizer:
         if not convs:
             return []
         count = max(1, round(FIRST_FLOAT_SHARE * len(convs)))
-        return [n.name for n in graph.node[:convs[count - 1] + 1]]
+        return [n.name for n in graph.node[: convs[count - 1] + 1]]
 
     def quantize(self, fmt: str = "qdq", per_channel: bool = False, keep_first: bool = False) -> bytes:
         """The serialized graph quantized as ``fmt`` (``qdq`` or ``qop``), per channel or per tensor,
@@ -141,10 +157,15 @@ class Quantizer:
         excluded = self._excluded + (self.first_layers() if keep_first else [])
         output = self._tmp / f"int8-{fmt}-{int(per_channel)}-{int(keep_first)}.onnx"
         quantize_static(
-            str(prepared), str(output), TensorReader(self.input_name, self.calibration),
-            quant_format=FORMATS[fmt], per_channel=per_channel,
-            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax, nodes_to_exclude=excluded or None,
+            str(prepared),
+            str(output),
+            TensorReader(self.input_name, self.calibration),
+            quant_format=FORMATS[fmt],
+            per_channel=per_channel,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            calibrate_method=CalibrationMethod.MinMax,
+            nodes_to_exclude=excluded or None,
             calibration_cache_path=str(self._tmp / "calibration.json"),
             extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
         )
@@ -162,9 +183,18 @@ class Quantizer:
         self.close()
 
 
-def quantize_model(model: onnx.ModelProto, calibration: np.ndarray, *, input_name: str, fmt: str = "qdq",
-                   per_channel: bool = False, keep_head_float: bool = True, tmp_dir=None) -> bytes:
+def quantize_model(
+    model: onnx.ModelProto,
+    calibration: np.ndarray,
+    *,
+    input_name: str,
+    fmt: str = "qdq",
+    per_channel: bool = False,
+    keep_head_float: bool = True,
+    tmp_dir=None,
+) -> bytes:
     """Quantize ``model`` once (see :class:`Quantizer`); return the serialized graph."""
-    with Quantizer(model, calibration, input_name=input_name, keep_head_float=keep_head_float,
-                   tmp_dir=tmp_dir) as quantizer:
+    with Quantizer(
+        model, calibration, input_name=input_name, keep_head_float=keep_head_float, tmp_dir=tmp_dir
+    ) as quantizer:
         return quantizer.quantize(fmt, per_channel)

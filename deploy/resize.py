@@ -18,8 +18,15 @@ import onnx.numpy_helper
 import onnx.shape_inference
 
 GRID_POOLS = {"AveragePool", "MaxPool", "LpPool"}
-GLOBAL_REDUCTIONS = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "ReduceMean", "ReduceMax",
-                     "ReduceSum", "ReduceL2"}
+GLOBAL_REDUCTIONS = {
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "GlobalLpPool",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceSum",
+    "ReduceL2",
+}
 FLATTENERS = {"Flatten", "Reshape", "Gemm", "MatMul"}
 
 
@@ -101,8 +108,9 @@ def _pinned(model: onnx.ModelProto, size: int) -> onnx.ModelProto:
     return pinned
 
 
-def resize_input(model: onnx.ModelProto, size: int, *, input_name: str | None = None,
-                 original_size: int | None = None) -> onnx.ModelProto:
+def resize_input(
+    model: onnx.ModelProto, size: int, *, input_name: str | None = None, original_size: int | None = None
+) -> onnx.ModelProto:
     """Return a copy of ``model`` whose image input is (N, 3, size, size).
 
     Raises ResizeError when the graph pools a fixed spatial grid or does not run at that size.
@@ -111,8 +119,10 @@ def resize_input(model: onnx.ModelProto, size: int, *, input_name: str | None = 
     """
     flagged = fixed_grid_pooling(model, original_size)
     if flagged:
-        raise ResizeError(f"the graph pools a fixed spatial grid ({', '.join(flagged[:3])}); "
-                          "a different input size would change its meaning")
+        raise ResizeError(
+            f"the graph pools a fixed spatial grid ({', '.join(flagged[:3])}); "
+            "a different input size would change its meaning"
+        )
     resized = copy.deepcopy(model)
     inputs = [i for i in resized.graph.input if i.name not in {t.name for t in resized.graph.initializer}]
     target = next((i for i in inputs if i.name == input_name), inputs[0]) if inputs else None
@@ -139,6 +149,8 @@ def _check_runs(model: onnx.ModelProto, input_name: str, size: int) -> None:
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         outputs = session.run(None, {input_name: np.zeros((2, 3, size, size), np.float32)})
     except Exception as exc:  # ORT raises several unrelated types for shape errors
-        raise ResizeError(f"the graph does not run at {size}x{size} ({str(exc).splitlines()[0][:200]})") from None
+        raise ResizeError(
+            f"the graph does not run at {size}x{size} ({str(exc).splitlines()[0][:200]})"
+        ) from None
     if outputs[0].ndim != 2 or outputs[0].shape[0] != 2:
         raise ResizeError(f"at {size}x{size} the output has shape {outputs[0].shape}, expected (N, classes)")

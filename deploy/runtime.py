@@ -33,8 +33,14 @@ def providers_for(device: str = "auto") -> list[str]:
     return wanted
 
 
-def create_session(model, *, device: str = "auto", threads: int | None = None,
-                   providers: list | None = None, spin: bool = True) -> ort.InferenceSession:
+def create_session(
+    model,
+    *,
+    device: str = "auto",
+    threads: int | None = None,
+    providers: list | None = None,
+    spin: bool = True,
+) -> ort.InferenceSession:
     """Create an inference session for ``model`` (a path or serialized bytes).
 
     ``threads`` caps intra-op threads (None lets ONNX Runtime use every core); ``providers``
@@ -56,8 +62,10 @@ def create_session(model, *, device: str = "auto", threads: int | None = None,
         chosen.append("CPUExecutionProvider")
     if device.startswith("cuda:") and not providers:
         index = int(device.split(":", 1)[1])
-        chosen = [("CUDAExecutionProvider", {"device_id": index}) if p == "CUDAExecutionProvider" else p
-                  for p in chosen]
+        chosen = [
+            ("CUDAExecutionProvider", {"device_id": index}) if p == "CUDAExecutionProvider" else p
+            for p in chosen
+        ]
     source = os.fspath(model) if isinstance(model, os.PathLike) else model
     session = ort.InferenceSession(source, sess_options=options, providers=chosen)
     used = session.get_providers()
@@ -94,7 +102,9 @@ class SplitBatchSession:
         # MAX_SLICES (the batches the service gathers are a few dozen images)
         count = min(self.threads, MAX_SLICES)
         self.slices = [create_session(source, device="cpu", threads=1, spin=spin) for _ in range(count)]
-        self._pool = ThreadPoolExecutor(count - 1, thread_name_prefix="modeldesk-slice") if count > 1 else None
+        self._pool = (
+            ThreadPoolExecutor(count - 1, thread_name_prefix="modeldesk-slice") if count > 1 else None
+        )
 
     def run(self, output_names, feeds: dict, run_options=None):
         rows = len(next(iter(feeds.values()))) if feeds else 0
@@ -102,9 +112,13 @@ class SplitBatchSession:
             return self.whole.run(output_names, feeds, run_options)
         count = min(len(self.slices), rows)
         bounds = [rows * i // count for i in range(count + 1)]
-        parts = [{name: value[bounds[i]:bounds[i + 1]] for name, value in feeds.items()} for i in range(count)]
-        futures = [self._pool.submit(self.slices[i].run, output_names, parts[i], run_options)
-                   for i in range(1, count)]
+        parts = [
+            {name: value[bounds[i] : bounds[i + 1]] for name, value in feeds.items()} for i in range(count)
+        ]
+        futures = [
+            self._pool.submit(self.slices[i].run, output_names, parts[i], run_options)
+            for i in range(1, count)
+        ]
         first = self.slices[0].run(output_names, parts[0], run_options)
         results = [first] + [future.result() for future in futures]
         return [np.concatenate([r[k] for r in results], axis=0) for k in range(len(first))]
@@ -124,7 +138,9 @@ class SplitBatchSession:
             self._pool.shutdown(wait=False)
 
 
-def create_runtime_session(model, runtime: str | None = None, *, device: str = "auto", threads: int | None = None):
+def create_runtime_session(
+    model, runtime: str | None = None, *, device: str = "auto", threads: int | None = None
+):
     """A session for ``model`` run the way ``runtime`` (one of :data:`RUNTIMES`) says.
 
     ``onnxruntime-split`` applies on the CPU only, with ``threads`` (default: every core) above one,

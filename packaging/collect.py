@@ -25,58 +25,179 @@ ROOT = Path(__file__).resolve().parents[1]
 TOP = "modeldesk"
 
 #: Import names whose files PyInstaller hooks (its own or pyinstaller-hooks-contrib) already collect.
-HOOKED = frozenset({
-    "PySide6", "shiboken6", "onnxruntime", "onnx", "numpy", "PIL", "psutil", "uvicorn", "starlette",
-    "platformdirs", "pynvml", "multipart", "python_multipart", "google",
-})
+HOOKED = frozenset(
+    {
+        "PySide6",
+        "shiboken6",
+        "onnxruntime",
+        "onnx",
+        "numpy",
+        "PIL",
+        "psutil",
+        "uvicorn",
+        "starlette",
+        "platformdirs",
+        "pynvml",
+        "multipart",
+        "python_multipart",
+        "google",
+    }
+)
 #: Third-party imports that are optional at run time (guarded, not bundled).
 OPTIONAL_IMPORTS = frozenset({"distributed", "dask", "torch", "pytest", "PyQt5", "PyQt6"})
 #: Modules the app never uses; excluding them keeps them out even if a dependency mentions them.
 EXCLUDED_MODULES = (
-    "tkinter", "_tkinter", "pytest", "IPython", "matplotlib", "scipy", "pandas", "torch", "tensorflow",
-    "distributed", "dask", "PyQt5", "PyQt6",
+    "tkinter",
+    "_tkinter",
+    "pytest",
+    "IPython",
+    "matplotlib",
+    "scipy",
+    "pandas",
+    "torch",
+    "tensorflow",
+    "distributed",
+    "dask",
+    "PyQt5",
+    "PyQt6",
     # Pulled in through optional imports of our dependencies (onnxruntime's symbolic shape inference,
     # which quantization skips; uvicorn's YAML config and reloader; pytest's terminal colouring).
-    "sympy", "mpmath", "pygments", "setuptools", "pkg_resources", "distutils", "_pytest", "trio",
-    "jinja2", "yaml", "cffi", "charset_normalizer", "attr", "attrs", "hypothesis", "numpy.f2py",
-    "onnxruntime.transformers.models", "onnxruntime.tools.mobile_helpers", "pydoc_data", "lib2to3",
-    "PySide6.QtWebEngineCore", "PySide6.QtWebEngineWidgets", "PySide6.QtWebEngineQuick",
-    "PySide6.QtWebChannel", "PySide6.QtWebSockets", "PySide6.QtWebView",
-    "PySide6.QtQuick", "PySide6.QtQuickWidgets", "PySide6.QtQuickControls2", "PySide6.QtQuick3D",
-    "PySide6.QtQml", "PySide6.Qt3DCore", "PySide6.Qt3DRender", "PySide6.Qt3DInput", "PySide6.Qt3DLogic",
-    "PySide6.Qt3DAnimation", "PySide6.Qt3DExtras", "PySide6.QtCharts", "PySide6.QtDataVisualization",
-    "PySide6.QtGraphs", "PySide6.QtDesigner", "PySide6.QtPdf", "PySide6.QtPdfWidgets",
-    "PySide6.QtBluetooth", "PySide6.QtNfc", "PySide6.QtPositioning", "PySide6.QtLocation",
-    "PySide6.QtSensors", "PySide6.QtSerialPort", "PySide6.QtSql", "PySide6.QtTextToSpeech",
-    "PySide6.QtScxml", "PySide6.QtRemoteObjects", "PySide6.QtHelp", "PySide6.QtUiTools",
+    "sympy",
+    "mpmath",
+    "pygments",
+    "setuptools",
+    "pkg_resources",
+    "distutils",
+    "_pytest",
+    "trio",
+    "jinja2",
+    "yaml",
+    "cffi",
+    "charset_normalizer",
+    "attr",
+    "attrs",
+    "hypothesis",
+    "numpy.f2py",
+    "onnxruntime.transformers.models",
+    "onnxruntime.tools.mobile_helpers",
+    "pydoc_data",
+    "lib2to3",
+    "PySide6.QtWebEngineCore",
+    "PySide6.QtWebEngineWidgets",
+    "PySide6.QtWebEngineQuick",
+    "PySide6.QtWebChannel",
+    "PySide6.QtWebSockets",
+    "PySide6.QtWebView",
+    "PySide6.QtQuick",
+    "PySide6.QtQuickWidgets",
+    "PySide6.QtQuickControls2",
+    "PySide6.QtQuick3D",
+    "PySide6.QtQml",
+    "PySide6.Qt3DCore",
+    "PySide6.Qt3DRender",
+    "PySide6.Qt3DInput",
+    "PySide6.Qt3DLogic",
+    "PySide6.Qt3DAnimation",
+    "PySide6.Qt3DExtras",
+    "PySide6.QtCharts",
+    "PySide6.QtDataVisualization",
+    "PySide6.QtGraphs",
+    "PySide6.QtDesigner",
+    "PySide6.QtPdf",
+    "PySide6.QtPdfWidgets",
+    "PySide6.QtBluetooth",
+    "PySide6.QtNfc",
+    "PySide6.QtPositioning",
+    "PySide6.QtLocation",
+    "PySide6.QtSensors",
+    "PySide6.QtSerialPort",
+    "PySide6.QtSql",
+    "PySide6.QtTextToSpeech",
+    "PySide6.QtScxml",
+    "PySide6.QtRemoteObjects",
+    "PySide6.QtHelp",
+    "PySide6.QtUiTools",
 )
 #: Path fragments (``/``-separated, matched anywhere in the destination) dropped after analysis.
 #: The ffmpeg multimedia plugin (the camera on the Deploy page) links QtQuick and QtQml, so their
 #: core libraries stay; the QML modules, Quick controls, 3D, WebEngine and friends go.
 PRUNED = (
-    "*/tests/*", "*/testing/_private/*", "*/include/*", "*.h", "*.hpp", "*.pyi", "*.a", "*.cmake",
-    "*/Qt/qml/*", "*/Qt/translations/*", "*/Qt/resources/qtwebengine*", "*/Qt/libexec/*",
-    "*libQt6WebEngine*", "*libQt6Quick3D*", "*libQt6QuickControls2*", "*libQt6QuickDialogs2*",
-    "*libQt6QuickTemplates2*", "*libQt6QuickLayouts*", "*libQt6QuickEffects*", "*libQt6QuickShapes*",
-    "*libQt6QuickParticles*", "*libQt6QuickTimeline*", "*libQt6QuickVectorImage*", "*libQt63D*",
-    "*libQt6Pdf*", "*libQt6Designer*", "*libQt6ShaderTools*", "*libQt6Graphs*", "*libQt6Charts*",
-    "*libQt6DataVisualization*", "*libQt6Location*", "*libQt6Positioning*", "*libQt6Sensors*",
-    "*libQt6Bluetooth*", "*libQt6Nfc*", "*libQt6TextToSpeech*", "*libQt6Scxml*", "*libQt6WebView*",
-    "*libQt6WebChannel*", "*libQt6WebSockets*", "*libQt6Sql*", "*libQt6Help*", "*libQt6RemoteObjects*",
-    "*/plugins/sqldrivers/*", "*/plugins/qmltooling/*", "*/plugins/sceneparsers/*",
-    "*/plugins/assetimporters/*", "*/plugins/renderers/*", "*/plugins/renderplugins/*",
-    "*/plugins/geometryloaders/*", "*/plugins/geoservices/*", "*/plugins/position/*",
-    "*/plugins/sensors/*", "*/plugins/texttospeech/*", "*/plugins/webview/*", "*/plugins/designer/*",
-    "*/plugins/canbus/*", "*/plugins/scxmldatamodel/*", "*/plugins/qmllint/*",
+    "*/tests/*",
+    "*/testing/_private/*",
+    "*/include/*",
+    "*.h",
+    "*.hpp",
+    "*.pyi",
+    "*.a",
+    "*.cmake",
+    "*/Qt/qml/*",
+    "*/Qt/translations/*",
+    "*/Qt/resources/qtwebengine*",
+    "*/Qt/libexec/*",
+    "*libQt6WebEngine*",
+    "*libQt6Quick3D*",
+    "*libQt6QuickControls2*",
+    "*libQt6QuickDialogs2*",
+    "*libQt6QuickTemplates2*",
+    "*libQt6QuickLayouts*",
+    "*libQt6QuickEffects*",
+    "*libQt6QuickShapes*",
+    "*libQt6QuickParticles*",
+    "*libQt6QuickTimeline*",
+    "*libQt6QuickVectorImage*",
+    "*libQt63D*",
+    "*libQt6Pdf*",
+    "*libQt6Designer*",
+    "*libQt6ShaderTools*",
+    "*libQt6Graphs*",
+    "*libQt6Charts*",
+    "*libQt6DataVisualization*",
+    "*libQt6Location*",
+    "*libQt6Positioning*",
+    "*libQt6Sensors*",
+    "*libQt6Bluetooth*",
+    "*libQt6Nfc*",
+    "*libQt6TextToSpeech*",
+    "*libQt6Scxml*",
+    "*libQt6WebView*",
+    "*libQt6WebChannel*",
+    "*libQt6WebSockets*",
+    "*libQt6Sql*",
+    "*libQt6Help*",
+    "*libQt6RemoteObjects*",
+    "*/plugins/sqldrivers/*",
+    "*/plugins/qmltooling/*",
+    "*/plugins/sceneparsers/*",
+    "*/plugins/assetimporters/*",
+    "*/plugins/renderers/*",
+    "*/plugins/renderplugins/*",
+    "*/plugins/geometryloaders/*",
+    "*/plugins/geoservices/*",
+    "*/plugins/position/*",
+    "*/plugins/sensors/*",
+    "*/plugins/texttospeech/*",
+    "*/plugins/webview/*",
+    "*/plugins/designer/*",
+    "*/plugins/canbus/*",
+    "*/plugins/scxmldatamodel/*",
+    "*/plugins/qmllint/*",
     # Desktop platforms only: X11 (xcb), Wayland, and offscreen for headless runs.
-    "*/plugins/platforms/libqeglfs*", "*/plugins/platforms/libqlinuxfb*", "*/plugins/platforms/libqvnc*",
-    "*/plugins/platforms/libqvkkhrdisplay*", "*/plugins/platforms/libqminimalegl*",
-    "*/plugins/egldeviceintegrations/*", "*libQt6EglFS*", "*libQt6EglFs*",
+    "*/plugins/platforms/libqeglfs*",
+    "*/plugins/platforms/libqlinuxfb*",
+    "*/plugins/platforms/libqvnc*",
+    "*/plugins/platforms/libqvkkhrdisplay*",
+    "*/plugins/platforms/libqminimalegl*",
+    "*/plugins/egldeviceintegrations/*",
+    "*libQt6EglFS*",
+    "*libQt6EglFs*",
     # The GTK theme plugin would load the system's GTK against bundled copies of its libraries; the
     # XDG desktop portal theme gives native file dialogs without that risk.
     "*/plugins/platformthemes/libqgtk3*",
-    "*/plugins/platforminputcontexts/libqtvirtualkeyboard*", "*libQt6VirtualKeyboard*",
-    "*/plugins/imageformats/libqpdf*", "*/plugins/networkinformation/*", "*/plugins/tls/*",
+    "*/plugins/platforminputcontexts/libqtvirtualkeyboard*",
+    "*libQt6VirtualKeyboard*",
+    "*/plugins/imageformats/libqpdf*",
+    "*/plugins/networkinformation/*",
+    "*/plugins/tls/*",
 )
 #: Packages that put their own folder on ``sys.path`` and import siblings as top-level modules
 #: (``onnxruntime.transformers``, reached by quantization: ``from fusion_utils import ...``);
@@ -84,9 +205,13 @@ PRUNED = (
 SELF_PATHED_PACKAGES = ("onnxruntime.transformers",)
 #: onnxruntime provider libraries the CPU build does not use (a GPU build keeps them: see
 #: ``pruned_providers``).
-ACCELERATOR_PROVIDER_LIBS = ("*onnxruntime_providers_cuda*", "*onnxruntime_providers_tensorrt*",
-                             "*onnxruntime_providers_rocm*", "*onnxruntime_providers_migraphx*",
-                             "*onnxruntime_providers_openvino*")
+ACCELERATOR_PROVIDER_LIBS = (
+    "*onnxruntime_providers_cuda*",
+    "*onnxruntime_providers_tensorrt*",
+    "*onnxruntime_providers_rocm*",
+    "*onnxruntime_providers_migraphx*",
+    "*onnxruntime_providers_openvino*",
+)
 
 
 def pyproject(root: Path = ROOT) -> dict:
@@ -96,7 +221,9 @@ def pyproject(root: Path = ROOT) -> dict:
 
 def version(root: Path = ROOT) -> str:
     """``modeldesk.__version__``, read from the source without importing it."""
-    match = re.search(r'^__version__\s*=\s*"([^"]+)"', (root / "__init__.py").read_text(encoding="utf-8"), re.M)
+    match = re.search(
+        r'^__version__\s*=\s*"([^"]+)"', (root / "__init__.py").read_text(encoding="utf-8"), re.M
+    )
     return match.group(1)
 
 
@@ -156,7 +283,9 @@ def _bundle_constant(name: str, root: Path) -> tuple:
 
 def runtime_distributions(root: Path = ROOT) -> list[str]:
     """Names of the run-time dependencies in ``pyproject.toml`` (markers ignored), plus our own."""
-    names = [re.match(r"[A-Za-z0-9_.\-]+", dep).group(0) for dep in pyproject(root)["project"]["dependencies"]]
+    names = [
+        re.match(r"[A-Za-z0-9_.\-]+", dep).group(0) for dep in pyproject(root)["project"]["dependencies"]
+    ]
     names.append(pyproject(root)["project"]["name"])
     return sorted(set(names), key=str.lower)
 
@@ -164,8 +293,11 @@ def runtime_distributions(root: Path = ROOT) -> list[str]:
 def import_names(distribution: str) -> list[str]:
     """Top-level import names an installed distribution provides ([] when it is not installed)."""
     wanted = _norm(distribution)
-    return sorted(name for name, dists in _packages_distributions().items()
-                  if any(_norm(d) == wanted for d in dists) and not name.startswith("_") and name.isidentifier())
+    return sorted(
+        name
+        for name, dists in _packages_distributions().items()
+        if any(_norm(d) == wanted for d in dists) and not name.startswith("_") and name.isidentifier()
+    )
 
 
 def installed_closure(root: Path = ROOT) -> list[str]:
@@ -226,6 +358,7 @@ def prune_unreferenced(binaries: list, get_imports, system_prefixes=("/usr/", "/
     -------
     kept, dropped : lists of entries.
     """
+
     def is_system(entry):
         return str(entry[1]).startswith(tuple(system_prefixes)) and "/" not in entry[0].replace("\\", "/")
 
@@ -248,8 +381,11 @@ def python_runtime_binaries(binaries: list, base_prefix: str) -> list:
     with symbols by pyenv and similar: the only ones safe to strip. Wheels' libraries stay as
     they are: stripping a library that auditwheel patched (numpy's OpenBLAS) breaks loading."""
     prefix = str(Path(base_prefix).resolve())
-    return [e for e in binaries
-            if str(Path(e[1]).resolve()).startswith(prefix) and "site-packages" not in str(e[1])]
+    return [
+        e
+        for e in binaries
+        if str(Path(e[1]).resolve()).startswith(prefix) and "site-packages" not in str(e[1])
+    ]
 
 
 def named_references(root: Path = ROOT) -> dict[str, str]:
@@ -262,8 +398,12 @@ def named_references(root: Path = ROOT) -> dict[str, str]:
         for path in sorted(package_dir(package, root).glob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             for node in ast.walk(tree):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str) and pattern.match(node.value) \
-                        and node.value.split(".")[1].split(":")[0] in firsts:
+                if (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and pattern.match(node.value)
+                    and node.value.split(".")[1].split(":")[0] in firsts
+                ):
                     refs.setdefault(node.value.split(":")[0], str(path.relative_to(root)))
     return refs
 

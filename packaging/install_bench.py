@@ -50,8 +50,12 @@ def mounted(root: Path):
     """/proc, /dev, /sys and the X socket folder inside ``root`` for the duration."""
     done = []
     try:
-        for source, target, extra in (("proc", "proc", ["-t", "proc"]), ("/dev", "dev", ["--rbind"]),
-                                      ("/sys", "sys", ["--rbind"]), ("/tmp/.X11-unix", "tmp/.X11-unix", ["--bind"])):
+        for source, target, extra in (
+            ("proc", "proc", ["-t", "proc"]),
+            ("/dev", "dev", ["--rbind"]),
+            ("/sys", "sys", ["--rbind"]),
+            ("/tmp/.X11-unix", "tmp/.X11-unix", ["--bind"]),
+        ):
             (root / target).mkdir(parents=True, exist_ok=True)
             sh("mount", *extra, source, root / target)
             done.append(root / target)
@@ -61,30 +65,53 @@ def mounted(root: Path):
             sh("umount", "-R", "-l", path, check=False)
 
 
-def in_root(root: Path, command: str, *, user: str | None = None, env: dict | None = None,
-            check=True, capture=False, timeout=None) -> subprocess.CompletedProcess:
+def in_root(
+    root: Path,
+    command: str,
+    *,
+    user: str | None = None,
+    env: dict | None = None,
+    check=True,
+    capture=False,
+    timeout=None,
+) -> subprocess.CompletedProcess:
     """Run a shell ``command`` in the chroot, as root or as ``user`` with exactly ``env``."""
     if user:
         variables = " ".join(f"{k}={v}" for k, v in (env or {}).items())
-        command = f"exec setpriv --reuid={user} --regid={user} --init-groups env -i {variables} sh -c '{command}'"
-    return subprocess.run(["chroot", str(root), "sh", "-c", command], check=check, timeout=timeout,
-                          capture_output=capture, text=True)
+        command = (
+            f"exec setpriv --reuid={user} --regid={user} --init-groups env -i {variables} sh -c '{command}'"
+        )
+    return subprocess.run(
+        ["chroot", str(root), "sh", "-c", command],
+        check=check,
+        timeout=timeout,
+        capture_output=capture,
+        text=True,
+    )
 
 
 def user_env(display: str) -> dict:
     home = f"/home/{USER}"
-    return {"HOME": home, "USER": USER, "PATH": "/usr/local/bin:/usr/bin:/bin", "DISPLAY": display,
-            "LANG": "C.UTF-8"}
+    return {
+        "HOME": home,
+        "USER": USER,
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "DISPLAY": display,
+        "LANG": "C.UTF-8",
+    }
 
 
 def window_present(display: str, title: str = "ModelDesk") -> bool:
     """Whether a top-level window titled ``title`` is mapped and viewable on ``display``."""
     env = {**os.environ, "DISPLAY": display}
-    tree = subprocess.run(["xwininfo", "-root", "-children"], env=env, capture_output=True, text=True, check=False)
+    tree = subprocess.run(
+        ["xwininfo", "-root", "-children"], env=env, capture_output=True, text=True, check=False
+    )
     for line in tree.stdout.splitlines():
         if f'"{title}"' in line:
-            info = subprocess.run(["xwininfo", "-id", line.split()[0]], env=env, capture_output=True,
-                                  text=True, check=False)
+            info = subprocess.run(
+                ["xwininfo", "-id", line.split()[0]], env=env, capture_output=True, text=True, check=False
+            )
             if "IsViewable" in info.stdout:
                 return True
     return False
@@ -92,8 +119,12 @@ def window_present(display: str, title: str = "ModelDesk") -> bool:
 
 def screenshot(display: str, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["import", "-display", display, "-window", "root", str(path)], check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ["import", "-display", display, "-window", "root", str(path)],
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def first_window(root: Path, display: str, shots: Path | None, *, drop_caches: bool, timeout=60.0) -> float:
@@ -104,13 +135,29 @@ def first_window(root: Path, display: str, shots: Path | None, *, drop_caches: b
     env = user_env(display)
     variables = " ".join(f"{k}={v}" for k, v in env.items())
     start = time.monotonic()
-    process = subprocess.Popen(["chroot", str(root), "setpriv", f"--reuid={USER}", f"--regid={USER}",
-                                "--init-groups", "env", "-i", *variables.split(), "modeldesk"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            "chroot",
+            str(root),
+            "setpriv",
+            f"--reuid={USER}",
+            f"--regid={USER}",
+            "--init-groups",
+            "env",
+            "-i",
+            *variables.split(),
+            "modeldesk",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         while not window_present(display):
             if process.poll() is not None:
-                raise RuntimeError(f"modeldesk exited with {process.returncode}: {process.stderr.read()[-2000:]}")
+                raise RuntimeError(
+                    f"modeldesk exited with {process.returncode}: {process.stderr.read()[-2000:]}"
+                )
             if time.monotonic() - start > timeout:
                 raise TimeoutError("no ModelDesk window within the time limit")
             time.sleep(0.05)
@@ -131,10 +178,28 @@ def smoke(root: Path, display: str, shots: Path | None) -> dict:
     """The first-run path inside the installed app: sample project, fast template, one prediction."""
     env = user_env(display)
     variables = " ".join(f"{k}={v}" for k, v in env.items())
-    process = subprocess.Popen(["chroot", str(root), "setpriv", f"--reuid={USER}", f"--regid={USER}",
-                                "--init-groups", "env", "-i", *variables.split(), "modeldesk", "-m",
-                                "modeldesk.ui.smoke", "--workspace", f"/home/{USER}/.local/share/ModelDesk/workspace",
-                                "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            "chroot",
+            str(root),
+            "setpriv",
+            f"--reuid={USER}",
+            f"--regid={USER}",
+            "--init-groups",
+            "env",
+            "-i",
+            *variables.split(),
+            "modeldesk",
+            "-m",
+            "modeldesk.ui.smoke",
+            "--workspace",
+            f"/home/{USER}/.local/share/ModelDesk/workspace",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     number = 2
     while process.poll() is None:
         time.sleep(2.5)
@@ -154,12 +219,19 @@ def folder_bytes(path: Path) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("deb", type=Path)
-    parser.add_argument("--base", type=Path, default=Path.home() / ".cache" / "modeldesk-installer" / "rootfs-bookworm",
-                        help="cached minimal Debian root, outside the checkout (made with debootstrap when missing)")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=Path.home() / ".cache" / "modeldesk-installer" / "rootfs-bookworm",
+        help="cached minimal Debian root, outside the checkout (made with debootstrap when missing)",
+    )
     parser.add_argument("--mirror", default="http://deb.debian.org/debian")
     parser.add_argument("--shots", type=Path, help="folder for screenshots of the first run")
-    parser.add_argument("--drop-caches", action="store_true",
-                        help="drop the page cache before the first start (a cold start; affects the whole machine)")
+    parser.add_argument(
+        "--drop-caches",
+        action="store_true",
+        help="drop the page cache before the first start (a cold start; affects the whole machine)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the fresh root afterwards")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -170,8 +242,11 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="modeldesk-install-"))
     root = work / "root"
     display = f":{DISPLAY_NUMBER}"
-    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1280x820x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    xvfb = subprocess.Popen(
+        ["Xvfb", display, "-screen", "0", "1280x820x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         sh("cp", "-a", args.base.resolve(), root)
         shutil.copy2(deb, root / "tmp" / deb.name)
@@ -181,42 +256,80 @@ def main(argv=None) -> int:
             in_root(root, f"useradd -m {USER}")
             # The system libraries the bundled Qt needs (a desktop has them; a minimal root does not).
             start = time.monotonic()
-            in_root(root, "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
-                          f"--no-install-recommends {' '.join(d.split()[0] for d in make_deb.DEPENDS)} >/dev/null")
+            in_root(
+                root,
+                "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
+                f"--no-install-recommends {' '.join(d.split()[0] for d in make_deb.DEPENDS)} >/dev/null",
+            )
             rows.append(("system libraries (apt, network)", f"{time.monotonic() - start:.1f} s"))
             start = time.monotonic()
             in_root(root, f"dpkg -i /tmp/{deb.name} >/dev/null")
             install_s = time.monotonic() - start
             rows.append(("install time (dpkg -i)", f"{install_s:.1f} s"))
-            rows.append(("installed size (/opt/modeldesk)", f"{folder_bytes(root / 'opt' / 'modeldesk') / 1e6:.1f} MB"))
-            which = in_root(root, "command -v modeldesk && modeldesk --version", user=USER,
-                            env=user_env(display), capture=True)
+            rows.append(
+                (
+                    "installed size (/opt/modeldesk)",
+                    f"{folder_bytes(root / 'opt' / 'modeldesk') / 1e6:.1f} MB",
+                )
+            )
+            which = in_root(
+                root,
+                "command -v modeldesk && modeldesk --version",
+                user=USER,
+                env=user_env(display),
+                capture=True,
+            )
             rows.append(("modeldesk on PATH", " | ".join(which.stdout.split("\n")[:2])))
             desktop = root / "usr/share/applications/modeldesk.desktop"
-            rows.append(("desktop entry, icon", f"{desktop.exists()}, {(root / 'usr/share/icons/hicolor/scalable/apps/modeldesk.svg').exists()}"))
+            rows.append(
+                (
+                    "desktop entry, icon",
+                    f"{desktop.exists()}, {(root / 'usr/share/icons/hicolor/scalable/apps/modeldesk.svg').exists()}",
+                )
+            )
             cold = first_window(root, display, args.shots, drop_caches=args.drop_caches)
-            rows.append(("time to first window (1st start" + (", cold cache)" if args.drop_caches else ")"),
-                         f"{cold:.2f} s"))
+            rows.append(
+                (
+                    "time to first window (1st start" + (", cold cache)" if args.drop_caches else ")"),
+                    f"{cold:.2f} s",
+                )
+            )
             warm = first_window(root, display, None, drop_caches=False)
             rows.append(("time to first window (2nd start)", f"{warm:.2f} s"))
             result = smoke(root, display, args.shots)
             rows.append(("first window -> sample project", f"{result['sample_project_s']:.1f} s"))
             rows.append(("first window -> trained sample model", f"{result['window_to_model_s']:.1f} s"))
-            rows.append(("prediction of one circle", f"{result['prediction']['label']} ({result['prediction']['score']:.2f})"))
+            rows.append(
+                (
+                    "prediction of one circle",
+                    f"{result['prediction']['label']} ({result['prediction']['score']:.2f})",
+                )
+            )
             workspace = root / "home" / USER / ".local/share/ModelDesk/workspace"
             rows.append(("workspace in the user's data folder", str(workspace.relative_to(root))))
             # Upgrade: the same build as version +1, installed over it; the workspace stays and opens.
             newer = work / "upgrade"
             version = make_deb_version(deb)
-            upgraded = make_deb.build(root / "opt" / "modeldesk", newer, version + "+1", "amd64", compression="gzip")
+            upgraded = make_deb.build(
+                root / "opt" / "modeldesk", newer, version + "+1", "amd64", compression="gzip"
+            )
             shutil.copy2(upgraded, root / "tmp" / upgraded.name)
             in_root(root, f"dpkg -i /tmp/{upgraded.name} >/dev/null")
-            listed = in_root(root, "modeldesk project list --json", user=USER, env=user_env(display), capture=True)
-            rows.append(("upgrade keeps the workspace", "yes" if "Shapes (sample)" in listed.stdout else f"NO: {listed.stdout[:200]}"))
+            listed = in_root(
+                root, "modeldesk project list --json", user=USER, env=user_env(display), capture=True
+            )
+            rows.append(
+                (
+                    "upgrade keeps the workspace",
+                    "yes" if "Shapes (sample)" in listed.stdout else f"NO: {listed.stdout[:200]}",
+                )
+            )
             in_root(root, "dpkg --purge modeldesk >/dev/null")
             gone = not (root / "opt" / "modeldesk").exists() and not (root / "usr/bin/modeldesk").exists()
             rows.append(("purge removes the app", "yes" if gone else "NO"))
-            rows.append(("purge keeps the workspace", "yes" if (workspace / "workspace.db").exists() else "NO"))
+            rows.append(
+                ("purge keeps the workspace", "yes" if (workspace / "workspace.db").exists() else "NO")
+            )
     finally:
         xvfb.terminate()
         xvfb.wait(10)
@@ -232,8 +345,9 @@ def main(argv=None) -> int:
 
 
 def make_deb_version(deb: Path) -> str:
-    return subprocess.run(["dpkg-deb", "-f", str(deb), "Version"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["dpkg-deb", "-f", str(deb), "Version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 if __name__ == "__main__":

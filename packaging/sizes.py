@@ -78,8 +78,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     result = measure(args.folder)
     if args.json:
-        print(json.dumps({"total": result["total"], "groups": result["groups"],
-                          "largest": result["files"][:args.top]}))
+        print(
+            json.dumps(
+                {"total": result["total"], "groups": result["groups"], "largest": result["files"][: args.top]}
+            )
+        )
         return 0
     mb = 1024 * 1024
     print(f"{'component':<50} {'MB':>8}")
@@ -87,7 +90,7 @@ def main(argv=None) -> int:
         print(f"{name:<50} {size / mb:8.1f}")
     print(f"{'total':<50} {result['total'] / mb:8.1f}")
     print(f"\nlargest files")
-    for size, path in result["files"][:args.top]:
+    for size, path in result["files"][: args.top]:
         print(f"{size / mb:8.1f}  {path}")
     return 0
 

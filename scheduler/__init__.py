@@ -11,5 +11,15 @@ from modeldesk.scheduler.planner import DeviceShare, Plan, plan
 from modeldesk.scheduler.registry import register_job_kind
 from modeldesk.scheduler.resources import detect_resources, format_resources
 
-__all__ = ["detect_resources", "format_resources", "CostModel", "plan", "Plan", "DeviceShare",
-           "run_partitioned", "Cancelled", "JobQueue", "register_job_kind"]
+__all__ = [
+    "detect_resources",
+    "format_resources",
+    "CostModel",
+    "plan",
+    "Plan",
+    "DeviceShare",
+    "run_partitioned",
+    "Cancelled",
+    "JobQueue",
+    "register_job_kind",
+]

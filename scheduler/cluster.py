@@ -53,8 +53,10 @@ def worker_resources(resources: dict) -> dict:
     cpu = resources.get("cpu", {})
     providers = resources.get("providers", {})
     cuda = providers.get("CUDAExecutionProvider") or providers.get("TensorrtExecutionProvider")
-    declared = {"CPU": float(cpu.get("usable_cores") or cpu.get("logical_cores") or 1),
-                "MEMORY": float(resources.get("memory", {}).get("available_bytes") or 0)}
+    declared = {
+        "CPU": float(cpu.get("usable_cores") or cpu.get("logical_cores") or 1),
+        "MEMORY": float(resources.get("memory", {}).get("available_bytes") or 0),
+    }
     if cuda and resources.get("gpus"):
         declared["GPU"] = float(len(resources["gpus"]))
     return declared
@@ -68,9 +70,15 @@ def machine_identity(resources: dict) -> dict:
     cpu = resources.get("cpu", {})
     gpus = [str(g.get("name") or g.get("device") or g.get("index")) for g in resources.get("gpus", [])]
     host = socket.gethostname()
-    described = f"{host}|{cpu.get('model') or platform.processor()}|{cpu.get('physical_cores')}|{','.join(gpus)}"
-    return {"id": hashlib.sha1(described.encode()).hexdigest()[:12], "host": host,
-            "cpu": cpu.get("model") or platform.processor() or "?", "gpus": gpus}
+    described = (
+        f"{host}|{cpu.get('model') or platform.processor()}|{cpu.get('physical_cores')}|{','.join(gpus)}"
+    )
+    return {
+        "id": hashlib.sha1(described.encode()).hexdigest()[:12],
+        "host": host,
+        "cpu": cpu.get("model") or platform.processor() or "?",
+        "gpus": gpus,
+    }
 
 
 def describe_this_worker(versions=None) -> dict:
@@ -95,8 +103,11 @@ def describe_this_worker(versions=None) -> dict:
 
 def version_mismatch(here: dict, there: dict) -> list[str]:
     """Sentences naming each version that differs: "onnxruntime 1.17.0 (this app: 1.18.1)"."""
-    return [f"{name} {there.get(name) or 'missing'} (this app: {value})"
-            for name, value in here.items() if there.get(name) != value]
+    return [
+        f"{name} {there.get(name) or 'missing'} (this app: {value})"
+        for name, value in here.items()
+        if there.get(name) != value
+    ]
 
 
 def _run_probe_remote(probe, device: str, batch_size: int, threads: int):
@@ -140,9 +151,20 @@ class DaskBackend:
     ...     results = run_partitioned(p, items, process_chunk)
     """
 
-    def __init__(self, address: str | None = None, local_workers: int = 2, *, threads_per_worker: int = 1,
-                 processes: bool = False, security=None, versions=None, inflight: int = 2,
-                 max_chunk_items: int = 32, poll_s: float = 0.5, connect_timeout_s: float = 10.0):
+    def __init__(
+        self,
+        address: str | None = None,
+        local_workers: int = 2,
+        *,
+        threads_per_worker: int = 1,
+        processes: bool = False,
+        security=None,
+        versions=None,
+        inflight: int = 2,
+        max_chunk_items: int = 32,
+        poll_s: float = 0.5,
+        connect_timeout_s: float = 10.0,
+    ):
         self.address = address
         self.local_workers = local_workers
         self.threads_per_worker = threads_per_worker
@@ -173,20 +195,30 @@ class DaskBackend:
             # Everything it listens on stays on this machine (the default binds every interface).
             local_only = {"host": "127.0.0.1"} if self.processes else {}
             self.cluster_ = distributed.LocalCluster(
-                n_workers=self.local_workers, threads_per_worker=self.threads_per_worker, processes=self.processes,
-                dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
-                silence_logs=logging.WARNING, **local_only)
+                n_workers=self.local_workers,
+                threads_per_worker=self.threads_per_worker,
+                processes=self.processes,
+                dashboard_address="127.0.0.1:0",
+                worker_dashboard_address="127.0.0.1:0",
+                silence_logs=logging.WARNING,
+                **local_only,
+            )
             self.client_ = distributed.Client(self.cluster_)
             return self
         if self.address.startswith("tls://") and self.security is None:
-            raise ClusterError(f"{self.address} uses TLS: give the cluster's credentials file "
-                               "(--credentials, written by `modeldesk cluster start`)")
+            raise ClusterError(
+                f"{self.address} uses TLS: give the cluster's credentials file "
+                "(--credentials, written by `modeldesk cluster start`)"
+            )
         try:
-            self.client_ = distributed.Client(self.address, security=self.security,
-                                              timeout=f"{self.connect_timeout_s}s")
+            self.client_ = distributed.Client(
+                self.address, security=self.security, timeout=f"{self.connect_timeout_s}s"
+            )
         except (OSError, TimeoutError, asyncio.TimeoutError, ValueError) as exc:
-            raise ClusterError(f"cannot reach the Dask scheduler at {self.address} ({exc}); check the address "
-                               "and that `modeldesk cluster start` is running there") from None
+            raise ClusterError(
+                f"cannot reach the Dask scheduler at {self.address} ({exc}); check the address "
+                "and that `modeldesk cluster start` is running there"
+            ) from None
         return self
 
     def close(self) -> None:
@@ -232,8 +264,10 @@ class DaskBackend:
                 if differs:
                     info["refused"] = "it runs " + ", ".join(differs)
             if info.get("refused"):
-                note = (f"worker {address} is refused: {info['refused']}; install the same versions there, "
-                        "since features from other versions would silently mix")
+                note = (
+                    f"worker {address} is refused: {info['refused']}; install the same versions there, "
+                    "since features from other versions would silently mix"
+                )
                 log.warning(note)
                 self.notes.append(note)
             self._described[address] = info
@@ -248,10 +282,18 @@ class DaskBackend:
         for address, w in sorted(found.items()):
             info = self._described.get(address, {})
             self._resources[address] = dict(w.get("resources") or {})
-            rows.append({"address": address, "name": str(w.get("name", address)), "nthreads": int(w.get("nthreads", 1)),
-                         "resources": dict(w.get("resources") or {}), "memory_limit": w.get("memory_limit"),
-                         "identity": info.get("identity", {"id": address}), "versions": info.get("versions", {}),
-                         "refused": info.get("refused")})
+            rows.append(
+                {
+                    "address": address,
+                    "name": str(w.get("name", address)),
+                    "nthreads": int(w.get("nthreads", 1)),
+                    "resources": dict(w.get("resources") or {}),
+                    "memory_limit": w.get("memory_limit"),
+                    "identity": info.get("identity", {"id": address}),
+                    "versions": info.get("versions", {}),
+                    "refused": info.get("refused"),
+                }
+            )
         return rows
 
     def device_shares(self) -> list[DeviceShare]:
@@ -267,18 +309,37 @@ class DaskBackend:
                 continue
             name, machine = f"dask:{worker['address']}", f"dask:{worker['identity']['id']}"
             cores = int(worker["resources"].get("CPU") or worker["nthreads"])
-            shares.append(DeviceShare(name, "CPUExecutionProvider", cores, 0, cost_device=machine,
-                                      memory_bytes=worker["memory_limit"] or None, note=worker["name"]))
+            shares.append(
+                DeviceShare(
+                    name,
+                    "CPUExecutionProvider",
+                    cores,
+                    0,
+                    cost_device=machine,
+                    memory_bytes=worker["memory_limit"] or None,
+                    note=worker["name"],
+                )
+            )
             for index in range(int(worker["resources"].get("GPU", 0))):
-                shares.append(DeviceShare(f"{name}/cuda:{index}", "CUDAExecutionProvider", 1, 0,
-                                          cost_device=f"{machine}/cuda:{index}", note=worker["name"]))
+                shares.append(
+                    DeviceShare(
+                        f"{name}/cuda:{index}",
+                        "CUDAExecutionProvider",
+                        1,
+                        0,
+                        cost_device=f"{machine}/cuda:{index}",
+                        note=worker["name"],
+                    )
+                )
         if not shares:
             why = "; ".join(self.notes) if workers else "no worker has joined it"
-            raise ClusterError(f"the Dask cluster at {self.address or 'this machine'} has no usable worker: {why}")
+            raise ClusterError(
+                f"the Dask cluster at {self.address or 'this machine'} has no usable worker: {why}"
+            )
         return shares
 
     def _address(self, share: DeviceShare) -> str:
-        return share.name[len("dask:"):].split("/cuda:", 1)[0]
+        return share.name[len("dask:") :].split("/cuda:", 1)[0]
 
     def _task_resources(self, share: DeviceShare) -> dict | None:
         """A GPU share's task holds one GPU; a CPU share's task holds the cores it was planned with
@@ -308,9 +369,19 @@ class DaskBackend:
         address = self._address(share)
         if not self._alive(address):
             raise DeviceLost(f"worker {address} left the cluster")
-        future = self.client_.submit(fn, *args, workers=[address], allow_other_workers=False, pure=False,
-                                     resources=self._task_resources(share))
-        lost_errors = (distributed.KilledWorker, distributed.comm.CommClosedError, distributed.client.FutureCancelledError)
+        future = self.client_.submit(
+            fn,
+            *args,
+            workers=[address],
+            allow_other_workers=False,
+            pure=False,
+            resources=self._task_resources(share),
+        )
+        lost_errors = (
+            distributed.KilledWorker,
+            distributed.comm.CommClosedError,
+            distributed.client.FutureCancelledError,
+        )
         failures: list = []
         try:
             while True:
@@ -341,12 +412,19 @@ class DaskBackend:
     def run_probe(self, share: DeviceShare, probe):
         """Run ``probe(device, batch_size, threads)`` on the share's worker."""
         self.start()
-        return self._submit(_run_probe_remote, probe, share.local_device, share.batch_size, share.threads,
-                            share=share)
+        return self._submit(
+            _run_probe_remote, probe, share.local_device, share.batch_size, share.threads, share=share
+        )
 
 
-def start_worker(scheduler_address: str, *, nthreads: int | None = None, name: str | None = None,
-                 resources: dict | None = None, security=None) -> None:
+def start_worker(
+    scheduler_address: str,
+    *,
+    nthreads: int | None = None,
+    name: str | None = None,
+    resources: dict | None = None,
+    security=None,
+) -> None:
     """Run a Dask worker for ``scheduler_address`` until it is stopped (blocks).
 
     The worker declares the cores it may use (``nthreads``, default: all usable), its GPUs and
@@ -369,8 +447,9 @@ def start_worker(scheduler_address: str, *, nthreads: int | None = None, name: s
     log.info("starting a Dask worker %s for %s: resources %s", name, scheduler_address, declared)
 
     async def serve() -> None:
-        async with distributed.Worker(scheduler_address, nthreads=slots, name=name, resources=declared,
-                                      security=security) as worker:
+        async with distributed.Worker(
+            scheduler_address, nthreads=slots, name=name, resources=declared, security=security
+        ) as worker:
             await worker.finished()
 
     asyncio.run(serve())

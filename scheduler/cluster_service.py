@@ -48,8 +48,9 @@ def create_credentials(path) -> Path:
     try:
         security = _distributed().Security.temporary()
     except ImportError:
-        raise ClusterError("creating the cluster's TLS credentials needs cryptography: "
-                           "pip install modeldesk[cluster]") from None
+        raise ClusterError(
+            "creating the cluster's TLS credentials needs cryptography: pip install modeldesk[cluster]"
+        ) from None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -66,16 +67,25 @@ def load_security(path):
     try:
         text = path.read_text(encoding="ascii")
     except OSError as exc:
-        raise ClusterError(f"{path}: cannot read the cluster credentials ({exc.strerror or exc}); copy the "
-                           "file `modeldesk cluster start` wrote") from None
+        raise ClusterError(
+            f"{path}: cannot read the cluster credentials ({exc.strerror or exc}); copy the "
+            "file `modeldesk cluster start` wrote"
+        ) from None
     cert_end = text.find("-----END CERTIFICATE-----")
     if cert_end < 0 or "PRIVATE KEY-----" not in text:
         raise ClusterError(f"{path}: not a cluster credentials file (a certificate and a key are expected)")
     cert_end += len("-----END CERTIFICATE-----\n")
     cert, key = text[:cert_end], text[cert_end:]
     return _distributed().Security(
-        require_encryption=True, tls_ca_file=cert, tls_client_cert=cert, tls_client_key=key,
-        tls_scheduler_cert=cert, tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key)
+        require_encryption=True,
+        tls_ca_file=cert,
+        tls_client_cert=cert,
+        tls_client_key=key,
+        tls_scheduler_cert=cert,
+        tls_scheduler_key=key,
+        tls_worker_cert=cert,
+        tls_worker_key=key,
+    )
 
 
 def security_for(address: str | None, credentials=None):
@@ -102,8 +112,10 @@ def check_bind(host: str, credentials) -> str:
     if is_loopback(host):
         return "tls" if credentials else "tcp"
     if not credentials:
-        raise ClusterError(f"a scheduler on {host} would be reachable from other machines: it needs TLS "
-                           "credentials (modeldesk cluster start creates them when --host is not loopback)")
+        raise ClusterError(
+            f"a scheduler on {host} would be reachable from other machines: it needs TLS "
+            "credentials (modeldesk cluster start creates them when --host is not loopback)"
+        )
     return "tls"
 
 
@@ -116,12 +128,25 @@ def serve(state_dir, host: str, port: int, credentials=None) -> None:
 
     async def run() -> None:
         bind = "0.0.0.0" if host in ("0.0.0.0", "") else host
-        async with distributed.Scheduler(host=bind, port=port, protocol=protocol, security=security,
-                                         dashboard=False, dashboard_address=None) as scheduler:
+        async with distributed.Scheduler(
+            host=bind,
+            port=port,
+            protocol=protocol,
+            security=security,
+            dashboard=False,
+            dashboard_address=None,
+        ) as scheduler:
             listen_port = int(scheduler.address.rsplit(":", 1)[1])
             public = lan_address() if bind == "0.0.0.0" else host
-            _write_json(state, {"address": f"{protocol}://{public}:{listen_port}", "listening": scheduler.address,
-                                "pid": os.getpid(), "credentials": str(credentials) if credentials else None})
+            _write_json(
+                state,
+                {
+                    "address": f"{protocol}://{public}:{listen_port}",
+                    "listening": scheduler.address,
+                    "pid": os.getpid(),
+                    "credentials": str(credentials) if credentials else None,
+                },
+            )
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -170,8 +195,9 @@ def status(state_dir) -> dict | None:
     return data
 
 
-def start(state_dir, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, credentials=None,
-          timeout_s: float = 60.0) -> dict:
+def start(
+    state_dir, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, credentials=None, timeout_s: float = 60.0
+) -> dict:
     """Start the scheduler in a background process; returns its :func:`status` once it listens.
 
     For a host that is not loopback, credentials are created in ``state_dir`` when none are given.
@@ -191,8 +217,13 @@ def start(state_dir, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, crede
     if credentials:
         command.append(str(credentials))
     with open(log_path, "ab") as log_file:
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         running = status(state_dir)
@@ -200,8 +231,9 @@ def start(state_dir, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, crede
             return running
         if process.poll() is not None:
             tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
-            raise ClusterError(f"the scheduler did not start ({tail[0] if tail else 'no message'}); "
-                               f"see {log_path}")
+            raise ClusterError(
+                f"the scheduler did not start ({tail[0] if tail else 'no message'}); see {log_path}"
+            )
         time.sleep(0.1)
     process.terminate()
     raise ClusterError(f"the scheduler did not start within {timeout_s:.0f} s; see {log_path}")
@@ -227,8 +259,10 @@ def main(argv=None) -> int:
     """``python -m modeldesk.scheduler.cluster_service STATE_DIR HOST PORT [CREDENTIALS]``."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) not in (3, 4):
-        print("usage: python -m modeldesk.scheduler.cluster_service STATE_DIR HOST PORT [CREDENTIALS]",
-              file=sys.stderr)
+        print(
+            "usage: python -m modeldesk.scheduler.cluster_service STATE_DIR HOST PORT [CREDENTIALS]",
+            file=sys.stderr,
+        )
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     serve(argv[0], argv[1], int(argv[2]), argv[3] if len(argv) == 4 else None)

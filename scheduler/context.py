@@ -45,8 +45,14 @@ class JobContext:
         """True when this run continues an earlier, interrupted one."""
         return self.attempt > 1
 
-    def progress(self, stage: str, fraction: float, eta_s: float | None = None, metrics: dict | None = None,
-                 message: str | None = None) -> None:
+    def progress(
+        self,
+        stage: str,
+        fraction: float,
+        eta_s: float | None = None,
+        metrics: dict | None = None,
+        message: str | None = None,
+    ) -> None:
         """Report progress; events are rate-limited except stage changes, messages and completion."""
         fraction = min(1.0, max(0.0, float(fraction)))
         now = time.monotonic()

@@ -101,7 +101,9 @@ class CostModel:
                     merged[key] = entry
             self._entries = merged
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, json.dumps({"version": FORMAT_VERSION, "entries": merged}, indent=1, sort_keys=True))
+            atomic_write(
+                path, json.dumps({"version": FORMAT_VERSION, "entries": merged}, indent=1, sort_keys=True)
+            )
 
     # -- queries ------------------------------------------------------------------------------
     def get(self, work_key: str, device: str, batch_size: int, threads: int) -> dict | None:
@@ -115,11 +117,16 @@ class CostModel:
         """All entries, optionally only those of one work key and/or device."""
         with self._lock:
             self._ensure_loaded()
-            return [dict(e) for e in self._entries.values()
-                    if (work_key is None or e["work_key"] == work_key) and (device is None or e["device"] == device)]
+            return [
+                dict(e)
+                for e in self._entries.values()
+                if (work_key is None or e["work_key"] == work_key)
+                and (device is None or e["device"] == device)
+            ]
 
-    def items_per_s(self, work_key: str, device: str, batch_size: int, threads: int,
-                    *, exact: bool = False) -> float | None:
+    def items_per_s(
+        self, work_key: str, device: str, batch_size: int, threads: int, *, exact: bool = False
+    ) -> float | None:
         """Throughput of a configuration; without an exact match, the nearest measured one.
 
         Nearest means same work and device, the closest thread count, then the closest batch size;
@@ -133,8 +140,13 @@ class CostModel:
         candidates = self.entries(work_key, device)
         if not candidates:
             return None
-        best = min(candidates, key=lambda e: (abs(e["threads"] - threads),
-                                              abs(math.log2(max(e["batch_size"], 1)) - math.log2(max(batch_size, 1)))))
+        best = min(
+            candidates,
+            key=lambda e: (
+                abs(e["threads"] - threads),
+                abs(math.log2(max(e["batch_size"], 1)) - math.log2(max(batch_size, 1))),
+            ),
+        )
         rate = best["items_per_s"]
         if device.startswith("cpu") and best["threads"] != threads:
             rate *= threads / best["threads"]
@@ -145,14 +157,17 @@ class CostModel:
         sizes = [e["bytes_per_item"] for e in self.entries(work_key, device) if e.get("bytes_per_item")]
         return max(sizes) if sizes else None
 
-    def estimate_seconds(self, work_key: str, n_items: int, device: str, batch_size: int,
-                         threads: int) -> float | None:
+    def estimate_seconds(
+        self, work_key: str, n_items: int, device: str, batch_size: int, threads: int
+    ) -> float | None:
         """Seconds to process ``n_items`` on one configuration, or None when unknown."""
         rate = self.items_per_s(work_key, device, batch_size, threads)
         return None if not rate else n_items / rate
 
     # -- measurements -------------------------------------------------------------------------
-    def _store(self, work_key, device, batch_size, threads, seconds_per_item, bytes_per_item, source, peak_bytes=None):
+    def _store(
+        self, work_key, device, batch_size, threads, seconds_per_item, bytes_per_item, source, peak_bytes=None
+    ):
         key = config_key(work_key, device, batch_size, threads)
         with self._lock:
             self._ensure_loaded()
@@ -162,17 +177,27 @@ class CostModel:
                 # A real run outweighs a short probe; later runs refine with the moving average.
                 weight = max(self.alpha, PROBE_SUPERSEDED) if old.get("source") == "probe" else self.alpha
                 rate = (1 - weight) * old["items_per_s"] + weight * rate
-            entry = {"work_key": work_key, "device": device, "batch_size": int(batch_size), "threads": int(threads),
-                     "items_per_s": rate, "bytes_per_item": bytes_per_item if bytes_per_item is not None
-                     else (old or {}).get("bytes_per_item"),
-                     "peak_bytes": peak_bytes if peak_bytes is not None else (old or {}).get("peak_bytes"),
-                     "samples": (old or {}).get("samples", 0) + 1, "source": source, "updated": time.time()}
+            entry = {
+                "work_key": work_key,
+                "device": device,
+                "batch_size": int(batch_size),
+                "threads": int(threads),
+                "items_per_s": rate,
+                "bytes_per_item": bytes_per_item
+                if bytes_per_item is not None
+                else (old or {}).get("bytes_per_item"),
+                "peak_bytes": peak_bytes if peak_bytes is not None else (old or {}).get("peak_bytes"),
+                "samples": (old or {}).get("samples", 0) + 1,
+                "source": source,
+                "updated": time.time(),
+            }
             self._entries[key] = entry
         self.save()
         return dict(entry)
 
-    def measure(self, work_key: str, device: str, batch_size: int, threads: int, probe, *,
-                force: bool = False) -> dict:
+    def measure(
+        self, work_key: str, device: str, batch_size: int, threads: int, probe, *, force: bool = False
+    ) -> dict:
         """Entry for a configuration, running ``probe(device, batch_size, threads)`` when not cached.
 
         The probe returns seconds per item, or ``(seconds_per_item, bytes_per_item)``, or a dict
@@ -184,22 +209,54 @@ class CostModel:
         seconds, per_item = _parse_probe(probe(device, batch_size, threads))
         if not seconds > 0:
             raise ValueError(f"probe returned {seconds!r} seconds per item; it must be positive")
-        log.info("probed %s on %s (batch %d, %d threads): %.1f items/s", work_key, device, batch_size, threads,
-                 1 / seconds)
+        log.info(
+            "probed %s on %s (batch %d, %d threads): %.1f items/s",
+            work_key,
+            device,
+            batch_size,
+            threads,
+            1 / seconds,
+        )
         return self._store(work_key, device, batch_size, threads, seconds, per_item, "probe")
 
-    def record(self, work_key: str, device: str, batch_size: int, threads: int, *, n_items: int,
-               seconds: float, peak_bytes: float | None = None, bytes_per_item: float | None = None) -> dict:
+    def record(
+        self,
+        work_key: str,
+        device: str,
+        batch_size: int,
+        threads: int,
+        *,
+        n_items: int,
+        seconds: float,
+        peak_bytes: float | None = None,
+        bytes_per_item: float | None = None,
+    ) -> dict:
         """Fold a real run (``n_items`` in ``seconds`` of device time) into the moving average."""
         if n_items <= 0 or seconds <= 0:
             raise ValueError("record needs n_items > 0 and seconds > 0")
-        return self._store(work_key, device, batch_size, threads, seconds / n_items, bytes_per_item, "run",
-                           peak_bytes=peak_bytes)
+        return self._store(
+            work_key,
+            device,
+            batch_size,
+            threads,
+            seconds / n_items,
+            bytes_per_item,
+            "run",
+            peak_bytes=peak_bytes,
+        )
 
-    def pick_batch_size(self, work_key: str, device: str, memory_bytes: float, *,
-                        bytes_per_item: float | None = None, fixed_bytes: float = 0,
-                        candidates=(1, 2, 4, 8, 16, 32, 64, 128, 256), default: int = 8,
-                        max_batch: int | None = None) -> int:
+    def pick_batch_size(
+        self,
+        work_key: str,
+        device: str,
+        memory_bytes: float,
+        *,
+        bytes_per_item: float | None = None,
+        fixed_bytes: float = 0,
+        candidates=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+        default: int = 8,
+        max_batch: int | None = None,
+    ) -> int:
         """Largest candidate batch whose memory (``fixed_bytes + batch * bytes_per_item``) fits.
 
         ``bytes_per_item`` defaults to the measured one; when nothing is known ``default`` is used.

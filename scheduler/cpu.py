@@ -12,18 +12,44 @@ log = logging.getLogger(__name__)
 
 # Instruction-set flags worth reporting, in the spelling Linux uses in /proc/cpuinfo.
 ISA_FLAGS = (
-    "sse4_2", "avx", "avx2", "fma", "f16c",
-    "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-    "avx_vnni", "amx_tile", "amx_int8", "amx_bf16",
-    "neon", "asimd", "asimddp", "sve", "i8mm", "bf16",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+    "neon",
+    "asimd",
+    "asimddp",
+    "sve",
+    "i8mm",
+    "bf16",
 )
 
 # macOS sysctl feature names -> the Linux spelling above.
 _MACOS_FLAGS = {
-    "SSE4.2": "sse4_2", "AVX1.0": "avx", "AVX2": "avx2", "FMA": "fma", "F16C": "f16c",
-    "AVX512F": "avx512f", "AVX512BW": "avx512bw", "AVX512VL": "avx512vl", "AVX512VNNI": "avx512_vnni",
-    "hw.optional.neon": "neon", "hw.optional.arm.FEAT_DotProd": "asimddp",
-    "hw.optional.arm.FEAT_I8MM": "i8mm", "hw.optional.arm.FEAT_BF16": "bf16",
+    "SSE4.2": "sse4_2",
+    "AVX1.0": "avx",
+    "AVX2": "avx2",
+    "FMA": "fma",
+    "F16C": "f16c",
+    "AVX512F": "avx512f",
+    "AVX512BW": "avx512bw",
+    "AVX512VL": "avx512vl",
+    "AVX512VNNI": "avx512_vnni",
+    "hw.optional.neon": "neon",
+    "hw.optional.arm.FEAT_DotProd": "asimddp",
+    "hw.optional.arm.FEAT_I8MM": "i8mm",
+    "hw.optional.arm.FEAT_BF16": "bf16",
 }
 
 # Windows IsProcessorFeaturePresent constants.
@@ -109,8 +135,15 @@ def cpu_info() -> dict:
 
     logical = psutil.cpu_count(logical=True) or os.cpu_count() or 1
     physical = psutil.cpu_count(logical=False) or logical
-    info = {"model": "", "arch": platform.machine(), "physical_cores": int(physical),
-            "logical_cores": int(logical), "usable_cores": usable_cores(), "isa": [], "note": ""}
+    info = {
+        "model": "",
+        "arch": platform.machine(),
+        "physical_cores": int(physical),
+        "logical_cores": int(logical),
+        "usable_cores": usable_cores(),
+        "isa": [],
+        "note": "",
+    }
     try:
         if sys.platform.startswith("linux"):
             model, flags = _linux_cpu()

@@ -25,10 +25,15 @@ def _why_no_nvml(exc: Exception, pynvml) -> str:
 def _one_gpu(pynvml, index: int) -> dict:
     handle = pynvml.nvmlDeviceGetHandleByIndex(index)
     memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-    gpu = {"index": index, "device": f"cuda:{index}", "vendor": "NVIDIA",
-           "name": _text(pynvml.nvmlDeviceGetName(handle)),
-           "memory_total_bytes": int(memory.total), "memory_free_bytes": int(memory.free),
-           "utilization_percent": None}
+    gpu = {
+        "index": index,
+        "device": f"cuda:{index}",
+        "vendor": "NVIDIA",
+        "name": _text(pynvml.nvmlDeviceGetName(handle)),
+        "memory_total_bytes": int(memory.total),
+        "memory_free_bytes": int(memory.free),
+        "utilization_percent": None,
+    }
     try:
         gpu["utilization_percent"] = int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
     except pynvml.NVMLError as exc:  # not supported on some boards (e.g. MIG slices)

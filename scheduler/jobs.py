@@ -94,8 +94,9 @@ class JobQueue:
     'done'
     """
 
-    def __init__(self, db_path, *, log_dir=None, max_parallel: int = 1, grace_s: float = 10.0,
-                 autostart: bool = True):
+    def __init__(
+        self, db_path, *, log_dir=None, max_parallel: int = 1, grace_s: float = 10.0, autostart: bool = True
+    ):
         self.db_path = Path(db_path)
         self.log_dir = Path(log_dir) if log_dir is not None else self.db_path.parent / "logs" / "jobs"
         self.max_parallel = max(1, int(max_parallel))
@@ -153,7 +154,9 @@ class JobQueue:
     def log_text(self, job_id: int) -> str:
         """The job's log file ("" when it has none yet)."""
         path = self.get(job_id)["log_path"]
-        return Path(path).read_text(encoding="utf-8", errors="replace") if path and Path(path).exists() else ""
+        return (
+            Path(path).read_text(encoding="utf-8", errors="replace") if path and Path(path).exists() else ""
+        )
 
     # -- running ------------------------------------------------------------------------------
     def _dispatch(self) -> None:
@@ -169,18 +172,36 @@ class JobQueue:
                     target = allowed_target(job["kind"], job["target"])
                 except UnknownJobKind as exc:  # a row this app did not write: never imported, never run
                     log.error("refused job %d: %s", job["id"], exc)
-                    self.store.set_state(job["id"], "failed", where_state="queued", resumable=0, error=str(exc),
-                                         message=str(exc))
+                    self.store.set_state(
+                        job["id"],
+                        "failed",
+                        where_state="queued",
+                        resumable=0,
+                        error=str(exc),
+                        message=str(exc),
+                    )
                     continue
-                if not self.store.set_state(job["id"], "running", where_state="queued", started_at=time.time(),
-                                            attempts=job["attempts"] + 1, pid=None, pid_started=None):
+                if not self.store.set_state(
+                    job["id"],
+                    "running",
+                    where_state="queued",
+                    started_at=time.time(),
+                    attempts=job["attempts"] + 1,
+                    pid=None,
+                    pid_started=None,
+                ):
                     continue
                 try:
                     self._launch(job["id"], target)
                 except OSError as exc:
                     log.error("could not start a worker for job %d: %s", job["id"], exc)
-                    self.store.set_state(job["id"], "failed", where_state="running", resumable=1,
-                                         error=f"could not start the worker process: {exc}")
+                    self.store.set_state(
+                        job["id"],
+                        "failed",
+                        where_state="running",
+                        resumable=1,
+                        error=f"could not start the worker process: {exc}",
+                    )
 
     def _launch(self, job_id: int, target: str) -> None:
         job = self.store.get(job_id)
@@ -193,13 +214,28 @@ class JobQueue:
             env = dict(os.environ, PYTHONUNBUFFERED="1")
             with open(log_path, "ab") as stream:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "modeldesk.scheduler.worker", str(self.db_path), str(job_id), target],
-                    stdin=subprocess.DEVNULL, stdout=stream, stderr=subprocess.STDOUT, env=env)
+                    [
+                        sys.executable,
+                        "-m",
+                        "modeldesk.scheduler.worker",
+                        str(self.db_path),
+                        str(job_id),
+                        target,
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=stream,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                )
             pid = process.pid
         self.store.update(job_id, pid=pid, pid_started=_create_time(pid))
         self._processes[job_id] = process
-        threading.Thread(target=self._monitor, args=(job_id, job["attempts"], process),
-                         name=f"modeldesk-job-{job_id}", daemon=True).start()
+        threading.Thread(
+            target=self._monitor,
+            args=(job_id, job["attempts"], process),
+            name=f"modeldesk-job-{job_id}",
+            daemon=True,
+        ).start()
         log.info("job %d runs in process %d", job_id, pid)
 
     def _launch_spawn(self, job_id: int, log_path: Path, target: str):
@@ -208,7 +244,8 @@ class JobQueue:
         from modeldesk.scheduler.worker import spawn_entry
 
         process = multiprocessing.get_context("spawn").Process(
-            target=spawn_entry, args=(str(self.db_path), job_id, str(log_path), target), daemon=False)
+            target=spawn_entry, args=(str(self.db_path), job_id, str(log_path), target), daemon=False
+        )
         process.start()
         return process
 
@@ -234,13 +271,28 @@ class JobQueue:
             return
         reason = _exit_reason(code)
         state = "cancelled" if job["cancel_requested"] else "failed"
-        self._append_log(job, f"{reason}; job marked {state} (resumable)")  # before the state, which ends waits
+        self._append_log(
+            job, f"{reason}; job marked {state} (resumable)"
+        )  # before the state, which ends waits
         if state == "cancelled":
-            self.store.set_state(job_id, state, where_state="running", where_attempts=attempt, resumable=1,
-                                 message=f"cancelled: stopped after the grace period ({reason})")
+            self.store.set_state(
+                job_id,
+                state,
+                where_state="running",
+                where_attempts=attempt,
+                resumable=1,
+                message=f"cancelled: stopped after the grace period ({reason})",
+            )
         else:
-            self.store.set_state(job_id, state, where_state="running", where_attempts=attempt,
-                                 resumable=1, error=reason, message=reason)
+            self.store.set_state(
+                job_id,
+                state,
+                where_state="running",
+                where_attempts=attempt,
+                resumable=1,
+                error=reason,
+                message=reason,
+            )
 
     @staticmethod
     def _append_log(job: dict, line: str) -> None:
@@ -274,9 +326,15 @@ class JobQueue:
 
         job = self.store.get(job_id)
         target = allowed_target(job["kind"], job["target"])
-        if not self.store.set_state(job_id, "running", where_state="queued", started_at=time.time(),
-                                    attempts=job["attempts"] + 1, pid=os.getpid(),
-                                    pid_started=_create_time(os.getpid())):
+        if not self.store.set_state(
+            job_id,
+            "running",
+            where_state="queued",
+            started_at=time.time(),
+            attempts=job["attempts"] + 1,
+            pid=os.getpid(),
+            pid_started=_create_time(os.getpid()),
+        ):
             raise ValueError(f"job {job_id} is {job['state']}, not queued")
         execute(self.db_path, job_id, target)
         return self.store.get(job_id)
@@ -288,15 +346,17 @@ class JobQueue:
         A queued job is cancelled at once. A running one sees ``ctx.should_stop()`` turn True; if it
         has not stopped after ``grace_s`` (default: the queue's), its process is terminated.
         """
-        if self.store.set_state(job_id, "cancelled", where_state="queued", resumable=1,
-                                message="cancelled before it started"):
+        if self.store.set_state(
+            job_id, "cancelled", where_state="queued", resumable=1, message="cancelled before it started"
+        ):
             return True
         if not self.store.update(job_id, where_state="running", cancel_requested=1):
             return False
         self.store.add_event(job_id, "progress", stage="cancelling", message="cancel requested")
         grace = self.grace_s if grace_s is None else float(grace_s)
-        threading.Thread(target=self._enforce_cancel, args=(job_id, grace), name=f"modeldesk-cancel-{job_id}",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._enforce_cancel, args=(job_id, grace), name=f"modeldesk-cancel-{job_id}", daemon=True
+        ).start()
         return True
 
     def _enforce_cancel(self, job_id: int, grace_s: float) -> None:
@@ -336,8 +396,15 @@ class JobQueue:
     def resume(self, job_id: int) -> None:
         """Queue a cancelled or failed job again; it starts with its last checkpoint in ``ctx.state``."""
         job = self.store.get(job_id)
-        if not self.store.set_state(job_id, "queued", where_state=("cancelled", "failed"), cancel_requested=0,
-                                    error=None, finished_at=None, message="resumed"):
+        if not self.store.set_state(
+            job_id,
+            "queued",
+            where_state=("cancelled", "failed"),
+            cancel_requested=0,
+            error=None,
+            finished_at=None,
+            message="resumed",
+        ):
             raise ValueError(f"job {job_id} is {job['state']}; only cancelled or failed jobs can be resumed")
         log.info("resuming job %d", job_id)
         if self.autostart:
@@ -383,6 +450,7 @@ class JobQueue:
         def unsubscribe() -> None:
             with self._lock:
                 self._subscribers.get(int(job_id), {}).pop(token, None)
+
         return unsubscribe
 
     def _poll(self, poll_s: float = 0.1) -> None:

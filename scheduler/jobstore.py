@@ -116,9 +116,19 @@ class JobStore:
         with self.transaction() as db:
             cursor = db.execute(
                 "INSERT INTO jobs (kind, target, params, plan, state, created_at) VALUES (?, ?, ?, ?, 'queued', ?)",
-                (kind, target, json.dumps(params), json.dumps(plan) if plan is not None else None, time.time()))
+                (
+                    kind,
+                    target,
+                    json.dumps(params),
+                    json.dumps(plan) if plan is not None else None,
+                    time.time(),
+                ),
+            )
             job_id = cursor.lastrowid
-            db.execute("UPDATE jobs SET log_path = ? WHERE id = ?", (str(Path(log_dir) / f"job-{job_id}.log"), job_id))
+            db.execute(
+                "UPDATE jobs SET log_path = ? WHERE id = ?",
+                (str(Path(log_dir) / f"job-{job_id}.log"), job_id),
+            )
             self.add_event(job_id, "state", stage="queued", message="queued", db=db)
         return job_id
 
@@ -134,8 +144,9 @@ class JobStore:
                 raise
             db.execute("COMMIT")
 
-    def update(self, job_id: int, *, where_state=None, where_attempts: int | None = None, db=None,
-               **values) -> bool:
+    def update(
+        self, job_id: int, *, where_state=None, where_attempts: int | None = None, db=None, **values
+    ) -> bool:
         """Set columns of one job (JSON columns are encoded); with ``where_state`` only if the job is
         in that state (or one of those states), with ``where_attempts`` only if it is still that
         attempt. Returns whether a row changed."""
@@ -155,13 +166,34 @@ class JobStore:
         with self.connect() as db:
             return db.execute(query, args).rowcount > 0
 
-    def add_event(self, job_id: int, type_: str, *, stage=None, fraction=None, eta_s=None, metrics=None,
-                  message=None, db=None) -> None:
+    def add_event(
+        self,
+        job_id: int,
+        type_: str,
+        *,
+        stage=None,
+        fraction=None,
+        eta_s=None,
+        metrics=None,
+        message=None,
+        db=None,
+    ) -> None:
         """Append an event with the next sequence number of this job."""
-        query = ("INSERT INTO job_events (job_id, seq, ts, type, stage, fraction, eta_s, metrics, message) "
-                 "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM job_events WHERE job_id = ?")
-        args = (int(job_id), time.time(), type_, stage, fraction, eta_s,
-                json.dumps(metrics) if metrics is not None else None, message, int(job_id))
+        query = (
+            "INSERT INTO job_events (job_id, seq, ts, type, stage, fraction, eta_s, metrics, message) "
+            "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM job_events WHERE job_id = ?"
+        )
+        args = (
+            int(job_id),
+            time.time(),
+            type_,
+            stage,
+            fraction,
+            eta_s,
+            json.dumps(metrics) if metrics is not None else None,
+            message,
+            int(job_id),
+        )
         if db is not None:
             db.execute(query, args)
             return
@@ -172,14 +204,24 @@ class JobStore:
         """Record a progress event and the job's latest stage, fraction and ETA together."""
         with self.transaction() as db:
             self.update(job_id, stage=stage, fraction=fraction, eta_s=eta_s, db=db)
-            self.add_event(job_id, "progress", stage=stage, fraction=fraction, eta_s=eta_s, metrics=metrics,
-                           message=message, db=db)
+            self.add_event(
+                job_id,
+                "progress",
+                stage=stage,
+                fraction=fraction,
+                eta_s=eta_s,
+                metrics=metrics,
+                message=message,
+                db=db,
+            )
 
     def events(self, job_id: int, after_seq: int = 0) -> list[dict]:
         """Events of a job with ``seq > after_seq``, oldest first."""
         with self.connect() as db:
-            rows = db.execute("SELECT * FROM job_events WHERE job_id = ? AND seq > ? ORDER BY seq",
-                              (int(job_id), int(after_seq))).fetchall()
+            rows = db.execute(
+                "SELECT * FROM job_events WHERE job_id = ? AND seq > ? ORDER BY seq",
+                (int(job_id), int(after_seq)),
+            ).fetchall()
         events = []
         for row in rows:
             event = dict(row)
@@ -187,16 +229,25 @@ class JobStore:
             events.append(event)
         return events
 
-    def set_state(self, job_id: int, state: str, *, where_state=None, where_attempts: int | None = None,
-                  message: str | None = None, **values) -> bool:
+    def set_state(
+        self,
+        job_id: int,
+        state: str,
+        *,
+        where_state=None,
+        where_attempts: int | None = None,
+        message: str | None = None,
+        **values,
+    ) -> bool:
         """Move a job to ``state`` (guarded by ``where_state``) and record a state event."""
         if state not in STATES:
             raise ValueError(f"unknown job state {state!r}")
         if state in TERMINAL:
             values.setdefault("finished_at", time.time())
         with self.transaction() as db:  # state and its event become visible together
-            changed = self.update(job_id, where_state=where_state, where_attempts=where_attempts, db=db,
-                                  state=state, **values)
+            changed = self.update(
+                job_id, where_state=where_state, where_attempts=where_attempts, db=db, state=state, **values
+            )
             if changed:
                 self.add_event(job_id, "state", message=message or state, stage=state, db=db)
         return changed

@@ -72,7 +72,9 @@ class _Cursor:
                     if self.n_devices > 1:
                         # Never more than the device's share of what is left: near the end smaller
                         # chunks, so no device holds the last big one alone while others wait.
-                        size = min(size, max(1, math.ceil(remaining * max(share.share, 1 / (2 * self.n_devices)))))
+                        size = min(
+                            size, max(1, math.ceil(remaining * max(share.share, 1 / (2 * self.n_devices))))
+                        )
                     if cap:
                         size = min(size, cap)
                     start, self.next = self.next, self.next + min(size, remaining)
@@ -128,11 +130,22 @@ def _runner_for(share, backends: dict, process_chunk):
     if remote is None:
         return lambda chunk: backend.run_chunk(share, process_chunk, chunk)
     return lambda chunk: process_chunk.unpack(
-        share, chunk, backend.run_chunk(share, remote, process_chunk.pack(share, chunk)))
+        share, chunk, backend.run_chunk(share, remote, process_chunk.pack(share, chunk))
+    )
 
 
-def run_partitioned(plan, items, process_chunk, *, progress=None, should_stop=None, chunk_size: int | None = None,
-                    cost_model=None, backends: dict | None = None, poll_s: float = 0.05) -> list:
+def run_partitioned(
+    plan,
+    items,
+    process_chunk,
+    *,
+    progress=None,
+    should_stop=None,
+    chunk_size: int | None = None,
+    cost_model=None,
+    backends: dict | None = None,
+    poll_s: float = 0.05,
+) -> list:
     """Process ``items`` on the plan's devices; returns the results in input order.
 
     Parameters
@@ -206,15 +219,21 @@ def run_partitioned(plan, items, process_chunk, *, progress=None, should_stop=No
                     with stats_lock:
                         stats[share.name]["lost_chunks"] += 1
                         lost.setdefault(share.name, str(exc))
-                    log.warning("%s was lost (%s); its chunk of %d items goes to the other devices",
-                                share.name, exc, len(chunk))
+                    log.warning(
+                        "%s was lost (%s); its chunk of %d items goes to the other devices",
+                        share.name,
+                        exc,
+                        len(chunk),
+                    )
                     return
                 except BaseException:
                     cursor.finish(span)
                     raise
                 if len(out) != len(chunk):
                     cursor.finish(span)
-                    raise ValueError(f"process_chunk returned {len(out)} results for {len(chunk)} items on {share.name}")
+                    raise ValueError(
+                        f"process_chunk returned {len(out)} results for {len(chunk)} items on {share.name}"
+                    )
                 results[start:end] = out
                 cursor.finish(span)
                 with stats_lock:
@@ -229,8 +248,11 @@ def run_partitioned(plan, items, process_chunk, *, progress=None, should_stop=No
             events.put(("exit", share.name))
 
     began = time.perf_counter()
-    threads = [threading.Thread(target=work, args=(d,), name=f"modeldesk-{d.name}-{i}", daemon=True)
-               for d in devices for i in range(max(1, int(getattr(backends.get(d.name), "inflight", 1))))]
+    threads = [
+        threading.Thread(target=work, args=(d,), name=f"modeldesk-{d.name}-{i}", daemon=True)
+        for d in devices
+        for i in range(max(1, int(getattr(backends.get(d.name), "inflight", 1))))
+    ]
     for thread in threads:
         thread.start()
     done, alive, cancelled = 0, len(threads), False
@@ -258,30 +280,42 @@ def run_partitioned(plan, items, process_chunk, *, progress=None, should_stop=No
     for name, record in stats.items():
         record["seconds"] = busy[name].seconds
     for name, why in lost.items():
-        plan.notes.append(f"{name} was lost during the run ({why}); its unfinished work went to the other devices")
+        plan.notes.append(
+            f"{name} was lost during the run ({why}); its unfinished work went to the other devices"
+        )
     _record(plan, devices, stats, cost_model, elapsed)
     if errors:
         raise errors[0]
     if cancelled and done < total:
         raise Cancelled(f"cancelled after {done} of {total} items", done=done, total=total, results=results)
     if done < total:
-        raise DeviceLost(f"every device was lost after {done} of {total} items: "
-                         + "; ".join(f"{name}: {why}" for name, why in lost.items()))
+        raise DeviceLost(
+            f"every device was lost after {done} of {total} items: "
+            + "; ".join(f"{name}: {why}" for name, why in lost.items())
+        )
     return results
 
 
 def _record(plan, devices, stats: dict, cost_model, elapsed: float) -> None:
     """Keep the run's figures on the plan and fold them into the cost model."""
     plan.actual_s = elapsed
-    plan.run_stats = {name: {**s, "items_per_s": s["items"] / s["seconds"] if s["seconds"] > 0 else None}
-                      for name, s in stats.items()}
+    plan.run_stats = {
+        name: {**s, "items_per_s": s["items"] / s["seconds"] if s["seconds"] > 0 else None}
+        for name, s in stats.items()
+    }
     if cost_model is None:
         return
     for share in devices:
         record = stats[share.name]
         if record["items"] > 0 and record["seconds"] > 0:
             try:
-                cost_model.record(plan.work_key, share.cost_device or share.name, share.batch_size, share.threads,
-                                  n_items=record["items"], seconds=record["seconds"])
+                cost_model.record(
+                    plan.work_key,
+                    share.cost_device or share.name,
+                    share.batch_size,
+                    share.threads,
+                    n_items=record["items"],
+                    seconds=record["seconds"],
+                )
             except OSError as exc:  # a read-only cache must not fail a finished run
                 log.warning("could not save throughput to the cost model: %s", exc)

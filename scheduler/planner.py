@@ -10,8 +10,11 @@ from modeldesk.devices import DEVICE_PROVIDER, DEVICES
 log = logging.getLogger(__name__)
 
 # Accelerators that NVML does not list: one device each when their provider works.
-_OTHER_ACCELERATORS = (("rocm:0", "ROCMExecutionProvider"), ("directml:0", "DmlExecutionProvider"),
-                       ("coreml", "CoreMLExecutionProvider"))
+_OTHER_ACCELERATORS = (
+    ("rocm:0", "ROCMExecutionProvider"),
+    ("directml:0", "DmlExecutionProvider"),
+    ("coreml", "CoreMLExecutionProvider"),
+)
 CPU_MEMORY_FRACTION = 0.5
 GPU_MEMORY_FRACTION = 0.8
 
@@ -77,9 +80,15 @@ class Plan:
     def to_dict(self) -> dict:
         """``work_key``, ``n_items``, ``devices`` (list of dicts), ``eta_s``, ``notes``, and after a
         run ``actual_s`` and ``run_stats`` (device name -> items, seconds, chunks, items_per_s)."""
-        data = {"work_key": self.work_key, "n_items": self.n_items,
-                "devices": [d.to_dict() for d in self.devices], "eta_s": self.eta_s, "notes": list(self.notes),
-                "actual_s": self.actual_s, "run_stats": dict(self.run_stats)}
+        data = {
+            "work_key": self.work_key,
+            "n_items": self.n_items,
+            "devices": [d.to_dict() for d in self.devices],
+            "eta_s": self.eta_s,
+            "notes": list(self.notes),
+            "actual_s": self.actual_s,
+            "run_stats": dict(self.run_stats),
+        }
         if self.run_stats:
             data["per_device"] = self.estimated_vs_actual()
         return data
@@ -95,10 +104,18 @@ class Plan:
         rows = []
         for share in self.devices:
             stats = self.run_stats.get(share.name, {})
-            rows.append({"name": share.name, "note": share.note, "estimated_share": share.share,
-                         "estimated_items_per_s": share.items_per_s, "items": stats.get("items", 0),
-                         "actual_share": stats.get("items", 0) / done,
-                         "actual_items_per_s": stats.get("items_per_s"), "lost_chunks": stats.get("lost_chunks", 0)})
+            rows.append(
+                {
+                    "name": share.name,
+                    "note": share.note,
+                    "estimated_share": share.share,
+                    "estimated_items_per_s": share.items_per_s,
+                    "items": stats.get("items", 0),
+                    "actual_share": stats.get("items", 0) / done,
+                    "actual_items_per_s": stats.get("items_per_s"),
+                    "lost_chunks": stats.get("lost_chunks", 0),
+                }
+            )
         return rows
 
     @classmethod
@@ -106,8 +123,15 @@ class Plan:
         """Rebuild a plan from :meth:`to_dict` output (backends and cost model are not restored)."""
         names = {f.name for f in fields(DeviceShare)}
         devices = [DeviceShare(**{k: v for k, v in d.items() if k in names}) for d in data["devices"]]
-        return cls(data["work_key"], int(data["n_items"]), devices, data.get("eta_s"), list(data.get("notes", [])),
-                   data.get("actual_s"), dict(data.get("run_stats") or {}))
+        return cls(
+            data["work_key"],
+            int(data["n_items"]),
+            devices,
+            data.get("eta_s"),
+            list(data.get("notes", [])),
+            data.get("actual_s"),
+            dict(data.get("run_stats") or {}),
+        )
 
 
 def cpu_thread_budget(cores: int) -> tuple[int, str]:
@@ -121,16 +145,37 @@ def cpu_thread_budget(cores: int) -> tuple[int, str]:
 def _candidate_devices(resources: dict) -> list[DeviceShare]:
     providers = resources.get("providers", {})
     memory = resources.get("memory", {}).get("available_bytes") or None
-    found = [DeviceShare("cpu", DEVICE_PROVIDER["cpu"], 0, 0, cost_device="cpu",
-                         memory_bytes=memory and memory * CPU_MEMORY_FRACTION)]
+    found = [
+        DeviceShare(
+            "cpu",
+            DEVICE_PROVIDER["cpu"],
+            0,
+            0,
+            cost_device="cpu",
+            memory_bytes=memory and memory * CPU_MEMORY_FRACTION,
+        )
+    ]
     cuda = providers.get("CUDAExecutionProvider") or providers.get("TensorrtExecutionProvider")
     for gpu in resources.get("gpus", []):
         if cuda:
             name = gpu.get("device") or f"cuda:{gpu['index']}"
-            provider = "CUDAExecutionProvider" if providers.get("CUDAExecutionProvider") else "TensorrtExecutionProvider"
+            provider = (
+                "CUDAExecutionProvider"
+                if providers.get("CUDAExecutionProvider")
+                else "TensorrtExecutionProvider"
+            )
             free = gpu.get("memory_free_bytes")
-            found.append(DeviceShare(name, provider, 1, 1, cost_device=name,
-                                     memory_bytes=free and free * GPU_MEMORY_FRACTION, note=gpu.get("name", "")))
+            found.append(
+                DeviceShare(
+                    name,
+                    provider,
+                    1,
+                    1,
+                    cost_device=name,
+                    memory_bytes=free and free * GPU_MEMORY_FRACTION,
+                    note=gpu.get("name", ""),
+                )
+            )
     for name, provider in _OTHER_ACCELERATORS:
         if providers.get(provider):
             found.append(DeviceShare(name, provider, 1, 1, cost_device=name))
@@ -143,11 +188,16 @@ def _select(candidates: list[DeviceShare], device: str, notes: list) -> list[Dev
         return candidates
     kind = device.split(":", 1)[0]
     if kind not in DEVICE_PROVIDER and kind != "dask":
-        raise ValueError(f"unknown device {device!r}; use auto or one of: {', '.join(DEVICES)} (NAME:N for one GPU)")
+        raise ValueError(
+            f"unknown device {device!r}; use auto or one of: {', '.join(DEVICES)} (NAME:N for one GPU)"
+        )
     picked = [c for c in candidates if c.name == device or (":" not in device and c.kind == kind)]
     if kind == "tensorrt":
-        picked = [c for c in candidates if c.provider in ("TensorrtExecutionProvider", "CUDAExecutionProvider")
-                  and c.kind == "cuda"]
+        picked = [
+            c
+            for c in candidates
+            if c.provider in ("TensorrtExecutionProvider", "CUDAExecutionProvider") and c.kind == "cuda"
+        ]
         for share in picked:
             share.provider = "TensorrtExecutionProvider"
     if not picked:
@@ -171,23 +221,43 @@ def _expand(devices) -> tuple[list[DeviceShare], dict]:
         elif isinstance(spec, dict):
             name = spec["name"]
             kind = name.split(":", 1)[0]
-            shares.append(DeviceShare(name, spec.get("provider", DEVICE_PROVIDER.get(kind, "CPUExecutionProvider")),
-                                      int(spec.get("threads", 1)), int(spec.get("batch_size", 1)),
-                                      cost_device=spec.get("cost_device", "cpu" if kind == "cpu" else name),
-                                      memory_bytes=spec.get("memory_bytes")))
+            shares.append(
+                DeviceShare(
+                    name,
+                    spec.get("provider", DEVICE_PROVIDER.get(kind, "CPUExecutionProvider")),
+                    int(spec.get("threads", 1)),
+                    int(spec.get("batch_size", 1)),
+                    cost_device=spec.get("cost_device", "cpu" if kind == "cpu" else name),
+                    memory_bytes=spec.get("memory_bytes"),
+                )
+            )
         else:
             name = str(spec)
             kind = name.split(":", 1)[0]
             if kind not in DEVICE_PROVIDER:
                 raise ValueError(f"unknown device {name!r}")
-            shares.append(DeviceShare(name, DEVICE_PROVIDER[kind], 0, 0, cost_device="cpu" if kind == "cpu" else name))
+            shares.append(
+                DeviceShare(name, DEVICE_PROVIDER[kind], 0, 0, cost_device="cpu" if kind == "cpu" else name)
+            )
     return shares, backends
 
 
-def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe=None, resources=None,
-         devices=None, batch_size: int | None = None, bytes_per_item: float | None = None,
-         cpu_workers: int = 1, max_batch: int | None = None,
-         prior_items_per_s: float | None = None, cluster=None) -> "Plan":
+def plan(
+    work_key: str,
+    n_items: int,
+    *,
+    device: str = "auto",
+    cost_model,
+    probe=None,
+    resources=None,
+    devices=None,
+    batch_size: int | None = None,
+    bytes_per_item: float | None = None,
+    cpu_workers: int = 1,
+    max_batch: int | None = None,
+    prior_items_per_s: float | None = None,
+    cluster=None,
+) -> "Plan":
     """Choose devices, threads and batch sizes for ``n_items`` of ``work_key``; estimate the time.
 
     Parameters
@@ -250,10 +320,20 @@ def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe
         raise ValueError("no device to run on")
 
     chosen = _assign_threads(chosen, backends, resources, cpu_workers, notes)
-    failed = [share for share in chosen
-              if not _assign_batch_and_rate(share, work_key, cost_model, probe, backends.get(share.name),
-                                            batch_size=batch_size, bytes_per_item=bytes_per_item,
-                                            max_batch=max_batch)]
+    failed = [
+        share
+        for share in chosen
+        if not _assign_batch_and_rate(
+            share,
+            work_key,
+            cost_model,
+            probe,
+            backends.get(share.name),
+            batch_size=batch_size,
+            bytes_per_item=bytes_per_item,
+            max_batch=max_batch,
+        )
+    ]
     if failed and len(failed) < len(chosen):
         notes.extend(f"not using {d.name}: {d.note}" for d in failed)
         chosen = [d for d in chosen if d not in failed]
@@ -264,9 +344,13 @@ def plan(work_key: str, n_items: int, *, device: str = "auto", cost_model, probe
                 share.note = (share.note + "; " if share.note else "") + "throughput is a prior, not measured"
     eta = _split(chosen, n_items, notes)
     result = Plan(work_key, int(n_items), chosen, eta, notes, backends=backends, cost_model=cost_model)
-    log.info("plan for %d x %s: %s, ETA %s", n_items, work_key,
-             ", ".join(f"{d.name} ({d.threads} thr, batch {d.batch_size}, {d.share:.0%})" for d in chosen),
-             "unknown" if eta is None else f"{eta:.1f}s")
+    log.info(
+        "plan for %d x %s: %s, ETA %s",
+        n_items,
+        work_key,
+        ", ".join(f"{d.name} ({d.threads} thr, batch {d.batch_size}, {d.share:.0%})" for d in chosen),
+        "unknown" if eta is None else f"{eta:.1f}s",
+    )
     return result
 
 
@@ -284,18 +368,29 @@ def _assign_threads(chosen: list, backends: dict, resources, cpu_workers: int, n
         feeders = sum(1 for d in local if d.kind != "cpu")
         cpu_threads = budget - feeders
         if cpu_threads < 1:
-            notes.append(f"no core left for CPU work next to {feeders} accelerator(s); the CPU only feeds them")
+            notes.append(
+                f"no core left for CPU work next to {feeders} accelerator(s); the CPU only feeds them"
+            )
             chosen = [d for d in chosen if d not in cpus]
         else:
             notes.append(f"CPU: {budget_note}")
             template = cpus[0]
             n_workers = max(1, min(int(cpu_workers), cpu_threads))
-            per_worker = [cpu_threads // n_workers + (1 if i < cpu_threads % n_workers else 0)
-                          for i in range(n_workers)]
+            per_worker = [
+                cpu_threads // n_workers + (1 if i < cpu_threads % n_workers else 0) for i in range(n_workers)
+            ]
             memory = template.memory_bytes and template.memory_bytes / n_workers
-            split = [DeviceShare("cpu" if n_workers == 1 else f"cpu:{i}", template.provider, threads,
-                                 template.batch_size, cost_device="cpu", memory_bytes=memory)
-                     for i, threads in enumerate(per_worker)]
+            split = [
+                DeviceShare(
+                    "cpu" if n_workers == 1 else f"cpu:{i}",
+                    template.provider,
+                    threads,
+                    template.batch_size,
+                    cost_device="cpu",
+                    memory_bytes=memory,
+                )
+                for i, threads in enumerate(per_worker)
+            ]
             position = chosen.index(template)
             chosen = [d for d in chosen if d not in cpus]
             chosen[position:position] = split
@@ -304,8 +399,9 @@ def _assign_threads(chosen: list, backends: dict, resources, cpu_workers: int, n
     return chosen
 
 
-def _assign_batch_and_rate(share: DeviceShare, work_key: str, cost_model, probe, backend, *, batch_size,
-                           bytes_per_item, max_batch) -> bool:
+def _assign_batch_and_rate(
+    share: DeviceShare, work_key: str, cost_model, probe, backend, *, batch_size, bytes_per_item, max_batch
+) -> bool:
     """Pick the share's batch size (fixed, or the largest that fits) and its throughput; False when
     its probe failed."""
     if batch_size:
@@ -313,11 +409,17 @@ def _assign_batch_and_rate(share: DeviceShare, work_key: str, cost_model, probe,
     elif not share.batch_size or share.batch_size <= 1:
         is_cpu = share.local_device == "cpu"
         share.batch_size = cost_model.pick_batch_size(
-            work_key, share.cost_device, share.memory_bytes or float("inf"), bytes_per_item=bytes_per_item,
-            default=8 if is_cpu else 32, max_batch=max_batch or (32 if is_cpu else 128))
+            work_key,
+            share.cost_device,
+            share.memory_bytes or float("inf"),
+            bytes_per_item=bytes_per_item,
+            default=8 if is_cpu else 32,
+            max_batch=max_batch or (32 if is_cpu else 128),
+        )
     # With a probe, measure this exact configuration; without one, the nearest known will do.
-    rate = cost_model.items_per_s(work_key, share.cost_device, share.batch_size, share.threads,
-                                  exact=probe is not None)
+    rate = cost_model.items_per_s(
+        work_key, share.cost_device, share.batch_size, share.threads, exact=probe is not None
+    )
     if rate is None and probe is not None:
         entry = _probe(cost_model, work_key, share, probe, backend)
         if entry is None:
@@ -346,11 +448,15 @@ def _probe(cost_model, work_key: str, share: DeviceShare, probe, backend) -> dic
     """Measure one configuration, on the backend's worker when it has one; a failing probe is noted."""
     try:
         if backend is not None and hasattr(backend, "run_probe"):
+
             def runner(device, batch_size, threads):
                 return backend.run_probe(share, probe)
+
             return cost_model.measure(work_key, share.cost_device, share.batch_size, share.threads, runner)
+
         def local(device, batch_size, threads):
             return probe(share.local_device, batch_size, threads)
+
         return cost_model.measure(work_key, share.cost_device, share.batch_size, share.threads, local)
     except Exception as exc:  # noqa: BLE001 - a device whose probe fails gets no figure; reported
         log.warning("probe of %s on %s failed: %s", work_key, share.name, exc)

@@ -43,8 +43,9 @@ def tiny_add_model() -> bytes:
     b = helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
     graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "provider_probe", [a, b], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                              producer_name="modeldesk-scheduler")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="modeldesk-scheduler"
+    )
     model.ir_version = 8  # readable by every ONNX Runtime from 1.10 on
     return model.SerializeToString()
 
@@ -86,7 +87,9 @@ def _probe_in_child(names: list[str]) -> dict:
     command = [sys.executable, "-m", "modeldesk.scheduler.providers", "--only", *names]
     result = subprocess.run(command, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
     if result.returncode != 0:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [f"exit code {result.returncode}"]
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [
+            f"exit code {result.returncode}"
+        ]
         raise RuntimeError(f"provider check process failed: {tail[0]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
 

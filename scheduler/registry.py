@@ -56,9 +56,13 @@ def allowed_target(kind: str, target: str) -> str:
     with _LOCK:
         registered = _KINDS.get(kind)
     if registered is None:
-        raise UnknownJobKind(f"job kind {kind!r} is not one this app runs (known: "
-                             f"{', '.join(sorted(job_kinds())) or 'none'}); the job was not started")
+        raise UnknownJobKind(
+            f"job kind {kind!r} is not one this app runs (known: "
+            f"{', '.join(sorted(job_kinds())) or 'none'}); the job was not started"
+        )
     if target != registered:
-        raise UnknownJobKind(f"job of kind {kind!r} names {target!r}, not the app's {registered!r}: the "
-                             "workspace database was changed outside ModelDesk; the job was not started")
+        raise UnknownJobKind(
+            f"job of kind {kind!r} names {target!r}, not the app's {registered!r}: the "
+            "workspace database was changed outside ModelDesk; the job was not started"
+        )
     return registered

@@ -45,7 +45,9 @@ def _section(name: str, fn, fallback, errors: dict):
         return fallback
 
 
-def detect_resources(workspace=None, *, check_gpus: bool = True, isolate_providers: bool | None = None) -> dict:
+def detect_resources(
+    workspace=None, *, check_gpus: bool = True, isolate_providers: bool | None = None
+) -> dict:
     """Describe the compute resources of this machine; never raises.
 
     Parameters
@@ -69,22 +71,48 @@ def detect_resources(workspace=None, *, check_gpus: bool = True, isolate_provide
     """
     errors: dict = {}
     cores = os.cpu_count() or 1
-    cpu = _section("cpu", cpu_info, {"model": "unknown", "arch": platform.machine(), "physical_cores": cores,
-                                      "logical_cores": cores, "usable_cores": cores, "isa": [], "note": ""}, errors)
+    cpu = _section(
+        "cpu",
+        cpu_info,
+        {
+            "model": "unknown",
+            "arch": platform.machine(),
+            "physical_cores": cores,
+            "logical_cores": cores,
+            "usable_cores": cores,
+            "isa": [],
+            "note": "",
+        },
+        errors,
+    )
     memory = _section("memory", _memory, {"total_bytes": 0, "available_bytes": 0}, errors)
-    disk = _section("disk", lambda: _disk(workspace), {"path": str(workspace or ""), "free_bytes": 0,
-                                                       "total_bytes": 0}, errors)
+    disk = _section(
+        "disk",
+        lambda: _disk(workspace),
+        {"path": str(workspace or ""), "free_bytes": 0, "total_bytes": 0},
+        errors,
+    )
     if check_gpus:
         gpus, gpu_note, driver = _section("gpus", nvidia_gpus, ([], "GPU detection failed", {}), errors)
     else:
         gpus, gpu_note, driver = [], "GPU detection skipped", {}
-    providers, notes = _section("providers", lambda: check_providers(isolate_providers),
-                                ({}, {}), errors)
-    return {"cpu": cpu, "memory": memory, "disk": disk, "gpus": gpus, "gpu_note": gpu_note,
-            "gpu_driver": driver, "providers": providers, "provider_notes": notes,
-            "platform": {"system": platform.system(), "release": platform.release(),
-                         "python": platform.python_version()},
-            "errors": errors}
+    providers, notes = _section("providers", lambda: check_providers(isolate_providers), ({}, {}), errors)
+    return {
+        "cpu": cpu,
+        "memory": memory,
+        "disk": disk,
+        "gpus": gpus,
+        "gpu_note": gpu_note,
+        "gpu_driver": driver,
+        "providers": providers,
+        "provider_notes": notes,
+        "platform": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "python": platform.python_version(),
+        },
+        "errors": errors,
+    }
 
 
 def _gib(value) -> str:
@@ -99,8 +127,11 @@ def format_resources(resources: dict) -> str:
     lines = [
         f"CPU:       {cpu.get('model', 'unknown')} ({cpu.get('arch', '')})",
         f"Cores:     {cpu.get('physical_cores', '?')} physical, {cpu.get('logical_cores', '?')} logical"
-        + (f", {cpu['usable_cores']} usable" if cpu.get("usable_cores") not in (None, cpu.get("logical_cores"))
-           else ""),
+        + (
+            f", {cpu['usable_cores']} usable"
+            if cpu.get("usable_cores") not in (None, cpu.get("logical_cores"))
+            else ""
+        ),
         f"ISA:       {', '.join(cpu.get('isa') or []) or 'none of note'}",
         f"Memory:    {_gib(memory.get('available_bytes'))} free of {_gib(memory.get('total_bytes'))}",
         f"Disk:      {_gib(disk.get('free_bytes'))} free at {disk.get('path', '?')}",
@@ -109,8 +140,10 @@ def format_resources(resources: dict) -> str:
     if gpus:
         for gpu in gpus:
             util = gpu.get("utilization_percent")
-            lines.append(f"GPU {gpu['index']}:     {gpu['name']}, {_gib(gpu.get('memory_free_bytes'))} free of "
-                         f"{_gib(gpu.get('memory_total_bytes'))}" + (f", {util}% busy" if util is not None else ""))
+            lines.append(
+                f"GPU {gpu['index']}:     {gpu['name']}, {_gib(gpu.get('memory_free_bytes'))} free of "
+                f"{_gib(gpu.get('memory_total_bytes'))}" + (f", {util}% busy" if util is not None else "")
+            )
     else:
         lines.append(f"GPU:       {resources.get('gpu_note') or 'no GPU found'}")
     lines.append("Providers:")

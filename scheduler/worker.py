@@ -66,8 +66,10 @@ def execute(db_path, job_id: int, allowed_target: str) -> str:
     if job["state"] != "running":
         return job["state"]
     if job["target"] != allowed_target:
-        error = (f"job {job_id} names {job['target']!r}, not {allowed_target!r}: the workspace database was "
-                 "changed outside ModelDesk; the job was not run")
+        error = (
+            f"job {job_id} names {job['target']!r}, not {allowed_target!r}: the workspace database was "
+            "changed outside ModelDesk; the job was not run"
+        )
         store.set_state(job_id, "failed", where_state="running", error=error, resumable=0, message=error)
         return "failed"
     store.update(job_id, pid=os.getpid())
@@ -92,7 +94,9 @@ def execute(db_path, job_id: int, allowed_target: str) -> str:
     except BaseException as exc:  # noqa: BLE001 - a job's failure is recorded, never propagated
         if isinstance(exc, KeyboardInterrupt) or _is_cancel(exc) or ctx.stop_seen:
             logger.info("cancelled: %s", exc)
-            store.set_state(job_id, "cancelled", where_state="running", resumable=1, message=f"cancelled: {exc}")
+            store.set_state(
+                job_id, "cancelled", where_state="running", resumable=1, message=f"cancelled: {exc}"
+            )
             return "cancelled"
         text = traceback.format_exc()
         logger.error("job failed:\n%s", text)

@@ -32,14 +32,25 @@ def lint(tmp_path: Path, extra: dict[str, str] | None = None) -> subprocess.Comp
     for path in [ROOT / "pyproject.toml", *ROOT.glob("*.py")]:
         shutil.copy2(path, copy / path.name)
     for package in PACKAGES:
-        shutil.copytree(ROOT / package, copy / package, symlinks=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "static", "resources",
-                                                      "bundle_template", "*.onnx"))
+        shutil.copytree(
+            ROOT / package,
+            copy / package,
+            symlinks=True,
+            ignore=shutil.ignore_patterns(
+                "__pycache__", "*.pyc", "static", "resources", "bundle_template", "*.onnx"
+            ),
+        )
     for relative, source in (extra or {}).items():
         (copy / relative).write_text(source, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(copy.parent), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-c", LINT, "--no-cache", str(copy / "pyproject.toml")],
-                          cwd=copy, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", LINT, "--no-cache", str(copy / "pyproject.toml")],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_import_contracts_hold(tmp_path):
@@ -49,10 +60,15 @@ def test_the_import_contracts_hold(tmp_path):
 
 
 VIOLATIONS = {
-    "ui reaches the core only through app": ("ui/violation.py", "def f():\n    from ..datasets import Store\n    return Store\n"),
+    "ui reaches the core only through app": (
+        "ui/violation.py",
+        "def f():\n    from ..datasets import Store\n    return Store\n",
+    ),
     "only ui imports Qt": ("deploy/violation.py", "def f():\n    import PySide6.QtCore\n"),
-    "the three below import none of the others": ("datasets/violation.py",
-                                                  "from modeldesk.scheduler import planner\n"),
+    "the three below import none of the others": (
+        "datasets/violation.py",
+        "from modeldesk.scheduler import planner\n",
+    ),
     "never a bare datasets": ("trainers/violation.py", "import datasets\n"),
 }
 
@@ -77,24 +93,41 @@ def _attribute_chains(path: Path):
 
 def test_ui_reaches_neither_the_store_nor_the_job_queue():
     """The UI calls Workspace methods; it never reaches ``ws.store`` or ``ws.jobs`` through it."""
-    problems = [f"{path.relative_to(ROOT)}:{line} uses .{attr}"
-                for path in sorted((ROOT / "ui").rglob("*.py")) for line, attr in _attribute_chains(path)]
+    problems = [
+        f"{path.relative_to(ROOT)}:{line} uses .{attr}"
+        for path in sorted((ROOT / "ui").rglob("*.py"))
+        for line, attr in _attribute_chains(path)
+    ]
     assert not problems, "\n".join(problems)
-
 
 
 def test_no_ui_module_is_too_long():
     """Small modules with one purpose: no module over about 400 lines in ui/."""
-    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "ui").rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 420}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in (ROOT / "ui").rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 420
+    }
     assert not long, long
 
 
 def test_pages_never_test_a_task_name():
     """Pages dispatch on the task's target and input kind (annotators, views), never on its name."""
-    names = ("image-classification", "image-multilabel", "object-detection", "text-classification",
-             "sound-classification")
-    files = sorted((ROOT / "ui" / "pages").rglob("*.py")) + [ROOT / "ui" / "status.py", ROOT / "ui" / "main_window.py"]
-    found = [f"{path.relative_to(ROOT)}: {name}" for path in files
-             for name in names if f'"{name}"' in path.read_text(encoding="utf-8")]
+    names = (
+        "image-classification",
+        "image-multilabel",
+        "object-detection",
+        "text-classification",
+        "sound-classification",
+    )
+    files = sorted((ROOT / "ui" / "pages").rglob("*.py")) + [
+        ROOT / "ui" / "status.py",
+        ROOT / "ui" / "main_window.py",
+    ]
+    found = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in files
+        for name in names
+        if f'"{name}"' in path.read_text(encoding="utf-8")
+    ]
     assert not found, "\n".join(found)

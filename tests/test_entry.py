@@ -8,15 +8,18 @@ import pytest
 import modeldesk.__main__ as launcher
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["-m", "modeldesk.scheduler.worker", "db", "3"], ["modeldesk.scheduler.worker", "db", "3"]),
-    (["-u", "-B", "-m", "modeldesk.ui.smoke", "--json"], ["modeldesk.ui.smoke", "--json"]),
-    (["-sE", "-m", "modeldesk.scheduler.providers"], ["modeldesk.scheduler.providers"]),
-    (["-m", "os"], None),              # only our own modules
-    (["demo"], None),
-    (["-m"], None),
-    ([], None),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["-m", "modeldesk.scheduler.worker", "db", "3"], ["modeldesk.scheduler.worker", "db", "3"]),
+        (["-u", "-B", "-m", "modeldesk.ui.smoke", "--json"], ["modeldesk.ui.smoke", "--json"]),
+        (["-sE", "-m", "modeldesk.scheduler.providers"], ["modeldesk.scheduler.providers"]),
+        (["-m", "os"], None),  # only our own modules
+        (["demo"], None),
+        (["-m"], None),
+        ([], None),
+    ],
+)
 def test_frozen_module_argv(argv, expected):
     assert launcher.frozen_module_argv(argv) == expected
 
@@ -36,6 +39,11 @@ def test_frozen_dispatch_runs_the_module_as_main(monkeypatch, capsys):
 
 
 def test_launcher_still_runs_the_cli():
-    out = subprocess.run([sys.executable, "-m", "modeldesk", "--version"], capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "modeldesk", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert out.startswith("modeldesk ")

@@ -9,13 +9,19 @@ from modeldesk.deploy.preprocess import ImageDecodeError
 from modeldesk.errors import BUG_MESSAGE, UserError, describe, user_message
 
 
-@pytest.mark.parametrize("exc, words", [
-    (UserError("label some photos first"), "label some photos first"),
-    (KeyError("no project named 'x' (projects: a)"), "no project named 'x' (projects: a)"),
-    (ArtifactError("m: not a model artifact"), "m: not a model artifact"),
-    (ImageDecodeError("cat.jpg: damaged image"), "cat.jpg: damaged image"),
-    (FileNotFoundError(2, "No such file or directory", "/data/x.csv"), "/data/x.csv: No such file or directory"),
-])
+@pytest.mark.parametrize(
+    "exc, words",
+    [
+        (UserError("label some photos first"), "label some photos first"),
+        (KeyError("no project named 'x' (projects: a)"), "no project named 'x' (projects: a)"),
+        (ArtifactError("m: not a model artifact"), "m: not a model artifact"),
+        (ImageDecodeError("cat.jpg: damaged image"), "cat.jpg: damaged image"),
+        (
+            FileNotFoundError(2, "No such file or directory", "/data/x.csv"),
+            "/data/x.csv: No such file or directory",
+        ),
+    ],
+)
 def test_user_errors_are_their_own_sentence(exc, words):
     assert user_message(exc) == describe(exc) == describe_error(exc) == words
 

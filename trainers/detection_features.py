@@ -78,19 +78,26 @@ class DetectionNeck:
 
     @property
     def name(self) -> str:
-        return f"{self.maps_name}-g{self.stride}-c{self.context}-{'global' if self.global_context else 'local'}"
+        return (
+            f"{self.maps_name}-g{self.stride}-c{self.context}-{'global' if self.global_context else 'local'}"
+        )
 
     def map_shapes(self, backbone: Backbone) -> dict:
         """Level -> (channels, side, side) of every backbone map at this input size (all are cached,
         so necks on different levels share one cache)."""
-        return {level: (backbone.outputs[level], self.size // stride, self.size // stride)
-                for level, stride in STRIDES.items()}
+        return {
+            level: (backbone.outputs[level], self.size // stride, self.size // stride)
+            for level, stride in STRIDES.items()
+        }
 
     def dim(self, backbone: Backbone) -> int:
         """Channels of ``cells``."""
         coarse = backbone.outputs[self.coarsest]
-        return (sum(backbone.outputs[level] for level in self.levels)
-                + (coarse if self.context else 0) + (coarse if self.global_context else 0))
+        return (
+            sum(backbone.outputs[level] for level in self.levels)
+            + (coarse if self.context else 0)
+            + (coarse if self.global_context else 0)
+        )
 
 
 def _int64(name, values):
@@ -104,12 +111,23 @@ def _to_grid(source: str, level_stride: int, stride: int, prefix: str, nodes: li
     out = prefix + "grid"
     if level_stride < stride:
         k = stride // level_stride
-        nodes.append(helper.make_node("AveragePool", [source], [out], name=out, kernel_shape=[k, k], strides=[k, k]))
+        nodes.append(
+            helper.make_node("AveragePool", [source], [out], name=out, kernel_shape=[k, k], strides=[k, k])
+        )
     else:
         k = float(level_stride // stride)
         inits.append(numpy_helper.from_array(np.array([1, 1, k, k], np.float32), prefix + "scales"))
-        nodes.append(helper.make_node("Resize", [source, "", prefix + "scales"], [out], name=out, mode="nearest",
-                                      coordinate_transformation_mode="asymmetric", nearest_mode="floor"))
+        nodes.append(
+            helper.make_node(
+                "Resize",
+                [source, "", prefix + "scales"],
+                [out],
+                name=out,
+                mode="nearest",
+                coordinate_transformation_mode="asymmetric",
+                nearest_mode="floor",
+            )
+        )
     return out
 
 
@@ -122,8 +140,18 @@ def neck_nodes(neck: DetectionNeck, prefix: str = "neck/") -> tuple[list, list]:
     if neck.context:
         k = neck.context
         pooled = f"{prefix}context/pool"
-        nodes.append(helper.make_node("AveragePool", [coarse], [pooled], name=pooled, kernel_shape=[k, k],
-                                      pads=[k // 2] * 4, strides=[1, 1], count_include_pad=0))
+        nodes.append(
+            helper.make_node(
+                "AveragePool",
+                [coarse],
+                [pooled],
+                name=pooled,
+                kernel_shape=[k, k],
+                pads=[k // 2] * 4,
+                strides=[1, 1],
+                count_include_pad=0,
+            )
+        )
         pieces.append(_to_grid(pooled, coarse_stride, neck.stride, f"{prefix}context/", nodes, inits))
     if neck.global_context:
         mean, out = f"{prefix}global/mean", f"{prefix}global/grid"
@@ -138,9 +166,14 @@ def neck_nodes(neck: DetectionNeck, prefix: str = "neck/") -> tuple[list, list]:
 def neck_model(neck: DetectionNeck, backbone: Backbone) -> onnx.ModelProto:
     """A standalone graph: the stride maps (fixed shapes) -> ``cells``; runs the neck on cached maps."""
     nodes, inits = neck_nodes(neck)
-    inputs = [helper.make_tensor_value_info(level, TensorProto.FLOAT, ["N", *shape])
-              for level, shape in neck.map_shapes(backbone).items() if level in neck.levels]
-    output = helper.make_tensor_value_info(CELLS, TensorProto.FLOAT, ["N", neck.dim(backbone), neck.grid, neck.grid])
+    inputs = [
+        helper.make_tensor_value_info(level, TensorProto.FLOAT, ["N", *shape])
+        for level, shape in neck.map_shapes(backbone).items()
+        if level in neck.levels
+    ]
+    output = helper.make_tensor_value_info(
+        CELLS, TensorProto.FLOAT, ["N", neck.dim(backbone), neck.grid, neck.grid]
+    )
     graph = helper.make_graph(nodes, "detection_neck", inputs, [output], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="modeldesk")
     model.ir_version = 8
@@ -170,7 +203,7 @@ def split_maps(neck: DetectionNeck, backbone: Backbone, flat: np.ndarray) -> dic
     for level, shape in neck.map_shapes(backbone).items():
         size = int(np.prod(shape))
         if level in neck.levels:
-            out[level] = np.ascontiguousarray(flat[:, start:start + size].reshape(len(flat), *shape))
+            out[level] = np.ascontiguousarray(flat[:, start : start + size].reshape(len(flat), *shape))
         start += size
     return out
 
@@ -186,9 +219,14 @@ class MapExtractor(FeatureExtractor):
         with self._lock:
             if self._model_path is None:
                 digest = hashlib.sha1(self.neck.maps_name.encode()).hexdigest()[:8]
-                path = self.graph_dir / f"{self.backbone.name}-{self.backbone.version}-{self.neck.maps_name}-{digest}.onnx"
+                path = (
+                    self.graph_dir
+                    / f"{self.backbone.name}-{self.backbone.version}-{self.neck.maps_name}-{digest}.onnx"
+                )
                 if not path.is_file():
-                    write_atomically(path, maps_model(self.neck, self.backbone, self.graph_dir).SerializeToString())
+                    write_atomically(
+                        path, maps_model(self.neck, self.backbone, self.graph_dir).SerializeToString()
+                    )
                 self._model_path = path
             return self._model_path
 
@@ -202,12 +240,30 @@ def maps_feature_spec(neck: DetectionNeck) -> FeatureSpec:
     return FeatureSpec(neck.maps_name, ())
 
 
-def extract_maps(backbone: Backbone, neck: DetectionNeck, items, cache, *, views=("identity",), device="auto",
-                 progress=None, should_stop=None) -> dict:
+def extract_maps(
+    backbone: Backbone,
+    neck: DetectionNeck,
+    items,
+    cache,
+    *,
+    views=("identity",),
+    device="auto",
+    progress=None,
+    should_stop=None,
+) -> dict:
     """Cached raw maps for (key, path) items and every view: view -> ExtractionResult (flat vectors)."""
-    return extract_feature_views(backbone, items, cache, views=views, features=maps_feature_spec(neck),
-                                 device=device, batch_size=16, progress=progress, should_stop=should_stop,
-                                 make_extractor=partial(MapExtractor, neck=neck))
+    return extract_feature_views(
+        backbone,
+        items,
+        cache,
+        views=views,
+        features=maps_feature_spec(neck),
+        device=device,
+        batch_size=16,
+        progress=progress,
+        should_stop=should_stop,
+        make_extractor=partial(MapExtractor, neck=neck),
+    )
 
 
 class CellComputer:
@@ -215,7 +271,9 @@ class CellComputer:
 
     def __init__(self, neck: DetectionNeck, backbone: Backbone, threads: int | None = None):
         self.neck, self.backbone = neck, backbone
-        self.session = create_session(neck_model(neck, backbone).SerializeToString(), device="cpu", threads=threads)
+        self.session = create_session(
+            neck_model(neck, backbone).SerializeToString(), device="cpu", threads=threads
+        )
 
     def __call__(self, flat: np.ndarray) -> np.ndarray:
         maps = split_maps(self.neck, self.backbone, np.asarray(flat, np.float32))

@@ -33,10 +33,18 @@ def _const(inits: list, name: str, value, dtype=np.float32) -> str:
     return name
 
 
-def decode_nodes(neck: DetectionNeck, n_classes: int, weight: np.ndarray, bias: np.ndarray, *,
-                 min_score: float = MIN_SCORE, iou_threshold: float = IOU_THRESHOLD,
-                 max_per_class: int = MAX_PER_CLASS, vote_iou: float | None = VOTE_IOU,
-                 prefix: str = "det/") -> tuple[list, list]:
+def decode_nodes(
+    neck: DetectionNeck,
+    n_classes: int,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    *,
+    min_score: float = MIN_SCORE,
+    iou_threshold: float = IOU_THRESHOLD,
+    max_per_class: int = MAX_PER_CLASS,
+    vote_iou: float | None = VOTE_IOU,
+    prefix: str = "det/",
+) -> tuple[list, list]:
     """Nodes from ``cells`` and ``image_size`` to ``detections`` and ``sizes``.
 
     With ``vote_iou``, each box kept by NMS is replaced by the score-weighted mean of the boxes of
@@ -50,30 +58,70 @@ def decode_nodes(neck: DetectionNeck, n_classes: int, weight: np.ndarray, bias: 
         return p + name
 
     cells_total = neck.grid * neck.grid
-    conv = node("Conv", [CELLS, _const(inits, p + "head/W", weight.reshape(*weight.shape, 1, 1)),
-                         _const(inits, p + "head/B", bias)], "head/conv", kernel_shape=[1, 1])
-    flat = node("Reshape", [conv, _const(inits, p + "flat_shape", [0, n_classes + 4, cells_total], np.int64)], "flat")
-    logits = node("Slice", [flat, _const(inits, p + "c0", [0], np.int64), _const(inits, p + "c1", [n_classes], np.int64),
-                            _const(inits, p + "axis1", [1], np.int64)], "logits")
+    conv = node(
+        "Conv",
+        [
+            CELLS,
+            _const(inits, p + "head/W", weight.reshape(*weight.shape, 1, 1)),
+            _const(inits, p + "head/B", bias),
+        ],
+        "head/conv",
+        kernel_shape=[1, 1],
+    )
+    flat = node(
+        "Reshape", [conv, _const(inits, p + "flat_shape", [0, n_classes + 4, cells_total], np.int64)], "flat"
+    )
+    logits = node(
+        "Slice",
+        [
+            flat,
+            _const(inits, p + "c0", [0], np.int64),
+            _const(inits, p + "c1", [n_classes], np.int64),
+            _const(inits, p + "axis1", [1], np.int64),
+        ],
+        "logits",
+    )
     scores = node("Sigmoid", [logits], "scores")
-    sides = node("Slice", [flat, p + "c1", _const(inits, p + "c2", [n_classes + 4], np.int64), p + "axis1"], "sides")
-    clipped = node("Clip", [sides, _const(inits, p + "lo", -10.0), _const(inits, p + "hi", 10.0)], "sides_clipped")
-    dist = node("Mul", [node("Exp", [clipped], "exp"), _const(inits, p + "stride", float(neck.stride))], "dist")
+    sides = node(
+        "Slice", [flat, p + "c1", _const(inits, p + "c2", [n_classes + 4], np.int64), p + "axis1"], "sides"
+    )
+    clipped = node(
+        "Clip", [sides, _const(inits, p + "lo", -10.0), _const(inits, p + "hi", 10.0)], "sides_clipped"
+    )
+    dist = node(
+        "Mul", [node("Exp", [clipped], "exp"), _const(inits, p + "stride", float(neck.stride))], "dist"
+    )
     dist = node("Transpose", [dist], "dist_t", perm=[0, 2, 1])  # (N, P, 4)
     points = cell_points(neck.grid, neck.stride).astype(np.float32)
     signs = np.array([-1, -1, 1, 1], np.float32)
     corners = np.concatenate([points, points], axis=1)[None]  # (1, P, 4)
-    lb_boxes = node("Add", [_const(inits, p + "corners", corners),
-                            node("Mul", [dist, _const(inits, p + "signs", signs)], "signed")], "lb_boxes")
+    lb_boxes = node(
+        "Add",
+        [
+            _const(inits, p + "corners", corners),
+            node("Mul", [dist, _const(inits, p + "signs", signs)], "signed"),
+        ],
+        "lb_boxes",
+    )
     longer = node("ReduceMax", [SIZE_INPUT], "longer", axes=[1], keepdims=1)  # (N, 1)
     inverse = node("Div", [longer, _const(inits, p + "size", float(neck.size))], "inverse")
     inverse = node("Unsqueeze", [inverse, _const(inits, p + "axis2", [2], np.int64)], "inverse3")
     boxes = node("Mul", [lb_boxes, inverse], "boxes_raw")
-    upper = node("Unsqueeze", [node("Concat", [SIZE_INPUT, SIZE_INPUT], "upper2", axis=1), p + "axis1"], "upper")
+    upper = node(
+        "Unsqueeze", [node("Concat", [SIZE_INPUT, SIZE_INPUT], "upper2", axis=1), p + "axis1"], "upper"
+    )
     boxes = node("Min", [node("Max", [boxes, _const(inits, p + "zero", 0.0)], "boxes_pos"), upper], "boxes")
-    selected = node("NonMaxSuppression", [
-        boxes, scores, _const(inits, p + "max_out", [max_per_class], np.int64),
-        _const(inits, p + "iou", [iou_threshold]), _const(inits, p + "min_score", [min_score])], "selected")
+    selected = node(
+        "NonMaxSuppression",
+        [
+            boxes,
+            scores,
+            _const(inits, p + "max_out", [max_per_class], np.int64),
+            _const(inits, p + "iou", [iou_threshold]),
+            _const(inits, p + "min_score", [min_score]),
+        ],
+        "selected",
+    )
     image_box = node("Gather", [selected, _const(inits, p + "cols02", [0, 2], np.int64)], "image_box", axis=1)
     picked = node("GatherND", [boxes, image_box], "picked")
     if vote_iou is not None:
@@ -81,8 +129,12 @@ def decode_nodes(neck: DetectionNeck, n_classes: int, weight: np.ndarray, bias: 
     score = node("Unsqueeze", [node("GatherND", [scores, selected], "score1"), p + "axis1"], "score")
     as_float = node("Cast", [selected], "selected_f", to=TensorProto.FLOAT)
     image = node("Slice", [as_float, p + "c0", p + "axis1", p + "axis1"], "image")
-    label = node("Slice", [as_float, p + "axis1", _const(inits, p + "two", [2], np.int64), p + "axis1"], "label")
-    nodes.append(helper.make_node("Concat", [image, picked, score, label], [OUTPUT_NAME], name=p + "out", axis=1))
+    label = node(
+        "Slice", [as_float, p + "axis1", _const(inits, p + "two", [2], np.int64), p + "axis1"], "label"
+    )
+    nodes.append(
+        helper.make_node("Concat", [image, picked, score, label], [OUTPUT_NAME], name=p + "out", axis=1)
+    )
     nodes.append(helper.make_node("Identity", [SIZE_INPUT], [SIZES_OUTPUT], name=p + "sizes"))
     return nodes, inits
 
@@ -90,15 +142,25 @@ def decode_nodes(neck: DetectionNeck, n_classes: int, weight: np.ndarray, bias: 
 def _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou: float, min_score: float) -> str:
     """Box voting (see :func:`decode_nodes`): ``picked`` (K, 4) -> voted boxes (K, 4)."""
     image = node("Gather", [selected, _const(inits, p + "v/col0", 0, np.int64)], "v/image", axis=1)  # (K,)
-    image_class = node("Gather", [selected, _const(inits, p + "v/cols01", [0, 1], np.int64)], "v/image_class", axis=1)
+    image_class = node(
+        "Gather", [selected, _const(inits, p + "v/cols01", [0, 1], np.int64)], "v/image_class", axis=1
+    )
     theirs = node("Gather", [boxes, image], "v/boxes", axis=0)  # (K, P, 4)
     weight = node("GatherND", [scores, image_class], "v/scores")  # (K, P)
     mine = node("Unsqueeze", [picked, _const(inits, p + "v/axis1", [1], np.int64)], "v/mine")  # (K, 1, 4)
     axis2 = _const(inits, p + "v/axis2", [2], np.int64)
 
     def part(tensor, start, name):
-        return node("Slice", [tensor, _const(inits, p + f"v/{name}_s", [start], np.int64),
-                              _const(inits, p + f"v/{name}_e", [start + 2], np.int64), axis2], f"v/{name}")
+        return node(
+            "Slice",
+            [
+                tensor,
+                _const(inits, p + f"v/{name}_s", [start], np.int64),
+                _const(inits, p + f"v/{name}_e", [start + 2], np.int64),
+                axis2,
+            ],
+            f"v/{name}",
+        )
 
     def area(tensor, name):
         wh = node("Sub", [part(tensor, 2, name + "_hi"), part(tensor, 0, name + "_lo")], f"v/{name}_wh")
@@ -109,12 +171,22 @@ def _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou: float
     high = node("Min", [part(mine, 2, "m_hi2"), part(theirs, 2, "t_hi2")], "v/i_hi")
     inter = node("Concat", [low, high], "v/inter_box", axis=2)
     inter = area(inter, "inter")
-    union = node("Sub", [node("Add", [area(mine, "mine"), area(theirs, "theirs")], "v/sum"), inter], "v/union")
+    union = node(
+        "Sub", [node("Add", [area(mine, "mine"), area(theirs, "theirs")], "v/sum"), inter], "v/union"
+    )
     iou = node("Div", [inter, node("Max", [union, _const(inits, p + "v/eps", 1e-9)], "v/union_pos")], "v/iou")
-    close = node("Cast", [node("GreaterOrEqual", [iou, _const(inits, p + "v/vote_iou", vote_iou)], "v/close_b")],
-                 "v/close", to=TensorProto.FLOAT)
-    scored = node("Cast", [node("Greater", [weight, _const(inits, p + "v/min_score", min_score)], "v/scored_b")],
-                  "v/scored", to=TensorProto.FLOAT)
+    close = node(
+        "Cast",
+        [node("GreaterOrEqual", [iou, _const(inits, p + "v/vote_iou", vote_iou)], "v/close_b")],
+        "v/close",
+        to=TensorProto.FLOAT,
+    )
+    scored = node(
+        "Cast",
+        [node("Greater", [weight, _const(inits, p + "v/min_score", min_score)], "v/scored_b")],
+        "v/scored",
+        to=TensorProto.FLOAT,
+    )
     w = node("Mul", [node("Mul", [weight, close], "v/w_close"), scored], "v/w")  # (K, P)
     w3 = node("Unsqueeze", [w, axis2], "v/w3")
     total = node("ReduceSum", [node("Mul", [w3, theirs], "v/weighted"), p + "v/axis1"], "v/total", keepdims=0)
@@ -122,7 +194,9 @@ def _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou: float
     return node("Div", [total, node("Max", [norm, p + "v/eps"], "v/norm_pos")], "v/voted")
 
 
-def build_detector_graph(backbone: Backbone, neck: DetectionNeck, head, n_classes: int, graph_dir) -> onnx.ModelProto:
+def build_detector_graph(
+    backbone: Backbone, neck: DetectionNeck, head, n_classes: int, graph_dir
+) -> onnx.ModelProto:
     """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> decoding -> NMS -> ``detections``."""
     model = backbone.load_onnx(graph_dir)
     graph = model.graph
@@ -133,8 +207,12 @@ def build_detector_graph(backbone: Backbone, neck: DetectionNeck, head, n_classe
     graph.initializer.extend(n_inits + d_inits)
     graph.input.append(helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2]))
     del graph.output[:]
-    graph.output.extend([helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["K", 7]),
-                         helper.make_tensor_value_info(SIZES_OUTPUT, TensorProto.FLOAT, ["N", 2])])
+    graph.output.extend(
+        [
+            helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["K", 7]),
+            helper.make_tensor_value_info(SIZES_OUTPUT, TensorProto.FLOAT, ["N", 2]),
+        ]
+    )
     graph.name = "modeldesk_detector"
     onnx.checker.check_model(model)
     return model

@@ -23,8 +23,16 @@ def cell_points(grid: int, stride: int) -> np.ndarray:
     return np.stack([(xs.ravel() + 0.5) * stride, (ys.ravel() + 0.5) * stride], axis=1).astype(np.float64)
 
 
-def encode(boxes: np.ndarray, classes: np.ndarray, n_classes: int, points: np.ndarray, stride: int, *,
-           sigma: float = 0.12, positive: float = 0.35):
+def encode(
+    boxes: np.ndarray,
+    classes: np.ndarray,
+    n_classes: int,
+    points: np.ndarray,
+    stride: int,
+    *,
+    sigma: float = 0.12,
+    positive: float = 0.35,
+):
     """Targets of one image's cells.
 
     Parameters
@@ -49,7 +57,7 @@ def encode(boxes: np.ndarray, classes: np.ndarray, n_classes: int, points: np.nd
     size = np.maximum(boxes[:, 2:] - boxes[:, :2], 1.0)
     spread = np.maximum(sigma * size, stride / 2)
     d = (points[:, None, :] - centre[None]) / spread[None]
-    bumps = np.exp(-0.5 * (d ** 2).sum(axis=2))  # (P, M)
+    bumps = np.exp(-0.5 * (d**2).sum(axis=2))  # (P, M)
     for c in range(n_classes):
         mine = classes == c
         if mine.any():
@@ -57,8 +65,15 @@ def encode(boxes: np.ndarray, classes: np.ndarray, n_classes: int, points: np.nd
     owner = bumps.argmax(axis=1)
     best = bumps[np.arange(len(points)), owner]
     box = boxes[owner]
-    dist = np.stack([points[:, 0] - box[:, 0], points[:, 1] - box[:, 1],
-                     box[:, 2] - points[:, 0], box[:, 3] - points[:, 1]], axis=1)
+    dist = np.stack(
+        [
+            points[:, 0] - box[:, 0],
+            points[:, 1] - box[:, 1],
+            box[:, 2] - points[:, 0],
+            box[:, 3] - points[:, 1],
+        ],
+        axis=1,
+    )
     inside = (dist > 0).all(axis=1)
     use = inside & (best >= positive)
     sides[use] = np.log(dist[use] / stride)
@@ -101,7 +116,7 @@ def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float, limit: int)
         keep.append(i)
         if len(order) == 1:
             break
-        overlap = box_iou(boxes[i:i + 1], boxes[order[1:]])[0]
+        overlap = box_iou(boxes[i : i + 1], boxes[order[1:]])[0]
         order = order[1:][overlap <= iou_threshold]
     return np.array(keep, int)
 
@@ -131,7 +146,11 @@ class CellHead:
         self.mean_ = X.mean(axis=0, dtype=np.float64).astype(np.float32)
         self.scale_ = np.sqrt(np.mean(np.square(X - self.mean_), axis=0)) + np.float32(1e-3)
         Xs = (X - self.mean_) / self.scale_
-        w = np.ones((n, classes)) if sample_weight is None else np.repeat(np.asarray(sample_weight)[:, None], classes, 1)
+        w = (
+            np.ones((n, classes))
+            if sample_weight is None
+            else np.repeat(np.asarray(sample_weight)[:, None], classes, 1)
+        )
         w = w * np.where(heat > 0.1, self.positive_weight, 1.0)
         w = (w / w.sum() * n).astype(np.float32)
         packer = Packer([(dim, classes), (classes,)])
@@ -151,7 +170,9 @@ class CellHead:
         Xr, Yr, wr = Xs[rows].astype(np.float64), sides[rows], side_weight[rows]
         self.side_mean_ = (Yr * wr[:, None]).sum(axis=0) / max(wr.sum(), 1e-9) if rows.any() else np.zeros(4)
         gram = (Xr * wr[:, None]).T @ Xr + self.ridge * max(wr.sum(), 1.0) * np.eye(dim)
-        self.side_coef_ = np.linalg.solve(gram, (Xr * wr[:, None]).T @ (Yr - self.side_mean_)).astype(np.float32)
+        self.side_coef_ = np.linalg.solve(gram, (Xr * wr[:, None]).T @ (Yr - self.side_mean_)).astype(
+            np.float32
+        )
         return self
 
     def predict(self, X) -> tuple[np.ndarray, np.ndarray]:

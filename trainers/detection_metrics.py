@@ -116,13 +116,21 @@ def counts_at(truths, predictions, threshold: float, iou_threshold: float = 0.5)
     precision = tp / (tp + false) if tp + false else 0.0
     recall = tp / (tp + misses) if tp + misses else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"tp": tp, "misses": misses, "false_boxes": false, "precision": precision, "recall": recall, "f1": f1}
+    return {
+        "tp": tp,
+        "misses": misses,
+        "false_boxes": false,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+    }
 
 
 def best_threshold(truths, predictions, *, floor: float = 0.05) -> float:
     """The score threshold with the best F1 at IoU 0.5 (halfway down to the next lower score)."""
-    scores = sorted({float(p["score"]) for preds in predictions for p in preds if p["score"] >= floor},
-                    reverse=True)
+    scores = sorted(
+        {float(p["score"]) for preds in predictions for p in preds if p["score"] >= floor}, reverse=True
+    )
     if not scores:
         return 0.5
     best, best_f1 = scores[0], -1.0
@@ -138,8 +146,10 @@ def image_errors(truth, predictions, threshold: float, iou_threshold: float = 0.
     """One image's misses (true boxes no kept prediction found) and false boxes at ``threshold``."""
     kept = [p for p in predictions if p["score"] >= threshold]
     flags, matched = match_image(truth, kept, iou_threshold)
-    return {"misses": [list(map(float, t[1:5])) + [str(t[0])] for t, m in zip(truth, matched) if not m],
-            "false_boxes": [p for p, f in zip(kept, flags) if not f]}
+    return {
+        "misses": [list(map(float, t[1:5])) + [str(t[0])] for t, m in zip(truth, matched) if not m],
+        "false_boxes": [p for p, f in zip(kept, flags) if not f],
+    }
 
 
 def detection_report(truths, predictions, labels, threshold: float) -> dict:
@@ -167,16 +177,30 @@ def detection_report(truths, predictions, labels, threshold: float) -> dict:
         only_p = [[p for p in preds if str(p["label"]) == label] for preds in predictions]
         counts = counts_at(only_t, only_p, threshold)
         aps = [aps_[label] for _, aps_ in per_iou]
-        per_class[label] = {"ap50": _num(ap50[label]), "ap": _num(np.mean(aps)) if not np.isnan(aps[0]) else None,
-                            "precision": counts["precision"], "recall": counts["recall"], "f1": counts["f1"],
-                            "support": sum(len(t) for t in only_t)}
+        per_class[label] = {
+            "ap50": _num(ap50[label]),
+            "ap": _num(np.mean(aps)) if not np.isnan(aps[0]) else None,
+            "precision": counts["precision"],
+            "recall": counts["recall"],
+            "f1": counts["f1"],
+            "support": sum(len(t) for t in only_t),
+        }
     overall = counts_at(truths, predictions, threshold)
     maps = [m for m, _ in per_iou]
-    return {"map50": _num(map50), "map": _num(np.mean(maps)) if not np.isnan(maps[0]) else None,
-            "per_class": per_class, "precision": overall["precision"], "recall": overall["recall"],
-            "f1": overall["f1"], "misses": overall["misses"], "false_boxes": overall["false_boxes"],
-            "boxes": sum(len(t) for t in truths), "threshold": float(threshold), "n": len(truths),
-            "labels": [str(label) for label in labels]}
+    return {
+        "map50": _num(map50),
+        "map": _num(np.mean(maps)) if not np.isnan(maps[0]) else None,
+        "per_class": per_class,
+        "precision": overall["precision"],
+        "recall": overall["recall"],
+        "f1": overall["f1"],
+        "misses": overall["misses"],
+        "false_boxes": overall["false_boxes"],
+        "boxes": sum(len(t) for t in truths),
+        "threshold": float(threshold),
+        "n": len(truths),
+        "labels": [str(label) for label in labels],
+    }
 
 
 def _num(value) -> float | None:

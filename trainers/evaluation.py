@@ -14,7 +14,7 @@ BATCH = 32
 def _predict_all(predictor, samples, progress=None) -> list[dict]:
     results = []
     for start in range(0, len(samples), BATCH):
-        chunk = samples[start:start + BATCH]
+        chunk = samples[start : start + BATCH]
         results += predictor.predict([s.source for s in chunk])
         if progress is not None:
             progress(min(start + BATCH, len(samples)), len(samples), "")

@@ -73,7 +73,7 @@ class FeatureSpec:
         total = 0
         for part in self.parts:
             channels = backbone.outputs[part.output]
-            total += channels * (part.grid ** 2 if part.output in _STRIDES and part.mode == "avg" else 1)
+            total += channels * (part.grid**2 if part.output in _STRIDES and part.mode == "avg" else 1)
         return total
 
 
@@ -82,6 +82,7 @@ EMBEDDING = FeatureSpec("embedding", (Pool("embedding"),))
 
 def grid_pool_matrix(height: int, width: int, grid: int) -> np.ndarray:
     """(height*width, grid*grid) matrix averaging a map over a grid of adaptive-pooling cells."""
+
     def bins(length):
         return [(math.floor(i * length / grid), math.ceil((i + 1) * length / grid)) for i in range(grid)]
 
@@ -101,11 +102,14 @@ def _cell_matrix(length: str, grid: int, p: str, axis: str) -> tuple[list, list,
     """
     q = f"{p}{axis}/"
     cells = np.arange(grid, dtype=np.int64)
-    inits = [numpy_helper.from_array(cells[:, None], q + "i"), numpy_helper.from_array(cells[:, None] + 1, q + "i1"),
-             numpy_helper.from_array(np.array(grid, np.int64), q + "g"),
-             numpy_helper.from_array(np.array(grid - 1, np.int64), q + "g1"),
-             numpy_helper.from_array(np.array(0, np.int64), q + "zero"),
-             numpy_helper.from_array(np.array(1, np.int64), q + "one")]
+    inits = [
+        numpy_helper.from_array(cells[:, None], q + "i"),
+        numpy_helper.from_array(cells[:, None] + 1, q + "i1"),
+        numpy_helper.from_array(np.array(grid, np.int64), q + "g"),
+        numpy_helper.from_array(np.array(grid - 1, np.int64), q + "g1"),
+        numpy_helper.from_array(np.array(0, np.int64), q + "zero"),
+        numpy_helper.from_array(np.array(1, np.int64), q + "one"),
+    ]
     n = helper.make_node
     nodes = [
         n("Mul", [q + "i", length], [q + "lo_num"], name=q + "lo_num"),
@@ -136,16 +140,22 @@ def adaptive_pool_nodes(source: str, grid: int, p: str) -> tuple[list, list, str
     axes = {}
     for axis, dim in (("rows", 2), ("cols", 3)):
         length = f"{p}{axis}/length"
-        nodes.append(helper.make_node("Shape", [source], [length + "1"], name=length + "1", start=dim, end=dim + 1))
+        nodes.append(
+            helper.make_node("Shape", [source], [length + "1"], name=length + "1", start=dim, end=dim + 1)
+        )
         inits.append(numpy_helper.from_array(np.array([0], np.int64), f"{p}{axis}/axis0"))
         nodes.append(helper.make_node("Squeeze", [length + "1", f"{p}{axis}/axis0"], [length], name=length))
         n, i, axes[axis] = _cell_matrix(length, grid, p, axis)
         nodes += n
         inits += i
     nodes += [
-        helper.make_node("MatMul", [axes["rows"], source], [p + "by_rows"], name=p + "by_rows"),  # (N, C, g, W)
+        helper.make_node(
+            "MatMul", [axes["rows"], source], [p + "by_rows"], name=p + "by_rows"
+        ),  # (N, C, g, W)
         helper.make_node("Transpose", [axes["cols"]], [p + "cols_t"], name=p + "cols_t", perm=[1, 0]),
-        helper.make_node("MatMul", [p + "by_rows", p + "cols_t"], [p + "grid"], name=p + "grid"),  # (N, C, g, g)
+        helper.make_node(
+            "MatMul", [p + "by_rows", p + "cols_t"], [p + "grid"], name=p + "grid"
+        ),  # (N, C, g, g)
         helper.make_node("Flatten", [p + "grid"], [p + "out"], name=p + "flatten", axis=1),
     ]
     return nodes, inits, p + "out"
@@ -189,8 +199,9 @@ def feature_model(backbone: Backbone, spec: FeatureSpec, graph_dir) -> onnx.Mode
     graph.node.extend(nodes)
     graph.initializer.extend(inits)
     del graph.output[:]
-    graph.output.append(helper.make_tensor_value_info(
-        FEATURES_OUTPUT, onnx.TensorProto.FLOAT, ["N", spec.dim(backbone)]))
+    graph.output.append(
+        helper.make_tensor_value_info(FEATURES_OUTPUT, onnx.TensorProto.FLOAT, ["N", spec.dim(backbone)])
+    )
     return model
 
 
@@ -223,10 +234,19 @@ class FeatureExtractor:
     features are cached, else ``{"file", "reason"}``. Sessions are created once per share.
     """
 
-    def __init__(self, backbone: Backbone, cache: FeatureCache, *, features: FeatureSpec = EMBEDDING,
-                 views: Sequence[str] = ("identity",), graph_dir=None, batch_size: int = 32,
-                 decode_threads: int = 2, progress: Callable[[int], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None):
+    def __init__(
+        self,
+        backbone: Backbone,
+        cache: FeatureCache,
+        *,
+        features: FeatureSpec = EMBEDDING,
+        views: Sequence[str] = ("identity",),
+        graph_dir=None,
+        batch_size: int = 32,
+        decode_threads: int = 2,
+        progress: Callable[[int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ):
         for view in views:
             if view not in VIEWS:
                 raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
@@ -256,7 +276,9 @@ class FeatureExtractor:
 
     def session(self, share):
         """The ONNX Runtime session for a device share, created on first use."""
-        get = share.get if isinstance(share, dict) else lambda name, default=None: getattr(share, name, default)
+        get = (
+            share.get if isinstance(share, dict) else lambda name, default=None: getattr(share, name, default)
+        )
         device = get("local_device", None) or get("device", None) or get("name", None) or "auto"
         threads = get("threads", None)
         with self._lock:
@@ -299,12 +321,13 @@ class FeatureExtractor:
     def process_chunk(self, share, chunk: Sequence[tuple[str, str]]) -> list:
         """Compute and cache features of ``chunk`` on ``share``'s device; one result per item."""
         chunk = list(chunk)
-        batches = [chunk[i:i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
+        batches = [chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
         results: dict = {}
         with ThreadPoolExecutor(max_workers=max(1, self.decode_threads), thread_name_prefix="decode") as pool:
             # Decoding starts before the session exists, so creating it costs no extra wall time.
             pending: deque = deque(
-                [pool.submit(self._decode, item) for item in batch] for batch in batches[:2])
+                [pool.submit(self._decode, item) for item in batch] for batch in batches[:2]
+            )
             next_batch = len(pending)
             writes = []
             try:
@@ -340,10 +363,19 @@ class FeatureExtractor:
         return [results.get(key) for key, _ in chunk]
 
 
-def plan_feature_extraction(backbone: Backbone, n_items: int, cache: FeatureCache, *,
-                            views: Sequence[str] = ("identity",), features: FeatureSpec = EMBEDDING,
-                            device: str = "auto", threads: int | None = None, batch_size: int = 32,
-                            cluster=None, probe=None):
+def plan_feature_extraction(
+    backbone: Backbone,
+    n_items: int,
+    cache: FeatureCache,
+    *,
+    views: Sequence[str] = ("identity",),
+    features: FeatureSpec = EMBEDDING,
+    device: str = "auto",
+    threads: int | None = None,
+    batch_size: int = 32,
+    cluster=None,
+    probe=None,
+):
     """The scheduler's plan for extracting ``n_items`` images (``eta_s`` once throughput was measured).
 
     With ``threads`` the caller fixes the work to one worker with that many threads on ``device``.
@@ -353,19 +385,42 @@ def plan_feature_extraction(backbone: Backbone, n_items: int, cache: FeatureCach
     """
     devices = None
     if threads:
-        devices = [{"name": "cpu" if device in ("auto", "cpu") else device, "threads": threads,
-                    "batch_size": batch_size}] + ([cluster] if cluster is not None else [])
+        devices = [
+            {
+                "name": "cpu" if device in ("auto", "cpu") else device,
+                "threads": threads,
+                "batch_size": batch_size,
+            }
+        ] + ([cluster] if cluster is not None else [])
         cluster = None
-    return plan_work(f"features/{backbone.key}/{features.name}/{len(tuple(views))}", n_items, device=device,
-                     cost_model=CostModel(cache.root), batch_size=batch_size, devices=devices, cluster=cluster,
-                     probe=probe)
+    return plan_work(
+        f"features/{backbone.key}/{features.name}/{len(tuple(views))}",
+        n_items,
+        device=device,
+        cost_model=CostModel(cache.root),
+        batch_size=batch_size,
+        devices=devices,
+        cluster=cluster,
+        probe=probe,
+    )
 
 
-def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
-                          views: Sequence[str] = ("identity",), features: FeatureSpec = EMBEDDING,
-                          device: str = "auto", threads: int | None = None, batch_size: int = 32,
-                          graph_dir=None, progress=None, should_stop=None, cluster=None,
-                          make_extractor=None) -> dict:
+def extract_feature_views(
+    backbone: Backbone,
+    items,
+    cache: FeatureCache,
+    *,
+    views: Sequence[str] = ("identity",),
+    features: FeatureSpec = EMBEDDING,
+    device: str = "auto",
+    threads: int | None = None,
+    batch_size: int = 32,
+    graph_dir=None,
+    progress=None,
+    should_stop=None,
+    cluster=None,
+    make_extractor=None,
+) -> dict:
     """Like :func:`extract_features` for several views at once (each image is decoded once).
 
     ``cluster`` (an address, ``{"address", "credentials"}`` or a DaskBackend) adds the cluster's
@@ -397,37 +452,81 @@ def extract_feature_views(backbone: Backbone, items, cache: FeatureCache, *,
     plan_info = None
     if todo:
         started = time.perf_counter()
-        extractor = (make_extractor or FeatureExtractor)(backbone, cache, features=features, views=views, graph_dir=graph_dir,
-                                     batch_size=batch_size, should_stop=should_stop)
+        extractor = (make_extractor or FeatureExtractor)(
+            backbone,
+            cache,
+            features=features,
+            views=views,
+            graph_dir=graph_dir,
+            batch_size=batch_size,
+            should_stop=should_stop,
+        )
         with open_cluster(cluster, backbone.name) as backend:
             work = extractor.process_chunk if backend is None else ClusterExtraction(extractor)
-            plan = plan_feature_extraction(backbone, len(todo), cache, views=views, features=features,
-                                           device=device, threads=threads, batch_size=batch_size, cluster=backend,
-                                           probe=None if backend is None else probe_for(work, todo))
+            plan = plan_feature_extraction(
+                backbone,
+                len(todo),
+                cache,
+                views=views,
+                features=features,
+                device=device,
+                threads=threads,
+                batch_size=batch_size,
+                cluster=backend,
+                probe=None if backend is None else probe_for(work, todo),
+            )
             base = done
             # Smaller local chunks beside a cluster, so no device holds a big last one alone.
-            outcome = run_partitioned(plan, todo, work, chunk_size=batch_size * (8 if backend is None else 2),
-                                      progress=lambda finished, _total, _eta: advance(base + finished - done),
-                                      should_stop=should_stop)
+            outcome = run_partitioned(
+                plan,
+                todo,
+                work,
+                chunk_size=batch_size * (8 if backend is None else 2),
+                progress=lambda finished, _total, _eta: advance(base + finished - done),
+                should_stop=should_stop,
+            )
         skipped = [entry for entry in outcome if entry is not None]
         plan_info = plan.to_dict()
-        log.info("extracted %d %s feature vectors (%s) in %.1f s", len(todo), features.name,
-                 "+".join(views), time.perf_counter() - started)
+        log.info(
+            "extracted %d %s feature vectors (%s) in %.1f s",
+            len(todo),
+            features.name,
+            "+".join(views),
+            time.perf_counter() - started,
+        )
     bad = {entry["file"] for entry in skipped}
     out = {}
     for view in views:
         namespace = (backbone.key, features.name, view)
         have = cache.cached_keys(namespace)
         keys = [key for key, path in items if key in have and path not in bad]
-        vectors = cache.get_many(namespace, keys) if keys else np.zeros((0, features.dim(backbone)), np.float32)
-        out[view] = ExtractionResult(keys=keys, features=vectors, skipped=list(skipped),
-                                     computed=len(todo) - len(skipped), plan=plan_info)
+        vectors = (
+            cache.get_many(namespace, keys) if keys else np.zeros((0, features.dim(backbone)), np.float32)
+        )
+        out[view] = ExtractionResult(
+            keys=keys,
+            features=vectors,
+            skipped=list(skipped),
+            computed=len(todo) - len(skipped),
+            plan=plan_info,
+        )
     return out
 
 
-def extract_features(backbone: Backbone, items, cache: FeatureCache, *, view: str = "identity",
-                     features: FeatureSpec = EMBEDDING, device: str = "auto", threads: int | None = None,
-                     batch_size: int = 32, graph_dir=None, progress=None, should_stop=None) -> ExtractionResult:
+def extract_features(
+    backbone: Backbone,
+    items,
+    cache: FeatureCache,
+    *,
+    view: str = "identity",
+    features: FeatureSpec = EMBEDDING,
+    device: str = "auto",
+    threads: int | None = None,
+    batch_size: int = 32,
+    graph_dir=None,
+    progress=None,
+    should_stop=None,
+) -> ExtractionResult:
     """Features for (key, path) items, computing only those not already in ``cache``.
 
     Parameters
@@ -447,6 +546,16 @@ def extract_features(backbone: Backbone, items, cache: FeatureCache, *, view: st
     ExtractionResult with the keys that have features (input order), an (n, d) array, and
     ``skipped``: [{file, reason}] for items that could not be decoded.
     """
-    return extract_feature_views(backbone, items, cache, views=(view,), features=features, device=device,
-                                 threads=threads, batch_size=batch_size, graph_dir=graph_dir,
-                                 progress=progress, should_stop=should_stop)[view]
+    return extract_feature_views(
+        backbone,
+        items,
+        cache,
+        views=(view,),
+        features=features,
+        device=device,
+        threads=threads,
+        batch_size=batch_size,
+        graph_dir=graph_dir,
+        progress=progress,
+        should_stop=should_stop,
+    )[view]

@@ -32,8 +32,12 @@ from modeldesk.trainers.image_selection import Features, make_head, planned_work
 from modeldesk.trainers.novelty import NoveltyReference
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
-from modeldesk.trainers.features import (FEATURES_OUTPUT, FeatureExtractor, extract_feature_views,
-                                         plan_feature_extraction)
+from modeldesk.trainers.features import (
+    FEATURES_OUTPUT,
+    FeatureExtractor,
+    extract_feature_views,
+    plan_feature_extraction,
+)
 from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
@@ -61,17 +65,27 @@ def _evaluation(chosen, y, labels, keys, warnings) -> dict:
     metrics["mistakes"] = most_confident_mistakes(y[idx], proba, [keys[i] for i in idx], labels)
     interval = accuracy_interval(int(round(metrics["accuracy"] * metrics["n"])), metrics["n"])
     metrics["interval"] = interval
-    metrics["final_model"] = {"samples": len(y), "text": f"The final model was trained on all {len(y)} labeled "
-                              "images, after this evaluation, so it has seen the test images too."}
+    metrics["final_model"] = {
+        "samples": len(y),
+        "text": f"The final model was trained on all {len(y)} labeled "
+        "images, after this evaluation, so it has seen the test images too.",
+    }
     if chosen.cv_accuracy is not None:
         metrics["cv_accuracy"] = chosen.cv_accuracy
     if chosen.trials:
-        metrics["search"] = {"trials": chosen.trials, "best": {
-            "params": {k: v for k, v in chosen.config.items() if k != "views"}, "views": list(chosen.config["views"])}}
+        metrics["search"] = {
+            "trials": chosen.trials,
+            "best": {
+                "params": {k: v for k, v in chosen.config.items() if k != "views"},
+                "views": list(chosen.config["views"]),
+            },
+        }
     if interval["too_wide"] and chosen.eval_split != "train":
-        warnings.append(f"only {metrics['n']} images were tested: the accuracy is somewhere between "
-                        f"{interval['text']}, too wide to tell apart two models a few points apart; "
-                        "label more images or move more of them to the test split")
+        warnings.append(
+            f"only {metrics['n']} images were tested: the accuracy is somewhere between "
+            f"{interval['text']}, too wide to tell apart two models a few points apart; "
+            "label more images or move more of them to the test split"
+        )
     return metrics
 
 
@@ -82,10 +96,12 @@ def _versions() -> dict:
         modeldesk_version = version("modeldesk")
     except PackageNotFoundError:
         modeldesk_version = "unknown"
-    return {"modeldesk": modeldesk_version, "onnxruntime": onnxruntime.__version__,
-            "onnx": onnx.__version__, "numpy": np.__version__}
-
-
+    return {
+        "modeldesk": modeldesk_version,
+        "onnxruntime": onnxruntime.__version__,
+        "onnx": onnx.__version__,
+        "numpy": np.__version__,
+    }
 
 
 HEAD_WORK = "head-fitting"  # cost-model key: thousands of (sample x feature x trial) per second
@@ -147,8 +163,16 @@ def _uncached(cache: FeatureCache, backbone, template, keys) -> set:
     return missing
 
 
-def estimate_training(samples, template, cache_dir, *, device: str = "auto", threads: int | None = None,
-                      time_budget: float | None = None, cluster=None) -> dict:
+def estimate_training(
+    samples,
+    template,
+    cache_dir,
+    *,
+    device: str = "auto",
+    threads: int | None = None,
+    time_budget: float | None = None,
+    cluster=None,
+) -> dict:
     """The ETA and plan before training: uncached features (measured throughput when the scheduler
     has seen this work before, else a default per image) plus a rough figure for the head.
     With ``cluster`` (see ``features.extract_feature_views``) the plan covers its workers, each
@@ -168,10 +192,21 @@ def estimate_training(samples, template, cache_dir, *, device: str = "auto", thr
         probe = None
         if backend is not None:
             todo = [(s.key, s.path) for s in labeled if s.key in missing]
-            probe = probe_for(ClusterExtraction(FeatureExtractor(backbone, cache, features=template.features,
-                                                                 views=views)), todo)
-        plan = plan_feature_extraction(backbone, len(missing), cache, views=views, features=template.features,
-                                       device=device, threads=threads, cluster=backend, probe=probe)
+            probe = probe_for(
+                ClusterExtraction(FeatureExtractor(backbone, cache, features=template.features, views=views)),
+                todo,
+            )
+        plan = plan_feature_extraction(
+            backbone,
+            len(missing),
+            cache,
+            views=views,
+            features=template.features,
+            device=device,
+            threads=threads,
+            cluster=backend,
+            probe=probe,
+        )
     features_s = plan.eta_s
     if features_s is None:
         per_image = DEFAULT_SECONDS_PER_IMAGE * (1 + 0.6 * (len(views) - 1))
@@ -184,11 +219,20 @@ def estimate_training(samples, template, cache_dir, *, device: str = "auto", thr
     return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
 
 
-def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, cache_dir, *,
-                           time_budget: float | None = None, device: str = "auto",
-                           threads: int | None = None, progress: Progress | None = None,
-                           should_stop: Callable[[], bool] | None = None,
-                           model_id: str | None = None, cluster=None) -> TrainResult:
+def train_image_classifier(
+    samples: Sequence[LabeledSample],
+    template,
+    out_dir,
+    cache_dir,
+    *,
+    time_budget: float | None = None,
+    device: str = "auto",
+    threads: int | None = None,
+    progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    model_id: str | None = None,
+    cluster=None,
+) -> TrainResult:
     """Train an image classifier and write its artifact to ``out_dir``.
 
     Parameters
@@ -222,15 +266,25 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     views_needed = template.all_views()
     items = [(s.key, s.path) for s in labeled]
     # One cluster connection for the estimate and the extraction, none when every vector is cached.
-    with open_cluster(cluster if _uncached(cache, backbone, template, [k for k, _ in items]) else None,
-                      backbone.name) as backend:
-        estimate = estimate_training(labeled, template, cache_dir, device=device, threads=threads,
-                                     time_budget=budget, cluster=backend)
+    with open_cluster(
+        cluster if _uncached(cache, backbone, template, [k for k, _ in items]) else None, backbone.name
+    ) as backend:
+        estimate = estimate_training(
+            labeled, template, cache_dir, device=device, threads=threads, time_budget=budget, cluster=backend
+        )
         report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
         extracted = extract_feature_views(
-            backbone, items, cache, views=views_needed, features=template.features, device=device,
-            threads=threads, should_stop=should_stop, cluster=backend,
-            progress=lambda done, total: report("Extracting features", 0.7 * done / max(total, 1)))
+            backbone,
+            items,
+            cache,
+            views=views_needed,
+            features=template.features,
+            device=device,
+            threads=threads,
+            should_stop=should_stop,
+            cluster=backend,
+            progress=lambda done, total: report("Extracting features", 0.7 * done / max(total, 1)),
+        )
     skipped = extracted[views_needed[0]].skipped
     extraction_plan = extracted[views_needed[0]].plan
     good = set(extracted[views_needed[0]].keys)
@@ -254,8 +308,14 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     # 2. select by cross-validation on train + val, evaluate on test, refit on all (0.7 .. 0.95)
     head_started = time.monotonic()
     with one_blas_thread():
-        chosen = select_evaluate_refit(template, feats, y, split, deadline=started + 0.8 * budget,
-                                       progress=lambda f, m: report("Tuning", 0.7 + 0.2 * f, m))
+        chosen = select_evaluate_refit(
+            template,
+            feats,
+            y,
+            split,
+            deadline=started + 0.8 * budget,
+            progress=lambda f, m: report("Tuning", 0.7 + 0.2 * f, m),
+        )
     head, views, eval_idx = chosen.head, tuple(chosen.config["views"]), chosen.eval_idx
     warnings += chosen.warnings
     head_units = _head_units(len(labeled), template.features.dim(backbone), chosen.work)
@@ -271,20 +331,31 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
     finish_started = time.monotonic()
     with one_blas_thread():
         novelty = NoveltyReference().fit(feats.by_view[views[0]])
-    metrics["novelty"] = {"held_out_familiar": float(np.mean(novelty.held_out_similarity_
-                                                             >= novelty.similarity_threshold_))}
+    metrics["novelty"] = {
+        "held_out_familiar": float(np.mean(novelty.held_out_similarity_ >= novelty.similarity_threshold_))
+    }
 
     # 5. one graph, checked against the training path, written as an artifact
     model = build_classifier_graph(backbone, template, head, views, cache.root / "graphs", novelty=novelty)
-    parity, vs_cache = check_parity(model, backbone, template, head, [labeled[i].path for i in eval_idx[:4]],
-                                    feats.views(eval_idx[:4], views), views, cache.root / "graphs")
+    parity, vs_cache = check_parity(
+        model,
+        backbone,
+        template,
+        head,
+        [labeled[i].path for i in eval_idx[:4]],
+        feats.views(eval_idx[:4], views),
+        views,
+        cache.root / "graphs",
+    )
     metrics["export_max_abs_diff"] = parity
     metrics["export_vs_training_features_max_abs_diff"] = vs_cache
     if parity > PARITY_TOLERANCE:
         raise RuntimeError(f"exported graph disagrees with the training path by {parity:.2e}")
     if vs_cache > CACHE_TOLERANCE:
-        warnings.append(f"the features the model was trained on (device {device}) differ from the exported "
-                        f"model's on the CPU by up to {vs_cache:.1e} in probability")
+        warnings.append(
+            f"the features the model was trained on (device {device}) differ from the exported "
+            f"model's on the CPU by up to {vs_cache:.1e} in probability"
+        )
     card = {
         "id": model_id or new_model_id(),
         "task": "image-classification",
@@ -303,24 +374,47 @@ def train_image_classifier(samples: Sequence[LabeledSample], template, out_dir, 
         "input_name": backbone.input_name,
         "output_name": OUTPUT_NAME,
         "warnings": warnings,
-        "training": {"samples": {name: int(np.sum(split == name)) for name in ("train", "val", "test")},
-                     "final_fit": len(labeled),
-                     "seconds": round(time.monotonic() - started, 2), "skipped": skipped},
+        "training": {
+            "samples": {name: int(np.sum(split == name)) for name in ("train", "val", "test")},
+            "final_fit": len(labeled),
+            "seconds": round(time.monotonic() - started, 2),
+            "skipped": skipped,
+        },
     }
     # The backbone's ImageNet classifier is not needed behind the new head: ~5 MB less to ship.
     artifact_dir = save_artifact(out_dir, prune_unused(model), card)
     paths = {s.key: s.path for s in labeled}
-    write_html_report(Path(artifact_dir) / "report.html", title=_report_title(template, metrics), metrics=metrics,
-                      mistakes=metrics["mistakes"], thumbnails={m["key"]: paths[m["key"]] for m in metrics["mistakes"]},
-                      model_card={"model": card["id"], "task": card["task"], "template": template.name, "backbone": backbone.key,
-                                  "images": card["training"]["samples"]})
-    CostModel(cache.root).record(_finish_key(template), "cpu", 1, 1, n_items=1,
-                                 seconds=max(time.monotonic() - finish_started, 1e-3))
+    write_html_report(
+        Path(artifact_dir) / "report.html",
+        title=_report_title(template, metrics),
+        metrics=metrics,
+        mistakes=metrics["mistakes"],
+        thumbnails={m["key"]: paths[m["key"]] for m in metrics["mistakes"]},
+        model_card={
+            "model": card["id"],
+            "task": card["task"],
+            "template": template.name,
+            "backbone": backbone.key,
+            "images": card["training"]["samples"],
+        },
+    )
+    CostModel(cache.root).record(
+        _finish_key(template), "cpu", 1, 1, n_items=1, seconds=max(time.monotonic() - finish_started, 1e-3)
+    )
     elapsed = time.monotonic() - started
     report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1") if k in metrics})
-    return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=skipped,
-                       plan={**estimate["plan"], **(extraction_plan or {}), "eta_s": estimate["eta_s"],
-                             "actual_s": round(elapsed, 2)})
+    return TrainResult(
+        artifact_dir=Path(artifact_dir),
+        metrics=metrics,
+        warnings=warnings,
+        skipped=skipped,
+        plan={
+            **estimate["plan"],
+            **(extraction_plan or {}),
+            "eta_s": estimate["eta_s"],
+            "actual_s": round(elapsed, 2),
+        },
+    )
 
 
 class ImageClassificationTrainer:
@@ -329,9 +423,12 @@ class ImageClassificationTrainer:
     def check(self, samples) -> None:
         check_samples(samples)
 
-    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, cluster=None) -> dict:
-        return estimate_training(samples, template, cache_dir, device=device, time_budget=time_budget,
-                                 cluster=cluster)
+    def estimate(
+        self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, cluster=None
+    ) -> dict:
+        return estimate_training(
+            samples, template, cache_dir, device=device, time_budget=time_budget, cluster=cluster
+        )
 
     def train(self, samples, template, out_dir, cache_dir, **options) -> TrainResult:
         return train_image_classifier(samples, template, out_dir, cache_dir, **options)

@@ -30,7 +30,7 @@ TEMPLATES = (
         name="image-classification/accurate",
         task="image-classification",
         description="Tunes itself by cross-validation (how strongly to regularise, whether mirrored "
-                    "images help); a few minutes, often a little more accurate.",
+        "images help); a few minutes, often a little more accurate.",
         backbone="efficientnet-lite0",
         features=GRID_S16X4_S32X3,
         head="logistic",
@@ -43,15 +43,21 @@ TEMPLATES = (
         name="image-classification/best",
         task="image-classification",
         description="For when you have time (a few minutes for 1,000 images on a laptop): tries more "
-                    "settings, mirrored and zoomed views and a small neural network, each checked by "
-                    "5-fold cross-validation.",
+        "settings, mirrored and zoomed views and a small neural network, each checked by "
+        "5-fold cross-validation.",
         backbone="efficientnet-lite0",
         features=GRID_S16X4_S32X3,
         head="logistic",
         head_params={"max_iter": 300},
-        search_space={"l2": [3e-3, 1e-2, 1e-3],
-                      "views": [("identity",), ("identity", "zoom"), ("identity", "hflip"),
-                                ("identity", "hflip", "zoom")]},
+        search_space={
+            "l2": [3e-3, 1e-2, 1e-3],
+            "views": [
+                ("identity",),
+                ("identity", "zoom"),
+                ("identity", "hflip"),
+                ("identity", "hflip", "zoom"),
+            ],
+        },
         head_candidates=({"head": "mlp", "hidden": 128, "l2": 1e-3, "dropout": 0.3, "epochs": 30},),
         cv_folds=5,
         time_budget_s=900.0,

@@ -14,15 +14,22 @@ from onnx import helper, numpy_helper
 
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone
-from modeldesk.trainers.features import FEATURES_OUTPUT, apply_view, feature_model, feature_model_path, view_nodes
+from modeldesk.trainers.features import (
+    FEATURES_OUTPUT,
+    apply_view,
+    feature_model,
+    feature_model_path,
+    view_nodes,
+)
 from modeldesk.trainers.heads import predict_views
 from modeldesk.trainers.novelty import FAMILIARITY_OUTPUT
 
 OUTPUT_NAME = "probabilities"
 
 
-def build_classifier_graph(backbone: Backbone, template, head, views: Sequence[str], graph_dir,
-                           novelty=None) -> onnx.ModelProto:
+def build_classifier_graph(
+    backbone: Backbone, template, head, views: Sequence[str], graph_dir, novelty=None
+) -> onnx.ModelProto:
     """One graph: ``image`` (N, 3, S, S) -> views -> backbone -> pooling -> head -> ``probabilities``
     (and, with ``novelty``, ``familiarity`` (N,) from the features of the first view).
 
@@ -56,30 +63,55 @@ def build_classifier_graph(backbone: Backbone, template, head, views: Sequence[s
     h_nodes, h_inits = head.to_onnx(FEATURES_OUTPUT, head_out, prefix="head/")
     tail = []
     if len(views) > 1:
-        inits.append(numpy_helper.from_array(np.array([len(views), -1, len(head.classes_)], np.int64),
-                                             "views/shape"))
-        tail.append(helper.make_node("Reshape", [head_out, "views/shape"], ["views/stacked"], name="views/reshape"))
-        tail.append(helper.make_node("ReduceMean", ["views/stacked"], [OUTPUT_NAME], name="views/mean",
-                                     axes=[0], keepdims=0))
+        inits.append(
+            numpy_helper.from_array(np.array([len(views), -1, len(head.classes_)], np.int64), "views/shape")
+        )
+        tail.append(
+            helper.make_node("Reshape", [head_out, "views/shape"], ["views/stacked"], name="views/reshape")
+        )
+        tail.append(
+            helper.make_node(
+                "ReduceMean", ["views/stacked"], [OUTPUT_NAME], name="views/mean", axes=[0], keepdims=0
+            )
+        )
     if novelty is not None:
-        n_nodes, n_inits = novelty.to_onnx(FEATURES_OUTPUT, FAMILIARITY_OUTPUT if len(views) == 1
-                                           else "head/novelty/all_views", prefix="head/novelty/")
+        n_nodes, n_inits = novelty.to_onnx(
+            FEATURES_OUTPUT,
+            FAMILIARITY_OUTPUT if len(views) == 1 else "head/novelty/all_views",
+            prefix="head/novelty/",
+        )
         tail += n_nodes
         h_inits += n_inits
         if len(views) > 1:  # rows are view-major: keep the first view's (the one it was fitted on)
-            inits += [numpy_helper.from_array(np.array([len(views), -1], np.int64), "views/novelty_shape"),
-                      numpy_helper.from_array(np.array(0, np.int64), "views/first")]
-            tail.append(helper.make_node("Reshape", ["head/novelty/all_views", "views/novelty_shape"],
-                                         ["views/novelty"], name="views/novelty_reshape"))
-            tail.append(helper.make_node("Gather", ["views/novelty", "views/first"], [FAMILIARITY_OUTPUT],
-                                         name="views/novelty_first", axis=0))
+            inits += [
+                numpy_helper.from_array(np.array([len(views), -1], np.int64), "views/novelty_shape"),
+                numpy_helper.from_array(np.array(0, np.int64), "views/first"),
+            ]
+            tail.append(
+                helper.make_node(
+                    "Reshape",
+                    ["head/novelty/all_views", "views/novelty_shape"],
+                    ["views/novelty"],
+                    name="views/novelty_reshape",
+                )
+            )
+            tail.append(
+                helper.make_node(
+                    "Gather",
+                    ["views/novelty", "views/first"],
+                    [FAMILIARITY_OUTPUT],
+                    name="views/novelty_first",
+                    axis=0,
+                )
+            )
     all_nodes = nodes + list(graph.node) + h_nodes + tail
     del graph.node[:]
     graph.node.extend(all_nodes)
     graph.initializer.extend(inits + h_inits)
     del graph.output[:]
-    graph.output.append(helper.make_tensor_value_info(OUTPUT_NAME, onnx.TensorProto.FLOAT,
-                                                      ["N", len(head.classes_)]))
+    graph.output.append(
+        helper.make_tensor_value_info(OUTPUT_NAME, onnx.TensorProto.FLOAT, ["N", len(head.classes_)])
+    )
     if novelty is not None:
         graph.output.append(helper.make_tensor_value_info(FAMILIARITY_OUTPUT, onnx.TensorProto.FLOAT, ["N"]))
     graph.name = "modeldesk_image_classifier"
@@ -87,8 +119,16 @@ def build_classifier_graph(backbone: Backbone, template, head, views: Sequence[s
     return model
 
 
-def check_parity(model: onnx.ModelProto, backbone: Backbone, template, head, paths: Sequence[str],
-                 cached: np.ndarray, views: Sequence[str], graph_dir) -> tuple[float, float]:
+def check_parity(
+    model: onnx.ModelProto,
+    backbone: Backbone,
+    template,
+    head,
+    paths: Sequence[str],
+    cached: np.ndarray,
+    views: Sequence[str],
+    graph_dir,
+) -> tuple[float, float]:
     """Compare the exported graph with the training path on a few images, both on the CPU.
 
     ``cached`` holds the training features of ``paths`` as (n_views, n_images, dim).  Returns
@@ -103,10 +143,19 @@ def check_parity(model: onnx.ModelProto, backbone: Backbone, template, head, pat
         return 0.0, 0.0
     batch = preprocess_batch(paths, backbone.spec)
     exported = create_session(model.SerializeToString(), device="cpu").run(
-        [OUTPUT_NAME], {backbone.input_name: batch})[0]
+        [OUTPUT_NAME], {backbone.input_name: batch}
+    )[0]
     features = create_session(feature_model_path(backbone, template.features, graph_dir), device="cpu")
-    recomputed = np.mean([head.predict_proba(features.run([FEATURES_OUTPUT], {backbone.input_name:
-                                                                               apply_view(batch, v)})[0])
-                          for v in views], axis=0)
-    return (float(np.abs(exported - recomputed).max()),
-            float(np.abs(exported - predict_views(head, cached[:, :len(paths)])).max()))
+    recomputed = np.mean(
+        [
+            head.predict_proba(
+                features.run([FEATURES_OUTPUT], {backbone.input_name: apply_view(batch, v)})[0]
+            )
+            for v in views
+        ],
+        axis=0,
+    )
+    return (
+        float(np.abs(exported - recomputed).max()),
+        float(np.abs(exported - predict_views(head, cached[:, : len(paths)])).max()),
+    )

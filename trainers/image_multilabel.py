@@ -36,8 +36,10 @@ def check_tag_samples(samples) -> tuple[list, list[str]]:
     counts = Counter(tag for s in tagged for tag in set(s.target))
     if len(counts) < 2:
         (only,) = counts
-        raise UserError(f"every tagged image has only the tag {only!r}: add a second tag, so the model "
-                        "sees images with and without each tag")
+        raise UserError(
+            f"every tagged image has only the tag {only!r}: add a second tag, so the model "
+            "sees images with and without each tag"
+        )
     return tagged, sorted(counts)
 
 
@@ -68,17 +70,32 @@ class ImageMultilabelTrainer:
     def check(self, samples) -> None:
         check_tag_samples(samples)
 
-    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, cluster=None) -> dict:
-        return estimate_training(samples, template, cache_dir, device=device, time_budget=time_budget,
-                                 cluster=cluster)
+    def estimate(
+        self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, cluster=None
+    ) -> dict:
+        return estimate_training(
+            samples, template, cache_dir, device=device, time_budget=time_budget, cluster=cluster
+        )
 
     def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
         from modeldesk.trainers.evaluation import evaluate_tags
 
         return evaluate_tags(artifact_path, samples, progress=progress)
 
-    def train(self, samples, template, out_dir, cache_dir, *, time_budget=None, device: str = "auto",
-              progress=None, should_stop=None, model_id=None, cluster=None) -> TrainResult:
+    def train(
+        self,
+        samples,
+        template,
+        out_dir,
+        cache_dir,
+        *,
+        time_budget=None,
+        device: str = "auto",
+        progress=None,
+        should_stop=None,
+        model_id=None,
+        cluster=None,
+    ) -> TrainResult:
         """Extract features, fit one sigmoid per tag, pick thresholds on validation, evaluate, export."""
         started = time.monotonic()
         template = get_template(template)
@@ -91,9 +108,16 @@ class ImageMultilabelTrainer:
         report = stage_reporter(started, estimate.get("eta_s"), progress, should_stop)
 
         extracted = extract_feature_views(
-            backbone, [(s.key, s.path) for s in tagged], cache, views=("identity",),
-            features=template.features, device=device, should_stop=should_stop, cluster=cluster,
-            progress=lambda done, total: report("Extracting features", 0.8 * done / max(total, 1)))
+            backbone,
+            [(s.key, s.path) for s in tagged],
+            cache,
+            views=("identity",),
+            features=template.features,
+            device=device,
+            should_stop=should_stop,
+            cluster=cluster,
+            progress=lambda done, total: report("Extracting features", 0.8 * done / max(total, 1)),
+        )
         result = extracted["identity"]
         index = {key: row for row, key in enumerate(result.keys)}
         tagged = [s for s in tagged if s.key in index]
@@ -142,12 +166,23 @@ class ImageMultilabelTrainer:
             "input_name": backbone.input_name,
             "output_name": "probabilities",
             "warnings": warnings,
-            "training": {"samples": {"train": int(len(train)), "val": int(len(val)), "test": int(len(test))},
-                         "seconds": round(time.monotonic() - started, 2), "skipped": result.skipped},
+            "training": {
+                "samples": {"train": int(len(train)), "val": int(len(val)), "test": int(len(test))},
+                "seconds": round(time.monotonic() - started, 2),
+                "skipped": result.skipped,
+            },
         }
         artifact_dir = save_artifact(out_dir, prune_unused(model), card)
         report("Done", 1.0, {"micro_f1": metrics["micro_f1"], "map": metrics["map"]})
-        return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings,
-                           skipped=result.skipped,
-                           plan={**estimate["plan"], **(result.plan or {}), "eta_s": estimate["eta_s"],
-                                 "actual_s": round(time.monotonic() - started, 2)})
+        return TrainResult(
+            artifact_dir=Path(artifact_dir),
+            metrics=metrics,
+            warnings=warnings,
+            skipped=result.skipped,
+            plan={
+                **estimate["plan"],
+                **(result.plan or {}),
+                "eta_s": estimate["eta_s"],
+                "actual_s": round(time.monotonic() - started, 2),
+            },
+        )

@@ -10,7 +10,7 @@ TEMPLATES = (
         name="image-multilabel/standard",
         task="image-multilabel",
         description="Finds every tag that applies to an image, looking at where things are; each tag "
-                    "gets its own yes/no threshold, tuned on your held-out images.",
+        "gets its own yes/no threshold, tuned on your held-out images.",
         backbone="efficientnet-lite0",
         features=GRID_S16X4_S32X3,
         head="sigmoid",

@@ -127,18 +127,31 @@ def select_evaluate_refit(template, feats: Features, y, split, *, deadline=None,
     folds = heads.usable_folds(y[dev], template.cv_folds)
     out = Selection(config=dict(start))
     if folds >= 2 and sum(len(s) for s in stages) > 1:
+
         def score(config):
             out.work += config_work(template, config) * (folds - 1)
-            return heads.cross_val_score(lambda: make_head(template, config),
-                                         feats.views(dev, config["views"]), y[dev], folds=folds).mean()
+            return heads.cross_val_score(
+                lambda: make_head(template, config), feats.views(dev, config["views"]), y[dev], folds=folds
+            ).mean()
 
-        result = heads.staged_search(stages, score, start=start, deadline=deadline,
-                                     progress=lambda done, total, best, value: progress(
-                                         done / total, {"cv_accuracy": best, "trial_accuracy": value})
-                                     if progress else None)
+        result = heads.staged_search(
+            stages,
+            score,
+            start=start,
+            deadline=deadline,
+            progress=lambda done, total, best, value: (
+                progress(done / total, {"cv_accuracy": best, "trial_accuracy": value}) if progress else None
+            ),
+        )
         out.config, out.cv_accuracy = result.best, result.best_score
-        out.trials = [{"params": {k: v for k, v in t["params"].items() if k != "views"},
-                       "views": list(t["params"]["views"]), "cv_accuracy": t["score"]} for t in result.trials]
+        out.trials = [
+            {
+                "params": {k: v for k, v in t["params"].items() if k != "views"},
+                "views": list(t["params"]["views"]),
+                "cv_accuracy": t["score"],
+            }
+            for t in result.trials
+        ]
         out.fits = len(result.trials) * folds
     else:
         out.config = {**start, **(stages[0][0] if stages else {})}
@@ -152,12 +165,15 @@ def select_evaluate_refit(template, feats: Features, y, split, *, deadline=None,
         out.work += config_work(template, out.config) * len(dev) / len(y)
     elif folds >= 2:
         out.eval_idx, out.eval_split = dev, "cross-validation"
-        out.eval_proba = heads.cross_val_predict(lambda: make_head(template, out.config), feats.views(dev, views),
-                                                 y[dev], folds=folds)
+        out.eval_proba = heads.cross_val_predict(
+            lambda: make_head(template, out.config), feats.views(dev, views), y[dev], folds=folds
+        )
         out.fits += folds
         out.work += config_work(template, out.config) * (folds - 1) * len(dev) / len(y)
-        out.warnings.append("no test images: the evaluation comes from cross-validation on the photos that also "
-                            "chose the settings, so it may be a little optimistic; put some photos in the test split")
+        out.warnings.append(
+            "no test images: the evaluation comes from cross-validation on the photos that also "
+            "chose the settings, so it may be a little optimistic; put some photos in the test split"
+        )
     else:
         out.eval_idx, out.eval_split = everyone, "train"
         out.warnings.append("too few images to hold any out: the metrics are measured on the training images")

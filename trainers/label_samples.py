@@ -25,20 +25,28 @@ def check_label_samples(samples, noun: str = "image", *, one_class_hint: str = "
     counts = Counter(s.label for s in labeled)
     if len(counts) < 2:
         (only,) = counts
-        raise UserError(f"all labeled {nouns} are in one class ({only!r}): a model needs at least two "
-                        f"classes{one_class_hint}")
+        raise UserError(
+            f"all labeled {nouns} are in one class ({only!r}): a model needs at least two "
+            f"classes{one_class_hint}"
+        )
     lonely = sorted(label for label, n in counts.items() if n < 2)
     if lonely:
-        raise UserError(f"class {', '.join(map(repr, lonely))} has only one {noun}: add at least one more "
-                        f"{noun} per class (better: {FEW_EXAMPLES} or more)")
+        raise UserError(
+            f"class {', '.join(map(repr, lonely))} has only one {noun}: add at least one more "
+            f"{noun} per class (better: {FEW_EXAMPLES} or more)"
+        )
     warnings = []
     moved = sorted(set(counts) - {s.label for s in labeled if s.split == "train"})
     if moved:
-        warnings.append(f"class {', '.join(map(repr, moved))} had no training {nouns}; its held-out {nouns} "
-                        "were used for training, so its metrics are optimistic")
+        warnings.append(
+            f"class {', '.join(map(repr, moved))} had no training {nouns}; its held-out {nouns} "
+            "were used for training, so its metrics are optimistic"
+        )
         labeled = [s.with_split("train") if s.label in moved else s for s in labeled]
     few = sorted(label for label, n in counts.items() if 2 <= n < FEW_EXAMPLES)
     if few:
-        warnings.append(f"class {', '.join(map(repr, few))} has fewer than {FEW_EXAMPLES} {nouns}; expect "
-                        "unreliable predictions for it")
+        warnings.append(
+            f"class {', '.join(map(repr, few))} has fewer than {FEW_EXAMPLES} {nouns}; expect "
+            "unreliable predictions for it"
+        )
     return labeled, sorted(counts), warnings

@@ -5,6 +5,7 @@ command line and the HTML report; ``most_confident_mistakes`` picks the samples 
 look at first.  Conventions follow scikit-learn: a precision or recall whose denominator is zero
 is 0.0, and the confusion matrix has true labels in rows and predicted labels in columns.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -217,15 +218,21 @@ def mean_average_precision(Y_true, proba, labels) -> dict:
     proba = _check_proba(proba, len(labels), Y.shape[0])
     ap = [average_precision(Y[:, i], proba[:, i]) for i in range(len(labels))]
     present = [a for a in ap if not np.isnan(a)]
-    return {"map": float(np.mean(present)) if present else float("nan"),
-            "per_label_ap": {_key(lab): (None if np.isnan(a) else float(a)) for lab, a in zip(labels, ap)}}
+    return {
+        "map": float(np.mean(present)) if present else float("nan"),
+        "per_label_ap": {_key(lab): (None if np.isnan(a) else float(a)) for lab, a in zip(labels, ap)},
+    }
 
 
 def _per_label(labels, precision, recall, f1, support) -> dict:
     """{label: {precision, recall, f1, support}} as plain Python numbers."""
     return {
-        _key(lab): {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
-                    "support": int(support[i])}
+        _key(lab): {
+            "precision": float(precision[i]),
+            "recall": float(recall[i]),
+            "f1": float(f1[i]),
+            "support": int(support[i]),
+        }
         for i, lab in enumerate(labels)
     }
 
@@ -250,6 +257,13 @@ def accuracy_interval(correct: int, n: int, level: float = 0.9) -> dict:
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     low = 0.0 if correct == 0 else max(0.0, centre - half)
     high = 1.0 if correct == n else min(1.0, centre + half)
-    return {"low": float(low), "high": float(high), "level": level, "method": "wilson", "correct": int(correct),
-            "n": int(n), "text": f"{int(np.floor(100 * low))} to {int(np.ceil(100 * high))} out of 100",
-            "too_wide": bool(high - low > TOO_WIDE)}
+    return {
+        "low": float(low),
+        "high": float(high),
+        "level": level,
+        "method": "wilson",
+        "correct": int(correct),
+        "n": int(n),
+        "text": f"{int(np.floor(100 * low))} to {int(np.ceil(100 * high))} out of 100",
+        "too_wide": bool(high - low > TOO_WIDE),
+    }

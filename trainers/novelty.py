@@ -1,4 +1,4 @@
-""""Unlike anything it was trained on": how familiar an input's features are to the training features.
+""" "Unlike anything it was trained on": how familiar an input's features are to the training features.
 
 A classifier's probabilities always sum to one, so a photo of something it never saw (a raccoon for a
 hand-sign model, noise) can still come out "100% sure". :class:`NoveltyReference` measures instead how
@@ -74,16 +74,25 @@ class NoveltyReference:
     array([False,  True])                                       # the second one: "not sure"
     """
 
-    def __init__(self, n_references: int | None = None, pass_fraction: float = PASS_FRACTION, folds: int = 5,
-                 random_state: int = 0):
+    def __init__(
+        self,
+        n_references: int | None = None,
+        pass_fraction: float = PASS_FRACTION,
+        folds: int = 5,
+        random_state: int = 0,
+    ):
         self.n_references = n_references
         self.pass_fraction = pass_fraction
         self.folds = folds
         self.random_state = random_state
 
     def get_params(self) -> dict:
-        return {"n_references": self.n_references, "pass_fraction": self.pass_fraction, "folds": self.folds,
-                "random_state": self.random_state}
+        return {
+            "n_references": self.n_references,
+            "pass_fraction": self.pass_fraction,
+            "folds": self.folds,
+            "random_state": self.random_state,
+        }
 
     def fit(self, X, y=None) -> "NoveltyReference":
         """Learn the references and calibrate the threshold on ``X`` (n, dim); ``y`` is ignored."""
@@ -122,12 +131,19 @@ class NoveltyReference:
 
     def card(self) -> dict:
         """What the model card says about the signal (the rule and how it was calibrated)."""
-        return {"output": FAMILIARITY_OUTPUT, "threshold": 0.0,
-                "similarity_threshold": round(self.similarity_threshold_, 6),
-                "pass_fraction": self.pass_fraction, "calibrated_on": int(len(self.held_out_similarity_)),
-                "references": self.n_references_, "params": {**self.get_params(), "n_references": self.n_references_},
-                "text": (f"'not sure' when a photo's features are less similar to the training photos' than "
-                         f"{self.pass_fraction:.0%} of held-out training photos are (familiarity below 0)")}
+        return {
+            "output": FAMILIARITY_OUTPUT,
+            "threshold": 0.0,
+            "similarity_threshold": round(self.similarity_threshold_, 6),
+            "pass_fraction": self.pass_fraction,
+            "calibrated_on": int(len(self.held_out_similarity_)),
+            "references": self.n_references_,
+            "params": {**self.get_params(), "n_references": self.n_references_},
+            "text": (
+                f"'not sure' when a photo's features are less similar to the training photos' than "
+                f"{self.pass_fraction:.0%} of held-out training photos are (familiarity below 0)"
+            ),
+        }
 
     def to_onnx(self, input_name: str, output_name: str = FAMILIARITY_OUTPUT, prefix: str = "head/novelty/"):
         """ONNX nodes and initializers: float (N, dim) features -> (N,) familiarity.
@@ -136,20 +152,28 @@ class NoveltyReference:
         re-fitted reference can replace a trained one's weights in place (compression does so).
         """
         p = prefix
-        inits = [numpy_helper.from_array(self.mean_.astype(np.float32), p + "mean"),
-                 numpy_helper.from_array(np.ascontiguousarray(self.references_.T, dtype=np.float32), p + "references"),
-                 numpy_helper.from_array(np.array([self.similarity_threshold_], np.float32), p + "threshold"),
-                 numpy_helper.from_array(np.array([1], np.int64), p + "axis"),
-                 numpy_helper.from_array(np.array([1e-12], np.float32), p + "eps")]
+        inits = [
+            numpy_helper.from_array(self.mean_.astype(np.float32), p + "mean"),
+            numpy_helper.from_array(
+                np.ascontiguousarray(self.references_.T, dtype=np.float32), p + "references"
+            ),
+            numpy_helper.from_array(np.array([self.similarity_threshold_], np.float32), p + "threshold"),
+            numpy_helper.from_array(np.array([1], np.int64), p + "axis"),
+            numpy_helper.from_array(np.array([1e-12], np.float32), p + "eps"),
+        ]
         nodes = [
             helper.make_node("Sub", [input_name, p + "mean"], [p + "centred"], name=p + "centre"),
             helper.make_node("Mul", [p + "centred", p + "centred"], [p + "squared"], name=p + "square"),
-            helper.make_node("ReduceSum", [p + "squared", p + "axis"], [p + "sum"], name=p + "sum", keepdims=1),
+            helper.make_node(
+                "ReduceSum", [p + "squared", p + "axis"], [p + "sum"], name=p + "sum", keepdims=1
+            ),
             helper.make_node("Max", [p + "sum", p + "eps"], [p + "safe"], name=p + "floor"),
             helper.make_node("Sqrt", [p + "safe"], [p + "norm"], name=p + "norm"),
             helper.make_node("Div", [p + "centred", p + "norm"], [p + "unit"], name=p + "unit"),
             helper.make_node("MatMul", [p + "unit", p + "references"], [p + "cosines"], name=p + "cosines"),
-            helper.make_node("ReduceMax", [p + "cosines"], [p + "nearest"], name=p + "nearest", axes=[1], keepdims=0),
+            helper.make_node(
+                "ReduceMax", [p + "cosines"], [p + "nearest"], name=p + "nearest", axes=[1], keepdims=0
+            ),
             helper.make_node("Sub", [p + "nearest", p + "threshold"], [output_name], name=p + "familiarity"),
         ]
         return nodes, inits
@@ -172,5 +196,7 @@ class HeadWithNovelty:
 
     def to_onnx(self, input_name: str, output_name: str, prefix: str = "head/"):
         nodes, inits = self.head.to_onnx(input_name, output_name, prefix=prefix)
-        more_nodes, more_inits = self.novelty.to_onnx(input_name, FAMILIARITY_OUTPUT, prefix=prefix + "novelty/")
+        more_nodes, more_inits = self.novelty.to_onnx(
+            input_name, FAMILIARITY_OUTPUT, prefix=prefix + "novelty/"
+        )
         return nodes + more_nodes, inits + more_inits

@@ -26,8 +26,16 @@ from modeldesk.scheduler import CostModel
 from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.detection_features import CellComputer, extract_maps, maps_feature_spec
-from modeldesk.trainers.detection_graph import (IOU_THRESHOLD, MAX_PER_CLASS, MIN_SCORE, OUTPUT_NAME, SIZE_INPUT,
-                                                SIZES_OUTPUT, VOTE_IOU, build_detector_graph)
+from modeldesk.trainers.detection_graph import (
+    IOU_THRESHOLD,
+    MAX_PER_CLASS,
+    MIN_SCORE,
+    OUTPUT_NAME,
+    SIZE_INPUT,
+    SIZES_OUTPUT,
+    VOTE_IOU,
+    build_detector_graph,
+)
 from modeldesk.trainers.detection_head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
 from modeldesk.trainers.detection_metrics import best_threshold, box_iou, mean_ap
 from modeldesk.trainers.features import plan_feature_extraction
@@ -59,8 +67,21 @@ def _truth(sample) -> list:
     return [(str(b.label), float(b.x0), float(b.y0), float(b.x1), float(b.y1)) for b in sample.target]
 
 
-def detect_numpy(scores, sides, points, stride, size, width, height, labels, *, min_score=MIN_SCORE,
-                 iou_threshold=IOU_THRESHOLD, max_per_class=MAX_PER_CLASS, vote_iou=VOTE_IOU) -> list[dict]:
+def detect_numpy(
+    scores,
+    sides,
+    points,
+    stride,
+    size,
+    width,
+    height,
+    labels,
+    *,
+    min_score=MIN_SCORE,
+    iou_threshold=IOU_THRESHOLD,
+    max_per_class=MAX_PER_CLASS,
+    vote_iou=VOTE_IOU,
+) -> list[dict]:
     """The numpy twin of the graph's decoding for one image: boxes in its original pixels (voted when
     ``vote_iou`` is set, see ``detection_graph.decode_nodes``)."""
     boxes = decode_boxes(sides, points, stride) / letterbox_scale(width, height, size)
@@ -85,8 +106,11 @@ class _Photos:
         self.samples, self.neck, self.labels = samples, neck, labels
         self.sizes = [image_size(s.path) for s in samples]
         self.classes = [np.array([index[str(b.label)] for b in s.target], int) for s in samples]
-        self.boxes = [np.array([[b.x0, b.y0, b.x1, b.y1] for b in s.target], float).reshape(-1, 4)
-                      * letterbox_scale(*size, neck.size) for s, size in zip(samples, self.sizes)]
+        self.boxes = [
+            np.array([[b.x0, b.y0, b.x1, b.y1] for b in s.target], float).reshape(-1, 4)
+            * letterbox_scale(*size, neck.size)
+            for s, size in zip(samples, self.sizes)
+        ]
         self.maps = maps_by_view
         self.split = np.array([s.split for s in samples])
 
@@ -106,7 +130,7 @@ class _Fitter:
     def cells(self, i: int, view: str) -> np.ndarray:
         key = (i, view)
         if key not in self._cells:
-            self._cells[key] = self.computer(self.photos.maps[view][i:i + 1])[0]
+            self._cells[key] = self.computer(self.photos.maps[view][i : i + 1])[0]
         return self._cells[key]
 
     def rows(self, indices, head=None):
@@ -116,20 +140,31 @@ class _Fitter:
         for i in indices:
             for view in t.views:
                 cells = self.cells(i, view)
-                heat, sides, side_w = encode(self.photos.view_boxes(i, view), self.photos.classes[i],
-                                             len(self.photos.labels), self.points, neck.stride, **t.encode)
+                heat, sides, side_w = encode(
+                    self.photos.view_boxes(i, view),
+                    self.photos.classes[i],
+                    len(self.photos.labels),
+                    self.points,
+                    neck.stride,
+                    **t.encode,
+                )
                 background = heat.max(axis=1) < 0.02
                 keep = ~background | (self.rng.random(len(cells)) < t.negative_share)
                 w = np.where(background, 1.0 / t.negative_share, 1.0)
                 if head is not None and t.hard_negatives:
                     score = head.predict(cells)[0].max(axis=1)
                     candidates = np.flatnonzero(background & ~keep)
-                    hard = candidates[np.argsort(-score[candidates])[:t.hard_negatives]]
+                    hard = candidates[np.argsort(-score[candidates])[: t.hard_negatives]]
                     keep[hard], w[hard] = True, 1.0
                 X.append(cells[keep]), H.append(heat[keep]), S.append(sides[keep])
                 W.append(side_w[keep]), weight.append(w[keep])
-        return (np.concatenate(X), np.concatenate(H), np.concatenate(S), np.concatenate(W),
-                np.concatenate(weight))
+        return (
+            np.concatenate(X),
+            np.concatenate(H),
+            np.concatenate(S),
+            np.concatenate(W),
+            np.concatenate(weight),
+        )
 
     def fit(self, indices, params: dict) -> CellHead:
         X, H, S, W, weight = self.rows(indices)
@@ -143,8 +178,17 @@ class _Fitter:
         neck, out = self.photos.neck, []
         for i in indices:
             scores, sides = head.predict(self.cells(i, "identity"))
-            out.append(detect_numpy(scores, sides, self.points, neck.stride, neck.size, *self.photos.sizes[i],
-                                    self.photos.labels))
+            out.append(
+                detect_numpy(
+                    scores,
+                    sides,
+                    self.points,
+                    neck.stride,
+                    neck.size,
+                    *self.photos.sizes[i],
+                    self.photos.labels,
+                )
+            )
         return out
 
     def truths(self, indices) -> list:
@@ -162,8 +206,15 @@ def estimate_detection(samples, template, cache_dir, *, device: str = "auto", ti
     missing = set()
     for view in template.views:
         missing.update(cache.missing((backbone.key, template.neck.maps_name, view), keys))
-    plan = plan_feature_extraction(backbone, len(missing), cache, views=template.views,
-                                   features=maps_feature_spec(template.neck), device=device, batch_size=16)
+    plan = plan_feature_extraction(
+        backbone,
+        len(missing),
+        cache,
+        views=template.views,
+        features=maps_feature_spec(template.neck),
+        device=device,
+        batch_size=16,
+    )
     features_s = plan.eta_s
     if features_s is None:
         features_s = len(missing) * SECONDS_PER_IMAGE * len(template.views) * (template.neck.size / 320) ** 2
@@ -177,7 +228,7 @@ def estimate_detection(samples, template, cache_dir, *, device: str = "auto", ti
 
 def _head_units(n_images: int, template) -> int:
     backbone = get_backbone(template.backbone)
-    rows = n_images * len(template.views) * template.neck.grid ** 2 * (0.1 + template.negative_share)
+    rows = n_images * len(template.views) * template.neck.grid**2 * (0.1 + template.negative_share)
     fits = len(template.candidates()) * (2 if template.hard_negatives else 1)
     return max(1, int(rows * template.neck.dim(backbone) * fits // 1000))
 
@@ -196,8 +247,19 @@ class ObjectDetectionTrainer:
 
         return evaluate_boxes(artifact_path, samples, progress=progress)
 
-    def train(self, samples, template, out_dir, cache_dir, *, time_budget=None, device: str = "auto",
-              progress=None, should_stop=None, model_id=None) -> TrainResult:
+    def train(
+        self,
+        samples,
+        template,
+        out_dir,
+        cache_dir,
+        *,
+        time_budget=None,
+        device: str = "auto",
+        progress=None,
+        should_stop=None,
+        model_id=None,
+    ) -> TrainResult:
         """Extract maps, fit and select the head, pick the threshold, export, evaluate the graph."""
         from modeldesk.trainers.detection_evaluation import evaluate_boxes, predict_all
         from modeldesk.trainers.feature_cache import FeatureCache
@@ -220,9 +282,16 @@ class ObjectDetectionTrainer:
                 readable.append(s)
             except (ImageDecodeError, OSError) as exc:
                 skipped.append({"file": str(s.path), "reason": str(exc)})
-        extracted = extract_maps(backbone, template.neck, [(s.key, s.path) for s in readable], cache,
-                                 views=template.views, device=device, should_stop=should_stop,
-                                 progress=lambda done, total: report("Extracting features", 0.6 * done / max(total, 1)))
+        extracted = extract_maps(
+            backbone,
+            template.neck,
+            [(s.key, s.path) for s in readable],
+            cache,
+            views=template.views,
+            device=device,
+            should_stop=should_stop,
+            progress=lambda done, total: report("Extracting features", 0.6 * done / max(total, 1)),
+        )
         skipped += extracted[template.views[0]].skipped
         good = set(extracted[template.views[0]].keys)
         usable = [s for s in readable if s.key in good]
@@ -251,14 +320,21 @@ class ObjectDetectionTrainer:
                 break
             report("Training", 0.6 + 0.25 * n / len(candidates))
             head = fitter.fit(train, params)
-            score = mean_ap(fitter.truths(val), fitter.predictions(head, val), labels)[0] if len(val) else None
+            score = (
+                mean_ap(fitter.truths(val), fitter.predictions(head, val), labels)[0] if len(val) else None
+            )
             trials.append({"params": params, "val_map50": score})
             if best is None or (score is not None and score > best[0]):
                 best = (score if score is not None else -1.0, params, head)
         _, params, head = best
-        CostModel(cache.root).record(HEAD_WORK, "cpu", 1, 1, n_items=max(1, _head_units(len(usable), template)
-                                                                          * len(trials) // len(template.candidates())),
-                                     seconds=max(time.monotonic() - head_started, 1e-3))
+        CostModel(cache.root).record(
+            HEAD_WORK,
+            "cpu",
+            1,
+            1,
+            n_items=max(1, _head_units(len(usable), template) * len(trials) // len(template.candidates())),
+            seconds=max(time.monotonic() - head_started, 1e-3),
+        )
 
         # the score threshold: best F1 on the validation photos (0.85 .. 0.9)
         report("Choosing the score threshold", 0.87)
@@ -268,14 +344,28 @@ class ObjectDetectionTrainer:
         threshold = best_threshold(fitter.truths(tune), fitter.predictions(head, tune))
 
         report("Exporting", 0.9)
-        model = prune_unused(build_detector_graph(backbone, template.neck, head, len(labels), cache.root / "graphs"))
+        model = prune_unused(
+            build_detector_graph(backbone, template.neck, head, len(labels), cache.root / "graphs")
+        )
         card = {
-            "id": model_id or new_model_id(), "task": template.task, "target": "boxes", "labels": labels,
-            "preprocessing": template.neck.spec.to_dict(), "template": template.name, "backbone": backbone.key,
-            "neck": template.neck.name, "views": list(template.views),
-            "head": {"kind": "cell-heatmap", "params": params}, "score_threshold": float(threshold),
-            "input_name": backbone.input_name, "size_input": SIZE_INPUT, "output_name": OUTPUT_NAME,
-            "sizes_output": SIZES_OUTPUT, "versions": _versions(), "warnings": warnings, "metrics": {},
+            "id": model_id or new_model_id(),
+            "task": template.task,
+            "target": "boxes",
+            "labels": labels,
+            "preprocessing": template.neck.spec.to_dict(),
+            "template": template.name,
+            "backbone": backbone.key,
+            "neck": template.neck.name,
+            "views": list(template.views),
+            "head": {"kind": "cell-heatmap", "params": params},
+            "score_threshold": float(threshold),
+            "input_name": backbone.input_name,
+            "size_input": SIZE_INPUT,
+            "output_name": OUTPUT_NAME,
+            "sizes_output": SIZES_OUTPUT,
+            "versions": _versions(),
+            "warnings": warnings,
+            "metrics": {},
         }
         artifact_dir = Path(save_artifact(out_dir, model, card))
 
@@ -287,18 +377,34 @@ class ObjectDetectionTrainer:
         metrics["split"] = where
         metrics["search"] = {"trials": trials, "best": params}
         graph_predictions = predict_all(artifact_dir, chosen[:4], threshold=MIN_SCORE)
-        metrics["export_max_abs_diff_px"] = _parity(graph_predictions, fitter.predictions(head, evaluated[:4]))
+        metrics["export_max_abs_diff_px"] = _parity(
+            graph_predictions, fitter.predictions(head, evaluated[:4])
+        )
         if metrics["export_max_abs_diff_px"] > PARITY_TOLERANCE:
-            warnings.append(f"the exported graph's boxes differ from training's by up to "
-                            f"{metrics['export_max_abs_diff_px']:.2f} pixels")
+            warnings.append(
+                f"the exported graph's boxes differ from training's by up to "
+                f"{metrics['export_max_abs_diff_px']:.2f} pixels"
+            )
         card["metrics"], card["warnings"] = metrics, warnings
-        card["training"] = {"samples": {"train": int(len(train)), "val": int(len(val)), "test": int(len(test))},
-                            "seconds": round(time.monotonic() - started, 2), "skipped": skipped}
+        card["training"] = {
+            "samples": {"train": int(len(train)), "val": int(len(val)), "test": int(len(test))},
+            "seconds": round(time.monotonic() - started, 2),
+            "skipped": skipped,
+        }
         save_artifact(artifact_dir, model, card)
         report("Done", 1.0, {"map50": metrics["map50"], "map": metrics["map"]})
-        return TrainResult(artifact_dir=artifact_dir, metrics=metrics, warnings=warnings, skipped=skipped,
-                           plan={**estimate["plan"], **(extracted[template.views[0]].plan or {}),
-                                 "eta_s": estimate["eta_s"], "actual_s": round(time.monotonic() - started, 2)})
+        return TrainResult(
+            artifact_dir=artifact_dir,
+            metrics=metrics,
+            warnings=warnings,
+            skipped=skipped,
+            plan={
+                **estimate["plan"],
+                **(extracted[template.views[0]].plan or {}),
+                "eta_s": estimate["eta_s"],
+                "actual_s": round(time.monotonic() - started, 2),
+            },
+        )
 
 
 def _parity(graph: list, numpy_: list) -> float:

@@ -43,15 +43,25 @@ class DetectionTemplate:
         """Head parameter sets to try, the default first."""
         out = [dict(self.head_params)]
         for key, values in self.search_space.items():
-            out += [{**self.head_params, key: value} for value in values if value != self.head_params.get(key)]
+            out += [
+                {**self.head_params, key: value} for value in values if value != self.head_params.get(key)
+            ]
         return out
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "task": self.task, "description": self.description,
-                "backbone": self.backbone, "neck": asdict(self.neck), "input_size": self.neck.size,
-                "views": list(self.views), "head": "cell-heatmap", "head_params": dict(self.head_params),
-                "search_space": {k: list(v) for k, v in self.search_space.items()},
-                "time_budget_s": self.time_budget_s}
+        return {
+            "name": self.name,
+            "task": self.task,
+            "description": self.description,
+            "backbone": self.backbone,
+            "neck": asdict(self.neck),
+            "input_size": self.neck.size,
+            "views": list(self.views),
+            "head": "cell-heatmap",
+            "head_params": dict(self.head_params),
+            "search_space": {k: list(v) for k, v in self.search_space.items()},
+            "time_budget_s": self.time_budget_s,
+        }
 
 
 TEMPLATES = (
@@ -59,7 +69,7 @@ TEMPLATES = (
         name="object-detection/fast",
         task="object-detection",
         description="Finds and boxes objects that take up a fair part of the photo; trains in under a "
-                    "minute. Good for a first try.",
+        "minute. Good for a first try.",
         backbone="efficientnet-lite0",
         neck=DetectionNeck(size=320, stride=16, levels=("stride16", "stride32"), context=3),
         # 4-fold CV on raccoon_voc (103 photos pooled, 90% bootstrap), box voting on: + the shrunk view
@@ -72,7 +82,7 @@ TEMPLATES = (
         name="object-detection/accurate",
         task="object-detection",
         description="Looks at the photo in more detail (small objects too) and tunes itself on your "
-                    "held-out photos; slower, usually finds more and boxes them better.",
+        "held-out photos; slower, usually finds more and boxes them better.",
         backbone="efficientnet-lite0",
         neck=DetectionNeck(size=320, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
         # + the photo shrunk to 75% (scale jitter): 4-fold CV on raccoon_voc, pooled over its 103 photos,

@@ -8,9 +8,13 @@ from typing import Callable
 from modeldesk.scheduler.partition import Cancelled
 
 
-def stage_reporter(started: float, planned_s: float | None, progress: Callable | None,
-                   should_stop: Callable[[], bool] | None,
-                   on_stage: Callable[[str], None] | None = None) -> Callable:
+def stage_reporter(
+    started: float,
+    planned_s: float | None,
+    progress: Callable | None,
+    should_stop: Callable[[], bool] | None,
+    on_stage: Callable[[str], None] | None = None,
+) -> Callable:
     """``report(stage, fraction, metrics=None)`` for a run that began at ``started`` (``time.monotonic``).
 
     It raises :class:`Cancelled` when ``should_stop()`` says so, then calls

@@ -6,6 +6,7 @@ escaped.  Input is the dict of :func:`modeldesk.trainers.metrics.classification_
 :func:`modeldesk.trainers.metrics.multilabel_report`, and the list of
 :func:`modeldesk.trainers.metrics.most_confident_mistakes`.
 """
+
 from __future__ import annotations
 
 import base64
@@ -104,12 +105,18 @@ def _classification_summary(metrics: dict, noun: str) -> tuple[str, list[str]]:
         headline = f"The model is right on <strong>{correct} of the {n}</strong> {_e(noun)} it never saw."
     interval = metrics.get("interval")
     if interval:
-        headline = (f"The model is right <strong>{_e(interval['text'].replace(' out of ', ' times out of '))}"
-                    f"</strong> on {_e(noun)} it never saw ({round(100 * interval['level'])}% confidence).")
-    facts = [f"Tested on {n} {_e(noun)} that were not used for training ({correct} right, {n - correct} wrong)."]
+        headline = (
+            f"The model is right <strong>{_e(interval['text'].replace(' out of ', ' times out of '))}"
+            f"</strong> on {_e(noun)} it never saw ({round(100 * interval['level'])}% confidence)."
+        )
+    facts = [
+        f"Tested on {n} {_e(noun)} that were not used for training ({correct} right, {n - correct} wrong)."
+    ]
     if interval and interval.get("too_wide"):
-        facts.append(f"{n} test {_e(noun)} are too few to tell apart two models a few points apart: "
-                     "label more, or move more of them to the test split.")
+        facts.append(
+            f"{n} test {_e(noun)} are too few to tell apart two models a few points apart: "
+            "label more, or move more of them to the test split."
+        )
     if metrics.get("final_model"):
         facts.append(_e(metrics["final_model"]["text"]))
     per = metrics["per_class"]
@@ -161,14 +168,12 @@ def _multilabel_summary(metrics: dict, noun: str) -> tuple[str, list[str]]:
 
 
 def _table(per: dict, first_col: str) -> str:
-    head = (
-        f"<tr><th>{_e(first_col)}</th><th>examples</th><th>precision</th><th>recall</th><th>F1</th></tr>"
-    )
+    head = f"<tr><th>{_e(first_col)}</th><th>examples</th><th>precision</th><th>recall</th><th>F1</th></tr>"
     body = []
     for key, m in per.items():
         low = ' class="low"'
         cells = "".join(
-            f'<td{low if m["support"] and m[name] < 0.7 else ""}>{m[name]:.3f}</td>'
+            f"<td{low if m['support'] and m[name] < 0.7 else ''}>{m[name]:.3f}</td>"
             for name in ("precision", "recall", "f1")
         )
         body.append(f"<tr><td>{_e(key)}</td><td>{int(m['support'])}</td>{cells}</tr>")
@@ -192,9 +197,7 @@ def _mistakes_block(mistakes: list, thumbnails: dict | None) -> str:
     cards = []
     for m in mistakes:
         uri = _thumbnail_data_uri(thumbnails[m["key"]]) if thumbnails and m["key"] in thumbnails else None
-        picture = (
-            f'<img src="{uri}" alt="{_e(m["key"])}">' if uri else '<div class="noimg">no preview</div>'
-        )
+        picture = f'<img src="{uri}" alt="{_e(m["key"])}">' if uri else '<div class="noimg">no preview</div>'
         # the file's name, not its content hash (kept in the tooltip, where the app's links need it)
         name = Path(str(thumbnails[m["key"]])).name if thumbnails and m["key"] in thumbnails else ""
         cards.append(
@@ -217,7 +220,7 @@ def _model_card_block(card: dict) -> str:
 # Words a reader may not know, explained where they appear (hover).
 _EXPLAIN = {
     "macro F1": "F1 balances how often an answer is right with how many of a class are found; this one "
-                "averages it over the classes, so a weak small class counts as much as a big one (1 is perfect).",
+    "averages it over the classes, so a weak small class counts as much as a big one (1 is perfect).",
     "micro F1": "F1 over every tag decision at once (1 is perfect).",
 }
 
@@ -290,7 +293,7 @@ def render_html_report(*, title, metrics, mistakes=None, thumbnails=None, model_
         parts += ["<h2>About this model</h2>", _model_card_block(card)]
     csp = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
@@ -298,7 +301,9 @@ def render_html_report(*, title, metrics, mistakes=None, thumbnails=None, model_
     )
 
 
-def write_html_report(path, *, title, metrics, mistakes=None, thumbnails=None, model_card=None, noun=None) -> Path:
+def write_html_report(
+    path, *, title, metrics, mistakes=None, thumbnails=None, model_card=None, noun=None
+) -> Path:
     """Write the evaluation report as one self-contained HTML file, atomically.
 
     Parameters
@@ -318,7 +323,12 @@ def write_html_report(path, *, title, metrics, mistakes=None, thumbnails=None, m
     """
     path = Path(path)
     html = render_html_report(
-        title=title, metrics=metrics, mistakes=mistakes, thumbnails=thumbnails, model_card=model_card, noun=noun
+        title=title,
+        metrics=metrics,
+        mistakes=mistakes,
+        thumbnails=thumbnails,
+        model_card=model_card,
+        noun=noun,
     )
     atomic_write(path, html.encode("utf-8"))
     return path

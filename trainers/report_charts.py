@@ -1,4 +1,5 @@
 """The evaluation report's charts as inline SVG: the confusion matrix and per-class bars."""
+
 from __future__ import annotations
 
 import unicodedata
@@ -77,7 +78,9 @@ def confusion_svg(confusion: list, labels: list) -> str:
             colour = "#2563eb" if i == j else "#dc2626"
             opacity = 0.0 if count == 0 else 0.12 + 0.88 * share
             x = left + j * cell
-            tip = f"true {labels[i]}, model said {labels[j]}: {count}" + (f" ({_pct(share)} of row)" if total else "")
+            tip = f"true {labels[i]}, model said {labels[j]}: {count}" + (
+                f" ({_pct(share)} of row)" if total else ""
+            )
             out.append(
                 f'<rect x="{x}" y="{y}" width="{cell - 1}" height="{cell - 1}" fill="{colour}" '
                 f'fill-opacity="{opacity:.3f}" stroke="#e5e7eb" stroke-width="0.5"><title>{_e(tip)}</title></rect>'
@@ -97,7 +100,9 @@ def bars_svg(per: dict, note_word: str) -> tuple[str, str]:
     rows = sorted(per.items(), key=lambda kv: (kv[1]["f1"], kv[0]))
     note = f"Sorted from the weakest {note_word} (lowest F1) down."
     if len(rows) > MAX_BAR_ROWS:
-        note = f"The {MAX_BAR_ROWS} weakest of {len(rows)} {note_word}s (lowest F1); all are in the table below."
+        note = (
+            f"The {MAX_BAR_ROWS} weakest of {len(rows)} {note_word}s (lowest F1); all are in the table below."
+        )
         rows = rows[:MAX_BAR_ROWS]
     names = [_short(k, 22) for k, _ in rows]
     label_px = min(170, 14 + 7 * max((_width(s) for s in names), default=1))
@@ -126,7 +131,9 @@ def bars_svg(per: dict, note_word: str) -> tuple[str, str]:
                 f'<rect x="{label_px}" y="{by}" width="{w:.1f}" height="11" fill="{colour}">'
                 f"<title>{_e(f'{key} {metric}: {value:.3f}')}</title></rect>"
             )
-            out.append(f'<text x="{label_px + w + 4:.1f}" y="{by + 10}" font-size="10" fill="#374151">{_pct(value)}</text>')
+            out.append(
+                f'<text x="{label_px + w + 4:.1f}" y="{by + 10}" font-size="10" fill="#374151">{_pct(value)}</text>'
+            )
     out.append("</svg>")
     return "".join(out), note
 

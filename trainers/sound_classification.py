@@ -27,9 +27,8 @@ from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
-from modeldesk.trainers.sound_backbone import (FEATURES, INPUT_NAME, MIN_SAMPLES, feature_nodes, make_model)
-from modeldesk.trainers.sound_features import (PLAIN_VIEWS, SoundFeatureExtractor, estimate_seconds,
-                                               noise_view)
+from modeldesk.trainers.sound_backbone import FEATURES, INPUT_NAME, MIN_SAMPLES, feature_nodes, make_model
+from modeldesk.trainers.sound_features import PLAIN_VIEWS, SoundFeatureExtractor, estimate_seconds, noise_view
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
 
@@ -45,8 +44,12 @@ def is_background(label: str) -> bool:
 
 def check_clips(samples: Sequence) -> tuple[list, list[str], list[str]]:
     """(labeled clips, sorted labels, warnings); see ``trainers.label_samples``."""
-    return check_label_samples(samples, "clip", one_class_hint="; record or import a second one (a "
-                               "'background' class of room noise is a good choice)")
+    return check_label_samples(
+        samples,
+        "clip",
+        one_class_hint="; record or import a second one (a "
+        "'background' class of room noise is a good choice)",
+    )
 
 
 def _spec(template) -> AudioSpec:
@@ -64,8 +67,9 @@ def plan_views(labeled, template) -> tuple[dict, list[str]]:
     """
     train = [s for s in labeled if s.split == "train"]
     counts = Counter(s.label for s in train)
-    augment = template.augment == "always" or (template.augment == "auto" and counts
-                                               and min(counts.values()) < template.augment_below)
+    augment = template.augment == "always" or (
+        template.augment == "auto" and counts and min(counts.values()) < template.augment_below
+    )
     backgrounds = sorted({s.key: s.path for s in train if is_background(s.label)}.items())
     views = {s.key: ("identity",) for s in labeled}
     if augment:
@@ -105,8 +109,12 @@ def build_graph(template, head):
     """One graph: ``waveform`` (1, samples) -> backbone -> pooling -> head -> ``probabilities`` (1, C)."""
     nodes, inits = feature_nodes(template.features)
     h_nodes, h_inits = head.to_onnx(FEATURES, OUTPUT_NAME, prefix="head/")
-    return make_model(nodes + h_nodes, inits + h_inits, [(OUTPUT_NAME, [1, len(head.classes_)])],
-                      "modeldesk_sound_classifier")
+    return make_model(
+        nodes + h_nodes,
+        inits + h_inits,
+        [(OUTPUT_NAME, [1, len(head.classes_)])],
+        "modeldesk_sound_classifier",
+    )
 
 
 class SoundClassificationTrainer:
@@ -115,26 +123,50 @@ class SoundClassificationTrainer:
     def check(self, samples) -> None:
         check_clips(samples)
 
-    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None,
-                 threads: int = 2) -> dict:
+    def estimate(
+        self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, threads: int = 2
+    ) -> dict:
         template = get_template(template)
         labeled = [s for s in samples if s.label not in (None, "")]
         views, _ = plan_views(labeled, template)
-        extractor = SoundFeatureExtractor(template.features, _spec(template), FeatureCache(cache_dir),
-                                          device=device, threads=threads)
+        extractor = SoundFeatureExtractor(
+            template.features, _spec(template), FeatureCache(cache_dir), device=device, threads=threads
+        )
         todo = extractor.missing_count([(s.key, s.path, views[s.key]) for s in labeled])
-        eta = round(estimate_seconds(extractor.cache, todo, device=device, threads=threads) + 2.0
-                    + 0.02 * len(labeled) * len(template.search_space.get("l2", [0])), 1)
-        return {"eta_s": eta, "plan": {"devices": [{"name": device, "threads": threads}], "eta_s": eta,
-                                       "features_to_compute": todo}}
+        eta = round(
+            estimate_seconds(extractor.cache, todo, device=device, threads=threads)
+            + 2.0
+            + 0.02 * len(labeled) * len(template.search_space.get("l2", [0])),
+            1,
+        )
+        return {
+            "eta_s": eta,
+            "plan": {
+                "devices": [{"name": device, "threads": threads}],
+                "eta_s": eta,
+                "features_to_compute": todo,
+            },
+        }
 
     def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
         from modeldesk.trainers.evaluation import evaluate_labels
 
         return evaluate_labels(artifact_path, samples, progress=progress)
 
-    def train(self, samples, template, out_dir, cache_dir, *, time_budget=None, device: str = "auto",
-              progress=None, should_stop=None, model_id=None, threads: int = 2) -> TrainResult:
+    def train(
+        self,
+        samples,
+        template,
+        out_dir,
+        cache_dir,
+        *,
+        time_budget=None,
+        device: str = "auto",
+        progress=None,
+        should_stop=None,
+        model_id=None,
+        threads: int = 2,
+    ) -> TrainResult:
         """Extract (cached) features, tune and fit the head, evaluate, export one graph."""
         started = time.monotonic()
         template = get_template(template)
@@ -153,13 +185,19 @@ class SoundClassificationTrainer:
                 backgrounds[noise_view(key)] = load_waveform(path, spec)
             except AudioDecodeError:
                 pass
-        views = {k: tuple(v for v in vs if not v.startswith("noise-") or v in backgrounds)
-                 for k, vs in views.items()}
-        extractor = SoundFeatureExtractor(template.features, spec, FeatureCache(cache_dir), device=device,
-                                          threads=threads)
-        result = extractor.extract([(s.key, s.path, views[s.key]) for s in labeled], backgrounds=backgrounds,
-                                   should_stop=should_stop,
-                                   progress=lambda d, t: report("Listening to the clips", 0.75 * d / max(t, 1)))
+        views = {
+            k: tuple(v for v in vs if not v.startswith("noise-") or v in backgrounds)
+            for k, vs in views.items()
+        }
+        extractor = SoundFeatureExtractor(
+            template.features, spec, FeatureCache(cache_dir), device=device, threads=threads
+        )
+        result = extractor.extract(
+            [(s.key, s.path, views[s.key]) for s in labeled],
+            backgrounds=backgrounds,
+            should_stop=should_stop,
+            progress=lambda d, t: report("Listening to the clips", 0.75 * d / max(t, 1)),
+        )
         good = set(result.keys)
         labeled = [s for s in labeled if s.key in good]
         if not labeled:
@@ -191,8 +229,17 @@ class SoundClassificationTrainer:
                 if trials and time.monotonic() > deadline:
                     warnings.append("the time budget ran out before every setting was tried")
                     break
-                trials.append({"params": {"l2": l2}, "cv_accuracy": _cv_score(template, l2, X_views, y, train_idx, folds)})
-                report("Tuning", 0.75 + 0.15 * (i + 1) / len(grid), {"cv_accuracy": max(t["cv_accuracy"] for t in trials)})
+                trials.append(
+                    {
+                        "params": {"l2": l2},
+                        "cv_accuracy": _cv_score(template, l2, X_views, y, train_idx, folds),
+                    }
+                )
+                report(
+                    "Tuning",
+                    0.75 + 0.15 * (i + 1) / len(grid),
+                    {"cv_accuracy": max(t["cv_accuracy"] for t in trials)},
+                )
             best_l2 = max(trials, key=lambda t: t["cv_accuracy"])["params"]["l2"]  # ties keep the first
 
         # 3. the final head (0.9): after a search, refitted on training and validation clips with
@@ -218,7 +265,9 @@ class SoundClassificationTrainer:
         proba = head.predict_proba(X_views["identity"][eval_idx])
         metrics = classification_report(y[eval_idx], proba, labels)
         metrics["split"] = eval_split
-        metrics["mistakes"] = most_confident_mistakes(y[eval_idx], proba, [labeled[i].key for i in eval_idx], labels)
+        metrics["mistakes"] = most_confident_mistakes(
+            y[eval_idx], proba, [labeled[i].key for i in eval_idx], labels
+        )
         if trials:
             metrics["search"] = {"trials": trials, "best": {"params": {"l2": best_l2}}}
         metrics["augmented_views"] = sorted({v for vs in views.values() for v in vs} - {"identity"})
@@ -228,9 +277,17 @@ class SoundClassificationTrainer:
         model = build_graph(template, head)
         session = create_session(model.SerializeToString(), device="cpu")
         check = eval_idx[:4]
-        exported = np.concatenate([session.run([OUTPUT_NAME], {INPUT_NAME: load_waveform(labeled[i].path, spec)[None]})[0]
-                                   for i in check]) if len(check) else np.zeros((0, len(labels)))
-        parity = float(np.abs(exported - proba[:len(check)]).max()) if len(check) else 0.0
+        exported = (
+            np.concatenate(
+                [
+                    session.run([OUTPUT_NAME], {INPUT_NAME: load_waveform(labeled[i].path, spec)[None]})[0]
+                    for i in check
+                ]
+            )
+            if len(check)
+            else np.zeros((0, len(labels)))
+        )
+        parity = float(np.abs(exported - proba[: len(check)]).max()) if len(check) else 0.0
         metrics["export_vs_training_features_max_abs_diff"] = parity
         if parity > PARITY_TOLERANCE and device in ("auto", "cpu"):
             raise RuntimeError(f"exported graph disagrees with the training path by {parity:.2e}")
@@ -249,19 +306,37 @@ class SoundClassificationTrainer:
             "input_name": INPUT_NAME,
             "output_name": OUTPUT_NAME,
             "warnings": warnings,
-            "training": {"samples": {name: int(len(idx)) for name, idx in
-                                     (("train", train_idx), ("val", val_idx), ("test", test_idx))},
-                         "seconds": round(time.monotonic() - started, 2), "skipped": result.skipped},
+            "training": {
+                "samples": {
+                    name: int(len(idx))
+                    for name, idx in (("train", train_idx), ("val", val_idx), ("test", test_idx))
+                },
+                "seconds": round(time.monotonic() - started, 2),
+                "skipped": result.skipped,
+            },
         }
         from modeldesk.trainers.image_classification import _versions
 
         card["versions"] = _versions()
         artifact_dir = save_artifact(out_dir, model, card)
-        write_html_report(Path(artifact_dir) / "report.html", title=f"Model {card['id']}", metrics=metrics,
-                          mistakes=metrics["mistakes"], model_card={"task": card["task"], "template": template.name,
-                                                                    "clips": card["training"]["samples"]},
-                          noun="clips")
+        write_html_report(
+            Path(artifact_dir) / "report.html",
+            title=f"Model {card['id']}",
+            metrics=metrics,
+            mistakes=metrics["mistakes"],
+            model_card={
+                "task": card["task"],
+                "template": template.name,
+                "clips": card["training"]["samples"],
+            },
+            noun="clips",
+        )
         elapsed = round(time.monotonic() - started, 2)
         report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1")})
-        return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings,
-                           skipped=result.skipped, plan={**estimate["plan"], "actual_s": elapsed})
+        return TrainResult(
+            artifact_dir=Path(artifact_dir),
+            metrics=metrics,
+            warnings=warnings,
+            skipped=result.skipped,
+            plan={**estimate["plan"], "actual_s": elapsed},
+        )

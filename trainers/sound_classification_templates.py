@@ -50,11 +50,21 @@ class SoundTemplate:
 
     def to_dict(self) -> dict:
         """JSON-ready summary (``modeldesk templates``, the model card)."""
-        return {"name": self.name, "task": self.task, "description": self.description,
-                "backbone": self.backbone, "features": self.features.name, "head": "logistic",
-                "head_params": dict(self.head_params), "search_space": dict(self.search_space),
-                "min_seconds": self.min_seconds, "max_seconds": self.max_seconds, "augment": self.augment,
-                "cv_folds": self.cv_folds, "time_budget_s": self.time_budget_s}
+        return {
+            "name": self.name,
+            "task": self.task,
+            "description": self.description,
+            "backbone": self.backbone,
+            "features": self.features.name,
+            "head": "logistic",
+            "head_params": dict(self.head_params),
+            "search_space": dict(self.search_space),
+            "min_seconds": self.min_seconds,
+            "max_seconds": self.max_seconds,
+            "augment": self.augment,
+            "cv_folds": self.cv_folds,
+            "time_budget_s": self.time_budget_s,
+        }
 
 
 TEMPLATES = (
@@ -62,7 +72,7 @@ TEMPLATES = (
         name="sound-classification/fast",
         task="sound-classification",
         description="Quick model from how a sound changes over about a second; trains in seconds. "
-                    "Good for a first try with a few recordings per class.",
+        "Good for a first try with a few recordings per class.",
         features=MEAN_MAX_STD,
         head_params={"l2": 1e-2, "max_iter": 500},
         augment="never",
@@ -72,8 +82,8 @@ TEMPLATES = (
         name="sound-classification/accurate",
         task="sound-classification",
         description="Looks at more detail in each sound, learns from louder, quieter, shifted and noisier "
-                    "copies of small sets of recordings, and tunes itself by cross-validation; slower, "
-                    "usually more accurate.",
+        "copies of small sets of recordings, and tunes itself by cross-validation; slower, "
+        "usually more accurate.",
         features=ALL_STATS,
         min_seconds=1.0,
         head_params={"max_iter": 500},

@@ -45,8 +45,9 @@ def noise_view(background_key: str) -> str:
     return f"noise-{background_key[:16]}"
 
 
-def apply_view(waveform: np.ndarray, view: str, key: str, spec: AudioSpec,
-               backgrounds: dict | None = None) -> np.ndarray:
+def apply_view(
+    waveform: np.ndarray, view: str, key: str, spec: AudioSpec, backgrounds: dict | None = None
+) -> np.ndarray:
     """The numpy waveform of ``view`` of a clip (see the module docstring)."""
     if view == "identity":
         return waveform
@@ -56,17 +57,17 @@ def apply_view(waveform: np.ndarray, view: str, key: str, spec: AudioSpec,
         shift = int(SHIFT_SECONDS * spec.sample_rate)
         out = np.zeros_like(waveform)
         if view == "early":
-            out[:len(waveform) - shift] = waveform[shift:]
+            out[: len(waveform) - shift] = waveform[shift:]
         else:
-            out[shift:] = waveform[:len(waveform) - shift]
+            out[shift:] = waveform[: len(waveform) - shift]
         return out
     if view.startswith("noise-") and backgrounds and view in backgrounds:
         rng = np.random.default_rng(int(hashlib.sha1(f"{key}/{view}".encode()).hexdigest()[:8], 16))
         noise = backgrounds[view]
         start = int(rng.integers(0, max(1, len(noise) - len(waveform) + 1)))
-        noise = np.resize(noise[start:start + len(waveform)], len(waveform))
-        power = float(np.mean(waveform ** 2)) + 1e-12
-        noise_power = float(np.mean(noise ** 2)) + 1e-12
+        noise = np.resize(noise[start : start + len(waveform)], len(waveform))
+        power = float(np.mean(waveform**2)) + 1e-12
+        noise_power = float(np.mean(noise**2)) + 1e-12
         snr_db = float(rng.uniform(6.0, 20.0))
         gain = np.sqrt(power / (noise_power * 10 ** (snr_db / 10)))
         return np.clip(waveform + gain * noise, -1.0, 1.0).astype(np.float32)
@@ -96,8 +97,15 @@ class SoundFeatureExtractor:
     threads : clips run at once (each run uses one intra-op thread).
     """
 
-    def __init__(self, features: SoundFeatures, spec: AudioSpec, cache: FeatureCache, *,
-                 device: str = "auto", threads: int = 2):
+    def __init__(
+        self,
+        features: SoundFeatures,
+        spec: AudioSpec,
+        cache: FeatureCache,
+        *,
+        device: str = "auto",
+        threads: int = 2,
+    ):
         self.features = features
         self.spec = spec
         self.cache = cache
@@ -139,9 +147,14 @@ class SoundFeatureExtractor:
                 count += key not in cached[view]
         return count
 
-    def extract(self, items: Sequence[tuple[str, str, tuple]], *, backgrounds: dict | None = None,
-                progress: Callable[[int, int], None] | None = None,
-                should_stop: Callable[[], bool] | None = None) -> SoundFeatureSet:
+    def extract(
+        self,
+        items: Sequence[tuple[str, str, tuple]],
+        *,
+        backgrounds: dict | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> SoundFeatureSet:
         """Vectors of every (key, path, views) item; clips that cannot be decoded are skipped.
 
         ``backgrounds`` maps each ``noise-<key>`` view to its background waveform.
@@ -182,15 +195,25 @@ class SoundFeatureExtractor:
                         progress(done, len(items))
         seconds = time.perf_counter() - started
         if computed:
-            CostModel(self.cache.root).record(WORK_KEY, _device_name(self.device), 1, self.threads,
-                                              n_items=computed, seconds=max(seconds, 1e-3))
+            CostModel(self.cache.root).record(
+                WORK_KEY,
+                _device_name(self.device),
+                1,
+                self.threads,
+                n_items=computed,
+                seconds=max(seconds, 1e-3),
+            )
         bad = {entry["file"] for entry in skipped}
         keys = [key for key, path, _ in items if path not in bad]
         by_view = {}
         for view in views_needed:
             wanted = [key for key, path, views in items if view in views and path not in bad]
-            by_view[view] = dict(zip(wanted, self.cache.get_many(self.namespace(view), wanted))) if wanted else {}
-        return SoundFeatureSet(keys=keys, by_view=by_view, skipped=skipped, computed=computed, seconds=seconds)
+            by_view[view] = (
+                dict(zip(wanted, self.cache.get_many(self.namespace(view), wanted))) if wanted else {}
+            )
+        return SoundFeatureSet(
+            keys=keys, by_view=by_view, skipped=skipped, computed=computed, seconds=seconds
+        )
 
 
 def _device_name(device: str) -> str:

@@ -51,13 +51,32 @@ class Trainer(Protocol):
     def check(self, samples: Sequence) -> None:
         """Raise UserError with one plain sentence when these samples cannot train a model."""
 
-    def estimate(self, samples: Sequence, template, cache_dir, *, device: str = "auto",
-                 time_budget: float | None = None, cluster=None) -> dict:
+    def estimate(
+        self,
+        samples: Sequence,
+        template,
+        cache_dir,
+        *,
+        device: str = "auto",
+        time_budget: float | None = None,
+        cluster=None,
+    ) -> dict:
         """``{"eta_s": seconds, "plan": {...}}`` before anything runs."""
 
-    def train(self, samples: Sequence, template, out_dir, cache_dir, *, time_budget: float | None = None,
-              device: str = "auto", progress: Progress | None = None,
-              should_stop: Callable[[], bool] | None = None, model_id: str | None = None, cluster=None):
+    def train(
+        self,
+        samples: Sequence,
+        template,
+        out_dir,
+        cache_dir,
+        *,
+        time_budget: float | None = None,
+        device: str = "auto",
+        progress: Progress | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        model_id: str | None = None,
+        cluster=None,
+    ):
         """Train, evaluate and write a model artifact to ``out_dir``; returns a ``TrainResult``.
 
         ``cluster`` (a Dask scheduler address, ``{"address", "credentials"}`` or None) adds a
@@ -111,26 +130,52 @@ class Task:
 
 
 _BUILTIN = (
-    Task("image-classification", "Sort images into classes",
-         "Each image gets one label, e.g. 'cat' or 'dog', 'ripe' or 'unripe'.", "image", "label",
-         trainer="modeldesk.trainers.image_classification:ImageClassificationTrainer",
-         templates="modeldesk.trainers.image_classification_templates:TEMPLATES"),
-    Task("image-multilabel", "Tag images",
-         "Each image gets any number of tags, e.g. 'outdoor', 'person', 'dog'.", "image", "tags",
-         trainer="modeldesk.trainers.image_multilabel:ImageMultilabelTrainer",
-         templates="modeldesk.trainers.image_multilabel_templates:TEMPLATES"),
-    Task("object-detection", "Find objects in images",
-         "Draw boxes around things: the model finds and counts them in new images.", "image", "boxes",
-         trainer="modeldesk.trainers.object_detection:ObjectDetectionTrainer",
-         templates="modeldesk.trainers.object_detection_templates:TEMPLATES", min_classes=1),
-    Task("text-classification", "Sort texts into classes",
-         "Each text gets one label, e.g. 'spam' or 'not spam', a review's sentiment.", "text", "label",
-         trainer="modeldesk.trainers.text_classification:TextClassificationTrainer",
-         templates="modeldesk.trainers.text_classification_templates:TEMPLATES"),
-    Task("sound-classification", "Sort sounds into classes",
-         "Each clip gets one label, e.g. a spoken word or a machine noise.", "audio", "label",
-         trainer="modeldesk.trainers.sound_classification:SoundClassificationTrainer",
-         templates="modeldesk.trainers.sound_classification_templates:TEMPLATES"),
+    Task(
+        "image-classification",
+        "Sort images into classes",
+        "Each image gets one label, e.g. 'cat' or 'dog', 'ripe' or 'unripe'.",
+        "image",
+        "label",
+        trainer="modeldesk.trainers.image_classification:ImageClassificationTrainer",
+        templates="modeldesk.trainers.image_classification_templates:TEMPLATES",
+    ),
+    Task(
+        "image-multilabel",
+        "Tag images",
+        "Each image gets any number of tags, e.g. 'outdoor', 'person', 'dog'.",
+        "image",
+        "tags",
+        trainer="modeldesk.trainers.image_multilabel:ImageMultilabelTrainer",
+        templates="modeldesk.trainers.image_multilabel_templates:TEMPLATES",
+    ),
+    Task(
+        "object-detection",
+        "Find objects in images",
+        "Draw boxes around things: the model finds and counts them in new images.",
+        "image",
+        "boxes",
+        trainer="modeldesk.trainers.object_detection:ObjectDetectionTrainer",
+        templates="modeldesk.trainers.object_detection_templates:TEMPLATES",
+        min_classes=1,
+    ),
+    Task(
+        "text-classification",
+        "Sort texts into classes",
+        "Each text gets one label, e.g. 'spam' or 'not spam', a review's sentiment.",
+        "text",
+        "label",
+        trainer="modeldesk.trainers.text_classification:TextClassificationTrainer",
+        templates="modeldesk.trainers.text_classification_templates:TEMPLATES",
+    ),
+    Task(
+        "sound-classification",
+        "Sort sounds into classes",
+        "Each clip gets one label, e.g. a spoken word or a machine noise.",
+        "audio",
+        "label",
+        trainer="modeldesk.trainers.sound_classification:SoundClassificationTrainer",
+        templates="modeldesk.trainers.sound_classification_templates:TEMPLATES",
+    ),
 )
 
 _TASKS: dict[str, Task] = {task.name: task for task in _BUILTIN}

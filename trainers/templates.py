@@ -57,19 +57,27 @@ class Template:
 
     def all_views(self) -> list[str]:
         """Every view any candidate needs features for."""
-        return sorted({view for views in self.candidate_views() for view in views},
-                      key=lambda v: (v != "identity", v))
+        return sorted(
+            {view for views in self.candidate_views() for view in views}, key=lambda v: (v != "identity", v)
+        )
 
     def to_dict(self) -> dict:
         """JSON-ready summary (for ``modeldesk templates`` and the model card)."""
         return {
-            "name": self.name, "task": self.task, "description": self.description,
-            "backbone": self.backbone, "features": self.features.name, "head": self.head,
+            "name": self.name,
+            "task": self.task,
+            "description": self.description,
+            "backbone": self.backbone,
+            "features": self.features.name,
+            "head": self.head,
             "head_params": dict(self.head_params),
-            "search_space": {k: [list(v) if isinstance(v, tuple) else v for v in values]
-                             for k, values in self.search_space.items()},
+            "search_space": {
+                k: [list(v) if isinstance(v, tuple) else v for v in values]
+                for k, values in self.search_space.items()
+            },
             "head_candidates": [dict(c) for c in self.head_candidates],
-            "cv_folds": self.cv_folds, "time_budget_s": self.time_budget_s,
+            "cv_folds": self.cv_folds,
+            "time_budget_s": self.time_budget_s,
         }
 
 

@@ -32,8 +32,21 @@ from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
 from modeldesk.trainers.text_features import TfidfVocabulary, choose_branches
 from modeldesk.trainers.text_graph import INPUT_NAME, OUTPUT_NAME, build_text_graph, check_parity
-from modeldesk.trainers.text_plan import (EMBED_DIM, EMBED_WORK, EVAL_WORK, EVALS_WORK, EXPORT_WORK, NGRAM_WORK,
-                                          SCORE_WORK, USABLE, fit_units, plan_fits, plan_run, score_units, seconds_per)
+from modeldesk.trainers.text_plan import (
+    EMBED_DIM,
+    EMBED_WORK,
+    EVAL_WORK,
+    EVALS_WORK,
+    EXPORT_WORK,
+    NGRAM_WORK,
+    SCORE_WORK,
+    USABLE,
+    fit_units,
+    plan_fits,
+    plan_run,
+    score_units,
+    seconds_per,
+)
 from modeldesk.trainers.text_search import FitLog, final_fit, search
 
 log = logging.getLogger(__name__)
@@ -75,8 +88,13 @@ def _plan(samples, template, cache_dir, budget: float) -> dict:
     cost = CostModel(cache.root)
     if any(template.embeddings):
         _probe_encoder(cost, samples)
-    return plan_run(samples, template, cost,
-                    lambda labeled: len(cache.missing(ENCODER_KEY, [s.key for s in labeled])), budget)
+    return plan_run(
+        samples,
+        template,
+        cost,
+        lambda labeled: len(cache.missing(ENCODER_KEY, [s.key for s in labeled])),
+        budget,
+    )
 
 
 def _embed(samples, texts, cache_dir, report) -> np.ndarray:
@@ -86,13 +104,14 @@ def _embed(samples, texts, cache_dir, report) -> np.ndarray:
     todo = [(s.key, t) for s, t in zip(samples, texts) if s.key in missing]
     started = time.monotonic()
     for start in range(0, len(todo), 64):
-        chunk = todo[start:start + 64]
+        chunk = todo[start : start + 64]
         for (key, _), vector in zip(chunk, sentence_embeddings([t for _, t in chunk])):
             cache.put(ENCODER_KEY, key, vector)
         report(start + len(chunk), len(todo))
     if todo:
-        CostModel(cache.root).record(EMBED_WORK, "cpu", 1, 1, n_items=len(todo),
-                                     seconds=max(time.monotonic() - started, 1e-3))
+        CostModel(cache.root).record(
+            EMBED_WORK, "cpu", 1, 1, n_items=len(todo), seconds=max(time.monotonic() - started, 1e-3)
+        )
     return cache.get_many(ENCODER_KEY, [s.key for s in samples])
 
 
@@ -125,8 +144,19 @@ class TextClassificationTrainer:
 
         return evaluate_labels(artifact_path, samples, progress=progress)
 
-    def train(self, samples, template, out_dir, cache_dir, *, time_budget=None, device: str = "auto",
-              progress=None, should_stop=None, model_id=None) -> TrainResult:
+    def train(
+        self,
+        samples,
+        template,
+        out_dir,
+        cache_dir,
+        *,
+        time_budget=None,
+        device: str = "auto",
+        progress=None,
+        should_stop=None,
+        model_id=None,
+    ) -> TrainResult:
         """Train, evaluate and export a text classifier (see the module docstring)."""
         started = time.monotonic()
         template = get_template(template)
@@ -137,8 +167,13 @@ class TextClassificationTrainer:
 
         marks: dict = {}  # seconds into the run at which each stage began (in the result's plan)
 
-        report = stage_reporter(started, plan["eta_s"], progress, should_stop,
-                                on_stage=lambda stage: marks.setdefault(stage, round(time.monotonic() - started, 2)))
+        report = stage_reporter(
+            started,
+            plan["eta_s"],
+            progress,
+            should_stop,
+            on_stage=lambda stage: marks.setdefault(stage, round(time.monotonic() - started, 2)),
+        )
 
         report("Reading texts", 0.0)
         deadline = started + USABLE * budget
@@ -153,25 +188,37 @@ class TextClassificationTrainer:
 
         ngram_started = time.monotonic()
         script, branches = choose_branches([texts[i] for i in train_idx])
-        vocabulary = TfidfVocabulary(branches, template.max_features, min_df=2 if len(train_idx) >= 200 else 1)
+        vocabulary = TfidfVocabulary(
+            branches, template.max_features, min_df=2 if len(train_idx) >= 200 else 1
+        )
         try:
             vocabulary.fit([texts[i] for i in train_idx], should_stop)
         except InterruptedError:
             raise Cancelled("training was stopped") from None
         X = vocabulary.transform(texts)
-        cost.record(NGRAM_WORK, "cpu", 1, 1, n_items=len(texts), seconds=max(time.monotonic() - ngram_started, 1e-3))
+        cost.record(
+            NGRAM_WORK, "cpu", 1, 1, n_items=len(texts), seconds=max(time.monotonic() - ngram_started, 1e-3)
+        )
         if not vocabulary.n_features:
             raise UserError("the texts have no words or characters in common to learn from: add more texts")
         done = share["ngrams"]
 
         E = None
         if plan["embeddings"]:
-            E = _embed(labeled, texts, cache_dir,
-                       lambda d, n: report("Reading meaning (sentence encoder)", done + share["embeddings"] * d / max(n, 1)))
+            E = _embed(
+                labeled,
+                texts,
+                cache_dir,
+                lambda d, n: report(
+                    "Reading meaning (sentence encoder)", done + share["embeddings"] * d / max(n, 1)
+                ),
+            )
             done += share["embeddings"]
         elif "usem3" in template.embeddings:
-            warnings.append("the sentence encoder was left out: it would not fit in the time budget "
-                            f"({plan['texts']} texts)")
+            warnings.append(
+                "the sentence encoder was left out: it would not fit in the time budget "
+                f"({plan['texts']} texts)"
+            )
 
         # the fits, planned again with the real n-gram counts and the time that is left
         X_fit = X.take(fit_idx)
@@ -181,38 +228,74 @@ class TextClassificationTrainer:
         def units(rows, embedding) -> float:
             return fit_units(per_row * rows, int(rows), len(labels), EMBED_DIM if embedding else 0)
 
-        candidates = [c for c in template.candidates() if c["embedding"] is None or c["embedding"] in plan["embeddings"]]
-        fits = plan_fits(cost, candidates, nnz_fit=X_fit.nnz, n_fit=len(fit_idx), n_train=len(train_idx),
-                         n_classes=len(labels), folds=template.cv_folds,
-                         available_s=max(deadline - time.monotonic() - export_s, 1.0))
+        candidates = [
+            c for c in template.candidates() if c["embedding"] is None or c["embedding"] in plan["embeddings"]
+        ]
+        fits = plan_fits(
+            cost,
+            candidates,
+            nnz_fit=X_fit.nnz,
+            n_fit=len(fit_idx),
+            n_train=len(train_idx),
+            n_classes=len(labels),
+            folds=template.cv_folds,
+            available_s=max(deadline - time.monotonic() - export_s, 1.0),
+        )
         if fits.dropped:
             warnings.append(f"the time budget left out {' and '.join(fits.dropped)} ({len(texts)} texts)")
         search_share = share["search"] + share["final_fit"]
 
         def on_trial(i, trial):
-            report("Tuning", done + search_share * 0.8 * (i + 1) / len(fits.candidates),
-                   {"cv_accuracy": trial["cv_accuracy"]})
+            report(
+                "Tuning",
+                done + search_share * 0.8 * (i + 1) / len(fits.candidates),
+                {"cv_accuracy": trial["cv_accuracy"]},
+            )
 
         should = should_stop or (lambda: False)
         # the search may use what the final fit does not need: its share is a bound only when the plan is cut
-        search_s = fits.search_s if fits.cut else max(deadline - time.monotonic() - export_s - fits.final_s, 1.0)
+        search_s = (
+            fits.search_s if fits.cut else max(deadline - time.monotonic() - export_s - fits.final_s, 1.0)
+        )
         try:
-            best, start, fit_log = search(X.take(train_idx), None if E is None else E[train_idx], y[train_idx],
-                                          len(labels), fits.candidates, folds=fits.folds, seconds=search_s,
-                                          units=units, should_stop=should, on_trial=on_trial)
+            best, start, fit_log = search(
+                X.take(train_idx),
+                None if E is None else E[train_idx],
+                y[train_idx],
+                len(labels),
+                fits.candidates,
+                folds=fits.folds,
+                seconds=search_s,
+                units=units,
+                should_stop=should,
+                on_trial=on_trial,
+            )
             if fit_log.trials and len(fit_log.trials) < len(fits.candidates):
-                warnings.append(f"the time budget allowed {len(fit_log.trials)} of {len(fits.candidates)} settings")
+                warnings.append(
+                    f"the time budget allowed {len(fit_log.trials)} of {len(fits.candidates)} settings"
+                )
             report("Training", done + search_share * 0.8)
             final_seconds = max(deadline - time.monotonic() - export_s, fits.final_s * 0.5)
-            head = final_fit(X_fit, None if E is None else E[fit_idx], y[fit_idx], len(labels), best, start,
-                             seconds=final_seconds, units=units(len(fit_idx), best["embedding"]), log=fit_log,
-                             should_stop=should)
+            head = final_fit(
+                X_fit,
+                None if E is None else E[fit_idx],
+                y[fit_idx],
+                len(labels),
+                best,
+                start,
+                seconds=final_seconds,
+                units=units(len(fit_idx), best["embedding"]),
+                log=fit_log,
+                should_stop=should,
+            )
         except InterruptedError:
             raise Cancelled("training was stopped") from None
         _record_fits(cost, fit_log)
         if fit_log.timed_out:
-            warnings.append(f"{fit_log.timed_out} of {fit_log.fits} fits stopped at their share of the time budget "
-                            "before converging; a larger budget may do slightly better")
+            warnings.append(
+                f"{fit_log.timed_out} of {fit_log.fits} fits stopped at their share of the time budget "
+                "before converging; a larger budget may do slightly better"
+            )
         trials = fit_log.trials
         E_best = E if best["embedding"] else None
 
@@ -226,9 +309,11 @@ class TextClassificationTrainer:
         metrics["split"] = where
         metrics["interval"] = accuracy_interval(int(round(metrics["accuracy"] * metrics["n"])), metrics["n"])
         if metrics["interval"]["too_wide"] and where != "train":
-            warnings.append(f"only {metrics['n']} texts were tested: the accuracy is somewhere between "
-                            f"{metrics['interval']['text']}, too wide to tell apart two models a few points apart; "
-                            "label more texts or move more of them to the test split")
+            warnings.append(
+                f"only {metrics['n']} texts were tested: the accuracy is somewhere between "
+                f"{metrics['interval']['text']}, too wide to tell apart two models a few points apart; "
+                "label more texts or move more of them to the test split"
+            )
         mistakes = most_confident_mistakes(y[eval_idx], proba, [labeled[i].key for i in eval_idx], labels)
         by_key = {labeled[i].key: (texts[i], proba[j]) for j, i in enumerate(eval_idx)}
         for mistake in mistakes:
@@ -244,30 +329,79 @@ class TextClassificationTrainer:
         model = build_text_graph(vocabulary, head, embedding_dim=0 if E_best is None else E_best.shape[1])
         probe = eval_idx[:64]
         timing: list = []
-        parity = check_parity(model, [texts[i] for i in probe], proba[:len(probe)],
-                              None if E_best is None else E_best[probe], timing=timing)
+        parity = check_parity(
+            model,
+            [texts[i] for i in probe],
+            proba[: len(probe)],
+            None if E_best is None else E_best[probe],
+            timing=timing,
+        )
         if timing and E_best is None:  # the job then scores every text with the graph: its speed, for the ETA
-            cost.record(SCORE_WORK, "cpu", 1, 1, n_items=score_units(len(probe), vocabulary.n_features, len(labels)),
-                        seconds=max(timing[0], 1e-4))
+            cost.record(
+                SCORE_WORK,
+                "cpu",
+                1,
+                1,
+                n_items=score_units(len(probe), vocabulary.n_features, len(labels)),
+                seconds=max(timing[0], 1e-4),
+            )
         metrics["export_max_abs_diff"] = parity
         if parity > PARITY_TOLERANCE:
             raise RuntimeError(f"exported text graph disagrees with the training path by {parity:.2e}")
-        cost.record(EXPORT_WORK, "cpu", 1, 1, n_items=vocabulary.n_features,
-                    seconds=max(time.monotonic() - export_started, 1e-3))
-        preprocessing = {"kind": "text", "max_chars": DEFAULT_MAX_CHARS, "script": script,
-                         "embedding": best["embedding"], **vocabulary.to_dict()}
+        cost.record(
+            EXPORT_WORK,
+            "cpu",
+            1,
+            1,
+            n_items=vocabulary.n_features,
+            seconds=max(time.monotonic() - export_started, 1e-3),
+        )
+        preprocessing = {
+            "kind": "text",
+            "max_chars": DEFAULT_MAX_CHARS,
+            "script": script,
+            "embedding": best["embedding"],
+            **vocabulary.to_dict(),
+        }
         elapsed = time.monotonic() - started
         card = {
-            "id": model_id or new_model_id(), "task": template.task, "target": "label", "labels": labels,
-            "preprocessing": preprocessing, "template": template.name,
-            "head": {"kind": "logistic", "params": dict(best)}, "metrics": metrics, "versions": _versions(),
-            "input_name": INPUT_NAME, "output_name": OUTPUT_NAME, "warnings": warnings,
-            "training": {"samples": {"train": int(len(train_idx)), "val": int(len(val_idx)),
-                                     "test": int(len(test_idx))}, "seconds": round(elapsed, 2), "skipped": []},
+            "id": model_id or new_model_id(),
+            "task": template.task,
+            "target": "label",
+            "labels": labels,
+            "preprocessing": preprocessing,
+            "template": template.name,
+            "head": {"kind": "logistic", "params": dict(best)},
+            "metrics": metrics,
+            "versions": _versions(),
+            "input_name": INPUT_NAME,
+            "output_name": OUTPUT_NAME,
+            "warnings": warnings,
+            "training": {
+                "samples": {
+                    "train": int(len(train_idx)),
+                    "val": int(len(val_idx)),
+                    "test": int(len(test_idx)),
+                },
+                "seconds": round(elapsed, 2),
+                "skipped": [],
+            },
         }
         artifact_dir = save_artifact(out_dir, model, card)
         report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1")})
-        return TrainResult(artifact_dir=Path(artifact_dir), metrics=metrics, warnings=warnings, skipped=[],
-                           plan={**plan, "fits": {"timed_out": fit_log.timed_out, "fits": fit_log.fits,
-                                                  "seconds": round(fit_log.seconds, 1)}, "stages_began_s": marks,
-                                 "actual_s": round(time.monotonic() - started, 2)})
+        return TrainResult(
+            artifact_dir=Path(artifact_dir),
+            metrics=metrics,
+            warnings=warnings,
+            skipped=[],
+            plan={
+                **plan,
+                "fits": {
+                    "timed_out": fit_log.timed_out,
+                    "fits": fit_log.fits,
+                    "seconds": round(fit_log.seconds, 1),
+                },
+                "stages_began_s": marks,
+                "actual_s": round(time.monotonic() - started, 2),
+            },
+        )

@@ -81,10 +81,10 @@ def ngrams(text: str, branch: Branch, compiled=None) -> list[str]:
     if branch.chars:
         joined = "".join(tokens)
         for n in range(branch.min_n, branch.max_n + 1):
-            out.extend(joined[i:i + n] for i in range(len(joined) - n + 1))
+            out.extend(joined[i : i + n] for i in range(len(joined) - n + 1))
         return out
     for n in range(branch.min_n, branch.max_n + 1):
-        out.extend(" ".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+        out.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
     return out
 
 
@@ -172,8 +172,10 @@ class TfidfVocabulary:
                     raise InterruptedError("stopped")
                 df.update(set(ngrams(text, branch, pattern)))
             counted.append(df)
-        pooled = sorted(((n, b, g) for b, df in enumerate(counted) for g, n in df.items() if n >= self.min_df),
-                        key=lambda t: -t[0])[: self.max_features]
+        pooled = sorted(
+            ((n, b, g) for b, df in enumerate(counted) for g, n in df.items() if n >= self.min_df),
+            key=lambda t: -t[0],
+        )[: self.max_features]
         keep = [set() for _ in self.branches]
         for _, b, gram in pooled:
             keep[b].add(gram)
@@ -215,9 +217,14 @@ class TfidfVocabulary:
                 data.append(vals)
                 lengths[i] += len(cols)
         indptr = np.concatenate([[0], np.cumsum(lengths)])
-        return CSR(np.concatenate(data) if data else [], np.concatenate(indices) if indices else [],
-                   indptr, offset)
+        return CSR(
+            np.concatenate(data) if data else [], np.concatenate(indices) if indices else [], indptr, offset
+        )
 
     def to_dict(self) -> dict:
-        return {"branches": [b.to_dict() for b in self.branches], "max_features": self.max_features,
-                "min_df": self.min_df, "n_features": self.n_features}
+        return {
+            "branches": [b.to_dict() for b in self.branches],
+            "max_features": self.max_features,
+            "min_df": self.min_df,
+            "n_features": self.n_features,
+        }

@@ -39,34 +39,65 @@ def _tfidf_node(branch, grams: list[str], prefix: str, source: str, output: str)
             if len(tokens) == n:
                 pool.extend(tokens)
     return [
-        helper.make_node("Tokenizer", [source], [f"{prefix}_tokens"], domain="com.microsoft", mark=0,
-                         pad_value=PAD, tokenexp=branch.re2, mincharnum=1, name=f"{prefix}_tokenizer"),
-        helper.make_node("TfIdfVectorizer", [f"{prefix}_tokens"], [output], mode="TF",
-                         min_gram_length=branch.min_n, max_gram_length=branch.max_n, max_skip_count=0,
-                         ngram_counts=counts, ngram_indexes=list(range(len(grams))), pool_strings=pool,
-                         name=f"{prefix}_ngrams"),
+        helper.make_node(
+            "Tokenizer",
+            [source],
+            [f"{prefix}_tokens"],
+            domain="com.microsoft",
+            mark=0,
+            pad_value=PAD,
+            tokenexp=branch.re2,
+            mincharnum=1,
+            name=f"{prefix}_tokenizer",
+        ),
+        helper.make_node(
+            "TfIdfVectorizer",
+            [f"{prefix}_tokens"],
+            [output],
+            mode="TF",
+            min_gram_length=branch.min_n,
+            max_gram_length=branch.max_n,
+            max_skip_count=0,
+            ngram_counts=counts,
+            ngram_indexes=list(range(len(grams))),
+            pool_strings=pool,
+            name=f"{prefix}_ngrams",
+        ),
     ]
 
 
 def build_text_graph(vocabulary, head, *, embedding_dim: int = 0) -> onnx.ModelProto:
     """The model for a fitted :class:`TfidfVocabulary` and :class:`SparseLogisticRegression`."""
-    nodes = [helper.make_node("StringNormalizer", [INPUT_NAME], ["lowered"], case_change_action="LOWER",
-                              is_case_sensitive=1, locale="C", name="lowercase")]
-    inits = [numpy_helper.from_array(np.array([1.0], np.float32), "one"),
-             numpy_helper.from_array(np.array([1e-12], np.float32), "tiny")]
+    nodes = [
+        helper.make_node(
+            "StringNormalizer",
+            [INPUT_NAME],
+            ["lowered"],
+            case_change_action="LOWER",
+            is_case_sensitive=1,
+            locale="C",
+            name="lowercase",
+        )
+    ]
+    inits = [
+        numpy_helper.from_array(np.array([1.0], np.float32), "one"),
+        numpy_helper.from_array(np.array([1e-12], np.float32), "tiny"),
+    ]
     parts, offset = [], 0
     for branch in vocabulary.branches:
         grams = vocabulary.vocab_[branch.name]
         if not grams:
             continue
         p, idf = branch.name, vocabulary.idf_[branch.name]
-        W = head.coef_[offset:offset + len(grams)]
+        W = head.coef_[offset : offset + len(grams)]
         offset += len(grams)
         nodes += _tfidf_node(branch, grams, p, "lowered", f"{p}_counts")
         # (log(1 + c) * idf / ||log(1 + c) * idf||) @ W == (log(1 + c) @ (idf * W)) / sqrt(log(1 + c)^2 @ idf^2):
         # three passes over the dense (N, n-grams) counts instead of six
-        inits += [numpy_helper.from_array((idf[:, None] * W).astype(np.float32), f"{p}_W"),
-                  numpy_helper.from_array((idf ** 2)[:, None].astype(np.float32), f"{p}_idf2")]
+        inits += [
+            numpy_helper.from_array((idf[:, None] * W).astype(np.float32), f"{p}_W"),
+            numpy_helper.from_array((idf**2)[:, None].astype(np.float32), f"{p}_idf2"),
+        ]
         nodes += [
             helper.make_node("Add", [f"{p}_counts", "one"], [f"{p}_plus1"]),
             helper.make_node("Log", [f"{p}_plus1"], [f"{p}_log"]),
@@ -89,22 +120,32 @@ def build_text_graph(vocabulary, head, *, embedding_dim: int = 0) -> onnx.ModelP
     if embedding_dim:
         inputs.append(helper.make_tensor_value_info(EMBEDDING_INPUT, TensorProto.FLOAT, ["N", embedding_dim]))
         inits.append(numpy_helper.from_array(head.dense_coef_.astype(np.float32), "V"))
-        nodes += [helper.make_node("MatMul", [EMBEDDING_INPUT, "V"], ["dense_logits"]),
-                  helper.make_node("Add", ["logits0", "dense_logits"], ["logits"])]
+        nodes += [
+            helper.make_node("MatMul", [EMBEDDING_INPUT, "V"], ["dense_logits"]),
+            helper.make_node("Add", ["logits0", "dense_logits"], ["logits"]),
+        ]
         logits = "logits"
     nodes.append(helper.make_node("Softmax", [logits], [OUTPUT_NAME], axis=1))
-    graph = helper.make_graph(nodes, "text_classifier", inputs,
-                              [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["N", head.n_classes_])],
-                              initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
-                                                    helper.make_opsetid("com.microsoft", 1)],
-                              producer_name="modeldesk")
+    graph = helper.make_graph(
+        nodes,
+        "text_classifier",
+        inputs,
+        [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["N", head.n_classes_])],
+        initializer=inits,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)],
+        producer_name="modeldesk",
+    )
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
 
 
-def graph_probabilities(model: onnx.ModelProto, texts, embeddings=None, *, timing: list | None = None) -> np.ndarray:
+def graph_probabilities(
+    model: onnx.ModelProto, texts, embeddings=None, *, timing: list | None = None
+) -> np.ndarray:
     """Run the graph on cleaned texts (and their embeddings) on the CPU, one thread.
 
     ``timing``, when given, gets the seconds of the run itself (not the session's creation) appended.

@@ -49,8 +49,16 @@ class SparseLogisticRegression:
     timed_out_ : True when the last fit stopped at ``max_seconds``.
     """
 
-    def __init__(self, C: float = 10.0, dense_weight: float = 0.5, class_weight=None, max_iter: int = 300,
-                 tol: float = 1e-5, max_seconds: float | None = None, warm_start: bool = False):
+    def __init__(
+        self,
+        C: float = 10.0,
+        dense_weight: float = 0.5,
+        class_weight=None,
+        max_iter: int = 300,
+        tol: float = 1e-5,
+        max_seconds: float | None = None,
+        warm_start: bool = False,
+    ):
         self.C = C
         self.dense_weight = dense_weight
         self.class_weight = class_weight
@@ -67,8 +75,12 @@ class SparseLogisticRegression:
         return np.full(len(y), 1.0 / len(y))
 
     def _start(self, d: int, e_dim: int, k: int) -> np.ndarray:
-        if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (d, k) and \
-                (0 if self.dense_coef_ is None else self.dense_coef_.shape[0]) == e_dim:
+        if (
+            self.warm_start
+            and hasattr(self, "coef_")
+            and self.coef_.shape == (d, k)
+            and (0 if self.dense_coef_ is None else self.dense_coef_.shape[0]) == e_dim
+        ):
             parts = [self.coef_.ravel()]
             if e_dim:
                 parts.append((self.dense_coef_ / self.dense_weight).ravel())
@@ -93,12 +105,18 @@ class SparseLogisticRegression:
 
         def fun(theta):
             evals[0] += 1
-            W, V, b = theta[:d * k].reshape(d, k), theta[d * k:(d + e_dim) * k].reshape(e_dim, k), theta[-k:]
+            W, V, b = (
+                theta[: d * k].reshape(d, k),
+                theta[d * k : (d + e_dim) * k].reshape(e_dim, k),
+                theta[-k:],
+            )
             Z = X.dot(W) + b
             if Ed is not None:
                 Z += Ed @ V
             logp = log_softmax(Z)
-            loss = -float(np.sum(w * np.sum(T * logp, axis=1))) + 0.5 * l2 * (float(np.sum(W * W)) + float(np.sum(V * V)))
+            loss = -float(np.sum(w * np.sum(T * logp, axis=1))) + 0.5 * l2 * (
+                float(np.sum(W * W)) + float(np.sum(V * V))
+            )
             G = (np.exp(logp) - T) * w[:, None]
             parts = [(X.tdot(G) + l2 * W).ravel()]
             if Ed is not None:
@@ -116,10 +134,14 @@ class SparseLogisticRegression:
             return timed_out[0]
 
         with one_blas_thread():
-            theta, _, self.n_iter_ = lbfgs(fun, self._start(d, e_dim, k), self.max_iter, self.tol, callback=stop)
+            theta, _, self.n_iter_ = lbfgs(
+                fun, self._start(d, e_dim, k), self.max_iter, self.tol, callback=stop
+            )
         self.n_evals_, self.timed_out_ = evals[0], timed_out[0]
-        self.coef_ = theta[:d * k].reshape(d, k)
-        self.dense_coef_ = theta[d * k:(d + e_dim) * k].reshape(e_dim, k) * self.dense_weight if e_dim else None
+        self.coef_ = theta[: d * k].reshape(d, k)
+        self.dense_coef_ = (
+            theta[d * k : (d + e_dim) * k].reshape(e_dim, k) * self.dense_weight if e_dim else None
+        )
         self.intercept_ = theta[-k:]
         self.n_classes_ = k
         return self

@@ -23,7 +23,12 @@ from dataclasses import dataclass, field
 from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS
 from modeldesk.scheduler import CostModel
 
-EMBED_WORK, NGRAM_WORK, EVAL_WORK, EXPORT_WORK = "text-embedding", "text-ngrams", "text-fit-eval", "text-export"
+EMBED_WORK, NGRAM_WORK, EVAL_WORK, EXPORT_WORK = (
+    "text-embedding",
+    "text-ngrams",
+    "text-fit-eval",
+    "text-export",
+)
 SCORE_WORK = "text-scoring"  # the exported graph on texts, per :func:`score_units`
 #: "items" are fits, "seconds" their evaluations (1 / rate = evaluations per fit), for fits started from
 #: zeros and fits started from a neighbouring solution (the next C of the search, the final fit)
@@ -77,8 +82,17 @@ class FitPlan:
     dropped: list = field(default_factory=list)  # what the budget left out, in words
 
 
-def plan_fits(cost: CostModel, candidates: list, *, nnz_fit: float, n_fit: int, n_train: int, n_classes: int,
-              folds: int, available_s: float) -> FitPlan:
+def plan_fits(
+    cost: CostModel,
+    candidates: list,
+    *,
+    nnz_fit: float,
+    n_fit: int,
+    n_train: int,
+    n_classes: int,
+    folds: int,
+    available_s: float,
+) -> FitPlan:
     """Share ``available_s`` among the search's fits and the final fit.
 
     ``nnz_fit``/``n_fit``: stored values and rows of the final fit (train + val); the search fits on
@@ -157,15 +171,35 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
             encoders.append(name)
             embed_s += needed
     candidates = [c for c in template.candidates() if c["embedding"] is None or c["embedding"] in encoders]
-    fits = plan_fits(cost, candidates, nnz_fit=nnz_fit, n_fit=n_fit, n_train=n_train, n_classes=n_classes,
-                     folds=template.cv_folds, available_s=max(usable - embed_s, 0.0))
+    fits = plan_fits(
+        cost,
+        candidates,
+        nnz_fit=nnz_fit,
+        n_fit=n_fit,
+        n_train=n_train,
+        n_classes=n_classes,
+        folds=template.cv_folds,
+        available_s=max(usable - embed_s, 0.0),
+    )
     if not any(c["embedding"] for c in fits.candidates) and embed_s:
         embed_s, encoders = 0.0, []
     if encoders:  # the graph's second input: every text read by the encoder again when the job scores
         scoring_s += seconds_per(cost, EMBED_WORK, len(samples))
     eta = FIXED_S + ngram_s + embed_s + fits.search_s + fits.final_s + export_s + scoring_s
-    return {"eta_s": round(eta, 1), "devices": ["cpu"], "texts": len(labeled), "embeddings": encoders,
-            "candidates": len(fits.candidates), "bounded": fits.cut, "left_out": fits.dropped,
-            "seconds": {"ngrams": round(ngram_s, 1), "embeddings": round(embed_s, 1),
-                        "search": round(fits.search_s, 1), "final_fit": round(fits.final_s, 1),
-                        "export": round(export_s, 1), "scoring": round(scoring_s, 1)}}
+    return {
+        "eta_s": round(eta, 1),
+        "devices": ["cpu"],
+        "texts": len(labeled),
+        "embeddings": encoders,
+        "candidates": len(fits.candidates),
+        "bounded": fits.cut,
+        "left_out": fits.dropped,
+        "seconds": {
+            "ngrams": round(ngram_s, 1),
+            "embeddings": round(embed_s, 1),
+            "search": round(fits.search_s, 1),
+            "final_fit": round(fits.final_s, 1),
+            "export": round(export_s, 1),
+            "scoring": round(scoring_s, 1),
+        },
+    }

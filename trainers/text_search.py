@@ -49,8 +49,9 @@ def _fit(head, X, y, E, n_classes, seconds, log: FitLog, units: float, should_st
     return head
 
 
-def search(X, E, y, n_classes, candidates, *, folds: int, seconds: float, units, should_stop=None,
-           on_trial=None) -> tuple[dict, dict | None, FitLog]:
+def search(
+    X, E, y, n_classes, candidates, *, folds: int, seconds: float, units, should_stop=None, on_trial=None
+) -> tuple[dict, dict | None, FitLog]:
     """Cross-validated accuracy of each candidate, in order, while ``seconds`` last.
 
     Returns (best candidate, its fold-0 coefficients for a warm start or None, log). ``units(rows,
@@ -76,13 +77,26 @@ def search(X, E, y, n_classes, candidates, *, folds: int, seconds: float, units,
             head.C = candidate["C"]
             Ef = None if candidate["embedding"] is None else E[fit]
             share = (deadline - time.monotonic()) / remaining
-            _fit(head, Xf, y[fit], Ef, n_classes, share, log, units(len(fit), candidate["embedding"]), should_stop)
+            _fit(
+                head,
+                Xf,
+                y[fit],
+                Ef,
+                n_classes,
+                share,
+                log,
+                units(len(fit), candidate["embedding"]),
+                should_stop,
+            )
             remaining -= 1
             proba = head.predict_proba(Xh, None if Ef is None else E[held])
             scores.append(float(np.mean(proba.argmax(axis=1) == y[held])))
             if f == 0:
-                starts[i] = (head.coef_.copy(), None if head.dense_coef_ is None else head.dense_coef_.copy(),
-                             head.intercept_.copy())
+                starts[i] = (
+                    head.coef_.copy(),
+                    None if head.dense_coef_ is None else head.dense_coef_.copy(),
+                    head.intercept_.copy(),
+                )
         log.trials.append({**candidate, "cv_accuracy": float(np.mean(scores))})
         if on_trial is not None:
             on_trial(i, log.trials[-1])
@@ -90,10 +104,13 @@ def search(X, E, y, n_classes, candidates, *, folds: int, seconds: float, units,
     return candidates[best], starts.get(best), log
 
 
-def final_fit(X, E, y, n_classes, candidate, start, *, seconds: float, units: float, log: FitLog,
-              should_stop=None) -> SparseLogisticRegression:
+def final_fit(
+    X, E, y, n_classes, candidate, start, *, seconds: float, units: float, log: FitLog, should_stop=None
+) -> SparseLogisticRegression:
     """The chosen candidate fitted on all of ``X`` (warm started from ``start`` when given)."""
     head = SparseLogisticRegression(C=candidate["C"], warm_start=start is not None)
     if start is not None:
         head.coef_, head.dense_coef_, head.intercept_ = start
-    return _fit(head, X, y, E if candidate["embedding"] else None, n_classes, seconds, log, units, should_stop)
+    return _fit(
+        head, X, y, E if candidate["embedding"] else None, n_classes, seconds, log, units, should_stop
+    )

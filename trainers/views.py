@@ -52,31 +52,62 @@ def view_nodes(view: str, source: str, prefix: str, size: int = 224) -> tuple[li
     if view == "identity":
         return [], [], source
     if view == "hflip":
-        inits = [numpy_helper.from_array(np.array(v, np.int64), f"{prefix}{n}")
-                 for n, v in (("starts", [-1]), ("ends", [-(2 ** 62)]), ("axes", [3]), ("steps", [-1]))]
+        inits = [
+            numpy_helper.from_array(np.array(v, np.int64), f"{prefix}{n}")
+            for n, v in (("starts", [-1]), ("ends", [-(2**62)]), ("axes", [3]), ("steps", [-1]))
+        ]
         out = f"{prefix}flipped"
         node = helper.make_node("Slice", [source] + [i.name for i in inits], [out], name=f"{prefix}flip")
         return [node], inits, out
     if view == "zoom":
         offset, crop = _zoom_box(size)
         resize = resize_matrix(crop, size)
-        inits = [numpy_helper.from_array(np.array(v, np.int64), f"{prefix}{n}")
-                 for n, v in (("starts", [offset, offset]), ("ends", [offset + crop, offset + crop]), ("axes", [2, 3]))]
-        inits += [numpy_helper.from_array(resize, f"{prefix}rows"), numpy_helper.from_array(resize.T.copy(), f"{prefix}cols")]
-        nodes = [helper.make_node("Slice", [source, f"{prefix}starts", f"{prefix}ends", f"{prefix}axes"],
-                                  [f"{prefix}crop"], name=f"{prefix}crop"),
-                 helper.make_node("MatMul", [f"{prefix}crop", f"{prefix}cols"], [f"{prefix}wide"], name=f"{prefix}cols"),
-                 helper.make_node("MatMul", [f"{prefix}rows", f"{prefix}wide"], [f"{prefix}zoomed"], name=f"{prefix}rows")]
+        inits = [
+            numpy_helper.from_array(np.array(v, np.int64), f"{prefix}{n}")
+            for n, v in (
+                ("starts", [offset, offset]),
+                ("ends", [offset + crop, offset + crop]),
+                ("axes", [2, 3]),
+            )
+        ]
+        inits += [
+            numpy_helper.from_array(resize, f"{prefix}rows"),
+            numpy_helper.from_array(resize.T.copy(), f"{prefix}cols"),
+        ]
+        nodes = [
+            helper.make_node(
+                "Slice",
+                [source, f"{prefix}starts", f"{prefix}ends", f"{prefix}axes"],
+                [f"{prefix}crop"],
+                name=f"{prefix}crop",
+            ),
+            helper.make_node(
+                "MatMul", [f"{prefix}crop", f"{prefix}cols"], [f"{prefix}wide"], name=f"{prefix}cols"
+            ),
+            helper.make_node(
+                "MatMul", [f"{prefix}rows", f"{prefix}wide"], [f"{prefix}zoomed"], name=f"{prefix}rows"
+            ),
+        ]
         return nodes, inits, f"{prefix}zoomed"
     if view == "shrink":
         small = shrunk_size(size)
         resize = resize_matrix(size, small)
-        inits = [numpy_helper.from_array(resize, f"{prefix}rows"), numpy_helper.from_array(resize.T.copy(), f"{prefix}cols"),
-                 numpy_helper.from_array(np.array([0, 0, 0, 0, 0, 0, size - small, size - small], np.int64),
-                                         f"{prefix}pads")]
-        nodes = [helper.make_node("MatMul", [source, f"{prefix}cols"], [f"{prefix}narrow"], name=f"{prefix}cols"),
-                 helper.make_node("MatMul", [f"{prefix}rows", f"{prefix}narrow"], [f"{prefix}small"], name=f"{prefix}rows"),
-                 helper.make_node("Pad", [f"{prefix}small", f"{prefix}pads"], [f"{prefix}shrunk"], name=f"{prefix}pad")]
+        inits = [
+            numpy_helper.from_array(resize, f"{prefix}rows"),
+            numpy_helper.from_array(resize.T.copy(), f"{prefix}cols"),
+            numpy_helper.from_array(
+                np.array([0, 0, 0, 0, 0, 0, size - small, size - small], np.int64), f"{prefix}pads"
+            ),
+        ]
+        nodes = [
+            helper.make_node("MatMul", [source, f"{prefix}cols"], [f"{prefix}narrow"], name=f"{prefix}cols"),
+            helper.make_node(
+                "MatMul", [f"{prefix}rows", f"{prefix}narrow"], [f"{prefix}small"], name=f"{prefix}rows"
+            ),
+            helper.make_node(
+                "Pad", [f"{prefix}small", f"{prefix}pads"], [f"{prefix}shrunk"], name=f"{prefix}pad"
+            ),
+        ]
         return nodes, inits, f"{prefix}shrunk"
     raise _unknown(view)
 
@@ -91,7 +122,9 @@ def apply_view(batch: np.ndarray, view: str) -> np.ndarray:
         size = batch.shape[-1]
         offset, crop = _zoom_box(size)
         resize = resize_matrix(crop, size)
-        return np.ascontiguousarray(resize @ (batch[..., offset:offset + crop, offset:offset + crop] @ resize.T))
+        return np.ascontiguousarray(
+            resize @ (batch[..., offset : offset + crop, offset : offset + crop] @ resize.T)
+        )
     if view == "shrink":
         size = batch.shape[-1]
         small = shrunk_size(size)

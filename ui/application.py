@@ -25,8 +25,7 @@ def create_application(argv: list[str] | None = None) -> QApplication:
     """
     app = QApplication.instance()
     if app is None:
-        QGuiApplication.setHighDpiScaleFactorRoundingPolicy(
-            Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+        QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
         app = QApplication(list(argv) if argv is not None else sys.argv[:1])
     if not QCoreApplication.organizationName():
         QCoreApplication.setOrganizationName(ORGANIZATION)

@@ -11,8 +11,13 @@ from typing import NamedTuple
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import (QGraphicsItem, QGraphicsPixmapItem, QGraphicsRectItem, QGraphicsScene,
-                               QGraphicsView)
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsPixmapItem,
+    QGraphicsRectItem,
+    QGraphicsScene,
+    QGraphicsView,
+)
 
 
 class Box(NamedTuple):
@@ -76,7 +81,9 @@ class _Tag(QGraphicsItem):
 
     def _size(self) -> QRectF:
         metrics = QFontMetricsF(QFont())
-        return QRectF(0, -metrics.height() - 4, metrics.horizontalAdvance(self.text) + 10, metrics.height() + 4)
+        return QRectF(
+            0, -metrics.height() - 4, metrics.horizontalAdvance(self.text) + 10, metrics.height() + 4
+        )
 
     def boundingRect(self) -> QRectF:
         return self._size()
@@ -97,8 +104,11 @@ class BoxItem(QGraphicsRectItem):
         super().__init__(0, 0, rect.width(), rect.height())
         self.bounds = bounds
         self.setPos(rect.topLeft())
-        self.setFlags(QGraphicsItem.ItemIsMovable | QGraphicsItem.ItemIsSelectable
-                      | QGraphicsItem.ItemSendsGeometryChanges)
+        self.setFlags(
+            QGraphicsItem.ItemIsMovable
+            | QGraphicsItem.ItemIsSelectable
+            | QGraphicsItem.ItemSendsGeometryChanges
+        )
         self.caption = _Tag(self)
         self.handles = [_Handle(self, corner) for corner in range(4)]
         self.set_label(label)
@@ -122,7 +132,9 @@ class BoxItem(QGraphicsRectItem):
 
     def to_box(self) -> Box:
         r = self.scene_rect()
-        return Box(self.label, round(r.left(), 2), round(r.top(), 2), round(r.right(), 2), round(r.bottom(), 2))
+        return Box(
+            self.label, round(r.left(), 2), round(r.top(), 2), round(r.right(), 2), round(r.bottom(), 2)
+        )
 
     def move_corner(self, corner: int, point: QPointF) -> None:
         """Drag ``corner`` to ``point`` (item coordinates), kept inside the image."""
@@ -281,9 +293,16 @@ class BoxCanvas(QGraphicsView):
     def mousePressEvent(self, event) -> None:
         self._before = self.boxes()
         point = self.mapToScene(event.position().toPoint())
-        over_box = any(isinstance(item, (BoxItem, _Handle)) for item in self.items(event.position().toPoint()))
-        if (self.drawing and event.button() == Qt.LeftButton and not over_box
-                and self.bounds.contains(point) and self.current_label):
+        over_box = any(
+            isinstance(item, (BoxItem, _Handle)) for item in self.items(event.position().toPoint())
+        )
+        if (
+            self.drawing
+            and event.button() == Qt.LeftButton
+            and not over_box
+            and self.bounds.contains(point)
+            and self.current_label
+        ):
             self.scene().clearSelection()
             self._origin = point
             self._draft = QGraphicsRectItem(QRectF(point, point))

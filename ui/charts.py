@@ -67,9 +67,11 @@ def _fmt(value: float) -> str:
 def heat_color(fraction: float, base: QColor, zero: QColor) -> QColor:
     """``zero`` (fraction 0) blended towards ``base`` (fraction 1)."""
     f = min(max(float(fraction), 0.0), 1.0)
-    return QColor(round(zero.red() + (base.red() - zero.red()) * f),
-                  round(zero.green() + (base.green() - zero.green()) * f),
-                  round(zero.blue() + (base.blue() - zero.blue()) * f))
+    return QColor(
+        round(zero.red() + (base.red() - zero.red()) * f),
+        round(zero.green() + (base.green() - zero.green()) * f),
+        round(zero.blue() + (base.blue() - zero.blue()) * f),
+    )
 
 
 class ConfusionMatrixView(QWidget):
@@ -94,8 +96,14 @@ class ConfusionMatrixView(QWidget):
         metrics = QFontMetrics(self.font())
         n = max(len(self.labels), 2)
         cell = max(18.0, min(64.0, 560.0 / n))
-        left = max((metrics.horizontalAdvance(self._elide(label, metrics, 120)) for label in self.labels),
-                   default=40) + metrics.height() + 14
+        left = (
+            max(
+                (metrics.horizontalAdvance(self._elide(label, metrics, 120)) for label in self.labels),
+                default=40,
+            )
+            + metrics.height()
+            + 14
+        )
         return QSize(int(left + n * cell + 8), int(metrics.height() * 3 + 16 + n * cell))
 
     def set_data(self, labels, matrix) -> None:
@@ -105,8 +113,11 @@ class ConfusionMatrixView(QWidget):
         if len(matrix) != len(labels) or any(len(row) != len(labels) for row in matrix):
             raise ValueError(f"confusion matrix must be {len(labels)}x{len(labels)}")
         self.labels, self.matrix = labels, matrix
-        self.setAccessibleDescription("; ".join(
-            f"{label}: {row[i]} of {sum(row)} right" for i, (label, row) in enumerate(zip(labels, matrix))))
+        self.setAccessibleDescription(
+            "; ".join(
+                f"{label}: {row[i]} of {sum(row)} right" for i, (label, row) in enumerate(zip(labels, matrix))
+            )
+        )
         self.updateGeometry()
         self.update()
 
@@ -146,8 +157,11 @@ class ConfusionMatrixView(QWidget):
         count = self.matrix[row][col]
         total = sum(self.matrix[row]) or 1
         verb = "correctly recognised" if row == col else f"taken for {self.labels[col]}"
-        QToolTip.showText(event.globalPosition().toPoint(),
-                          f"{count} of {total} '{self.labels[row]}' samples {verb} ({count / total:.0%})", self)
+        QToolTip.showText(
+            event.globalPosition().toPoint(),
+            f"{count} of {total} '{self.labels[row]}' samples {verb} ({count / total:.0%})",
+            self,
+        )
 
     def mouseReleaseEvent(self, event) -> None:  # noqa: N802
         cell = self.cell_at(event.position())
@@ -166,12 +180,17 @@ class ConfusionMatrixView(QWidget):
         n = len(self.labels)
         grid = QRectF(left, top, side * n, side * n)
         painter.setPen(_muted(self))
-        painter.drawText(QRectF(left, 0, grid.width(), metrics.height()), Qt.AlignCenter, "What the model said")
+        painter.drawText(
+            QRectF(left, 0, grid.width(), metrics.height()), Qt.AlignCenter, "What the model said"
+        )
         painter.save()
         painter.translate(metrics.height() / 2 + 2, top + grid.height() / 2)
         painter.rotate(-90)
-        painter.drawText(QRectF(-grid.height() / 2, -metrics.height() / 2, grid.height(), metrics.height()),
-                         Qt.AlignCenter, "The right answer")
+        painter.drawText(
+            QRectF(-grid.height() / 2, -metrics.height() / 2, grid.height(), metrics.height()),
+            Qt.AlignCenter,
+            "The right answer",
+        )
         painter.restore()
         colors = theme.current()
         zero = QColor(colors.base)
@@ -180,12 +199,17 @@ class ConfusionMatrixView(QWidget):
         for j in range(n):
             rect = QRectF(left + j * side, metrics.height() + 6, side, metrics.height())
             painter.setPen(self.palette().color(self.foregroundRole()))
-            painter.drawText(rect, Qt.AlignCenter, metrics.elidedText(self.labels[j], Qt.ElideRight, int(side) - 2))
+            painter.drawText(
+                rect, Qt.AlignCenter, metrics.elidedText(self.labels[j], Qt.ElideRight, int(side) - 2)
+            )
         for i in range(n):
             total = sum(self.matrix[i]) or 1
             painter.setPen(self.palette().color(self.foregroundRole()))
-            painter.drawText(QRectF(metrics.height() + 6, top + i * side, left - metrics.height() - 12, side),
-                             Qt.AlignRight | Qt.AlignVCenter, shown[i])
+            painter.drawText(
+                QRectF(metrics.height() + 6, top + i * side, left - metrics.height() - 12, side),
+                Qt.AlignRight | Qt.AlignVCenter,
+                shown[i],
+            )
             for j in range(n):
                 value = self.matrix[i][j]
                 share = value / total
@@ -194,8 +218,9 @@ class ConfusionMatrixView(QWidget):
                 painter.setPen(Qt.NoPen)
                 # a single mix-up still reads as red (in dark mode 15% of red over the base was barely red)
                 floor = 0.15 if i == j else 0.45
-                painter.setBrush(heat_color(floor + (1 - floor) * share, base, zero) if value
-                                 else QColor(colors.alt_base))
+                painter.setBrush(
+                    heat_color(floor + (1 - floor) * share, base, zero) if value else QColor(colors.alt_base)
+                )
                 painter.drawRoundedRect(cell, 3, 3)
                 if side >= 18:
                     painter.setFont(count_font)
@@ -214,8 +239,14 @@ class BarChart(QWidget):
     empty_text : shown while there are no rows.
     """
 
-    def __init__(self, series=("Score",), parent=None, *, highlight_first: bool = False,
-                 empty_text: str = "Nothing to show yet"):
+    def __init__(
+        self,
+        series=("Score",),
+        parent=None,
+        *,
+        highlight_first: bool = False,
+        empty_text: str = "Nothing to show yet",
+    ):
         super().__init__(parent)
         self.series = tuple(series)
         self.empty_text = empty_text
@@ -233,9 +264,12 @@ class BarChart(QWidget):
                 raise ValueError(f"{label!r}: expected {len(self.series)} values, got {len(values)}")
             cleaned.append((str(label), values))
         self.rows = cleaned
-        self.setAccessibleDescription("; ".join(
-            f"{label}: " + ", ".join(f"{name} {v:.0%}" for name, v in zip(self.series, values))
-            for label, values in cleaned))
+        self.setAccessibleDescription(
+            "; ".join(
+                f"{label}: " + ", ".join(f"{name} {v:.0%}" for name, v in zip(self.series, values))
+                for label, values in cleaned
+            )
+        )
         self.updateGeometry()
         self.update()
 
@@ -257,7 +291,9 @@ class BarChart(QWidget):
         if not self.rows:
             painter.setPen(_muted(self))
             # wrapped, so a narrow chart never cuts its words off at both ends
-            painter.drawText(self.rect().adjusted(8, 0, -8, 0), Qt.AlignCenter | Qt.TextWordWrap, self.empty_text)
+            painter.drawText(
+                self.rect().adjusted(8, 0, -8, 0), Qt.AlignCenter | Qt.TextWordWrap, self.empty_text
+            )
             return
         y = 4.0
         if len(self.series) > 1:
@@ -271,7 +307,9 @@ class BarChart(QWidget):
                 painter.drawText(QPointF(x + 16, y + metrics.ascent()), name)
                 x += 16 + metrics.horizontalAdvance(name) + 16
             y += metrics.height() + 8
-        label_w = min(max(metrics.horizontalAdvance(label) for label, _ in self.rows) + 12, self.width() * 0.35)
+        label_w = min(
+            max(metrics.horizontalAdvance(label) for label, _ in self.rows) + 12, self.width() * 0.35
+        )
         value_w = metrics.horizontalAdvance("100%") + 10
         bar_x = label_w
         bar_w = max(self.width() - label_w - value_w - 4, 10)
@@ -279,8 +317,11 @@ class BarChart(QWidget):
         bar_h = (row_h - 8) / len(self.series)
         for row_index, (label, values) in enumerate(self.rows):
             painter.setPen(self.palette().color(self.foregroundRole()))
-            painter.drawText(QRectF(0, y, label_w - 8, row_h), Qt.AlignRight | Qt.AlignVCenter,
-                             metrics.elidedText(label, Qt.ElideRight, int(label_w) - 8))
+            painter.drawText(
+                QRectF(0, y, label_w - 8, row_h),
+                Qt.AlignRight | Qt.AlignVCenter,
+                metrics.elidedText(label, Qt.ElideRight, int(label_w) - 8),
+            )
             for index, value in enumerate(values):
                 color = series_color(index)
                 if self.highlight_first and row_index > 0:
@@ -290,9 +331,17 @@ class BarChart(QWidget):
                 painter.setBrush(_grid(self))
                 painter.drawRoundedRect(track, 3, 3)
                 painter.setBrush(color)
-                painter.drawRoundedRect(QRectF(track.x(), track.y(), max(track.width() * min(max(value, 0), 1), 2),
-                                               track.height()), 3, 3)
+                painter.drawRoundedRect(
+                    QRectF(
+                        track.x(), track.y(), max(track.width() * min(max(value, 0), 1), 2), track.height()
+                    ),
+                    3,
+                    3,
+                )
                 painter.setPen(self.palette().color(self.foregroundRole()))
-                painter.drawText(QRectF(bar_x + bar_w + 4, track.y() - 2, value_w, track.height() + 4),
-                                 Qt.AlignLeft | Qt.AlignVCenter, f"{value:.0%}")
+                painter.drawText(
+                    QRectF(bar_x + bar_w + 4, track.y() - 2, value_w, track.height() + 4),
+                    Qt.AlignLeft | Qt.AlignVCenter,
+                    f"{value:.0%}",
+                )
             y += row_h

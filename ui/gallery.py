@@ -13,8 +13,18 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import (QAbstractListModel, QModelIndex, QObject, QRectF, QRunnable, QSize, Qt,
-                            QThreadPool, Signal, Slot)
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QModelIndex,
+    QObject,
+    QRectF,
+    QRunnable,
+    QSize,
+    Qt,
+    QThreadPool,
+    Signal,
+    Slot,
+)
 from PySide6.QtGui import QColor, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QListView
 
@@ -22,11 +32,12 @@ from .workers import SHUTDOWN_WAIT_MS
 
 log = logging.getLogger(__name__)
 
-ICON = 112          # logical size of a thumbnail in the view
+ICON = 112  # logical size of a thumbnail in the view
 SampleIdRole = Qt.UserRole + 1
 
 
 # ------------------------------------------------------------------------------ query (worker side)
+
 
 @dataclass
 class GalleryQuery:
@@ -54,6 +65,7 @@ class GalleryRows:
 
 
 # ------------------------------------------------------------------------------ thumbnails
+
 
 class PixmapCache:
     """A least-recently-used map of sample id -> QPixmap (UI thread only)."""
@@ -141,8 +153,15 @@ class ThumbnailLoader(QObject):
     loaded = Signal(int, QImage)
     failed = Signal(int, str)
 
-    def __init__(self, source, pixel_size: int = 160, threads: int = 2, max_pending: int = 400,
-                 display_size: int | None = None, parent: QObject | None = None):
+    def __init__(
+        self,
+        source,
+        pixel_size: int = 160,
+        threads: int = 2,
+        max_pending: int = 400,
+        display_size: int | None = None,
+        parent: QObject | None = None,
+    ):
         super().__init__(parent)
         self.source = source  # the Workspace: thumbnail(sample_id, size) -> path
         self.pixel_size = int(pixel_size)
@@ -209,6 +228,7 @@ class ThumbnailLoader(QObject):
 
 # ------------------------------------------------------------------------------ model and view
 
+
 def placeholder_pixmap(size: int, ratio: float, color: str, text: str = "") -> QPixmap:
     """A rounded grey tile shown while a thumbnail loads (or when it cannot)."""
     pixmap = QPixmap(int(size * ratio), int(size * ratio))
@@ -233,8 +253,9 @@ class SampleListModel(QAbstractListModel):
         super().__init__(parent)
         self.ratio = max(1.0, float(ratio))
         pixel = int(ICON * self.ratio)
-        self.loader = ThumbnailLoader(source, pixel_size=160 if pixel <= 160 else 320, display_size=pixel,
-                                      parent=self)
+        self.loader = ThumbnailLoader(
+            source, pixel_size=160 if pixel <= 160 else 320, display_size=pixel, parent=self
+        )
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._failed)
         self.cache = PixmapCache()

@@ -180,8 +180,17 @@ class TaskGroup(QObject):
         """True while any task of the group runs."""
         return bool(self.handles)
 
-    def run(self, fn, on_done=None, *, title: str = "Something went wrong", on_failed=None,
-            on_cancelled=None, panel=None, panel_title: str = ""):
+    def run(
+        self,
+        fn,
+        on_done=None,
+        *,
+        title: str = "Something went wrong",
+        on_failed=None,
+        on_cancelled=None,
+        panel=None,
+        panel_title: str = "",
+    ):
         """Run ``fn(state)`` off the UI thread; ``on_done(result)`` runs on the UI thread.
 
         A failure goes to ``on_failed(message, details)`` when given, else to the error dialog

@@ -136,7 +136,9 @@ class MainWindow(QMainWindow):
         for page in self.pages.values():
             page.shutdown()
         if not self.pool.waitForDone(SHUTDOWN_WAIT_MS):
-            log.warning("background work still running %.0f s after closing; not waited for", SHUTDOWN_WAIT_MS / 1000)
+            log.warning(
+                "background work still running %.0f s after closing; not waited for", SHUTDOWN_WAIT_MS / 1000
+            )
 
     def set_theme(self, choice: str) -> None:
         """Apply and remember a theme ("system", "light" or "dark"); the pages redraw in its colours."""
@@ -182,8 +184,13 @@ class MainWindow(QMainWindow):
     def ask_rename_project(self) -> None:
         if self.project:
             old = self.project
-            self.question = ask_name(self, "Rename project", f"New name for '{old}':", old,
-                                     lambda new: self.rename_project(old, new))
+            self.question = ask_name(
+                self,
+                "Rename project",
+                f"New name for '{old}':",
+                old,
+                lambda new: self.rename_project(old, new),
+            )
 
     def rename_project(self, old: str, new: str) -> None:
         """Rename a project (asked from the sidebar's ⋯ menu)."""
@@ -204,24 +211,38 @@ class MainWindow(QMainWindow):
         def ask(counts):
             samples, models = counts
             self.question = confirm(
-                self, "Delete project", f"Delete the project '{project}' with its {samples:,} samples, their "
+                self,
+                "Delete project",
+                f"Delete the project '{project}' with its {samples:,} samples, their "
                 f"labels and its {models} model(s)? This cannot be undone; files on your disk outside ModelDesk "
-                "stay.", "Delete project", lambda: self.delete_project(project))
+                "stay.",
+                "Delete project",
+                lambda: self.delete_project(project),
+            )
 
-        handle = run_task(lambda _s: (ws.stats(project)["samples"], len(ws.list_models(project))),
-                          pool=self.pool, parent=self)
+        handle = run_task(
+            lambda _s: (ws.stats(project)["samples"], len(ws.list_models(project))),
+            pool=self.pool,
+            parent=self,
+        )
         handle.finished.connect(ask)
 
     def delete_project(self, name: str) -> None:
         """Switch away from ``name``, then delete it in the background (media files go too)."""
-        others = [self.sidebar.switcher.itemText(i) for i in range(self.sidebar.switcher.count())
-                  if self.sidebar.switcher.itemText(i) != name]
+        others = [
+            self.sidebar.switcher.itemText(i)
+            for i in range(self.sidebar.switcher.count())
+            if self.sidebar.switcher.itemText(i) != name
+        ]
         self.set_project(others[0] if others else None)
         self.sidebar.set_projects(others, self.project)
         ws = self.ws
         handle = run_task(lambda _s: ws.delete_project(name), pool=self.pool, parent=self)
-        handle.failed.connect(lambda message, details: show_error(self, "Could not delete the project", message,
-                                                                  details, self.ws.paths.log))
+        handle.failed.connect(
+            lambda message, details: show_error(
+                self, "Could not delete the project", message, details, self.ws.paths.log
+            )
+        )
 
     def _project_created(self, name: str) -> None:
         self.refresh_projects(name)
@@ -269,7 +290,9 @@ class MainWindow(QMainWindow):
             widget.status_changed.connect(self.refresh_status)
             widget.navigate.connect(self.show_page)
             widget.relabel_requested.connect(self.relabel)
-            widget.model_selected.connect(lambda model_id, source=widget: self._model_picked(source, model_id))
+            widget.model_selected.connect(
+                lambda model_id, source=widget: self._model_picked(source, model_id)
+            )
             if hasattr(widget, "model_trained"):
                 widget.model_trained.connect(self._model_trained)
                 widget.run_started.connect(self._run_started)
@@ -330,8 +353,11 @@ class MainWindow(QMainWindow):
             self._status_dirty = True
             return
         project, model_id, deployed = self.project, self.model_id, was_deployed(self.project)
-        self._status_task = run_task(lambda _state: (project, project_status(self.ws, project, model_id, deployed)),
-                                     pool=self.pool, parent=self)
+        self._status_task = run_task(
+            lambda _state: (project, project_status(self.ws, project, model_id, deployed)),
+            pool=self.pool,
+            parent=self,
+        )
         self._status_task.finished.connect(self._status_ready)
         self._status_task.failed.connect(lambda msg, _details: log.warning("status failed: %s", msg))
         self._status_task.ended.connect(self._status_ended)

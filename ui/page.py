@@ -25,15 +25,22 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import QObject, Qt, QThreadPool, Signal
-from PySide6.QtWidgets import (QBoxLayout, QFrame, QHBoxLayout, QLabel, QPushButton, QStackedWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QBoxLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .job_watcher import TaskGroup
 from .workers import SHUTDOWN_WAIT_MS
 from .widgets.error_dialog import show_error
 
 log = logging.getLogger(__name__)
-
 
 
 class LatestTask(QObject):
@@ -245,7 +252,9 @@ class Page(QWidget):
                 self.show_data(data)
                 self.loaded = True
 
-        self.latest.start(lambda state: self.load(project, **request), done, title="Could not read the project")
+        self.latest.start(
+            lambda state: self.load(project, **request), done, title="Could not read the project"
+        )
 
     def load_request(self) -> dict:
         """UI thread: what :meth:`load` needs from the widgets (filters, the order picked), as keywords."""
@@ -270,7 +279,9 @@ class Page(QWidget):
         self.latest.cancel()
         self.tasks.cancel_all()
         if not self.pool.waitForDone(SHUTDOWN_WAIT_MS):
-            log.warning("%s: background work did not stop within %.0f s", type(self).__name__, SHUTDOWN_WAIT_MS / 1000)
+            log.warning(
+                "%s: background work did not stop within %.0f s", type(self).__name__, SHUTDOWN_WAIT_MS / 1000
+            )
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name): shown on its own, e.g. in tests
         self.shutdown()

@@ -23,8 +23,15 @@ def unique_name(taken, base: str = SAMPLE_NAME) -> str:
     return name
 
 
-def make_sample_project(ws, *, per_class: int = 20, unlabeled_per_class: int = 4, image_size: int = 160,
-                        progress=None, should_stop=None) -> dict:
+def make_sample_project(
+    ws,
+    *,
+    per_class: int = 20,
+    unlabeled_per_class: int = 4,
+    image_size: int = 160,
+    progress=None,
+    should_stop=None,
+) -> dict:
     """Create a sample image-classification project and import generated shape images into it.
 
     Parameters
@@ -55,8 +62,7 @@ def make_sample_project(ws, *, per_class: int = 20, unlabeled_per_class: int = 4
         for number, image in enumerate(loose):
             image.rename(folder / f"photo_{number + 1:02d}{image.suffix}")  # the name must not tell the class
         ws.create_project(name, "image-classification")
-        report = ws.import_data(name, folder, format="folder", progress=progress,
-                                should_stop=should_stop)
+        report = ws.import_data(name, folder, format="folder", progress=progress, should_stop=should_stop)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {"project": name, "report": report}

@@ -58,8 +58,9 @@ def fast_template(ws, task: str = "image-classification") -> str:
     return (fast or names)[0]
 
 
-def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600.0,
-        window_only: bool = False) -> dict:
+def run(
+    workspace: Path, *, screenshot: Path | None = None, timeout: float = 600.0, window_only: bool = False
+) -> dict:
     """Drive the first run on ``workspace``; returns the timings and the prediction.
 
     With ``window_only`` it stops once the first window is shown (``first_window_s`` only).
@@ -79,8 +80,13 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
     try:
         window = MainWindow(ws)
         window.show()
-        _pump_until(lambda: window.isVisible() and window.windowHandle() is not None
-                    and window.windowHandle().isExposed(), 60, "the main window")
+        _pump_until(
+            lambda: (
+                window.isVisible() and window.windowHandle() is not None and window.windowHandle().isExposed()
+            ),
+            60,
+            "the main window",
+        )
         app.processEvents()
         collector.freeze()
         shown = time.time()
@@ -105,13 +111,20 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
         if isinstance(done[0], Exception):
             raise done[0]
         result["window_to_model_s"] = round(time.time() - shown, 3)
-        result.update(project=project, template=template, model=done[0]["model"],
-                      metrics={k: v for k, v in done[0].get("metrics", {}).items() if isinstance(v, (int, float))})
+        result.update(
+            project=project,
+            template=template,
+            model=done[0]["model"],
+            metrics={k: v for k, v in done[0].get("metrics", {}).items() if isinstance(v, (int, float))},
+        )
         with tempfile.TemporaryDirectory() as tmp:
             image = sorted((make_shapes_folder(Path(tmp), per_class=1) / "circle").iterdir())[0]
             prediction = ws.predict(done[0]["model"], [image])[0]
-        result["prediction"] = {"expected": "circle", "label": prediction["label"],
-                                "score": round(float(prediction["score"]), 4)}
+        result["prediction"] = {
+            "expected": "circle",
+            "label": prediction["label"],
+            "score": round(float(prediction["score"]), 4),
+        }
         _close(window)
     finally:
         collector.stop()
@@ -121,14 +134,18 @@ def run(workspace: Path, *, screenshot: Path | None = None, timeout: float = 600
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="modeldesk -m modeldesk.ui.smoke", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="modeldesk -m modeldesk.ui.smoke", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--workspace", type=Path, required=True, help="a new or empty workspace folder")
     parser.add_argument("--screenshot", type=Path, help="save the first-run screen as PNG")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--window-only", action="store_true", help="stop once the first window is shown")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    result = run(args.workspace, screenshot=args.screenshot, timeout=args.timeout, window_only=args.window_only)
+    result = run(
+        args.workspace, screenshot=args.screenshot, timeout=args.timeout, window_only=args.window_only
+    )
     if args.json:
         print(json.dumps(result))
     else:

@@ -24,8 +24,9 @@ def was_deployed(project: str | None) -> bool:
     return bool(project) and str(settings().value(f"deployed/{project}", "false")).lower() == "true"
 
 
-def project_status(ws, project: str, model_id: str | None = None, deployed: bool = False
-                   ) -> dict[str, tuple[str, str]]:
+def project_status(
+    ws, project: str, model_id: str | None = None, deployed: bool = False
+) -> dict[str, tuple[str, str]]:
     """Map each step key to ``(state, detail)`` or ``(state, detail, tooltip)``; state is ``done``,
     ``active``, ``warn`` or ``todo``; the detail is short enough for the sidebar.
 
@@ -47,8 +48,11 @@ def project_status(ws, project: str, model_id: str | None = None, deployed: bool
     elif missing and not models:
         status["label"] = ("warn", "Not enough to train yet", missing)
     elif small_classes(stats["labels"], info.get("few_examples") or 10):
-        status["label"] = ("warn", "Some classes are small",
-                           "A class with few examples is learned badly: add more where the Data page says so.")
+        status["label"] = (
+            "warn",
+            "Some classes are small",
+            "A class with few examples is learned badly: add more where the Data page says so.",
+        )
     else:
         status["label"] = ("done", f"All {samples:,} labeled")
     if models:
@@ -57,7 +61,10 @@ def project_status(ws, project: str, model_id: str | None = None, deployed: bool
         metrics = shown.get("metrics") or {}
         score = metrics.get("accuracy", metrics.get("map50"))
         key = "Right" if "accuracy" in metrics else "Finds"
-        status["evaluate"] = ("done", f"{key} {score:.0%}" if isinstance(score, (int, float)) else "Latest model")
+        status["evaluate"] = (
+            "done",
+            f"{key} {score:.0%}" if isinstance(score, (int, float)) else "Latest model",
+        )
         status["deploy"] = ("done", "Served or exported") if deployed else ("active", "Try, serve or export")
     else:
         status["train"] = ("todo", "Not ready yet", missing) if missing else ("active", "Ready to train")

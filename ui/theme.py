@@ -38,12 +38,38 @@ class Colors:
     dark: bool
 
 
-LIGHT = Colors(window="#f5f6f8", base="#ffffff", alt_base="#eef0f4", text="#1d2330", muted="#5f6b7d",
-               border="#d5dae2", sidebar="#1f2633", sidebar_text="#e8ecf3", accent="#2f6fed",
-               accent_text="#ffffff", good="#1e9e5a", warn="#c27c0e", bad="#d0393e", dark=False)
-DARK = Colors(window="#1b1e24", base="#23272f", alt_base="#2a2f38", text="#e6e9ef", muted="#9aa4b5",
-              border="#3a404c", sidebar="#14171c", sidebar_text="#e6e9ef", accent="#5b8cff",
-              accent_text="#ffffff", good="#3ccf7f", warn="#f0b440", bad="#ff6b6b", dark=True)
+LIGHT = Colors(
+    window="#f5f6f8",
+    base="#ffffff",
+    alt_base="#eef0f4",
+    text="#1d2330",
+    muted="#5f6b7d",
+    border="#d5dae2",
+    sidebar="#1f2633",
+    sidebar_text="#e8ecf3",
+    accent="#2f6fed",
+    accent_text="#ffffff",
+    good="#1e9e5a",
+    warn="#c27c0e",
+    bad="#d0393e",
+    dark=False,
+)
+DARK = Colors(
+    window="#1b1e24",
+    base="#23272f",
+    alt_base="#2a2f38",
+    text="#e6e9ef",
+    muted="#9aa4b5",
+    border="#3a404c",
+    sidebar="#14171c",
+    sidebar_text="#e6e9ef",
+    accent="#5b8cff",
+    accent_text="#ffffff",
+    good="#3ccf7f",
+    warn="#f0b440",
+    bad="#ff6b6b",
+    dark=True,
+)
 
 _current = LIGHT
 
@@ -180,8 +206,10 @@ def apply_theme(app: QApplication, choice: str = "system") -> Colors:
         except (RuntimeError, TypeError, AttributeError):
             pass
     if choice == "system":
+
         def _follow(_scheme, app=app):
             apply_theme(app, "system")
+
         app._modeldesk_theme_hook = _follow  # type: ignore[attr-defined]
         hints.colorSchemeChanged.connect(_follow)
         app.setProperty("modeldesk_theme_hook", True)

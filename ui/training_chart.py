@@ -46,9 +46,14 @@ class TrainingChart(QWidget):
         """Add one point per loss/accuracy value in ``metrics``; True when anything was added."""
         if not metrics:
             return False
-        values = {k: float(v) for k, v in metrics.items()
-                  if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                  and ("loss" in k.lower() or self._is_accuracy(k))}
+        values = {
+            k: float(v)
+            for k, v in metrics.items()
+            if isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and math.isfinite(v)
+            and ("loss" in k.lower() or self._is_accuracy(k))
+        }
         if not values:
             return False
         self._count += 1
@@ -64,7 +69,8 @@ class TrainingChart(QWidget):
             else:
                 points.append((x, value))
         self.setAccessibleDescription(
-            "; ".join(f"{self._pretty(k)} {pts[-1][1]:.3g}" for k, pts in self.series.items()))
+            "; ".join(f"{self._pretty(k)} {pts[-1][1]:.3g}" for k, pts in self.series.items())
+        )
         self.update()
         return True
 
@@ -75,9 +81,16 @@ class TrainingChart(QWidget):
 
     @staticmethod
     def _pretty(key: str) -> str:
-        known = {"cv_accuracy": "Best setting so far", "trial_accuracy": "Each setting tried", "accuracy": "Test accuracy", "macro_f1": "Balanced F1",
-                 "val_accuracy": "Validation accuracy", "val_loss": "Validation loss", "loss": "Loss",
-                 "train_loss": "Training loss"}
+        known = {
+            "cv_accuracy": "Best setting so far",
+            "trial_accuracy": "Each setting tried",
+            "accuracy": "Test accuracy",
+            "macro_f1": "Balanced F1",
+            "val_accuracy": "Validation accuracy",
+            "val_loss": "Validation loss",
+            "loss": "Loss",
+            "train_loss": "Training loss",
+        }
         if key in known:
             return known[key]
         words = key.replace("_", " ")
@@ -88,11 +101,17 @@ class TrainingChart(QWidget):
         painter.setRenderHint(QPainter.Antialiasing)
         metrics = QFontMetrics(self.font())
         line_h = metrics.height()
-        plot = QRectF(self.rect()).adjusted(metrics.horizontalAdvance("0.000") + 14, line_h * 2 + 8,
-                                            -(metrics.horizontalAdvance("100%") + 14), -(line_h + 10))
+        plot = QRectF(self.rect()).adjusted(
+            metrics.horizontalAdvance("0.000") + 14,
+            line_h * 2 + 8,
+            -(metrics.horizontalAdvance("100%") + 14),
+            -(line_h + 10),
+        )
         if not self.series:
             painter.setPen(_muted(self))
-            painter.drawText(self.rect(), Qt.AlignCenter, "The training curve appears here once training starts.")
+            painter.drawText(
+                self.rect(), Qt.AlignCenter, "The training curve appears here once training starts."
+            )
             return
         xs = [x for pts in self.series.values() for x, _ in pts]
         x_lo, x_hi = min(xs), max(xs)
@@ -109,8 +128,10 @@ class TrainingChart(QWidget):
         a_hi = 1.0 if a_lo < 1.0 else 1.05
 
         def to_px(x, y, lo, hi):
-            return QPointF(plot.left() + (x - x_lo) / (x_hi - x_lo) * plot.width(),
-                           plot.bottom() - (y - lo) / (hi - lo) * plot.height())
+            return QPointF(
+                plot.left() + (x - x_lo) / (x_hi - x_lo) * plot.width(),
+                plot.bottom() - (y - lo) / (hi - lo) * plot.height(),
+            )
 
         painter.setPen(QPen(_grid(self), 1))
         for tick in _nice_ticks(l_lo, l_hi):
@@ -120,15 +141,22 @@ class TrainingChart(QWidget):
         if losses:
             for tick in _nice_ticks(l_lo, l_hi):
                 p = to_px(x_lo, tick, l_lo, l_hi)
-                painter.drawText(QRectF(0, p.y() - line_h / 2, plot.left() - 6, line_h),
-                                 Qt.AlignRight | Qt.AlignVCenter, _fmt(tick))
+                painter.drawText(
+                    QRectF(0, p.y() - line_h / 2, plot.left() - 6, line_h),
+                    Qt.AlignRight | Qt.AlignVCenter,
+                    _fmt(tick),
+                )
         if has_acc:
             for tick in _nice_ticks(a_lo, 1.0):
                 p = to_px(x_lo, tick, a_lo, a_hi)
-                painter.drawText(QRectF(plot.right() + 6, p.y() - line_h / 2, 60, line_h),
-                                 Qt.AlignLeft | Qt.AlignVCenter, f"{tick:.0%}")
-        painter.drawText(QRectF(plot.left(), plot.bottom() + 4, plot.width(), line_h),
-                         Qt.AlignCenter, self.x_name)
+                painter.drawText(
+                    QRectF(plot.right() + 6, p.y() - line_h / 2, 60, line_h),
+                    Qt.AlignLeft | Qt.AlignVCenter,
+                    f"{tick:.0%}",
+                )
+        painter.drawText(
+            QRectF(plot.left(), plot.bottom() + 4, plot.width(), line_h), Qt.AlignCenter, self.x_name
+        )
         painter.setPen(QPen(_grid(self), 1))
         painter.drawRect(plot)
 

@@ -56,8 +56,10 @@ class WelcomePage(QWidget):
         hero = QLabel("Teach your computer to recognise images")
         hero.setObjectName("Hero")
         hero.setWordWrap(True)
-        sub = QLabel("Add photos, label a few of them, and ModelDesk trains a model you can test, "
-                     "export and run here. Everything stays on this computer.")
+        sub = QLabel(
+            "Add photos, label a few of them, and ModelDesk trains a model you can test, "
+            "export and run here. Everything stays on this computer."
+        )
         sub.setObjectName("Muted")
         sub.setWordWrap(True)
 
@@ -68,16 +70,30 @@ class WelcomePage(QWidget):
         self.new_button.clicked.connect(self.new_project_requested)
         cards = QHBoxLayout()
         cards.setSpacing(16)
-        cards.addWidget(_card("Try it in five minutes",
-                              "A sample project with 60 pictures of circles, squares and triangles, "
-                              "drawn on your computer just now. Label, train and test a model "
-                              "without finding any data first.", self.sample_button), 1)
-        cards.addWidget(_card("Start your own project",
-                              "Choose a folder of your photos (one sub-folder per class works), "
-                              "some files or a zip archive. You can also drag images onto this "
-                              "window.", self.new_button), 1)
+        cards.addWidget(
+            _card(
+                "Try it in five minutes",
+                "A sample project with 60 pictures of circles, squares and triangles, "
+                "drawn on your computer just now. Label, train and test a model "
+                "without finding any data first.",
+                self.sample_button,
+            ),
+            1,
+        )
+        cards.addWidget(
+            _card(
+                "Start your own project",
+                "Choose a folder of your photos (one sub-folder per class works), "
+                "some files or a zip archive. You can also drag images onto this "
+                "window.",
+                self.new_button,
+            ),
+            1,
+        )
 
-        steps = QLabel("1  Add images    ›    2  Label    ›    3  Train    ›    4  Evaluate    ›    5  Deploy")
+        steps = QLabel(
+            "1  Add images    ›    2  Label    ›    3  Train    ›    4  Evaluate    ›    5  Deploy"
+        )
         steps.setObjectName("Muted")
         steps.setAlignment(Qt.AlignCenter)
         self.progress = ProgressPanel()
@@ -106,13 +122,20 @@ class WelcomePage(QWidget):
         if self.task is not None or self._shut:
             return
         self.sample_button.setEnabled(False)
-        self.task = run_task(lambda state: make_sample_project(
-            self.ws, progress=state.set_progress, should_stop=state.is_interruption_requested),
-            pool=self.pool, parent=self)
+        self.task = run_task(
+            lambda state: make_sample_project(
+                self.ws, progress=state.set_progress, should_stop=state.is_interruption_requested
+            ),
+            pool=self.pool,
+            parent=self,
+        )
         self.progress.attach(self.task, "Making the sample project")
         self.task.finished.connect(lambda result: self.project_created.emit(result["project"]))
-        self.task.failed.connect(lambda message, details: show_error(
-            self, "Could not make the sample project", message, details, self.ws.paths.log))
+        self.task.failed.connect(
+            lambda message, details: show_error(
+                self, "Could not make the sample project", message, details, self.ws.paths.log
+            )
+        )
         self.task.ended.connect(self._ended)
 
     def _ended(self) -> None:

@@ -11,14 +11,35 @@ from pathlib import Path
 #: Below this many examples a class is "too small to learn from" (a warning, not a refusal).
 MIN_PER_CLASS = 10
 
-TIME_LIMITS = ((None, "Recipe default"), (60, "1 minute"), (120, "2 minutes"), (300, "5 minutes"),
-               (900, "15 minutes"), (1800, "30 minutes"), (3600, "1 hour"))
-STATE_WORDS = {"queued": "Waiting", "pending": "Waiting", "running": "Training", "done": "Finished",
-               "failed": "Failed", "cancelled": "Cancelled", "canceled": "Cancelled"}
+TIME_LIMITS = (
+    (None, "Recipe default"),
+    (60, "1 minute"),
+    (120, "2 minutes"),
+    (300, "5 minutes"),
+    (900, "15 minutes"),
+    (1800, "30 minutes"),
+    (3600, "1 hour"),
+)
+STATE_WORDS = {
+    "queued": "Waiting",
+    "pending": "Waiting",
+    "running": "Training",
+    "done": "Finished",
+    "failed": "Failed",
+    "cancelled": "Cancelled",
+    "canceled": "Cancelled",
+}
 #: What happened to a compression candidate (its ``code``), in two words.
-VERDICTS = {"kept": "✓ Kept", "reference": "Original", "less_accurate": "Less accurate",
-            "not_faster": "Not faster", "slower": "Slower", "as_fast_less_accurate": "Less accurate",
-            "skipped": "Skipped", "failed": "Failed"}
+VERDICTS = {
+    "kept": "✓ Kept",
+    "reference": "Original",
+    "less_accurate": "Less accurate",
+    "not_faster": "Not faster",
+    "slower": "Slower",
+    "as_fast_less_accurate": "Less accurate",
+    "skipped": "Skipped",
+    "failed": "Failed",
+}
 
 
 #: What a sample is called, by input kind: (one, many).
@@ -36,6 +57,7 @@ def plural(n: int, noun: str, nouns: str | None = None) -> str:
 
 
 # -- time ------------------------------------------------------------------------------------------
+
 
 def describe_duration(seconds) -> str:
     """``75`` -> ``about 1 min``; short and rounded the way people say it."""
@@ -73,17 +95,26 @@ def short_time(value) -> str:
 
 # -- hardware and plans ------------------------------------------------------------------------------
 
+
 def describe_hardware(resources: dict) -> str:
     """One line a person can read: ``Intel Xeon, 2 cores, 23 GB memory, no GPU found``."""
     cpu = resources.get("cpu") or {}
-    model = " ".join(str(cpu.get("model") or "Unknown CPU").replace("(R)", "").replace("(TM)", "")
-                     .replace(" Processor", "").replace(" CPU", "").split())
+    model = " ".join(
+        str(cpu.get("model") or "Unknown CPU")
+        .replace("(R)", "")
+        .replace("(TM)", "")
+        .replace(" Processor", "")
+        .replace(" CPU", "")
+        .split()
+    )
     cores = cpu.get("physical_cores") or cpu.get("logical_cores") or "?"
     memory = (resources.get("memory") or {}).get("total_bytes") or 0
     parts = [model, f"{cores} cores", f"{memory / 1e9:.0f} GB memory"]
     gpus = resources.get("gpus") or []
     if gpus:
-        parts.extend(f"{g.get('name', 'GPU')} ({(g.get('memory_total_bytes') or 0) / 1e9:.0f} GB)" for g in gpus)
+        parts.extend(
+            f"{g.get('name', 'GPU')} ({(g.get('memory_total_bytes') or 0) / 1e9:.0f} GB)" for g in gpus
+        )
     else:
         parts.append("no GPU found")
     return ", ".join(parts)
@@ -115,6 +146,7 @@ def template_title(template: dict) -> str:
 
 # -- data ---------------------------------------------------------------------------------------------
 
+
 def small_classes(labels: dict[str, int], minimum: int = MIN_PER_CLASS) -> list[tuple[str, int]]:
     """(label, count) for the classes with fewer than ``minimum`` examples, smallest first."""
     return sorted(((n, c) for n, c in labels.items() if c < minimum), key=lambda nc: (nc[1], nc[0]))
@@ -125,8 +157,10 @@ def small_class_warning(labels: dict[str, int], minimum: int = MIN_PER_CLASS, no
     small = small_classes(labels, minimum)
     if not small:
         return ""
-    parts = [f"Add more {noun} of {name}: {count} {'is' if count == 1 else 'are'} too few to learn from"
-             for name, count in small[:3]]
+    parts = [
+        f"Add more {noun} of {name}: {count} {'is' if count == 1 else 'are'} too few to learn from"
+        for name, count in small[:3]
+    ]
     more = f" (and {len(small) - 3} more classes)" if len(small) > 3 else ""
     return ". ".join(parts) + f"{more}. Aim for at least {minimum} each."
 
@@ -159,6 +193,7 @@ def summary_line(report: dict, noun: str = "image") -> str:
 
 # -- evaluation ------------------------------------------------------------------------------------------
 
+
 def headline(accuracy: float | None, n: int | None = None) -> str:
     """``0.97`` -> ``Right 97 times out of 100``; with few test photos, the real counts."""
     if not isinstance(accuracy, (int, float)):
@@ -171,10 +206,15 @@ def headline(accuracy: float | None, n: int | None = None) -> str:
 def per_class_rows(report: dict) -> list[tuple[str, tuple[float, float]]]:
     """``(label, (precision, recall))`` rows from the report's ``per_class`` (a dict or a list)."""
     per_class = report.get("per_class") or {}
-    items = per_class.items() if isinstance(per_class, dict) else (
-        (entry.get("label"), entry) for entry in per_class)
-    return [(str(label), (float(values.get("precision", 0.0)), float(values.get("recall", 0.0))))
-            for label, values in items]
+    items = (
+        per_class.items()
+        if isinstance(per_class, dict)
+        else ((entry.get("label"), entry) for entry in per_class)
+    )
+    return [
+        (str(label), (float(values.get("precision", 0.0)), float(values.get("recall", 0.0))))
+        for label, values in items
+    ]
 
 
 def most_confused(report: dict) -> tuple[str, str, int] | None:
@@ -201,6 +241,7 @@ def model_title(model: dict, recipe_titles: dict | None = None) -> str:
 
 
 # -- deploy ------------------------------------------------------------------------------------------------
+
 
 def human_size(n_bytes) -> str:
     """``1_234_567`` -> ``1.2 MB``."""
@@ -295,12 +336,12 @@ def found_words(boxes) -> str:
 #: Words a non-specialist may meet, explained in a tooltip wherever they appear.
 GLOSSARY = {
     "cross-validation": "Cross-validation: the model is trained several times, each time keeping a different "
-                        "part of your examples aside to check it, so the choice does not depend on luck.",
+    "part of your examples aside to check it, so the choice does not depend on luck.",
     "regularise": "Regularising: holding the model back from memorising your examples, so it does better on "
-                  "new ones.",
+    "new ones.",
     "f1": "F1: one number that balances how often an answer is right with how many of a class are found.",
     "map": "mAP: how well the boxes match the objects, from 0 to 1, averaged over the classes (mAP50: a box "
-           "counts when it covers the object at least half; mAP 0.5:0.95 asks for closer boxes).",
+    "counts when it covers the object at least half; mAP 0.5:0.95 asks for closer boxes).",
     "onnx": "ONNX: a standard file format for models that many programs and devices can run.",
     "fp32": "fp32: the model's numbers at full precision (the original size).",
     "8-bit": "8-bit: the model's numbers stored in 8 bits instead of 32: smaller and usually faster.",

@@ -93,7 +93,9 @@ class TaskState:
         self._last_emit = 0.0
         self.started = time.monotonic()
 
-    def set_progress(self, done: int, total: int | None, message: str = "", eta_s: float | None = None) -> None:
+    def set_progress(
+        self, done: int, total: int | None, message: str = "", eta_s: float | None = None
+    ) -> None:
         """Report ``done`` out of ``total`` (``total`` 0 or None: unknown), with the seconds left when
         the work knows them better than its count does (else they come from the pace); may be throttled."""
         total = int(total or 0)
@@ -207,8 +209,9 @@ class _Runnable(QRunnable):
             state._report("done", result)
 
 
-def run_task(fn: Callable[[TaskState], Any], *, pool: QThreadPool | None = None,
-             parent: QObject | None = None) -> TaskHandle:
+def run_task(
+    fn: Callable[[TaskState], Any], *, pool: QThreadPool | None = None, parent: QObject | None = None
+) -> TaskHandle:
     """Run ``fn(state)`` in ``pool`` (the global pool by default); return its handle.
 
     Keep a reference to the handle until it ends, or give it a ``parent``: then it is deleted

@@ -21,8 +21,11 @@ def predict(paths, url="http://127.0.0.1:8000", token=None, timeout=60.0) -> dic
         with open(path, "rb") as handle:
             files.append(base64.b64encode(handle.read()).decode("ascii"))
     request = urllib.request.Request(
-        url.rstrip("/") + "/v1/predict", data=json.dumps({FIELD: files}).encode("utf-8"),
-        headers={"Content-Type": "application/json"}, method="POST")
+        url.rstrip("/") + "/v1/predict",
+        data=json.dumps({FIELD: files}).encode("utf-8"),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     with urllib.request.urlopen(request, timeout=timeout) as response:

@@ -22,14 +22,25 @@ def main(argv=None) -> int:
     parser.add_argument("--token", default=None, help="require 'Authorization: Bearer TOKEN'")
     parser.add_argument("--threads", type=int, default=None, help="inference threads (default: all cores)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ...")
-    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                        help="let web pages from ORIGIN call the API (CORS); repeatable")
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let web pages from ORIGIN call the API (CORS); repeatable",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        serve(HERE / "model", host=args.host, port=args.port, token=args.token, threads=args.threads,
-              allowed_origins=args.allow_origin,
-              device=args.device)
+        serve(
+            HERE / "model",
+            host=args.host,
+            port=args.port,
+            token=args.token,
+            threads=args.threads,
+            allowed_origins=args.allow_origin,
+            device=args.device,
+        )
     except ValueError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2

@@ -28,10 +28,29 @@ PREFIX = "opt/modeldesk"
 #: System packages the bundled Qt needs at run time that a desktop normally has but a minimal system
 #: lacks (PyInstaller leaves libc, libGL/EGL and X/font libraries to the system on purpose).
 DEPENDS = (
-    "libc6 (>= 2.31)", "libgl1", "libegl1", "libfontconfig1", "libfreetype6", "libxkbcommon0",
-    "libxkbcommon-x11-0", "libx11-xcb1", "libxcb1", "libxcb-cursor0", "libxcb-icccm4", "libxcb-image0",
-    "libxcb-keysyms1", "libxcb-randr0", "libxcb-render-util0", "libxcb-shape0", "libxcb-xfixes0",
-    "libxcb-xkb1", "libxcb-shm0", "libxcb-sync1", "libxcb-render0", "libdbus-1-3", "libglib2.0-0",
+    "libc6 (>= 2.31)",
+    "libgl1",
+    "libegl1",
+    "libfontconfig1",
+    "libfreetype6",
+    "libxkbcommon0",
+    "libxkbcommon-x11-0",
+    "libx11-xcb1",
+    "libxcb1",
+    "libxcb-cursor0",
+    "libxcb-icccm4",
+    "libxcb-image0",
+    "libxcb-keysyms1",
+    "libxcb-randr0",
+    "libxcb-render-util0",
+    "libxcb-shape0",
+    "libxcb-xfixes0",
+    "libxcb-xkb1",
+    "libxcb-shm0",
+    "libxcb-sync1",
+    "libxcb-render0",
+    "libdbus-1-3",
+    "libglib2.0-0",
     "libpulse0",  # QtMultimedia links it: recording sounds, the camera on the Deploy page
 )
 RECOMMENDS = ("xdg-desktop-portal", "desktop-file-utils")
@@ -89,11 +108,18 @@ def known_licences() -> dict:
 def third_party_notice(app: Path) -> str:
     """The licences of what the build bundles, from the dist-info folders PyInstaller copied."""
     known = {k.lower().replace("_", "-"): v for k, v in known_licences().items()}
-    lines = ["ModelDesk bundles Python (PSF-2.0) and these components. Their licence texts are in the",
-             f"*.dist-info folders under /{PREFIX}/_internal.", ""]
+    lines = [
+        "ModelDesk bundles Python (PSF-2.0) and these components. Their licence texts are in the",
+        f"*.dist-info folders under /{PREFIX}/_internal.",
+        "",
+    ]
     internal = app / "_internal"
     for info in sorted(internal.glob("*.dist-info")):
-        meta = (info / "METADATA").read_text(encoding="utf-8", errors="replace") if (info / "METADATA").exists() else ""
+        meta = (
+            (info / "METADATA").read_text(encoding="utf-8", errors="replace")
+            if (info / "METADATA").exists()
+            else ""
+        )
         fields = {}
         for line in meta.splitlines():
             if not line.strip():
@@ -107,8 +133,12 @@ def third_party_notice(app: Path) -> str:
             stated = known.get(name.lower().replace("_", "-"), "see its licence file")
         licence = stated
         lines.append(f"{name} {fields.get('Version', '')}: {licence[:120]}")
-    lines += ["", "Qt 6 (through PySide6) is used under the LGPL-3.0. It is linked dynamically; you may replace",
-              f"the Qt libraries in /{PREFIX}/_internal/PySide6/Qt/lib with your own build of the same version.", ""]
+    lines += [
+        "",
+        "Qt 6 (through PySide6) is used under the LGPL-3.0. It is linked dynamically; you may replace",
+        f"the Qt libraries in /{PREFIX}/_internal/PySide6/Qt/lib with your own build of the same version.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -131,7 +161,8 @@ def stage(app: Path, root: Path, version: str, arch: str, png: Path | None) -> N
     doc = root / "usr/share/doc/modeldesk"
     doc.mkdir(parents=True)
     (doc / "copyright").write_text(
-        "ModelDesk\nLicense: Apache-2.0\n\n" + third_party_notice(app), encoding="utf-8")
+        "ModelDesk\nLicense: Apache-2.0\n\n" + third_party_notice(app), encoding="utf-8"
+    )
     debian = root / "DEBIAN"
     debian.mkdir()
     control = {
@@ -153,7 +184,9 @@ def stage(app: Path, root: Path, version: str, arch: str, png: Path | None) -> N
         os.chmod(debian / name, 0o755)
 
 
-def build(app: Path, out: Path, version: str, arch: str, png: Path | None = None, compression: str = "xz") -> Path:
+def build(
+    app: Path, out: Path, version: str, arch: str, png: Path | None = None, compression: str = "xz"
+) -> Path:
     """Write ``out/modeldesk_VERSION_ARCH.deb`` and return its path."""
     if not (app / "modeldesk").is_file():
         raise SystemExit(f"{app}: no 'modeldesk' executable in it; run the PyInstaller build first")
@@ -163,8 +196,11 @@ def build(app: Path, out: Path, version: str, arch: str, png: Path | None = None
         root = Path(tmp) / "root"
         stage(app, root, version, arch, png)
         partial = deb.with_suffix(".deb.part")
-        subprocess.run(["dpkg-deb", "--root-owner-group", f"-Z{compression}", "--build", str(root), str(partial)],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["dpkg-deb", "--root-owner-group", f"-Z{compression}", "--build", str(root), str(partial)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         os.replace(partial, deb)
     return deb
 

@@ -60,11 +60,19 @@ def test_options_work_before_or_after_the_command(tmp_path, capsys):
     from modeldesk.app.cli import main
 
     first, second = tmp_path / "first", tmp_path / "second"
-    assert main(["--workspace", str(first), "--json", "project", "create", "a", "--task",
-                 "image-classification"]) == 0
+    assert (
+        main(
+            ["--workspace", str(first), "--json", "project", "create", "a", "--task", "image-classification"]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["name"] == "a"
-    assert main(["project", "create", "b", "--task", "image-classification", "--workspace", str(second),
-                 "--json"]) == 0
+    assert (
+        main(
+            ["project", "create", "b", "--task", "image-classification", "--workspace", str(second), "--json"]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["name"] == "b"
     assert main(["--json", "project", "list", "--workspace", str(first)]) == 0
     assert [p["name"] for p in json.loads(capsys.readouterr().out)["projects"]] == ["a"]
@@ -86,7 +94,7 @@ def test_piping_into_head_ends_quietly(tmp_path):
     import sys
 
     env = {**os.environ, "MODELDESK_WORKSPACE": str(tmp_path / "ws")}
-    script = ("import sys; from modeldesk.app.cli import main; sys.exit(main(['templates']))")
-    shell = f"{sys.executable} -c \"{script}\" | head -c 10"
+    script = "import sys; from modeldesk.app.cli import main; sys.exit(main(['templates']))"
+    shell = f'{sys.executable} -c "{script}" | head -c 10'
     result = subprocess.run(["bash", "-c", shell], env=env, capture_output=True, text=True, timeout=120)
     assert "BrokenPipe" not in result.stderr and "Traceback" not in result.stderr, result.stderr

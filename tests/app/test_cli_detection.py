@@ -74,8 +74,17 @@ def test_human_text_names_the_detection_figures(detector):
     run, result, _ = detector
     text = formatting.metrics_text(result["metrics"])
     assert "mAP50" in text and "missed objects" in text and "square" in text
-    line = formatting.predictions_text([{"file": "a.png", "label": "disc", "score": 0.9, "scores": {},
-                                         "boxes": [{"label": "disc", "score": 0.9, "box": [1, 2, 30, 40]}]}])
+    line = formatting.predictions_text(
+        [
+            {
+                "file": "a.png",
+                "label": "disc",
+                "score": 0.9,
+                "scores": {},
+                "boxes": [{"label": "disc", "score": 0.9, "box": [1, 2, 30, 40]}],
+            }
+        ]
+    )
     assert line == "a.png: 1 box(es): disc 90% [1, 2, 30, 40]"
 
 
@@ -113,7 +122,9 @@ def test_moving_the_threshold_updates_the_card_and_the_figures(detector, tmp_pat
         for figures in (strict, loose):  # the photos the Evaluate page draws follow the threshold
             assert sum(len(m["misses"]) for m in figures["images"]) == figures["misses"]
             assert sum(len(m["false_boxes"]) for m in figures["images"]) == figures["false_boxes"]
-            assert all(b["score"] >= figures["threshold"] for m in figures["mistakes"] for b in m["false_boxes"])
+            assert all(
+                b["score"] >= figures["threshold"] for m in figures["mistakes"] for b in m["false_boxes"]
+            )
         with pytest.raises(ValueError, match="between 0 and 1"):
             ws.set_score_threshold(exported, 1.5)
     finally:

@@ -42,7 +42,11 @@ def test_train_reports_model_metrics_and_plan(trained):
 def test_templates_lists_every_trainable_task(trained):
     run, _ = trained
     names = {t["name"] for t in run("templates")["templates"]}
-    assert {"image-classification/fast", "image-classification/accurate", "image-multilabel/standard"} <= names
+    assert {
+        "image-classification/fast",
+        "image-classification/accurate",
+        "image-multilabel/standard",
+    } <= names
 
 
 def test_evaluate_and_predict_on_unseen_images(trained, holdout_folder):
@@ -76,8 +80,9 @@ def test_service_answers_a_prediction(trained, holdout_folder):
     try:
         service = ws.start_service(result["model"])
         try:
-            request = urllib.request.Request(service.url + "v1/predict", data=body,
-                                             headers={"Content-Type": "application/json"})
+            request = urllib.request.Request(
+                service.url + "v1/predict", data=body, headers={"Content-Type": "application/json"}
+            )
             with urllib.request.urlopen(request, timeout=30) as response:
                 answer = json.loads(response.read())
         finally:

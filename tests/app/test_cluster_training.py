@@ -59,8 +59,10 @@ def cluster(tmp_path, monkeypatch):
     address = cli(workspace, "cluster", "start", "--port", "0")["address"]
     assert address.startswith("tcp://127.0.0.1:")
     common = [address, "--nthreads", "1", "--cache", str(tmp_path / "worker-cache")]
-    workers = [subprocess.Popen([sys.executable, "-m", "modeldesk", "worker", *common, "--name", "steady"]),
-               subprocess.Popen([sys.executable, "-c", DIES_ON_SECOND_CHUNK, *common, "--name", "doomed"])]
+    workers = [
+        subprocess.Popen([sys.executable, "-m", "modeldesk", "worker", *common, "--name", "steady"]),
+        subprocess.Popen([sys.executable, "-c", DIES_ON_SECOND_CHUNK, *common, "--name", "doomed"]),
+    ]
     try:
         from modeldesk.scheduler.cluster import DaskBackend
 

@@ -5,14 +5,28 @@ from modeldesk.app import formatting
 
 def test_export_text_shows_skipped_candidates_without_numbers():
     result = {
-        "path": "/out", "size_bytes": 3_500_000, "chosen": "int8-qdq-perchannel",
-        "accuracy_fp32": 0.987, "accuracy_compressed": 0.984, "speedup": 2.2,
+        "path": "/out",
+        "size_bytes": 3_500_000,
+        "chosen": "int8-qdq-perchannel",
+        "accuracy_fp32": 0.987,
+        "accuracy_compressed": 0.984,
+        "speedup": 2.2,
         "candidates": [
-            {"name": "fp32", "size_bytes": 12_000_000, "latency_ms": 3.6, "accuracy": 0.987,
-             "reason": "reference"},
+            {
+                "name": "fp32",
+                "size_bytes": 12_000_000,
+                "latency_ms": 3.6,
+                "accuracy": 0.987,
+                "reason": "reference",
+            },
             {"name": "int8-qdq-perchannel", "size_bytes": 3_500_000, "latency_ms": 1.7, "accuracy": 0.984},
-            {"name": "fp32-160", "size_bytes": None, "latency_ms": None, "accuracy": None,
-             "reason": "skipped: the graph pools a fixed spatial grid " + "x" * 200},
+            {
+                "name": "fp32-160",
+                "size_bytes": None,
+                "latency_ms": None,
+                "accuracy": None,
+                "reason": "skipped: the graph pools a fixed spatial grid " + "x" * 200,
+            },
         ],
     }
     text = formatting.export_text(result)

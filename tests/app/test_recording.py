@@ -11,21 +11,21 @@ from modeldesk.deploy.audio_input import read_wav
 
 def blocks(signal: np.ndarray, size: int):
     for start in range(0, len(signal), size):
-        yield signal[start:start + size]
+        yield signal[start : start + size]
 
 
 def test_countdown_is_dropped_and_the_clip_comes_out_at_16k():
     rate = 48000
     t = np.arange(int(rate * 3.5)) / rate
     tone = 0.5 * np.sin(2 * np.pi * 440 * t)
-    tone[: rate] = 0.0  # silent countdown
+    tone[:rate] = 0.0  # silent countdown
     stereo = np.round(np.stack([tone, tone], axis=1) * 32767).astype("<i2")
     recorder = ClipRecorder(seconds=2.0, countdown_s=1.0)
     recorder.start(rate=rate, channels=2, sample_format="int16")
     levels, remaining = [], []
     for block in blocks(stereo, 1234):  # odd block sizes, as devices deliver them
         raw = block.tobytes()
-        recorder.feed(raw[:5])          # a frame split across two deliveries
+        recorder.feed(raw[:5])  # a frame split across two deliveries
         recorder.feed(raw[5:])
         levels.append(recorder.level)
         remaining.append(recorder.remaining_s)

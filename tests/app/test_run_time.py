@@ -11,8 +11,11 @@ from modeldesk.app.workspace import Workspace
 
 def test_the_bar_covers_training_then_scoring_and_never_goes_back():
     events, clock = [], iter(float(t) for t in range(100))
-    bar = RunProgress(lambda stage, fraction, eta_s=None, metrics=None: events.append((stage, fraction, eta_s)),
-                      scoring_s=10.0, clock=lambda: next(clock))
+    bar = RunProgress(
+        lambda stage, fraction, eta_s=None, metrics=None: events.append((stage, fraction, eta_s)),
+        scoring_s=10.0,
+        clock=lambda: next(clock),
+    )
     bar.training("Extracting features", 0.0, eta_s=30.0)
     bar.training("Tuning", 0.8, eta_s=6.0)
     bar.training("Done", 1.0, eta_s=0.0)
@@ -21,7 +24,9 @@ def test_the_bar_covers_training_then_scoring_and_never_goes_back():
     fractions = [f for _, f, _ in events]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert events[0][1] == 0.0 and events[0][2] == 40.0  # the ETA counts the scoring from the start
-    assert events[2][0] == "Model ready" and events[2][1] == pytest.approx(0.75)  # 30 s of 40 s: training's share
+    assert events[2][0] == "Model ready" and events[2][1] == pytest.approx(
+        0.75
+    )  # 30 s of 40 s: training's share
     assert events[2][2] == 10.0
     assert {stage for stage, _, _ in events[3:]} == {"Scoring your images for label suggestions"}
     assert "Done" not in [stage for stage, _, _ in events]  # not "Done" while work is left
@@ -55,7 +60,9 @@ def test_a_run_reports_its_scoring_stage_on_one_rising_bar_and_learns_its_speed(
         assert before["eta_s"] > before["plan"]["training_eta_s"] + before["plan"]["scoring_eta_s"]
         events = []
         result = ws.train("shapes", "image-classification/fast", progress=events.append)
-        progress = [e for e in events if isinstance(e.get("fraction"), (int, float)) and e.get("type") != "state"]
+        progress = [
+            e for e in events if isinstance(e.get("fraction"), (int, float)) and e.get("type") != "state"
+        ]
         fractions = [e["fraction"] for e in progress]
         assert fractions == sorted(fractions), fractions
         stages = [e.get("stage") for e in progress]
@@ -67,7 +74,8 @@ def test_a_run_reports_its_scoring_stage_on_one_rising_bar_and_learns_its_speed(
         from modeldesk.scheduler import CostModel
 
         measured = CostModel(ws.paths.cache / "features").items_per_s(
-            scoring_key(project, "image-classification/fast"), "cpu", 1, 1, exact=True)
+            scoring_key(project, "image-classification/fast"), "cpu", 1, 1, exact=True
+        )
         assert measured and measured > 0  # the next estimate uses this run's scoring speed, not the prior
     finally:
         ws.jobs.close()
@@ -75,8 +83,12 @@ def test_a_run_reports_its_scoring_stage_on_one_rising_bar_and_learns_its_speed(
 
 
 def test_compression_eta_starts_from_the_plan_and_learns_from_each_run(tmp_path):
-    from modeldesk.app.run_time import (COMPRESSION_PRIOR_S, blended_eta, compression_seconds,
-                                        record_compression)
+    from modeldesk.app.run_time import (
+        COMPRESSION_PRIOR_S,
+        blended_eta,
+        compression_seconds,
+        record_compression,
+    )
 
     assert compression_seconds(tmp_path, "image", 100) == pytest.approx(100 * COMPRESSION_PRIOR_S)
     record_compression(tmp_path, "image", 100, 20.0)
@@ -93,7 +105,9 @@ def test_compression_timing_after_the_last_version_keeps_its_share_of_the_bar():
 
     steps = [compression_fraction(done, 29) for done in range(30)]
     assert steps == sorted(steps) and steps[0] == 0.0 and steps[-1] == 1.0
-    assert steps[28] == pytest.approx(COMPRESSION_SEARCH_SHARE)  # every version tried, the timing still to come
+    assert steps[28] == pytest.approx(
+        COMPRESSION_SEARCH_SHARE
+    )  # every version tried, the timing still to come
 
 
 def test_a_trainer_that_counts_the_scoring_itself_is_not_counted_twice():
@@ -104,14 +118,21 @@ def test_a_trainer_that_counts_the_scoring_itself_is_not_counted_twice():
     estimate = whole_run(text_like, scoring_s=50.0)  # the app's own guess is not added on top
     assert estimate["eta_s"] == pytest.approx(30.0 + JOB_START_S) and estimate["plan"]["scoring_eta_s"] == 8.0
     events = []
-    bar = RunProgress(lambda stage, fraction, eta_s=None, metrics=None: events.append((stage, fraction, eta_s)),
-                      8.0, noun="texts", counted=True)
+    bar = RunProgress(
+        lambda stage, fraction, eta_s=None, metrics=None: events.append((stage, fraction, eta_s)),
+        8.0,
+        noun="texts",
+        counted=True,
+    )
     bar.training("Fitting", 0.0, eta_s=30.0)
     bar.training("Done", 1.0, eta_s=8.0)
     bar.scoring(100, 100)
     assert events[0][2] == 30.0 and events[1][0] == "Model ready"
-    assert events[1][1] == pytest.approx(22 / 30) and events[-1] == ("Scoring your texts for label suggestions",
-                                                                      1.0, 0.0)
+    assert events[1][1] == pytest.approx(22 / 30) and events[-1] == (
+        "Scoring your texts for label suggestions",
+        1.0,
+        0.0,
+    )
 
 
 def test_scoring_speed_is_kept_per_recipe(tmp_path):
@@ -125,5 +146,7 @@ def test_scoring_speed_is_kept_per_recipe(tmp_path):
     fast = scoring_seconds(tmp_path, project, 500, template="image-classification/fast")
     accurate = scoring_seconds(tmp_path, project, 500, template="image-classification/accurate")
     assert fast == pytest.approx(SCORING_START_S + 15.0) and accurate == pytest.approx(SCORING_START_S + 10.0)
-    best = scoring_seconds(tmp_path, project, 500, template="image-classification/best")  # never run: any recipe's
+    best = scoring_seconds(
+        tmp_path, project, 500, template="image-classification/best"
+    )  # never run: any recipe's
     assert SCORING_START_S + 10.0 <= best <= SCORING_START_S + 15.0

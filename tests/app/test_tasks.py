@@ -63,16 +63,26 @@ def test_a_task_registered_by_a_plugin_runs_through_the_workspace(toy_plugin, tm
         _write_images(tmp_path / "unseen", seed=2)
         assert ws.evaluate(result["model"], tmp_path / "unseen")["accuracy"] == 1.0
         exported = ws.export_model(result["model"], tmp_path / "out")
-        answers = ws.predict(exported["path"], [tmp_path / "unseen" / "dark" / "dark0.png",
-                                                tmp_path / "unseen" / "bright" / "bright3.png"])
+        answers = ws.predict(
+            exported["path"],
+            [tmp_path / "unseen" / "dark" / "dark0.png", tmp_path / "unseen" / "bright" / "bright3.png"],
+        )
         assert [a["label"] for a in answers] == ["dark", "bright"]
     finally:
         ws.close()
 
 
 def test_a_task_that_cannot_train_says_why_instead_of_offering_templates(tmp_path):
-    tasks.register_task(tasks.Task("image-regions", "Paint regions", "Not yet.", "image", "label",
-                                   missing="Painting regions is not available yet."))
+    tasks.register_task(
+        tasks.Task(
+            "image-regions",
+            "Paint regions",
+            "Not yet.",
+            "image",
+            "label",
+            missing="Painting regions is not available yet.",
+        )
+    )
     ws = Workspace(tmp_path / "ws")
     try:
         info = ws.task("image-regions")
@@ -88,7 +98,9 @@ def test_a_task_that_cannot_train_says_why_instead_of_offering_templates(tmp_pat
 def test_unknown_task_names_the_choices(tmp_path):
     ws = Workspace(tmp_path / "ws")
     try:
-        with pytest.raises(ValueError, match="unknown task 'regression'; choose one of: image-classification"):
+        with pytest.raises(
+            ValueError, match="unknown task 'regression'; choose one of: image-classification"
+        ):
             ws.create_project("x", "regression")
     finally:
         ws.close()
@@ -97,7 +109,9 @@ def test_unknown_task_names_the_choices(tmp_path):
 def test_registry_import_loads_no_trainer():
     import subprocess
 
-    code = ("import sys, modeldesk.trainers.tasks as t; t.list_tasks(); "
-            "print(sorted(m for m in sys.modules if m.startswith('modeldesk.trainers.')))")
+    code = (
+        "import sys, modeldesk.trainers.tasks as t; t.list_tasks(); "
+        "print(sorted(m for m in sys.modules if m.startswith('modeldesk.trainers.')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "image_classification" not in out and "heads" not in out and "onnxruntime" not in out

@@ -8,11 +8,18 @@ import pytest
 
 from modeldesk.app.workspace import Workspace
 
-ALL_WORKING = {"cpu": {"physical_cores": 2}, "memory": {"total_bytes": 8e9},
-               "gpus": [{"name": "Some GPU", "memory_total_bytes": 8e9}],
-               "providers": {"CPUExecutionProvider": True, "CUDAExecutionProvider": True,
-                             "DmlExecutionProvider": True, "CoreMLExecutionProvider": True,
-                             "ROCMExecutionProvider": True}}
+ALL_WORKING = {
+    "cpu": {"physical_cores": 2},
+    "memory": {"total_bytes": 8e9},
+    "gpus": [{"name": "Some GPU", "memory_total_bytes": 8e9}],
+    "providers": {
+        "CPUExecutionProvider": True,
+        "CUDAExecutionProvider": True,
+        "DmlExecutionProvider": True,
+        "CoreMLExecutionProvider": True,
+        "ROCMExecutionProvider": True,
+    },
+}
 
 
 @pytest.fixture
@@ -76,7 +83,9 @@ def test_gallery_rows_mark_what_the_model_got_wrong(ws):
     ids = ws.sample_ids("shapes")
     ws.store.add_model("shapes", "m1", ws.paths.models / "m1", "image-classification/fast", {})
     truth = ws.sample(ids[0]).labels[0]
-    ws.store.save_predictions("m1", [(ids[0], truth + "-not", 0.9), (ids[1], ws.sample(ids[1]).labels[0], 0.9)])
+    ws.store.save_predictions(
+        "m1", [(ids[0], truth + "-not", 0.9), (ids[1], ws.sample(ids[1]).labels[0], 0.9)]
+    )
     rows = ws.gallery_rows("shapes", wrong_only=True, model_id="m1")
     assert rows["ids"] == [ids[0]] and rows["wrong"] == {ids[0]}
     assert "≠" in rows["captions"][ids[0]]

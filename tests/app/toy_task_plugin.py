@@ -50,15 +50,25 @@ def _graph(cut: float, labels: list[str]):
         helper.make_node("Sub", ["one", "p_bright"], ["p_dark"]),
         helper.make_node("Unsqueeze", ["p_bright", "axis"], ["col_bright"]),
         helper.make_node("Unsqueeze", ["p_dark", "axis"], ["col_dark"]),
-        helper.make_node("Concat", ["col_bright", "col_dark"] if dark_first else ["col_dark", "col_bright"],
-                         ["probabilities"], axis=1),
+        helper.make_node(
+            "Concat",
+            ["col_bright", "col_dark"] if dark_first else ["col_dark", "col_bright"],
+            ["probabilities"],
+            axis=1,
+        ),
     ]
-    inits = [numpy_helper.from_array(np.array(v, np.float32), n)
-             for n, v in (("cut", cut), ("sharpness", 8.0), ("one", 1.0))]
+    inits = [
+        numpy_helper.from_array(np.array(v, np.float32), n)
+        for n, v in (("cut", cut), ("sharpness", 8.0), ("one", 1.0))
+    ]
     inits.append(numpy_helper.from_array(np.array([1], np.int64), "axis"))
     graph = helper.make_graph(
-        nodes, "toy", [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, 16, 16])],
-        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 2])], inits)
+        nodes,
+        "toy",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, 16, 16])],
+        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 2])],
+        inits,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
@@ -70,15 +80,37 @@ class ToyTrainer:
     def estimate(self, samples, template, cache_dir, *, device="auto", time_budget=None) -> dict:
         return {"eta_s": 1.0, "plan": {"devices": [{"name": "cpu", "share": 1.0}], "eta_s": 1.0}}
 
-    def train(self, samples, template, out_dir, cache_dir, *, time_budget=None, device="auto",
-              progress=None, should_stop=None, model_id=None) -> TrainResult:
+    def train(
+        self,
+        samples,
+        template,
+        out_dir,
+        cache_dir,
+        *,
+        time_budget=None,
+        device="auto",
+        progress=None,
+        should_stop=None,
+        model_id=None,
+    ) -> TrainResult:
         started = time.monotonic()
         labels = sorted({s.target for s in samples})
         means = preprocess_batch([s.source for s in samples], SPEC).mean(axis=(1, 2, 3))
-        cut = float((means[[s.target == "dark" for s in samples]].max()
-                     + means[[s.target == "bright" for s in samples]].min()) / 2)
-        card = {"id": model_id, "task": template.task, "target": "label", "labels": labels,
-                "preprocessing": SPEC.to_dict(), "template": template.name}
+        cut = float(
+            (
+                means[[s.target == "dark" for s in samples]].max()
+                + means[[s.target == "bright" for s in samples]].min()
+            )
+            / 2
+        )
+        card = {
+            "id": model_id,
+            "task": template.task,
+            "target": "label",
+            "labels": labels,
+            "preprocessing": SPEC.to_dict(),
+            "template": template.name,
+        }
         path = save_artifact(out_dir, _graph(cut, labels), card)
         metrics = evaluate_labels(path, samples)
         save_artifact(out_dir, _graph(cut, labels), {**card, "metrics": metrics})
@@ -90,6 +122,12 @@ class ToyTrainer:
         return evaluate_labels(artifact_path, samples, progress=progress)
 
 
-TASK = Task("image-brightness", "Tell dark from bright", "A toy task registered by a plugin.",
-            input_kind="image", target="label", trainer=f"{__name__}:ToyTrainer",
-            templates=f"{__name__}:TEMPLATES")
+TASK = Task(
+    "image-brightness",
+    "Tell dark from bright",
+    "A toy task registered by a plugin.",
+    input_kind="image",
+    target="label",
+    trainer=f"{__name__}:ToyTrainer",
+    templates=f"{__name__}:TEMPLATES",
+)

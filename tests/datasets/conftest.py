@@ -13,6 +13,7 @@ from PIL import Image, ImageDraw
 
 from modeldesk.datasets import Store
 
+
 def _find_benchdata() -> Path:
     """``../shared/benchdata`` beside the checkout (as CI lays it out), else the workplace copy."""
     beside = Path(__file__).resolve().parents[2].parent / "shared" / "benchdata"

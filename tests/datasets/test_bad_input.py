@@ -22,8 +22,12 @@ def _png_header_only(width, height) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _noisy_jpeg() -> bytes:
@@ -74,8 +78,12 @@ def test_zip_with_escaping_paths_writes_nothing_outside(store, tmp_path, gen):
     report = import_path(store, project, archive_path)
     assert report.added == 2 and report.labels == {"good": 2}
     reasons = _reasons(report)
-    assert {"evil.zip/../escaped.jpg", "evil.zip/../../escaped2.jpg", "evil.zip//tmp/absolute.jpg",
-            "evil.zip/good/link.jpg"} == set(reasons)
+    assert {
+        "evil.zip/../escaped.jpg",
+        "evil.zip/../../escaped2.jpg",
+        "evil.zip//tmp/absolute.jpg",
+        "evil.zip/good/link.jpg",
+    } == set(reasons)
     assert all(r.startswith("refused") for r in reasons.values())
     written = [p.name for p in tmp_path.rglob("*") if p.is_file()]
     assert not any(name.startswith(("escaped", "absolute")) for name in written)
@@ -100,8 +108,13 @@ def test_voc_boxes_outside_the_image_are_clipped_or_dropped(store, tmp_path, wri
     objects = "".join(
         f"<object><name>{name}</name><bndbox><xmin>{x0}</xmin><ymin>{y0}</ymin><xmax>{x1}</xmax>"
         f"<ymax>{y1}</ymax></bndbox></object>"
-        for name, x0, y0, x1, y1 in [("ok", 10, 10, 20, 20), ("clip", -10, 5, 50, 90),
-                                     ("flat", 20, 20, 20, 40), ("away", 150, 10, 200, 20)])
+        for name, x0, y0, x1, y1 in [
+            ("ok", 10, 10, 20, 20),
+            ("clip", -10, 5, 50, 90),
+            ("flat", 20, 20, 20, 40),
+            ("away", 150, 10, 200, 20),
+        ]
+    )
     write(tmp_path / "v" / "a.xml", f"<annotation><filename>a.jpg</filename>{objects}</annotation>")
     write(tmp_path / "v" / "b.xml", "<annotation><object><name>x</name>")  # malformed XML
     project = store.create_project("p", "object-detection", kind="image", target="boxes")
@@ -115,11 +128,20 @@ def test_voc_boxes_outside_the_image_are_clipped_or_dropped(store, tmp_path, wri
 
 def test_coco_referencing_missing_images(store, tmp_path, write, gen):
     write(tmp_path / "c" / "here.jpg", gen.jpeg())
-    write(tmp_path / "c" / "ann.json", json.dumps({
-        "images": [{"id": 1, "file_name": "here.jpg"}, {"id": 2, "file_name": "gone.jpg"},
-                   {"id": 3, "file_name": "also/gone.png"}],
-        "annotations": [{"id": 1, "image_id": 2, "category_id": 1, "bbox": [0, 0, 5, 5]}],
-        "categories": [{"id": 1, "name": "x"}]}))
+    write(
+        tmp_path / "c" / "ann.json",
+        json.dumps(
+            {
+                "images": [
+                    {"id": 1, "file_name": "here.jpg"},
+                    {"id": 2, "file_name": "gone.jpg"},
+                    {"id": 3, "file_name": "also/gone.png"},
+                ],
+                "annotations": [{"id": 1, "image_id": 2, "category_id": 1, "bbox": [0, 0, 5, 5]}],
+                "categories": [{"id": 1, "name": "x"}],
+            }
+        ),
+    )
     project = store.create_project("p", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, tmp_path / "c")
     assert report.added == 1
@@ -203,7 +225,9 @@ def test_a_table_of_values_is_not_called_texts(store, tmp_path, write):
     """A table like titanic.csv in an image project: the message says it is a table of values, and does
     not suggest a text project (it holds no texts)."""
     images = store.create_project("i2", "image-classification", kind="image", target="label")
-    table = write(tmp_path / "titanic.csv", "PassengerId,Survived,Pclass,Name,Sex,Age\n1,0,3,Braund,male,22\n")
+    table = write(
+        tmp_path / "titanic.csv", "PassengerId,Survived,Pclass,Name,Sex,Age\n1,0,3,Braund,male,22\n"
+    )
     with pytest.raises(ValueError, match="table of values") as error:
         import_path(store, images, table)
     assert "text project" not in str(error.value) and "Survived" in str(error.value)

@@ -52,27 +52,40 @@ def test_flat_folder_single_file_and_png_named_jpg(store, tmp_path, write, gen):
 
 def test_voc_annotations_jpegimages_layout(store, tmp_path, write, gen):
     write(tmp_path / "voc" / "JPEGImages" / "a.jpg", gen.jpeg(100, 80))
-    write(tmp_path / "voc" / "Annotations" / "a.xml",
-          "<annotation><filename>a.jpg</filename><size><width>100</width><height>80</height></size>"
-          "<object><name>cat</name><bndbox><xmin>10</xmin><ymin>5</ymin><xmax>50</xmax><ymax>60</ymax>"
-          "</bndbox></object><object><name>dog</name><bndbox><xmin>1.5</xmin><ymin>2</ymin><xmax>99</xmax>"
-          "<ymax>79</ymax></bndbox></object></annotation>")
+    write(
+        tmp_path / "voc" / "Annotations" / "a.xml",
+        "<annotation><filename>a.jpg</filename><size><width>100</width><height>80</height></size>"
+        "<object><name>cat</name><bndbox><xmin>10</xmin><ymin>5</ymin><xmax>50</xmax><ymax>60</ymax>"
+        "</bndbox></object><object><name>dog</name><bndbox><xmin>1.5</xmin><ymin>2</ymin><xmax>99</xmax>"
+        "<ymax>79</ymax></bndbox></object></annotation>",
+    )
     assert detect_format(tmp_path / "voc") == "voc"
     project = store.create_project("det", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, tmp_path / "voc")
     assert (report.added, report.boxes, report.labels) == (1, 2, {"cat": 1, "dog": 1})
     boxes = store.samples(project)[0].boxes
-    assert [(b.label, b.x0, b.y0, b.x1, b.y1) for b in boxes] == [("cat", 10, 5, 50, 60), ("dog", 1.5, 2, 99, 79)]
+    assert [(b.label, b.x0, b.y0, b.x1, b.y1) for b in boxes] == [
+        ("cat", 10, 5, 50, 60),
+        ("dog", 1.5, 2, 99, 79),
+    ]
 
 
 def test_coco_with_images_folder(store, tmp_path, write, gen):
     write(tmp_path / "c" / "images" / "x.jpg", gen.jpeg(64, 48))
     write(tmp_path / "c" / "images" / "y.jpg", gen.jpeg(64, 48, color=(0, 0, 255)))
-    write(tmp_path / "c" / "instances.json", json.dumps({
-        "images": [{"id": 7, "file_name": "x.jpg", "width": 64, "height": 48},
-                   {"id": 8, "file_name": "y.jpg", "width": 64, "height": 48}],
-        "annotations": [{"id": 1, "image_id": 7, "category_id": 3, "bbox": [4.5, 6, 20, 10]}],
-        "categories": [{"id": 3, "name": "bird"}]}))
+    write(
+        tmp_path / "c" / "instances.json",
+        json.dumps(
+            {
+                "images": [
+                    {"id": 7, "file_name": "x.jpg", "width": 64, "height": 48},
+                    {"id": 8, "file_name": "y.jpg", "width": 64, "height": 48},
+                ],
+                "annotations": [{"id": 1, "image_id": 7, "category_id": 3, "bbox": [4.5, 6, 20, 10]}],
+                "categories": [{"id": 3, "name": "bird"}],
+            }
+        ),
+    )
     assert detect_format(tmp_path / "c") == "coco"
     project = store.create_project("det", "object-detection", kind="image", target="boxes")
     report = import_path(store, project, tmp_path / "c")
@@ -82,12 +95,15 @@ def test_coco_with_images_folder(store, tmp_path, write, gen):
     assert store.stats(project)["labeled"] == 1
 
 
-@pytest.mark.parametrize("names", [
-    "names: [cat, dog]\n",
-    "names:\n  - cat\n  - 'dog'\n",
-    "nc: 2\nnames:\n  0: cat\n  1: \"dog\"\n",
-    "names: {0: cat, 1: dog}\n",
-])
+@pytest.mark.parametrize(
+    "names",
+    [
+        "names: [cat, dog]\n",
+        "names:\n  - cat\n  - 'dog'\n",
+        'nc: 2\nnames:\n  0: cat\n  1: "dog"\n',
+        "names: {0: cat, 1: dog}\n",
+    ],
+)
 def test_yolo_data_yaml_forms(store, tmp_path, write, names, gen):
     root = tmp_path / "y"
     write(root / "data.yaml", "path: .\ntrain: images/train\n" + names)
@@ -124,8 +140,9 @@ def test_yolo_with_classes_txt_beside_images(store, tmp_path, write, gen):
 
 def test_csv_semicolon_custom_columns_and_bom(store, tmp_path):
     path = tmp_path / "t.csv"
-    path.write_bytes("\ufeffid;Sentence;Mood\n1;good food;pos\n2;\"cold, late\";neg\n3;  good   food ;pos\n"
-                     .encode("utf-8"))
+    path.write_bytes(
+        '\ufeffid;Sentence;Mood\n1;good food;pos\n2;"cold, late";neg\n3;  good   food ;pos\n'.encode("utf-8")
+    )
     project = store.create_project("t", "text-classification", kind="text", target="label")
     report = import_path(store, project, path, text_column="sentence", label_column="mood")
     assert (report.added, report.duplicates) == (2, 1)  # whitespace-normalised duplicate merged
@@ -174,8 +191,13 @@ def test_progress_and_stop(store, tmp_path, make_images):
     make_images(tmp_path / "d", {"": 30})
     project = store.create_project("p", "image-classification", kind="image", target="label")
     calls, committed = [], []
-    report = import_path(store, project, tmp_path / "d", progress=lambda d, t, f: calls.append((d, t)),
-                         on_commit=lambda r: committed.append(r.added))
+    report = import_path(
+        store,
+        project,
+        tmp_path / "d",
+        progress=lambda d, t, f: calls.append((d, t)),
+        on_commit=lambda r: committed.append(r.added),
+    )
     assert calls[-1] == (30, 30) and committed[-1] == 30 == report.added
     make_images(tmp_path / "e", {"x": 30}, size=(20, 20))
     polls = itertools.count()
@@ -190,6 +212,7 @@ def test_thumbnail_is_cached_and_small(store, tmp_path, write, gen):
     sid = store.sample_ids(project)[0]
     thumb = store.thumbnail(sid, size=64)
     from PIL import Image
+
     with Image.open(thumb) as image:
         assert max(image.size) <= 64 and image.size[0] > image.size[1]
     assert store.thumbnail(sid, size=64) == thumb and thumb.is_relative_to(store.root / "cache" / "thumbs")

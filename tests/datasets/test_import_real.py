@@ -31,7 +31,9 @@ def test_raccoon_voc(store, benchdata):
     sample = next(s for s in store.samples(project) if s.source == first["filename"])
     box = sample.boxes[0]
     assert (sample.width, sample.height) == (int(first["width"]), int(first["height"]))
-    assert (box.x0, box.y0, box.x1, box.y1) == tuple(float(first[k]) for k in ("xmin", "ymin", "xmax", "ymax"))
+    assert (box.x0, box.y0, box.x1, box.y1) == tuple(
+        float(first[k]) for k in ("xmin", "ymin", "xmax", "ymax")
+    )
 
 
 def test_fsdd_audio(store, benchdata):

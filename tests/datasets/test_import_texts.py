@@ -18,17 +18,24 @@ def _texts(store, project):
 
 
 def test_jsonl_with_synonym_fields_numbers_as_labels_and_a_bad_line(store, project, tmp_path, write):
-    lines = [json.dumps({"review": "味道很好，送餐很快", "sentiment": 1}, ensure_ascii=False),
-             "{not json",
-             json.dumps({"review": "太慢了，菜都凉了", "sentiment": 0}, ensure_ascii=False),
-             json.dumps({"review": None, "sentiment": 0}), "", json.dumps(["a list"])]
+    lines = [
+        json.dumps({"review": "味道很好，送餐很快", "sentiment": 1}, ensure_ascii=False),
+        "{not json",
+        json.dumps({"review": "太慢了，菜都凉了", "sentiment": 0}, ensure_ascii=False),
+        json.dumps({"review": None, "sentiment": 0}),
+        "",
+        json.dumps(["a list"]),
+    ]
     path = write(tmp_path / "reviews.jsonl", "\n".join(lines) + "\n")
     assert detect_format(path) == "jsonl"
     report = import_path(store, project, path)
     assert _texts(store, project) == sorted([("太慢了，菜都凉了", ("0",)), ("味道很好，送餐很快", ("1",))])
     assert report.added == 2 and len(report.failed) == 3
-    assert {f["file"] for f in report.failed} == {"reviews.jsonl line 2", "reviews.jsonl line 4",
-                                                  "reviews.jsonl line 6"}
+    assert {f["file"] for f in report.failed} == {
+        "reviews.jsonl line 2",
+        "reviews.jsonl line 4",
+        "reviews.jsonl line 6",
+    }
 
 
 def test_jsonl_without_a_text_field_names_the_file_and_its_fields(store, project, tmp_path, write):
@@ -39,11 +46,15 @@ def test_jsonl_without_a_text_field_names_the_file_and_its_fields(store, project
 
 
 def test_txt_one_text_a_line_with_fasttext_labels(store, project, tmp_path, write):
-    path = write(tmp_path / "sms.txt", "__label__spam WIN a prize now\n\n__label__ham see you at lunch\nno label here\n")
+    path = write(
+        tmp_path / "sms.txt",
+        "__label__spam WIN a prize now\n\n__label__ham see you at lunch\nno label here\n",
+    )
     assert detect_format(path) == "txt"
     report = import_path(store, project, path)
-    assert _texts(store, project) == sorted([("WIN a prize now", ("spam",)), ("no label here", ()),
-                                      ("see you at lunch", ("ham",))])
+    assert _texts(store, project) == sorted(
+        [("WIN a prize now", ("spam",)), ("no label here", ()), ("see you at lunch", ("ham",))]
+    )
     assert report.added == 3 and not report.failed
 
 
@@ -58,9 +69,18 @@ def test_folder_per_class_of_txt_files_one_text_per_file(store, project, tmp_pat
     write(root / "notes.md", "ignored")
     assert detect_format(root) == "folder"
     report = import_path(store, project, root)
-    assert _texts(store, project) == sorted([("Cold and late.", ("neg",)), ("Great food, fast delivery.", ("pos",)),
-                                      ("no class yet", ()), ("好吃", ("pos",)), ("送餐太慢了", ("neg",))])
-    assert report.failed == [{"file": "neg/bad.txt", "reason": "neither UTF-8 nor GBK/GB18030 text; save it as UTF-8"}]
+    assert _texts(store, project) == sorted(
+        [
+            ("Cold and late.", ("neg",)),
+            ("Great food, fast delivery.", ("pos",)),
+            ("no class yet", ()),
+            ("好吃", ("pos",)),
+            ("送餐太慢了", ("neg",)),
+        ]
+    )
+    assert report.failed == [
+        {"file": "neg/bad.txt", "reason": "neither UTF-8 nor GBK/GB18030 text; save it as UTF-8"}
+    ]
     assert any("neg/gbk.txt" in w and "GBK" in w for w in report.warnings)
     assert any("notes.md" in w for w in report.warnings)
 
@@ -75,15 +95,23 @@ def test_a_zip_of_class_folders_of_txt_files(store, project, tmp_path):
 
 
 def test_label_column_holding_texts_is_refused_naming_the_file(store, project, tmp_path, write):
-    rows = ["label,text"] + [f"\"{t}\",{c}" for t, c in [("The food arrived cold and two hours late", "neg"),
-                                                     ("Lovely dinner, friendly driver, will order again", "pos"),
-                                                     ("Wrong order and nobody answered the phone", "neg")]]
+    rows = ["label,text"] + [
+        f'"{t}",{c}'
+        for t, c in [
+            ("The food arrived cold and two hours late", "neg"),
+            ("Lovely dinner, friendly driver, will order again", "pos"),
+            ("Wrong order and nobody answered the phone", "neg"),
+        ]
+    ]
     path = write(tmp_path / "swapped.csv", "\n".join(rows) + "\n")
     with pytest.raises(ValueError, match=r"swapped\.csv: the 'label' column holds long texts.*look swapped"):
         import_path(store, project, path)
     assert store.stats(project)["samples"] == 0
     # with the columns named the right way round, it imports
-    assert import_path(store, project, path, text_column="label", label_column="text").labels == {"neg": 2, "pos": 1}
+    assert import_path(store, project, path, text_column="label", label_column="text").labels == {
+        "neg": 2,
+        "pos": 1,
+    }
 
 
 def test_jsonl_label_field_holding_texts_is_refused(store, project, tmp_path, write):
@@ -93,14 +121,17 @@ def test_jsonl_label_field_holding_texts_is_refused(store, project, tmp_path, wr
         import_path(store, project, path)
 
 
-@pytest.mark.parametrize("name, data, message", [
-    ("empty.csv", b"", r"empty\.csv is empty"),
-    ("empty.jsonl", b"\n\n", r"empty\.jsonl is empty"),
-    ("empty.txt", b"  \n", r"empty\.txt is empty"),
-    ("latin.txt", b"caf\xe9 \xff\xfe\xfd", r"latin\.txt is neither UTF-8 nor GBK"),
-    ("binary.jsonl", b"\x00\x01\x02{}", r"binary\.jsonl is not a text file"),
-    ("columns.csv", "名字,价格\n饺子,12\n".encode(), r"columns\.csv: no a text column .*'名字', '价格'"),
-])
+@pytest.mark.parametrize(
+    "name, data, message",
+    [
+        ("empty.csv", b"", r"empty\.csv is empty"),
+        ("empty.jsonl", b"\n\n", r"empty\.jsonl is empty"),
+        ("empty.txt", b"  \n", r"empty\.txt is empty"),
+        ("latin.txt", b"caf\xe9 \xff\xfe\xfd", r"latin\.txt is neither UTF-8 nor GBK"),
+        ("binary.jsonl", b"\x00\x01\x02{}", r"binary\.jsonl is not a text file"),
+        ("columns.csv", "名字,价格\n饺子,12\n".encode(), r"columns\.csv: no a text column .*'名字', '价格'"),
+    ],
+)
 def test_bad_text_files_get_one_sentence_naming_the_file(store, project, tmp_path, name, data, message):
     path = tmp_path / name
     path.write_bytes(data)
@@ -117,11 +148,14 @@ def test_gbk_txt_imports_with_a_warning_naming_it(store, project, tmp_path):
     assert any("gbk.txt" in w and "GB18030/GBK" in w for w in report.warnings)
 
 
-@pytest.mark.parametrize("name, data", [
-    ("one.csv", "text,label\nhello there,greet\nhi,greet\n"),
-    ("one.jsonl", '{"text": "hello", "label": "greet"}\n{"text": "hi", "label": "greet"}\n'),
-    ("one.txt", "__label__greet hello\n__label__greet hi\n"),
-])
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("one.csv", "text,label\nhello there,greet\nhi,greet\n"),
+        ("one.jsonl", '{"text": "hello", "label": "greet"}\n{"text": "hi", "label": "greet"}\n'),
+        ("one.txt", "__label__greet hello\n__label__greet hi\n"),
+    ],
+)
 def test_a_file_with_one_class_imports_with_a_warning_naming_it(store, project, tmp_path, write, name, data):
     report = import_path(store, project, write(tmp_path / name, data))
     assert report.added == 2
@@ -130,10 +164,15 @@ def test_a_file_with_one_class_imports_with_a_warning_naming_it(store, project, 
 
 def test_texts_in_an_image_project_are_refused_with_what_to_do(store, tmp_path, write):
     images = store.create_project("i", "image-classification", kind="image", target="label")
-    for path in (write(tmp_path / "a.jsonl", '{"text": "x"}\n'), write(tmp_path / "b.txt", "x\n"),
-                 write(tmp_path / "c" / "pos" / "x.txt", "x")):
+    for path in (
+        write(tmp_path / "a.jsonl", '{"text": "x"}\n'),
+        write(tmp_path / "b.txt", "x\n"),
+        write(tmp_path / "c" / "pos" / "x.txt", "x"),
+    ):
         with pytest.raises(ValueError, match="holds texts.*make a text project"):
-            import_path(store, images, path if path.suffix != ".txt" or path.parent == tmp_path else tmp_path / "c")
+            import_path(
+                store, images, path if path.suffix != ".txt" or path.parent == tmp_path else tmp_path / "c"
+            )
 
 
 def test_a_folder_of_jsonl_files_imports_each(store, project, tmp_path, write):

@@ -29,8 +29,11 @@ SCRIPT = textwrap.dedent("""
 def test_sigkill_mid_import(tmp_path, make_images):
     make_images(tmp_path / "images", {"a": 150, "b": 150}, size=(24, 24))
     workspace = tmp_path / "ws"
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(workspace), str(tmp_path / "images")],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(workspace), str(tmp_path / "images")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         reported = int(proc.stdout.readline())  # the first committed batch
         proc.send_signal(signal.SIGKILL)
@@ -55,5 +58,6 @@ def test_sigkill_mid_import(tmp_path, make_images):
                     assert hashlib.sha256(data).hexdigest() == name.split(".")[0]
         # the workspace still works: the rest of the import can be done again
         from modeldesk.datasets import import_path
+
         report = import_path(store, "p", tmp_path / "images")
         assert store.stats("p")["samples"] == 300 and report.added == 300 - len(samples)

@@ -10,8 +10,10 @@ TOLERANCE = {"voc": 0.5, "coco": 1e-9, "yolo": 0.01}  # VOC stores whole pixels
 
 
 def _snapshot(store, project) -> dict:
-    return {s.content_hash: (s.width, s.height, sorted((b.label, b.x0, b.y0, b.x1, b.y1) for b in s.boxes))
-            for s in store.samples(project)}
+    return {
+        s.content_hash: (s.width, s.height, sorted((b.label, b.x0, b.y0, b.x1, b.y1) for b in s.boxes))
+        for s in store.samples(project)
+    }
 
 
 def _assert_same(before: dict, after: dict, tol: float) -> None:
@@ -88,7 +90,10 @@ def test_text_export_and_refusals(store, tmp_path, write):
     export_project(store, project, tmp_path / "out", "csv")
     again = store.create_project("again", "text-classification", kind="text", target="label")
     import_path(store, again, tmp_path / "out" / "data.csv")
-    assert sorted((s.text, s.labels[0]) for s in store.samples(again)) == [('a, quoted "one"', "x"), ("b", "y")]
+    assert sorted((s.text, s.labels[0]) for s in store.samples(again)) == [
+        ('a, quoted "one"', "x"),
+        ("b", "y"),
+    ]
     with pytest.raises(ValueError, match="projects with boxes"):
         export_project(store, project, tmp_path / "v", "voc")
     with pytest.raises(ValueError, match="not empty"):

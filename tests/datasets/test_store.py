@@ -13,14 +13,23 @@ from modeldesk.datasets.schema import SCHEMA_VERSION
 
 def _add(store, project, n, labels=None, kind="text"):
     name = getattr(project, "name", project)
-    items = [NewSample(kind=kind, content_hash=sha256_bytes(f"{name}-{i}".encode()), source=f"s{i}",
-                       text=f"text {i}", labels=[labels[i % len(labels)]] if labels else [])
-             for i in range(n)]
+    items = [
+        NewSample(
+            kind=kind,
+            content_hash=sha256_bytes(f"{name}-{i}".encode()),
+            source=f"s{i}",
+            text=f"text {i}",
+            labels=[labels[i % len(labels)]] if labels else [],
+        )
+        for i in range(n)
+    ]
     return [sid for sid, _ in store.add_samples(project, items)]
 
 
 def test_projects_create_list_get_delete(store):
-    p = store.create_project("pets", "image-classification", kind="image", target="label", labels=["cat", "dog"])
+    p = store.create_project(
+        "pets", "image-classification", kind="image", target="label", labels=["cat", "dog"]
+    )
     assert p.task == "image-classification" and p.kind == "image"
     assert store.get_project("pets") == p == store.get_project(p.id)
     assert [q.name for q in store.list_projects()] == ["pets"]
@@ -129,7 +138,12 @@ def test_stats_keys(store):
     stats = store.stats(p)
     assert {"samples", "labeled", "labels", "boxes", "splits"} <= set(stats)
     assert stats["labels"] == {"a": 4, "unused": 0}
-    assert sum(stats["splits"].values()) == 4 and set(stats["splits"]) == {"train", "val", "test", "unassigned"}
+    assert sum(stats["splits"].values()) == 4 and set(stats["splits"]) == {
+        "train",
+        "val",
+        "test",
+        "unassigned",
+    }
 
 
 def test_splits_are_stratified_deterministic_and_stable(tmp_path):
@@ -148,8 +162,16 @@ def test_splits_are_stratified_deterministic_and_stable(tmp_path):
     with Store(tmp_path / "one") as s:
         by_label = Counter((x.labels[0], x.split) for x in s.samples("t"))
         assert by_label[("b", "val")] == 15 and by_label[("b", "test")] == 15  # 100 b: 70/15/15
-        more = [NewSample(kind="text", content_hash=sha256_bytes(f"more{i}".encode()), source="m",
-                          text=f"m{i}", labels=["b"]) for i in range(50)]
+        more = [
+            NewSample(
+                kind="text",
+                content_hash=sha256_bytes(f"more{i}".encode()),
+                source="m",
+                text=f"m{i}",
+                labels=["b"],
+            )
+            for i in range(50)
+        ]
         s.add_samples("t", more)
         s.assign_splits("t")
         after = {x.content_hash: x.split for x in s.samples("t")}
@@ -194,8 +216,15 @@ def test_reads_from_other_threads_while_writing(store):
     for t in threads:
         t.start()
     for batch in range(10):
-        store.add_samples(p, [NewSample(kind="text", content_hash=sha256_bytes(f"{batch}-{i}".encode()),
-                                        source="x", text="x") for i in range(20)])
+        store.add_samples(
+            p,
+            [
+                NewSample(
+                    kind="text", content_hash=sha256_bytes(f"{batch}-{i}".encode()), source="x", text="x"
+                )
+                for i in range(20)
+            ],
+        )
     for t in threads:
         t.join()
     assert not errors and store.stats(p)["samples"] == 200
@@ -219,10 +248,12 @@ def test_datasets_imports_no_qt_and_no_other_modeldesk_package():
     import subprocess
     import sys
 
-    code = ("import sys, modeldesk.datasets, modeldesk.datasets.exporting; "
-            "bad = [m for m in sys.modules if m.startswith(('PySide', 'PyQt', 'modeldesk.')) "
-            "and not m.startswith('modeldesk.datasets') and m != 'modeldesk.fileio']; "  # the shared writer
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, modeldesk.datasets, modeldesk.datasets.exporting; "
+        "bad = [m for m in sys.modules if m.startswith(('PySide', 'PyQt', 'modeldesk.')) "
+        "and not m.startswith('modeldesk.datasets') and m != 'modeldesk.fileio']; "  # the shared writer
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -239,8 +270,19 @@ def test_labelling_one_by_one_splits_like_a_bulk_assignment(tmp_path):
                 if one_by_one:
                     s.set_label(sample.id, label)
                 else:
-                    s.add_samples(p, [NewSample(kind="text", content_hash=sample.content_hash, source="x",
-                                                text="x", labels=[label])], merge_labels=True)
+                    s.add_samples(
+                        p,
+                        [
+                            NewSample(
+                                kind="text",
+                                content_hash=sample.content_hash,
+                                source="x",
+                                text="x",
+                                labels=[label],
+                            )
+                        ],
+                        merge_labels=True,
+                    )
             if not one_by_one:
                 s.assign_splits(p)
             results.append({x.content_hash: (x.labels, x.split) for x in s.samples(p)})
@@ -270,16 +312,26 @@ def test_version_1_workspace_migrates_task_data_into_projects(tmp_path):
 
     conn = sqlite3.connect(tmp_path / "workspace.db")
     conn.executescript(MIGRATIONS[0])
-    conn.executemany("INSERT INTO projects(name, task, created) VALUES (?, ?, 0)",
-                     [("boxes", "object-detection"), ("clips", "sound-classification"),
-                      ("tags", "image-multilabel"), ("texts", "text-classification")])
+    conn.executemany(
+        "INSERT INTO projects(name, task, created) VALUES (?, ?, 0)",
+        [
+            ("boxes", "object-detection"),
+            ("clips", "sound-classification"),
+            ("tags", "image-multilabel"),
+            ("texts", "text-classification"),
+        ],
+    )
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
     with Store(tmp_path) as store:
         found = {p.name: (p.kind, p.target) for p in store.list_projects()}
-    assert found == {"boxes": ("image", "boxes"), "clips": ("audio", "label"),
-                     "tags": ("image", "tags"), "texts": ("text", "label")}
+    assert found == {
+        "boxes": ("image", "boxes"),
+        "clips": ("audio", "label"),
+        "tags": ("image", "tags"),
+        "texts": ("text", "label"),
+    }
 
 
 def test_text_samples_get_a_thumbnail_card_with_their_words(store, tmp_path):

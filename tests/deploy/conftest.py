@@ -23,7 +23,9 @@ LABELS = ["red", "green", "blue"]
 COLORS = {"red": (200, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 200)}
 
 
-def build_standin_model(n_classes: int = 3, size: int = 224, seed: int = 0, extra: int = 10) -> onnx.ModelProto:
+def build_standin_model(
+    n_classes: int = 3, size: int = 224, seed: int = 0, extra: int = 10
+) -> onnx.ModelProto:
     """A small fixed-weight image classifier graph (one ONNX model, opset 17)."""
     rng = np.random.default_rng(seed)
     c1 = 6 + extra
@@ -44,10 +46,14 @@ def build_standin_model(n_classes: int = 3, size: int = 224, seed: int = 0, extr
         wf[k, 3 + k % 3] -= 3.0
     wf[:, 6:] = rng.normal(0, 0.05, (n_classes, c2 - 6))
     bf = np.zeros(n_classes, np.float32)
-    inits = [numpy_helper.from_array(a, n) for a, n in
-             ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"), (wf, "wf"), (bf, "bf"))]
+    inits = [
+        numpy_helper.from_array(a, n)
+        for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"), (wf, "wf"), (bf, "bf"))
+    ]
     nodes = [
-        helper.make_node("Conv", ["image", "w1", "b1"], ["c1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "Conv", ["image", "w1", "b1"], ["c1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]
+        ),
         helper.make_node("Relu", ["c1"], ["r1"]),
         helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], kernel_shape=[1, 1]),
         helper.make_node("Relu", ["c2"], ["r2"]),
@@ -57,12 +63,15 @@ def build_standin_model(n_classes: int = 3, size: int = 224, seed: int = 0, extr
         helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1),
     ]
     graph = helper.make_graph(
-        nodes, "standin",
+        nodes,
+        "standin",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, size, size])],
         [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", n_classes])],
         inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="modeldesk-tests")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="modeldesk-tests"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
@@ -75,14 +84,17 @@ def build_fixed_pool_model(size: int = 224) -> onnx.ModelProto:
     grid = size // 8 // 2
     wf = rng.normal(0, 0.1, (3, 4 * 2 * 2)).astype(np.float32)
     nodes = [
-        helper.make_node("Conv", ["image", "w1"], ["c1"], kernel_shape=[3, 3], strides=[8, 8], pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "Conv", ["image", "w1"], ["c1"], kernel_shape=[3, 3], strides=[8, 8], pads=[1, 1, 1, 1]
+        ),
         helper.make_node("AveragePool", ["c1"], ["pool"], kernel_shape=[grid, grid], strides=[grid, grid]),
         helper.make_node("Flatten", ["pool"], ["feat"], axis=1),
         helper.make_node("Gemm", ["feat", "wf"], ["logits"], transB=1),
         helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1),
     ]
     graph = helper.make_graph(
-        nodes, "fixedpool",
+        nodes,
+        "fixedpool",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, size, size])],
         [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 3])],
         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(wf, "wf")],
@@ -122,8 +134,14 @@ def write_color_dataset(root, per_class: int, seed0: int = 0, fmt: str = "PNG") 
 
 
 def standin_card(**extra) -> dict:
-    card = {"task": "image-classification", "labels": list(LABELS), "preprocessing": ImageSpec().to_dict(),
-            "template": "standin", "metrics": {}, "versions": {"onnx": onnx.__version__}}
+    card = {
+        "task": "image-classification",
+        "labels": list(LABELS),
+        "preprocessing": ImageSpec().to_dict(),
+        "template": "standin",
+        "metrics": {},
+        "versions": {"onnx": onnx.__version__},
+    }
     card.update(extra)
     return card
 
@@ -131,24 +149,37 @@ def standin_card(**extra) -> dict:
 @pytest.fixture(scope="session")
 def standin_artifact(tmp_path_factory):
     """Path of a saved stand-in artifact (224 px, labels red/green/blue)."""
-    return save_artifact(tmp_path_factory.mktemp("artifact") / "standin", build_standin_model(), standin_card())
+    return save_artifact(
+        tmp_path_factory.mktemp("artifact") / "standin", build_standin_model(), standin_card()
+    )
 
 
 @pytest.fixture(scope="session")
 def color_data(tmp_path_factory):
     """{"train": [(path, label)], "val": [(path, label)]} synthetic colour images on disk."""
     root = tmp_path_factory.mktemp("colors")
-    return {"train": write_color_dataset(root / "train", 6, 0), "val": write_color_dataset(root / "val", 8, 100)}
+    return {
+        "train": write_color_dataset(root / "train", 6, 0),
+        "val": write_color_dataset(root / "val", 8, 100),
+    }
 
 
 @pytest.fixture(scope="session")
 def deploy_helpers():
     """The builders above, for tests (conftest modules are not importable with importlib mode)."""
+
     class Helpers:
         pass
 
     h = Helpers()
-    for fn in (build_standin_model, build_fixed_pool_model, build_matmul_grid_model, color_image_bytes, write_color_dataset, standin_card):
+    for fn in (
+        build_standin_model,
+        build_fixed_pool_model,
+        build_matmul_grid_model,
+        color_image_bytes,
+        write_color_dataset,
+        standin_card,
+    ):
         setattr(h, fn.__name__, staticmethod(fn))
     h.LABELS = LABELS
     return h
@@ -165,7 +196,9 @@ def build_matmul_grid_model(size: int = 224) -> onnx.ModelProto:
             pool[y * side + x, (y * 2 // side) * 2 + x * 2 // side] = 4.0 / (side * side)
     wf = rng.normal(0, 0.1, (3, 16)).astype(np.float32)
     nodes = [
-        helper.make_node("Conv", ["image", "w1"], ["c1"], kernel_shape=[3, 3], strides=[8, 8], pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "Conv", ["image", "w1"], ["c1"], kernel_shape=[3, 3], strides=[8, 8], pads=[1, 1, 1, 1]
+        ),
         helper.make_node("Reshape", ["c1", "shape"], ["flat"], name="grid/reshape"),
         helper.make_node("MatMul", ["flat", "pool"], ["grid"]),
         helper.make_node("Flatten", ["grid"], ["feat"], axis=1),
@@ -173,11 +206,16 @@ def build_matmul_grid_model(size: int = 224) -> onnx.ModelProto:
         helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1),
     ]
     graph = helper.make_graph(
-        nodes, "matmulgrid",
+        nodes,
+        "matmulgrid",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, size, size])],
         [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 3])],
-        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(np.array([0, 0, side * side], np.int64), "shape"),
-         numpy_helper.from_array(pool, "pool"), numpy_helper.from_array(wf, "wf")],
+        [
+            numpy_helper.from_array(w1, "w1"),
+            numpy_helper.from_array(np.array([0, 0, side * side], np.int64), "shape"),
+            numpy_helper.from_array(pool, "pool"),
+            numpy_helper.from_array(wf, "wf"),
+        ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8

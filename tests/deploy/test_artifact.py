@@ -15,8 +15,19 @@ def test_round_trip_accepts_folder_card_and_graph_paths(tmp_path, deploy_helpers
         assert artifact.labels == deploy_helpers.LABELS
         assert artifact.spec.size == 224
     card = json.loads((path / "model.json").read_text())
-    for key in ("id", "task", "labels", "preprocessing", "template", "metrics", "versions", "created",
-                "input_name", "output_name", "warnings"):
+    for key in (
+        "id",
+        "task",
+        "labels",
+        "preprocessing",
+        "template",
+        "metrics",
+        "versions",
+        "created",
+        "input_name",
+        "output_name",
+        "warnings",
+    ):
         assert key in card
     assert (path / "model.onnx").read_bytes() == model.SerializeToString()
 
@@ -37,18 +48,49 @@ def test_refuses_to_overwrite_a_folder_that_is_not_an_artifact(tmp_path, deploy_
     assert (tmp_path / "photos" / "cat.jpg").exists()
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda p: None, "no such model artifact"),
-    (lambda p: p.mkdir(), "missing model.onnx, model.json"),
-    (lambda p: (p.mkdir(), (p / "model.onnx").write_bytes(b"x"), (p / "model.json").write_text("{oops")), "unreadable"),
-    (lambda p: (p.mkdir(), (p / "model.onnx").write_bytes(b"x"), (p / "model.json").write_text('{"id": 1}')), "lacks"),
-    (lambda p: (p.mkdir(), (p / "model.onnx").write_bytes(b"x"),
-                (p / "model.json").write_text('{"id":"a","task":"x","labels":["a"],"preprocessing":{"kind":"table"}}')),
-     "takes 'table' inputs, which this version of the app cannot read"),
-    (lambda p: (p.mkdir(), (p / "model.onnx").write_bytes(b"x"),
-                (p / "model.json").write_text('{"id":"a","task":"x","labels":["a"],"preprocessing":{},"target":"mask"}')),
-     "predicts 'mask'"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda p: None, "no such model artifact"),
+        (lambda p: p.mkdir(), "missing model.onnx, model.json"),
+        (
+            lambda p: (
+                p.mkdir(),
+                (p / "model.onnx").write_bytes(b"x"),
+                (p / "model.json").write_text("{oops"),
+            ),
+            "unreadable",
+        ),
+        (
+            lambda p: (
+                p.mkdir(),
+                (p / "model.onnx").write_bytes(b"x"),
+                (p / "model.json").write_text('{"id": 1}'),
+            ),
+            "lacks",
+        ),
+        (
+            lambda p: (
+                p.mkdir(),
+                (p / "model.onnx").write_bytes(b"x"),
+                (p / "model.json").write_text(
+                    '{"id":"a","task":"x","labels":["a"],"preprocessing":{"kind":"table"}}'
+                ),
+            ),
+            "takes 'table' inputs, which this version of the app cannot read",
+        ),
+        (
+            lambda p: (
+                p.mkdir(),
+                (p / "model.onnx").write_bytes(b"x"),
+                (p / "model.json").write_text(
+                    '{"id":"a","task":"x","labels":["a"],"preprocessing":{},"target":"mask"}'
+                ),
+            ),
+            "predicts 'mask'",
+        ),
+    ],
+)
 def test_clear_errors_for_things_that_are_not_artifacts(tmp_path, setup, message):
     path = tmp_path / "thing"
     setup(path)

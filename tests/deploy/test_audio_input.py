@@ -9,8 +9,17 @@ import wave
 import numpy as np
 import pytest
 
-from modeldesk.deploy.audio_input import (AudioDecodeError, AudioInput, AudioSpec, fit_length, load_waveform,
-                                          read_wav, resample, sniff_format, wav_bytes)
+from modeldesk.deploy.audio_input import (
+    AudioDecodeError,
+    AudioInput,
+    AudioSpec,
+    fit_length,
+    load_waveform,
+    read_wav,
+    resample,
+    sniff_format,
+    wav_bytes,
+)
 
 
 def tone(seconds=0.5, rate=16000, freq=440.0, amplitude=0.5) -> np.ndarray:
@@ -26,10 +35,10 @@ def pcm_wav(samples: np.ndarray, rate: int, width: int, channels: int = 1) -> by
     elif width == 2:
         raw = np.round(x * 32767).astype("<i2").tobytes()
     elif width == 3:
-        ints = np.round(x * (2 ** 23 - 1)).astype("<i4").reshape(-1)
+        ints = np.round(x * (2**23 - 1)).astype("<i4").reshape(-1)
         raw = np.stack([ints & 255, (ints >> 8) & 255, (ints >> 16) & 255], axis=1).astype(np.uint8).tobytes()
     else:
-        raw = np.round(x * (2 ** 31 - 1)).astype("<i4").tobytes()
+        raw = np.round(x * (2**31 - 1)).astype("<i4").tobytes()
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as writer:
         writer.setnchannels(channels)
@@ -39,8 +48,9 @@ def pcm_wav(samples: np.ndarray, rate: int, width: int, channels: int = 1) -> by
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("width,channels,tolerance", [(1, 1, 1e-2), (2, 1, 1e-4), (2, 2, 1e-4), (3, 1, 1e-6),
-                                                      (4, 2, 1e-6)])
+@pytest.mark.parametrize(
+    "width,channels,tolerance", [(1, 1, 1e-2), (2, 1, 1e-4), (2, 2, 1e-4), (3, 1, 1e-6), (4, 2, 1e-6)]
+)
 def test_every_pcm_layout_decodes_to_the_same_mono_signal(width, channels, tolerance):
     reference = tone()
     samples, rate, duration = read_wav(pcm_wav(reference, 16000, width, channels))
@@ -93,9 +103,16 @@ def test_zero_bytes_and_empty_wav_are_refused_with_the_formats_that_work(tmp_pat
         load_waveform(pcm_wav(np.zeros(0, np.float32), 16000, 2))
 
 
-@pytest.mark.parametrize("head,name", [(b"ID3\x03\x00\x00\x00", "MP3"), (b"\xff\xfb\x90\x00", "MP3"),
-                                       (b"fLaC\x00\x00\x00\x22", "FLAC"), (b"OggS\x00\x02", "Ogg"),
-                                       (b"\x00\x00\x00\x20ftypM4A ", "MP4/M4A")])
+@pytest.mark.parametrize(
+    "head,name",
+    [
+        (b"ID3\x03\x00\x00\x00", "MP3"),
+        (b"\xff\xfb\x90\x00", "MP3"),
+        (b"fLaC\x00\x00\x00\x22", "FLAC"),
+        (b"OggS\x00\x02", "Ogg"),
+        (b"\x00\x00\x00\x20ftypM4A ", "MP4/M4A"),
+    ],
+)
 def test_other_formats_are_named_and_the_working_ones_listed(tmp_path, head, name):
     assert sniff_format(head) == name
     path = tmp_path / "song.bin"

@@ -24,16 +24,29 @@ ALLOWED_THIRD_PARTY = {"numpy", "PIL", "onnxruntime", "starlette", "uvicorn", "h
 
 def test_bundle_layout_and_pins(standin_artifact, tmp_path):
     out = build_bundle(standin_artifact, tmp_path / "b")
-    for name in ("server.py", "client.py", "client.sh", "README.md", "requirements.txt", "preprocess.py",
-                 "model/model.onnx", "model/model.json", "modeldesk_server/service.py",
-                 "modeldesk_server/static/index.html"):
+    for name in (
+        "server.py",
+        "client.py",
+        "client.sh",
+        "README.md",
+        "requirements.txt",
+        "preprocess.py",
+        "model/model.onnx",
+        "model/model.json",
+        "modeldesk_server/service.py",
+        "modeldesk_server/static/index.html",
+    ):
         assert (out / name).is_file(), name
     pins = (out / "requirements.txt").read_text().split()
     assert [p.split("==")[0] for p in pins] == list(REQUIREMENTS) and all("==" in p for p in pins)
     assert (out / "preprocess.py").read_bytes() == (DEPLOY / "preprocess.py").read_bytes()
     readme = (out / "README.md").read_text()
     block = readme.split("```sh\n", 1)[1].split("```", 1)[0].strip().splitlines()
-    assert block == ["python3 -m venv .venv", ".venv/bin/pip install -r requirements.txt", ".venv/bin/python server.py"]
+    assert block == [
+        "python3 -m venv .venv",
+        ".venv/bin/pip install -r requirements.txt",
+        ".venv/bin/python server.py",
+    ]
     assert "{{" not in readme
 
 
@@ -52,11 +65,17 @@ def test_copied_modules_import_only_each_other_and_serving_packages(name):
         if isinstance(node, ast.ImportFrom) and node.level:
             assert node.module in siblings, f"{name} imports .{node.module}, which the bundle does not copy"
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            roots = [a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import) else [node.module.split(".")[0]]
+            roots = (
+                [a.name.split(".")[0] for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module.split(".")[0]]
+            )
             if isinstance(node, ast.ImportFrom) and node.module == "modeldesk.devices":
                 continue  # guarded: the bundle falls back to its own copy (.devices)
             for root in roots:
-                assert root in ALLOWED_THIRD_PARTY or root in sys.stdlib_module_names, f"{name} imports {root}"
+                assert root in ALLOWED_THIRD_PARTY or root in sys.stdlib_module_names, (
+                    f"{name} imports {root}"
+                )
 
 
 def free_port() -> int:
@@ -84,21 +103,46 @@ def test_bundle_runs_in_a_fresh_venv_without_modeldesk(standin_artifact, deploy_
     bundle = build_bundle(standin_artifact, tmp_path / "bundle")
     subprocess.run([sys.executable, "-m", "venv", str(bundle / ".venv")], check=True)
     python = bundle / ".venv" / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
-                    str(bundle / "requirements.txt")], check=True, timeout=600)
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "-r",
+            str(bundle / "requirements.txt"),
+        ],
+        check=True,
+        timeout=600,
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELDESK_TOKEN")}
     check = subprocess.run([str(python), "-c", "import modeldesk"], capture_output=True, env=env)
-    assert check.returncode != 0  # ModelDesk is really absent (a PYTHONPATH pointing at a checkout would hide it)
+    assert (
+        check.returncode != 0
+    )  # ModelDesk is really absent (a PYTHONPATH pointing at a checkout would hide it)
     port = free_port()
-    process = subprocess.Popen([str(python), "server.py", "--port", str(port), "--threads", "1"], cwd=bundle,
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [str(python), "server.py", "--port", str(port), "--threads", "1"],
+        cwd=bundle,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, process)
         image = tmp_path / "blue.png"
         image.write_bytes(deploy_helpers.color_image_bytes("blue", 11))
-        answer = subprocess.run([str(python), "client.py", str(image), "--url", url], cwd=bundle,
-                                capture_output=True, text=True, env=env, timeout=60)
+        answer = subprocess.run(
+            [str(python), "client.py", str(image), "--url", url],
+            cwd=bundle,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert answer.returncode == 0, answer.stderr
         prediction = json.loads(answer.stdout)["predictions"][0]
         expected = Predictor(standin_artifact, device="cpu").predict([image])[0]

@@ -1,8 +1,16 @@
 import pytest
 
 from modeldesk.deploy import Predictor, compress_artifact, load_artifact, save_artifact
-from modeldesk.deploy.compress import (SPEED_TIE, Candidate, default_candidates, explain_kept, one_view_candidates,
-                                       parse_candidate, pick_kept, refit_candidates)
+from modeldesk.deploy.compress import (
+    SPEED_TIE,
+    Candidate,
+    default_candidates,
+    explain_kept,
+    one_view_candidates,
+    parse_candidate,
+    pick_kept,
+    refit_candidates,
+)
 from modeldesk.deploy.resize import ResizeError, fixed_grid_pooling, resize_input
 
 KEYS = {"path", "size_bytes", "candidates", "chosen", "accuracy_fp32", "accuracy_compressed", "speedup"}
@@ -13,9 +21,14 @@ def compressed(standin_artifact, color_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("compressed") / "model"
     calls = []
     result = compress_artifact(
-        standin_artifact, out, calibration=[p for p, _ in color_data["train"]], validation=color_data["val"],
+        standin_artifact,
+        out,
+        calibration=[p for p, _ in color_data["train"]],
+        validation=color_data["val"],
         candidates=["int8-qdq-pertensor", "int8-qop-perchannel", "fp32-160", "int8-qdq-pertensor-160"],
-        latency_runs=2, progress=lambda done, total, name: calls.append((done, total, name)))
+        latency_runs=2,
+        progress=lambda done, total, name: calls.append((done, total, name)),
+    )
     return result, calls
 
 
@@ -23,7 +36,13 @@ def test_result_has_the_export_keys_and_one_kept_candidate(compressed):
     result, calls = compressed
     assert KEYS <= set(result)
     names = [c["name"] for c in result["candidates"]]
-    assert names == ["fp32", "int8-qdq-pertensor", "int8-qop-perchannel", "fp32-160", "int8-qdq-pertensor-160"]
+    assert names == [
+        "fp32",
+        "int8-qdq-pertensor",
+        "int8-qop-perchannel",
+        "fp32-160",
+        "int8-qdq-pertensor-160",
+    ]
     assert [c["name"] for c in result["candidates"] if c["kept"]] == [result["chosen"]]
     for c in result["candidates"]:
         assert set(c["latency_ms_by_threads"]) == {"1", "2"}
@@ -31,7 +50,9 @@ def test_result_has_the_export_keys_and_one_kept_candidate(compressed):
         assert 0 <= c["accuracy"] <= 1 and c["size_bytes"] > 0 and c["reason"]
         # above one thread every runtime is timed, and the row keeps its fastest
         by_runtime = c["latency_ms_by_runtime"]
-        assert set(by_runtime) == {"onnxruntime", "onnxruntime-split"} and set(by_runtime["onnxruntime-split"]) == {"2"}
+        assert set(by_runtime) == {"onnxruntime", "onnxruntime-split"} and set(
+            by_runtime["onnxruntime-split"]
+        ) == {"2"}
         assert c["latency_ms"] == min(r["2"] for r in by_runtime.values()) == by_runtime[c["runtime"]]["2"]
     assert [c[0] for c in calls] == [1, 2, 3, 4, 5]
     kept = load_artifact(result["path"]).card
@@ -49,7 +70,9 @@ def test_kept_candidate_is_the_fastest_within_one_point(compressed):
     assert result["accuracy_compressed"] >= result["accuracy_fp32"] - 0.01
     chosen = next(r for r in rows if r["kept"])
     assert result["speedup"] == pytest.approx(fp32["latency_ms"] / chosen["latency_ms"], rel=1e-2)
-    assert result["speedup_by_threads"]["1"] == pytest.approx(fp32["latency_ms_1t"] / chosen["latency_ms_1t"], rel=1e-2)
+    assert result["speedup_by_threads"]["1"] == pytest.approx(
+        fp32["latency_ms_1t"] / chosen["latency_ms_1t"], rel=1e-2
+    )
 
 
 def test_compressed_artifact_is_a_normal_artifact_with_its_own_preprocessing(compressed, color_data):
@@ -59,14 +82,23 @@ def test_compressed_artifact_is_a_normal_artifact_with_its_own_preprocessing(com
     assert artifact.spec.size == chosen["input_size"]
     assert artifact.card["compression"]["chosen"] == result["chosen"]
     predictions = Predictor(artifact, device="cpu").predict([p for p, _ in color_data["val"]])
-    accuracy = sum(p["label"] == label for p, (_, label) in zip(predictions, color_data["val"])) / len(predictions)
+    accuracy = sum(p["label"] == label for p, (_, label) in zip(predictions, color_data["val"])) / len(
+        predictions
+    )
     assert accuracy == pytest.approx(result["accuracy_compressed"])
 
 
 def test_falls_back_to_fp32_when_nothing_keeps_accuracy(standin_artifact, color_data, tmp_path):
-    result = compress_artifact(standin_artifact, tmp_path / "m", calibration=[p for p, _ in color_data["train"]],
-                               validation=color_data["val"], candidates=["int8-qdq-pertensor"], threads=(1,),
-                               max_loss=-0.5, latency_runs=2)
+    result = compress_artifact(
+        standin_artifact,
+        tmp_path / "m",
+        calibration=[p for p, _ in color_data["train"]],
+        validation=color_data["val"],
+        candidates=["int8-qdq-pertensor"],
+        threads=(1,),
+        max_loss=-0.5,
+        latency_runs=2,
+    )
     assert result["chosen"] == "fp32" and result["speedup"] == 1.0
     assert "no compressed candidate" in result["candidates"][0]["reason"]
     assert result["candidates"][1]["reason"].startswith("rejected")
@@ -79,9 +111,15 @@ def test_fixed_grid_pooling_skips_resize_candidates_with_the_reason(deploy_helpe
     with pytest.raises(ResizeError, match="fixed spatial grid"):
         resize_input(model, 160)
     path = save_artifact(tmp_path / "fixed", model, deploy_helpers.standin_card())
-    result = compress_artifact(path, tmp_path / "out", calibration=[p for p, _ in color_data["train"]],
-                               validation=color_data["val"], candidates=["fp32-160", "int8-qdq-pertensor-192"],
-                               threads=(1,), latency_runs=2)
+    result = compress_artifact(
+        path,
+        tmp_path / "out",
+        calibration=[p for p, _ in color_data["train"]],
+        validation=color_data["val"],
+        candidates=["fp32-160", "int8-qdq-pertensor-192"],
+        threads=(1,),
+        latency_runs=2,
+    )
     skipped = result["candidates"][1:]
     assert all(r["reason"].startswith("skipped") and "fixed spatial grid" in r["reason"] for r in skipped)
     assert result["chosen"] == "fp32"
@@ -97,8 +135,9 @@ def test_candidate_names_round_trip():
     for candidate in default_candidates(224) + refit_candidates(224) + one_view_candidates(224, refit=True):
         assert parse_candidate(candidate.name) == candidate
     assert len(default_candidates(224)) == 21
-    assert parse_candidate("int8-qdq-perchannel-176-1view-refit") == Candidate(176, "qdq", True, refit=True,
-                                                                                one_view=True)
+    assert parse_candidate("int8-qdq-perchannel-176-1view-refit") == Candidate(
+        176, "qdq", True, refit=True, one_view=True
+    )
     assert parse_candidate("int8-qop-perchannel-keepfirst-160") == Candidate(160, "qop", True, True)
     assert Candidate(size=160, quant="qop", per_channel=True).name == "int8-qop-perchannel-160"
     with pytest.raises(ValueError):
@@ -126,7 +165,9 @@ def test_quantization_keeps_the_head_in_float_and_pruning_drops_dead_branches(de
     model.graph.initializer.append(numpy_helper.from_array(np.ones((16, 1000), np.float32), "dead_w"))
     model.graph.node.append(helper.make_node("MatMul", ["feat", "dead_w"], ["dead_logits"], name="dead"))
     pruned = prune_unused(model)
-    assert "dead" not in {n.name for n in pruned.graph.node} and "dead_w" not in {t.name for t in pruned.graph.initializer}
+    assert "dead" not in {n.name for n in pruned.graph.node} and "dead_w" not in {
+        t.name for t in pruned.graph.initializer
+    }
     assert len(pruned.graph.node) == len(model.graph.node) - 1
     calibration = preprocess_batch([p for p, _ in color_data["train"]], ImageSpec())
     with Quantizer(pruned, calibration, input_name="image") as quantizer:
@@ -136,10 +177,16 @@ def test_quantization_keeps_the_head_in_float_and_pruning_drops_dead_branches(de
 
 
 def test_search_skips_hopeless_candidates(standin_artifact, color_data, tmp_path):
-    result = compress_artifact(standin_artifact, tmp_path / "m", calibration=[p for p, _ in color_data["train"]],
-                               validation=color_data["val"], threads=(1,), max_loss=-0.5, latency_runs=2,
-                               candidates=["int8-qdq-perchannel", "fp32-160", "int8-qdq-perchannel-160",
-                                           "int8-qop-pertensor-160"])
+    result = compress_artifact(
+        standin_artifact,
+        tmp_path / "m",
+        calibration=[p for p, _ in color_data["train"]],
+        validation=color_data["val"],
+        threads=(1,),
+        max_loss=-0.5,
+        latency_runs=2,
+        candidates=["int8-qdq-perchannel", "fp32-160", "int8-qdq-perchannel-160", "int8-qop-pertensor-160"],
+    )
     rows = {r["name"]: r for r in result["candidates"]}
     assert rows["int8-qdq-perchannel"]["accuracy"] is not None and rows["fp32-160"]["accuracy"] is not None
     assert rows["int8-qdq-perchannel-160"]["reason"].startswith("skipped: fp32 at 160 px")
@@ -194,8 +241,10 @@ def test_interleaved_timing_leaves_out_the_cost_of_switching_sessions(monkeypatc
 
     monkeypatch.setattr(compress.time, "perf_counter", lambda: clock["now"])
     feeds = {"x": [0] * 8}
-    ms = compress.time_interleaved({"fp32": (FakeSession("fp32", 48.0), "y", feeds),
-                                    "int8": (FakeSession("int8", 16.0), "y", feeds)}, rounds=5)
+    ms = compress.time_interleaved(
+        {"fp32": (FakeSession("fp32", 48.0), "y", feeds), "int8": (FakeSession("int8", 16.0), "y", feeds)},
+        rounds=5,
+    )
     assert ms == pytest.approx({"fp32": 6.0, "int8": 2.0})
 
 
@@ -209,7 +258,11 @@ def test_of_candidates_about_as_fast_the_most_accurate_is_kept():
     assert pick_kept(rows) is twin
     explain_kept(twin, rows, fp32)
     assert (twin["code"], quick["code"], slow["code"], fp32["code"]) == (
-        "kept", "as_fast_less_accurate", "slower", "reference")
+        "kept",
+        "as_fast_less_accurate",
+        "slower",
+        "reference",
+    )
     assert "most accurate" in twin["reason"] and "less accurate" in quick["reason"]
     # a clearly faster copy wins over a more accurate one, and fp32 is kept only when nothing is clearly faster
     assert pick_kept([fp32, quick, slow]) is quick

@@ -44,11 +44,18 @@ def build_standin_detector() -> onnx.ModelProto:
     pool = helper.make_node("AveragePool", ["image"], [CELLS], kernel_shape=[16, 16], strides=[16, 16])
     nodes, inits = decode_nodes(NECK, 1, *_RednessHead().folded())
     graph = helper.make_graph(
-        [pool, *nodes], "standin_detector",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, 64, 64]),
-         helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2])],
-        [helper.make_tensor_value_info("detections", TensorProto.FLOAT, ["K", 7]),
-         helper.make_tensor_value_info("sizes", TensorProto.FLOAT, ["N", 2])], inits)
+        [pool, *nodes],
+        "standin_detector",
+        [
+            helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, 64, 64]),
+            helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2]),
+        ],
+        [
+            helper.make_tensor_value_info("detections", TensorProto.FLOAT, ["K", 7]),
+            helper.make_tensor_value_info("sizes", TensorProto.FLOAT, ["N", 2]),
+        ],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -57,9 +64,17 @@ def build_standin_detector() -> onnx.ModelProto:
 
 @pytest.fixture(scope="module")
 def detector(tmp_path_factory):
-    card = {"task": "object-detection", "target": "boxes", "labels": ["red"], "score_threshold": 0.5,
-            "preprocessing": ImageSpec(size=64, resize="letterbox").to_dict(), "size_input": SIZE_INPUT,
-            "output_name": "detections", "sizes_output": "sizes", "metrics": {"map50": 0.9, "map": 0.5}}
+    card = {
+        "task": "object-detection",
+        "target": "boxes",
+        "labels": ["red"],
+        "score_threshold": 0.5,
+        "preprocessing": ImageSpec(size=64, resize="letterbox").to_dict(),
+        "size_input": SIZE_INPUT,
+        "output_name": "detections",
+        "sizes_output": "sizes",
+        "metrics": {"map50": 0.9, "map": 0.5},
+    }
     return save_artifact(tmp_path_factory.mktemp("det") / "detector", build_standin_detector(), card)
 
 
@@ -101,7 +116,9 @@ def test_service_returns_boxes_and_documents_them(detector):
         assert response.status_code == 200, response.text
         boxes = response.json()["predictions"][0]["boxes"]
         assert boxes and set(boxes[0]) == {"label", "score", "box"}
-    schema = openapi_document(load_artifact(detector).card)["paths"]["/v1/predict"]["post"]["responses"]["200"]
+    schema = openapi_document(load_artifact(detector).card)["paths"]["/v1/predict"]["post"]["responses"][
+        "200"
+    ]
     item = schema["content"]["application/json"]["schema"]["properties"]["predictions"]["items"]
     assert "boxes" in item["properties"]
 
@@ -130,10 +147,18 @@ def test_bundle_serves_the_same_boxes(detector, tmp_path):
     bundle = build_bundle(detector, tmp_path / "bundle")
     image = tmp_path / "red.png"
     image.write_bytes(red_square_png())
-    code = ("import json, sys; from modeldesk_server.predictor import Predictor; "
-            "print(json.dumps(Predictor('model').predict([sys.argv[1]])))")
+    code = (
+        "import json, sys; from modeldesk_server.predictor import Predictor; "
+        "print(json.dumps(Predictor('model').predict([sys.argv[1]])))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    out = subprocess.run([sys.executable, "-c", code, str(image)], cwd=bundle, env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(image)],
+        cwd=bundle,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == json.loads(json.dumps(Predictor(detector).predict([image])))

@@ -23,10 +23,23 @@ def test_plain_export_is_an_identical_artifact(standin_artifact, color_data, tmp
 
 
 def test_compressed_export_keeps_top1_within_the_accuracy_guard(standin_artifact, color_data, tmp_path):
-    result = export_artifact(standin_artifact, tmp_path / "small", compress=True,
-                             calibration=[p for p, _ in color_data["train"]], validation=color_data["val"],
-                             candidates=["int8-qdq-perchannel", "int8-qop-pertensor-192", "fp32-160"])
-    for key in ("path", "size_bytes", "candidates", "chosen", "accuracy_fp32", "accuracy_compressed", "speedup"):
+    result = export_artifact(
+        standin_artifact,
+        tmp_path / "small",
+        compress=True,
+        calibration=[p for p, _ in color_data["train"]],
+        validation=color_data["val"],
+        candidates=["int8-qdq-perchannel", "int8-qop-pertensor-192", "fp32-160"],
+    )
+    for key in (
+        "path",
+        "size_bytes",
+        "candidates",
+        "chosen",
+        "accuracy_fp32",
+        "accuracy_compressed",
+        "speedup",
+    ):
         assert key in result
     json.dumps(result)  # the CLI prints it as JSON
     paths = [p for p, _ in color_data["val"]]
@@ -53,7 +66,9 @@ def test_bundle_export_as_folder_and_zip(standin_artifact, tmp_path):
 
 
 @pytest.mark.parametrize("fmt, per_channel", [("qdq", False), ("qop", True)])
-def test_int8_models_keep_the_top1_of_the_fp32_model(standin_artifact, color_data, tmp_path, fmt, per_channel):
+def test_int8_models_keep_the_top1_of_the_fp32_model(
+    standin_artifact, color_data, tmp_path, fmt, per_channel
+):
     import onnx
 
     from modeldesk.deploy import save_artifact

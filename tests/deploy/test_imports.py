@@ -23,14 +23,27 @@ def test_deploy_modules_import_no_other_package_and_no_qt(path):
         for name in names:
             parts = name.split(".")
             assert parts[0] not in FORBIDDEN, f"{path.name} imports {name}"
-            assert not (parts[0] == "modeldesk" and len(parts) > 1 and parts[1] in OTHERS), f"{path.name} imports {name}"
+            assert not (parts[0] == "modeldesk" and len(parts) > 1 and parts[1] in OTHERS), (
+                f"{path.name} imports {name}"
+            )
 
 
 def test_public_names_resolve():
     import modeldesk.deploy as deploy
 
-    for name in ("load_artifact", "save_artifact", "Predictor", "compress_artifact", "export_artifact",
-                 "create_app", "serve", "build_bundle", "create_session", "ImageSpec", "preprocess_image"):
+    for name in (
+        "load_artifact",
+        "save_artifact",
+        "Predictor",
+        "compress_artifact",
+        "export_artifact",
+        "create_app",
+        "serve",
+        "build_bundle",
+        "create_session",
+        "ImageSpec",
+        "preprocess_image",
+    ):
         assert name in deploy.__all__ and callable(getattr(deploy, name))
     with pytest.raises(AttributeError):
         deploy.no_such_name

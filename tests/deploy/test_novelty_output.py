@@ -26,7 +26,9 @@ def grey_image() -> bytes:
 def with_familiarity(model: onnx.ModelProto) -> onnx.ModelProto:
     """The stand-in plus a ``familiarity`` (N,) output: its top probability (a stand-in for the real signal)."""
     model = onnx.ModelProto.FromString(model.SerializeToString())
-    model.graph.node.append(helper.make_node("ReduceMax", ["probabilities"], ["familiarity"], axes=[1], keepdims=0))
+    model.graph.node.append(
+        helper.make_node("ReduceMax", ["probabilities"], ["familiarity"], axes=[1], keepdims=0)
+    )
     model.graph.output.append(helper.make_tensor_value_info("familiarity", onnx.TensorProto.FLOAT, ["N"]))
     onnx.checker.check_model(model)
     return model
@@ -34,7 +36,9 @@ def with_familiarity(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def test_unfamiliar_inputs_are_not_sure_in_the_predictor_the_json_and_the_docs(tmp_path, deploy_helpers):
     blue, grey = deploy_helpers.color_image_bytes("blue", 3), grey_image()
-    plain = save_artifact(tmp_path / "plain", deploy_helpers.build_standin_model(), deploy_helpers.standin_card())
+    plain = save_artifact(
+        tmp_path / "plain", deploy_helpers.build_standin_model(), deploy_helpers.standin_card()
+    )
     before = Predictor(plain, device="cpu").predict([blue, grey])
     assert "sure" not in before[0] and "familiarity" not in before[0]  # a model without the signal: as before
     threshold = (before[0]["score"] + before[1]["score"]) / 2
@@ -45,8 +49,10 @@ def test_unfamiliar_inputs_are_not_sure_in_the_predictor_the_json_and_the_docs(t
     assert sure["sure"] is True and unsure["sure"] is False
     assert unsure["familiarity"] < threshold <= sure["familiarity"]
     with TestClient(create_app(artifact, threads=1), raise_server_exceptions=False, base_url=LOCAL) as client:
-        response = client.post("/v1/predict", files=[("file", ("b.png", blue, "image/png")),
-                                                     ("file", ("g.png", grey, "image/png"))])
+        response = client.post(
+            "/v1/predict",
+            files=[("file", ("b.png", blue, "image/png")), ("file", ("g.png", grey, "image/png"))],
+        )
         assert response.status_code == 200, response.text
         first, second = response.json()["predictions"]
         for prediction in (first, second):  # DESIGN.md's keys stay, the signal is added

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from modeldesk.deploy.preprocess import ImageDecodeError, ImageSpec, image_to_tensor, load_image, preprocess_image
+from modeldesk.deploy.preprocess import (
+    ImageDecodeError,
+    ImageSpec,
+    image_to_tensor,
+    load_image,
+    preprocess_image,
+)
 
 
 def test_tensor_is_the_normalised_pixels_in_chw_order():

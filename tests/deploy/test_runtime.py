@@ -17,15 +17,18 @@ def test_split_batch_session_answers_as_one_session(deploy_helpers, rows):
     plain = create_session(model, device="cpu", threads=1)
     batch = np.random.default_rng(rows).normal(size=(rows, 3, 64, 64)).astype(np.float32)
     name = plain.get_inputs()[0].name
-    np.testing.assert_allclose(split.run(None, {name: batch})[0], plain.run(None, {name: batch})[0], atol=1e-6)
+    np.testing.assert_allclose(
+        split.run(None, {name: batch})[0], plain.run(None, {name: batch})[0], atol=1e-6
+    )
     assert [i.name for i in split.get_inputs()] == [name]
     split.close()
 
 
 def test_one_thread_or_plain_runtime_is_a_plain_session(deploy_helpers):
     model = deploy_helpers.build_standin_model(size=64).SerializeToString()
-    assert not isinstance(create_runtime_session(model, "onnxruntime-split", device="cpu", threads=1),
-                          SplitBatchSession)
+    assert not isinstance(
+        create_runtime_session(model, "onnxruntime-split", device="cpu", threads=1), SplitBatchSession
+    )
     assert not isinstance(create_runtime_session(model, None, device="cpu", threads=2), SplitBatchSession)
     with pytest.raises(ValueError, match="unknown runtime"):
         create_runtime_session(model, "tensorflow", device="cpu")
@@ -47,9 +50,12 @@ def test_a_graph_whose_outputs_are_not_batch_first_is_not_split(deploy_helpers):
     import onnx
     from onnx import TensorProto, helper
 
-    graph = helper.make_graph([helper.make_node("Flatten", ["x"], ["y"], axis=0)], "flat",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "K"])])
+    graph = helper.make_graph(
+        [helper.make_node("Flatten", ["x"], ["y"], axis=0)],
+        "flat",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "K"])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -67,5 +73,7 @@ def test_many_threads_get_at_most_max_slices(deploy_helpers, monkeypatch):
     assert len(split.slices) == 2
     batch = np.random.default_rng(5).normal(size=(5, 3, 64, 64)).astype(np.float32)
     plain = create_session(model, device="cpu", threads=1)
-    np.testing.assert_allclose(split.run(None, {"image": batch})[0], plain.run(None, {"image": batch})[0], atol=1e-6)
+    np.testing.assert_allclose(
+        split.run(None, {"image": batch})[0], plain.run(None, {"image": batch})[0], atol=1e-6
+    )
     split.close()

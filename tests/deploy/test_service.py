@@ -17,24 +17,35 @@ LOCAL = "http://127.0.0.1:8000"  # the service answers only requests addressed t
 
 @pytest.fixture(scope="module")
 def client(standin_artifact):
-    with TestClient(create_app(standin_artifact, max_request_bytes=300_000, threads=1),
-                    raise_server_exceptions=False, base_url=LOCAL) as c:
+    with TestClient(
+        create_app(standin_artifact, max_request_bytes=300_000, threads=1),
+        raise_server_exceptions=False,
+        base_url=LOCAL,
+    ) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
 def locked(standin_artifact):
-    with TestClient(create_app(standin_artifact, token="s3cret"), raise_server_exceptions=False,
-                    base_url=LOCAL) as c:
+    with TestClient(
+        create_app(standin_artifact, token="s3cret"), raise_server_exceptions=False, base_url=LOCAL
+    ) as c:
         yield c
 
 
 def png_header_bomb(width=50_000, height=50_000) -> bytes:
     """A tiny PNG whose header claims width x height pixels."""
+
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 16)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 16))
+        + chunk(b"IEND", b"")
+    )
 
 
 def test_multipart_json_and_raw_bodies_agree_with_in_app_prediction(client, standin_artifact, deploy_helpers):
@@ -43,7 +54,9 @@ def test_multipart_json_and_raw_bodies_agree_with_in_app_prediction(client, stan
     answers = [
         client.post("/v1/predict", files={"file": ("a.png", image, "image/png")}),
         client.post("/v1/predict", json={"image": base64.b64encode(image).decode()}),
-        client.post("/v1/predict", json={"images": ["data:image/png;base64," + base64.b64encode(image).decode()]}),
+        client.post(
+            "/v1/predict", json={"images": ["data:image/png;base64," + base64.b64encode(image).decode()]}
+        ),
         client.post("/v1/predict", content=image, headers={"content-type": "image/png"}),
     ]
     for response in answers:
@@ -57,7 +70,10 @@ def test_multipart_json_and_raw_bodies_agree_with_in_app_prediction(client, stan
 
 def test_several_files_come_back_in_order(client, deploy_helpers):
     labels = ["red", "green", "blue", "green"]
-    files = [("file", (f"{i}.png", deploy_helpers.color_image_bytes(l, i), "image/png")) for i, l in enumerate(labels)]
+    files = [
+        ("file", (f"{i}.png", deploy_helpers.color_image_bytes(l, i), "image/png"))
+        for i, l in enumerate(labels)
+    ]
     response = client.post("/v1/predict", files=files)
     assert [p["label"] for p in response.json()["predictions"]] == labels
 
@@ -105,9 +121,13 @@ HOSTILE = {
     "empty images": dict(json={"images": []}),
     "empty file": dict(files={"file": ("a.png", b"", "image/png")}),
     "multipart text field": dict(data={"image": "abc"}, files={"other": ("a.txt", b"", "text/plain")}),
-    "malformed multipart": dict(content=b"--xx\r\nbroken", headers={"content-type": "multipart/form-data; boundary=xx"}),
+    "malformed multipart": dict(
+        content=b"--xx\r\nbroken", headers={"content-type": "multipart/form-data; boundary=xx"}
+    ),
     "oversized body": dict(content=b"\0" * 400_000, headers={"content-type": "image/png"}),
-    "oversized chunked body": dict(content=iter([b"\0" * 100_000] * 4), headers={"content-type": "image/png"}),
+    "oversized chunked body": dict(
+        content=iter([b"\0" * 100_000] * 4), headers={"content-type": "image/png"}
+    ),
     "too many images": dict(json={"images": ["aGk="] * 40}),
 }
 
@@ -142,17 +162,30 @@ def test_unknown_routes_and_methods_are_json_4xx(client):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
-                    lambda children: st.lists(children, max_size=4)
-                    | st.dictionaries(st.sampled_from(["image", "images", "x"]) | st.text(max_size=5), children, max_size=3),
-                    max_leaves=10))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(["image", "images", "x"]) | st.text(max_size=5), children, max_size=3
+            )
+        ),
+        max_leaves=10,
+    )
+)
 def test_fuzzed_json_bodies_never_cause_a_5xx(client, body):
-    response = client.post("/v1/predict", content=json.dumps(body), headers={"content-type": "application/json"})
+    response = client.post(
+        "/v1/predict", content=json.dumps(body), headers={"content-type": "application/json"}
+    )
     assert response.status_code < 500, response.text
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.binary(max_size=200), st.sampled_from(["application/json", "multipart/form-data; boundary=b", "image/png"]))
+@given(
+    st.binary(max_size=200),
+    st.sampled_from(["application/json", "multipart/form-data; boundary=b", "image/png"]),
+)
 def test_fuzzed_raw_bodies_never_cause_a_5xx(client, body, content_type):
     response = client.post("/v1/predict", content=body, headers={"content-type": content_type})
     assert 400 <= response.status_code < 500, response.text
@@ -161,10 +194,14 @@ def test_fuzzed_raw_bodies_never_cause_a_5xx(client, body, content_type):
 def test_unexpected_errors_are_a_generic_500(standin_artifact, deploy_helpers, caplog):
     app = create_app(standin_artifact)
     with TestClient(app, raise_server_exceptions=False, base_url=LOCAL) as client:
+
         def boom(items):
             raise RuntimeError("secret internal detail")
+
         app.state.batcher.run_items = boom
-        response = client.post("/v1/predict", files={"file": ("a.png", deploy_helpers.color_image_bytes("red", 1), "image/png")})
+        response = client.post(
+            "/v1/predict", files={"file": ("a.png", deploy_helpers.color_image_bytes("red", 1), "image/png")}
+        )
     assert response.status_code == 500
     assert response.json() == {"error": "internal server error"}
     assert "secret internal detail" in caplog.text
@@ -181,8 +218,11 @@ def test_token_is_required_for_everything_but_health_and_pages_without_model_dat
         assert locked.get(path, headers={"Authorization": "Bearer s3cret"}).status_code == 200
     response = locked.post("/v1/predict", files={"file": ("a.png", image, "image/png")})
     assert response.status_code == 401 and "token" in response.json()["error"]
-    response = locked.post("/v1/predict", files={"file": ("a.png", image, "image/png")},
-                           headers={"Authorization": "Bearer s3cret"})
+    response = locked.post(
+        "/v1/predict",
+        files={"file": ("a.png", image, "image/png")},
+        headers={"Authorization": "Bearer s3cret"},
+    )
     assert response.json()["predictions"][0]["label"] == "green"
     in_url = locked.get("/v1/model?token=s3cret")  # a token in a URL ends up in logs: refused
     assert in_url.status_code == 401
@@ -207,7 +247,9 @@ def test_eight_concurrent_clients_get_the_right_answers(client, standin_artifact
 
     def call(job):
         _, image = job
-        return client.post("/v1/predict", files={"file": ("x.png", image, "image/png")}).json()["predictions"][0]
+        return client.post("/v1/predict", files={"file": ("x.png", image, "image/png")}).json()[
+            "predictions"
+        ][0]
 
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(call, jobs))
@@ -222,8 +264,11 @@ def test_concurrent_requests_are_batched_and_each_gets_its_own_answers(standin_a
     jobs = [(labels[i % 3], deploy_helpers.color_image_bytes(labels[i % 3], 80 + i)) for i in range(64)]
     app = create_app(standin_artifact, threads=1)
     with TestClient(app, base_url=LOCAL) as client:
+
         def call(job):
-            return client.post("/v1/predict", files={"file": ("x.png", job[1], "image/png")}).json()["predictions"][0]
+            return client.post("/v1/predict", files={"file": ("x.png", job[1], "image/png")}).json()[
+                "predictions"
+            ][0]
 
         with ThreadPoolExecutor(32) as pool:
             answers = list(pool.map(call, jobs))

@@ -27,36 +27,65 @@ from modeldesk.trainers.tasks import get_trainer
 from .test_bundle import free_port, wait_ready
 
 DATA = {
-    "praise": ["味道很好，送餐很快", "非常好吃，下次还点", "great food, fast delivery", "lovely and fresh",
-               "分量足，味道棒", "friendly driver, hot food", "包装精美，味道不错", "will order again"],
-    "complaint": ["太慢了，等了两个小时", "菜都凉了，很难吃", "cold and late", "terrible, refund please",
-                  "送错了，态度很差", "wrong order again", "难吃，退款", "the soup was spilled"],
+    "praise": [
+        "味道很好，送餐很快",
+        "非常好吃，下次还点",
+        "great food, fast delivery",
+        "lovely and fresh",
+        "分量足，味道棒",
+        "friendly driver, hot food",
+        "包装精美，味道不错",
+        "will order again",
+    ],
+    "complaint": [
+        "太慢了，等了两个小时",
+        "菜都凉了，很难吃",
+        "cold and late",
+        "terrible, refund please",
+        "送错了，态度很差",
+        "wrong order again",
+        "难吃，退款",
+        "the soup was spilled",
+    ],
 }
 ASK = ["味道很好", "cold and late again", "送餐太慢了", "great, thanks!", "Ünïcode naïve text 😀"]
 
 
 @pytest.mark.slow
 def test_text_bundle_answers_without_modeldesk_as_the_app_and_bare_onnxruntime(tmp_path):
-    samples = [LabeledSample(hashlib.sha256(t.encode()).hexdigest(), t, label, "test" if i % 4 == 3 else "train")
-               for label, texts in DATA.items() for i, t in enumerate(texts)]
-    result = get_trainer("text-classification").train(samples, "text-classification/fast", tmp_path / "m",
-                                                       tmp_path / "c")
+    samples = [
+        LabeledSample(hashlib.sha256(t.encode()).hexdigest(), t, label, "test" if i % 4 == 3 else "train")
+        for label, texts in DATA.items()
+        for i, t in enumerate(texts)
+    ]
+    result = get_trainer("text-classification").train(
+        samples, "text-classification/fast", tmp_path / "m", tmp_path / "c"
+    )
     artifact = load_artifact(result.artifact_dir)
     bundle = build_bundle(artifact, tmp_path / "bundle")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELDESK_TOKEN")}
     env["PYTHONPATH"] = os.pathsep.join(site.getsitepackages())
     isolated = [sys.executable, "-S"]
-    check = subprocess.run(isolated + ["-c", "import modeldesk"], capture_output=True, env=env, cwd=bundle,
-                           timeout=60)
+    check = subprocess.run(
+        isolated + ["-c", "import modeldesk"], capture_output=True, env=env, cwd=bundle, timeout=60
+    )
     assert check.returncode != 0  # ModelDesk is really absent for the bundle's server
     port = free_port()
-    process = subprocess.Popen(isolated + ["server.py", "--port", str(port), "--threads", "1"], cwd=bundle,
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        isolated + ["server.py", "--port", str(port), "--threads", "1"],
+        cwd=bundle,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, process)
-        request = urllib.request.Request(url + "/v1/predict", data=json.dumps({"texts": ASK}).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            url + "/v1/predict",
+            data=json.dumps({"texts": ASK}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             served = json.loads(response.read())["predictions"]
     finally:
@@ -65,7 +94,11 @@ def test_text_bundle_answers_without_modeldesk_as_the_app_and_bare_onnxruntime(t
     app = Predictor(artifact, device="cpu").predict(ASK)
     bare = ort.InferenceSession(str(artifact.model_path), providers=["CPUExecutionProvider"])
     raw = bare.run(None, {"text": np.array(ASK, dtype=object)})[0]
-    assert [p["label"] for p in served] == [p["label"] for p in app] == [artifact.labels[i] for i in raw.argmax(1)]
+    assert (
+        [p["label"] for p in served]
+        == [p["label"] for p in app]
+        == [artifact.labels[i] for i in raw.argmax(1)]
+    )
     for got, want, row in zip(served, app, raw):
         assert got["scores"] == pytest.approx(want["scores"], abs=1e-6)
         assert [got["scores"][label] for label in artifact.labels] == pytest.approx(row, abs=1e-6)

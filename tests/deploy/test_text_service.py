@@ -16,19 +16,40 @@ from modeldesk.trainers.tasks import get_trainer
 
 LOCAL = "http://127.0.0.1:8000"
 DATA = {
-    "好评": ["味道很好，送餐很快", "非常好吃，下次还点", "服务态度好，菜很新鲜", "分量足，味道棒", "great food, fast",
-           "好吃不贵，推荐", "包装精美，味道不错", "lovely and fresh"],
-    "差评": ["太慢了，等了两个小时", "菜都凉了，很难吃", "送错了，态度很差", "味道太咸，不会再点", "cold and late",
-           "难吃，退款", "送餐员态度恶劣", "terrible, refund"],
+    "好评": [
+        "味道很好，送餐很快",
+        "非常好吃，下次还点",
+        "服务态度好，菜很新鲜",
+        "分量足，味道棒",
+        "great food, fast",
+        "好吃不贵，推荐",
+        "包装精美，味道不错",
+        "lovely and fresh",
+    ],
+    "差评": [
+        "太慢了，等了两个小时",
+        "菜都凉了，很难吃",
+        "送错了，态度很差",
+        "味道太咸，不会再点",
+        "cold and late",
+        "难吃，退款",
+        "送餐员态度恶劣",
+        "terrible, refund",
+    ],
 }
 
 
 @pytest.fixture(scope="module")
 def text_artifact(tmp_path_factory):
     root = tmp_path_factory.mktemp("text-model")
-    samples = [LabeledSample(hashlib.sha256(t.encode()).hexdigest(), t, label, "test" if i % 4 == 3 else "train")
-               for label, texts in DATA.items() for i, t in enumerate(texts)]
-    result = get_trainer("text-classification").train(samples, "text-classification/fast", root / "m", root / "c")
+    samples = [
+        LabeledSample(hashlib.sha256(t.encode()).hexdigest(), t, label, "test" if i % 4 == 3 else "train")
+        for label, texts in DATA.items()
+        for i, t in enumerate(texts)
+    ]
+    result = get_trainer("text-classification").train(
+        samples, "text-classification/fast", root / "m", root / "c"
+    )
     return load_artifact(result.artifact_dir)
 
 
@@ -48,22 +69,32 @@ def test_json_text_texts_and_plain_upload_agree_with_the_app(client, text_artifa
     assert np.allclose([p["score"] for p in many.json()["predictions"]], [p["score"] for p in expected])
     raw = client.post("/v1/predict", content=texts[2].encode("utf-8"), headers={"content-type": "text/plain"})
     assert raw.status_code == 200 and raw.json()["predictions"][0]["label"] == expected[2]["label"]
-    upload = client.post("/v1/predict", files={"file": ("review.txt", texts[1].encode("utf-8"), "text/plain")})
+    upload = client.post(
+        "/v1/predict", files={"file": ("review.txt", texts[1].encode("utf-8"), "text/plain")}
+    )
     assert upload.json()["predictions"][0]["label"] == expected[1]["label"]
     bare = ort.InferenceSession(str(text_artifact.model_path), providers=["CPUExecutionProvider"])
     scores = bare.run(None, {"text": np.array(texts, dtype=object)})[0]
     assert [text_artifact.labels[i] for i in scores.argmax(axis=1)] == [p["label"] for p in expected]
 
 
-@pytest.mark.parametrize("request_kwargs, status, words", [
-    ({"json": {"text": ""}}, 422, "empty"),
-    ({"json": {"texts": ["ok", "   "]}}, 422, "texts[1]"),
-    ({"json": {"text": 5}}, 422, "string"),
-    ({"content": b'{"text": "bad \\ud800 half"}', "headers": {"content-type": "application/json"}}, 422, "surrogate"),
-    ({"content": b"caf\xe9", "headers": {"content-type": "text/plain"}}, 422, "UTF-8"),
-    ({"content": b"\xff{}", "headers": {"content-type": "application/json"}}, 400, "JSON"),
-    ({"json": {"image": "aGVsbG8="}}, 422, '"text"'),
-], ids=["empty", "blank-in-batch", "not-a-string", "surrogate", "latin-1-body", "bad-json", "wrong-field"])
+@pytest.mark.parametrize(
+    "request_kwargs, status, words",
+    [
+        ({"json": {"text": ""}}, 422, "empty"),
+        ({"json": {"texts": ["ok", "   "]}}, 422, "texts[1]"),
+        ({"json": {"text": 5}}, 422, "string"),
+        (
+            {"content": b'{"text": "bad \\ud800 half"}', "headers": {"content-type": "application/json"}},
+            422,
+            "surrogate",
+        ),
+        ({"content": b"caf\xe9", "headers": {"content-type": "text/plain"}}, 422, "UTF-8"),
+        ({"content": b"\xff{}", "headers": {"content-type": "application/json"}}, 400, "JSON"),
+        ({"json": {"image": "aGVsbG8="}}, 422, '"text"'),
+    ],
+    ids=["empty", "blank-in-batch", "not-a-string", "surrogate", "latin-1-body", "bad-json", "wrong-field"],
+)
 def test_bad_texts_get_a_4xx_that_says_why(client, request_kwargs, status, words):
     response = client.post("/v1/predict", **request_kwargs)
     assert response.status_code == status, response.text

@@ -63,8 +63,9 @@ class Mounts:
             return None
         point = self.base / f"fs-{uuid.uuid4().hex[:8]}"
         point.mkdir(parents=True)
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_bytes}", "tmpfs", str(point)],
-                              capture_output=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size_bytes}", "tmpfs", str(point)], capture_output=True
+        )
         if done.returncode != 0:
             return None
         self.points.append(point)
@@ -138,17 +139,26 @@ def tiny_model(size: int = 32):
         w1[c, c] = 1.0 / 9
     w1[3] = np.random.default_rng(0).normal(0, 0.2, (3, 3, 3))
     wf = np.array([[4.0, -2.0, -2.0, 0.1], [-4.0, 2.0, 2.0, -0.1]], np.float32)
-    inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(wf, "wf"),
-             numpy_helper.from_array(np.zeros(2, np.float32), "bf")]
-    nodes = [helper.make_node("Conv", ["image", "w1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c1"], ["r1"]),
-             helper.make_node("GlobalAveragePool", ["r1"], ["gap"]),
-             helper.make_node("Flatten", ["gap"], ["feat"], axis=1),
-             helper.make_node("Gemm", ["feat", "wf", "bf"], ["logits"], transB=1),
-             helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1)]
-    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("image", TensorProto.FLOAT,
-                                                                            ["N", 3, size, size])],
-                              [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 2])], inits)
+    inits = [
+        numpy_helper.from_array(w1, "w1"),
+        numpy_helper.from_array(wf, "wf"),
+        numpy_helper.from_array(np.zeros(2, np.float32), "bf"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["image", "w1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("GlobalAveragePool", ["r1"], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["feat"], axis=1),
+        helper.make_node("Gemm", ["feat", "wf", "bf"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, size, size])],
+        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 2])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
@@ -161,8 +171,9 @@ def tiny_artifact():
     from modeldesk.deploy.preprocess import ImageSpec
 
     def _make(folder: Path) -> Path:
-        return save_artifact(folder, tiny_model(), {"labels": ["red", "other"],
-                                                    "preprocessing": ImageSpec(size=32).to_dict()})
+        return save_artifact(
+            folder, tiny_model(), {"labels": ["red", "other"], "preprocessing": ImageSpec(size=32).to_dict()}
+        )
 
     return _make
 

@@ -41,8 +41,14 @@ def _damage(ws, how):
     return db
 
 
-@pytest.mark.parametrize("how, words", [("empty", "is empty (0 bytes)"), ("truncated", "is truncated"),
-                                        ("overwritten", "is not a SQLite database")])
+@pytest.mark.parametrize(
+    "how, words",
+    [
+        ("empty", "is empty (0 bytes)"),
+        ("truncated", "is truncated"),
+        ("overwritten", "is not a SQLite database"),
+    ],
+)
 def test_damaged_database_is_refused_with_recovery_steps(how, words, workspace, cli):
     before = _media(workspace)
     db = _damage(workspace, how)

@@ -22,8 +22,11 @@ N_IMAGES = 240
 def _rows_and_media(workspace):
     with sqlite3.connect(workspace / "workspace.db") as db:
         hashes = {row[0] for row in db.execute("SELECT content_hash FROM samples")}
-    media = {p.name.split(".")[0] for p in (workspace / "media").rglob("*") if p.is_file()
-             and not p.name.startswith(".")}
+    media = {
+        p.name.split(".")[0]
+        for p in (workspace / "media").rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
     temp = [p for p in (workspace / "media").rglob(".*") if p.is_file()]
     return hashes, media, temp
 
@@ -40,8 +43,9 @@ def _run(argv, capsys):
 
 
 @pytest.mark.parametrize("how", ["tmpfs", "tmpfs-no-reserve", "simulated"])
-def test_import_on_a_full_disk_stops_with_one_line_and_no_orphans(how, tmp_path, mounts, photos, monkeypatch,
-                                                                  capsys):
+def test_import_on_a_full_disk_stops_with_one_line_and_no_orphans(
+    how, tmp_path, mounts, photos, monkeypatch, capsys
+):
     images = photos(tmp_path / "photos", {"cat": N_IMAGES // 2, "dog": N_IMAGES // 2})
     monkeypatch.setattr(importing, "BATCH_SIZE", 20)  # several commits before the disk fills
     if how.startswith("tmpfs"):
@@ -63,7 +67,9 @@ def test_import_on_a_full_disk_stops_with_one_line_and_no_orphans(how, tmp_path,
 
         monkeypatch.setattr(MediaStore, "put", put)
     ws = ["--workspace", str(workspace)]
-    assert _run(["project", "create", "pets", "--task", "image-classification", *ws, "--json"], capsys)[0] == 0
+    assert (
+        _run(["project", "create", "pets", "--task", "image-classification", *ws, "--json"], capsys)[0] == 0
+    )
 
     code, out, err = _run(["import", "pets", str(tmp_path / "photos"), *ws, "--json"], capsys)
 

@@ -61,8 +61,11 @@ def test_exported_folders_follow_the_umask(umask, workspace, tmp_path, tiny_arti
     old = os.umask(umask)
     try:
         model = tiny_artifact(tmp_path / "model")
-        exported = save_artifact(tmp_path / "exported", (model / "model.onnx").read_bytes(),
-                                 json.loads((model / "model.json").read_text()))
+        exported = save_artifact(
+            tmp_path / "exported",
+            (model / "model.onnx").read_bytes(),
+            json.loads((model / "model.json").read_text()),
+        )
         assert cli(workspace, "export-data", "pets", tmp_path / "data", "--format", "folder")[0] == 0
     finally:
         os.umask(old)

@@ -25,7 +25,7 @@ def _age(path, hours=2.0):
 def test_opening_a_workspace_cleans_up_in_the_background(tmp_path, photos, cli):
     ws = tmp_path / "ws"
     assert cli(ws, "project", "create", "pets", "--task", "image-classification")[0] == 0
-    assert cli(ws, "import", "pets", photos(tmp_path / "photos", {"cat": 2}) [0].parent)[0] == 0
+    assert cli(ws, "import", "pets", photos(tmp_path / "photos", {"cat": 2})[0].parent)[0] == 0
     kept = sorted(p for p in (ws / "media").rglob("*") if p.is_file())
     quant = ws / "tmp" / "modeldesk-quant-abc123"  # a killed compression
     quant.mkdir(parents=True)
@@ -73,12 +73,23 @@ def test_compression_scratch_goes_to_the_workspace_tmp(tmp_path, tiny_artifact, 
     seen = []
 
     def progress(done, total, name):
-        seen.append((sorted(p.name for p in system_tmp.iterdir()),
-                     sorted(p.name for p in workspace_tmp.rglob("modeldesk-quant-*"))))
+        seen.append(
+            (
+                sorted(p.name for p in system_tmp.iterdir()),
+                sorted(p.name for p in workspace_tmp.rglob("modeldesk-quant-*")),
+            )
+        )
 
-    export_artifact(artifact, tmp_path / "out", compress=True, calibration=[p for p, _ in images],
-                    validation=images, candidates=["int8-qdq-pertensor"], progress=progress,
-                    tmp_dir=workspace_tmp)
+    export_artifact(
+        artifact,
+        tmp_path / "out",
+        compress=True,
+        calibration=[p for p, _ in images],
+        validation=images,
+        candidates=["int8-qdq-pertensor"],
+        progress=progress,
+        tmp_dir=workspace_tmp,
+    )
     assert seen and all(in_system == [] for in_system, _ in seen)
     assert any(in_workspace for _, in_workspace in seen)  # the quantizer's folder was there, mid-run
     assert list(system_tmp.iterdir()) == []

@@ -11,8 +11,9 @@ import httpx
 from modeldesk.app.workspace import Workspace
 
 
-def test_read_only_workspace_reads_and_refuses_changes_in_one_line(tmp_path, photos, tiny_artifact, cli,
-                                                                    read_only):
+def test_read_only_workspace_reads_and_refuses_changes_in_one_line(
+    tmp_path, photos, tiny_artifact, cli, read_only
+):
     source = tmp_path / "source"
     red = photos(tmp_path / "photos", {"cat": 3, "dog": 3})[0]
 
@@ -50,5 +51,6 @@ def test_read_only_workspace_reads_and_refuses_changes_in_one_line(tmp_path, pho
             handle.stop()
     finally:
         workspace.close()
-    assert sorted(p.relative_to(ws) for p in ws.rglob("*")) == sorted(p.relative_to(source)
-                                                                        for p in source.rglob("*"))
+    assert sorted(p.relative_to(ws) for p in ws.rglob("*")) == sorted(
+        p.relative_to(source) for p in source.rglob("*")
+    )

@@ -10,8 +10,9 @@ import pytest
 from modeldesk.app.settings import Settings
 
 
-@pytest.mark.parametrize("content", ["[]", '"x"', "null", "42", '{"service_port": "eighty", "device": 3}',
-                                     "{not json"])
+@pytest.mark.parametrize(
+    "content", ["[]", '"x"', "null", "42", '{"service_port": "eighty", "device": 3}', "{not json"]
+)
 def test_bad_settings_fall_back_to_defaults_with_a_warning(content, tmp_path, cli):
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -26,6 +27,8 @@ def test_bad_settings_fall_back_to_defaults_with_a_warning(content, tmp_path, cl
 
 
 def test_good_keys_are_kept_beside_a_bad_one(tmp_path):
-    (tmp_path / "settings.json").write_text('{"service_port": 9000, "thumbnail_size": "big"}', encoding="utf-8")
+    (tmp_path / "settings.json").write_text(
+        '{"service_port": 9000, "thumbnail_size": "big"}', encoding="utf-8"
+    )
     settings = Settings.load(tmp_path, [])
     assert settings.service_port == 9000 and settings.thumbnail_size == Settings().thumbnail_size

@@ -29,8 +29,9 @@ def count_items(params, ctx):
         ctx.progress("items", done / total, eta_s=eta_s)
 
     work = plan("count", params["n"], devices=["cpu"], cost_model=CostModel(params["cost_dir"]))
-    results = run_partitioned(work, range(params["n"]), process_chunk, progress=progress,
-                              should_stop=ctx.should_stop, chunk_size=1)
+    results = run_partitioned(
+        work, range(params["n"]), process_chunk, progress=progress, should_stop=ctx.should_stop, chunk_size=1
+    )
     ctx.log.info("all %d items done", len(results))
     return {"sum": sum(results), "resumed_from": resumed_from, "attempt": ctx.attempt}
 

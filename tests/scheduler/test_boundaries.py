@@ -5,8 +5,14 @@ from pathlib import Path
 
 import modeldesk.scheduler
 
-FORBIDDEN = ("modeldesk.trainers", "modeldesk.datasets", "modeldesk.deploy", "modeldesk.app", "modeldesk.ui",
-             "PySide6")
+FORBIDDEN = (
+    "modeldesk.trainers",
+    "modeldesk.datasets",
+    "modeldesk.deploy",
+    "modeldesk.app",
+    "modeldesk.ui",
+    "PySide6",
+)
 
 
 def test_scheduler_imports_no_other_package_of_the_app():
@@ -25,6 +31,14 @@ def test_scheduler_imports_no_other_package_of_the_app():
 
 
 def test_public_names_are_re_exported():
-    for name in ("detect_resources", "format_resources", "CostModel", "plan", "Plan", "run_partitioned",
-                 "Cancelled", "JobQueue"):
+    for name in (
+        "detect_resources",
+        "format_resources",
+        "CostModel",
+        "plan",
+        "Plan",
+        "run_partitioned",
+        "Cancelled",
+        "JobQueue",
+    ):
         assert hasattr(modeldesk.scheduler, name)

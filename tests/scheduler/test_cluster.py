@@ -23,8 +23,12 @@ def test_without_dask_the_message_says_what_to_install(monkeypatch):
 
 
 def test_worker_resources_declare_cores_gpus_and_memory():
-    found = {"cpu": {"usable_cores": 6}, "memory": {"available_bytes": 2**30},
-             "gpus": [{"index": 0}, {"index": 1}], "providers": {"CUDAExecutionProvider": True}}
+    found = {
+        "cpu": {"usable_cores": 6},
+        "memory": {"available_bytes": 2**30},
+        "gpus": [{"index": 0}, {"index": 1}],
+        "providers": {"CUDAExecutionProvider": True},
+    }
     assert worker_resources(found) == {"CPU": 6.0, "MEMORY": float(2**30), "GPU": 2.0}
     found["providers"] = {"CUDAExecutionProvider": False}
     assert "GPU" not in worker_resources(found)
@@ -39,8 +43,14 @@ def test_partitions_run_on_a_two_worker_local_cluster():
         return [(item * 3, get_worker().address, share.local_device) for item in chunk]
 
     with DaskBackend(local_workers=2) as backend:
-        work = plan("triple", 60, devices=backend, cost_model=CostModel(None), probe=lambda d, b, t: 0.001,
-                    batch_size=3)
+        work = plan(
+            "triple",
+            60,
+            devices=backend,
+            cost_model=CostModel(None),
+            probe=lambda d, b, t: 0.001,
+            batch_size=3,
+        )
         assert len(work.devices) == 2 and all(d.name.startswith("dask:") for d in work.devices)
         assert work.eta_s == pytest.approx(60 / 2000)
         out = run_partitioned(work, range(60), process_chunk)
@@ -79,12 +89,21 @@ def test_start_worker_declares_its_resources_and_the_planner_sees_its_gpu():
 
     from modeldesk.scheduler.cluster import start_worker
 
-    found = {"cpu": {"usable_cores": 1}, "memory": {"available_bytes": 2**30}, "gpus": [{"index": 0}],
-             "providers": {"CUDAExecutionProvider": True}}
-    with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
-        thread = threading.Thread(target=start_worker, args=(cluster.scheduler_address,),
-                                  kwargs={"nthreads": 1, "name": "md-worker", "resources": found}, daemon=True)
+    found = {
+        "cpu": {"usable_cores": 1},
+        "memory": {"available_bytes": 2**30},
+        "gpus": [{"index": 0}],
+        "providers": {"CUDAExecutionProvider": True},
+    }
+    with distributed.LocalCluster(
+        n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        thread = threading.Thread(
+            target=start_worker,
+            args=(cluster.scheduler_address,),
+            kwargs={"nthreads": 1, "name": "md-worker", "resources": found},
+            daemon=True,
+        )
         thread.start()
         with DaskBackend(cluster.scheduler_address) as backend:
             deadline = time.monotonic() + 20
@@ -105,8 +124,9 @@ def test_local_cpu_and_cluster_workers_share_one_run():
     pytest.importorskip("distributed")
     two = {"cpu": {"usable_cores": 2}, "memory": {"available_bytes": 2**30}, "gpus": [], "providers": {}}
     with DaskBackend(local_workers=1) as backend:
-        work = plan("mixed", 30, devices=["cpu", backend], resources=two, cost_model=CostModel(None),
-                    batch_size=2)
+        work = plan(
+            "mixed", 30, devices=["cpu", backend], resources=two, cost_model=CostModel(None), batch_size=2
+        )
         assert [d.kind for d in work.devices] == ["cpu", "dask"]
         out = run_partitioned(work, range(30), lambda share, chunk: [(x, share.kind) for x in chunk])
     assert [x for x, _ in out] == list(range(30))

@@ -103,8 +103,9 @@ def test_device_choice():
     model = CostModel(None)
     only_cpu = plan("net", 10, device="cpu", cost_model=model, resources=GPU_MACHINE)
     assert [d.name for d in only_cpu.devices] == ["cpu"] and only_cpu.devices[0].threads == 7
-    assert [d.name for d in plan("net", 10, device="cuda", cost_model=model, resources=GPU_MACHINE).devices] == [
-        "cuda:0"]
+    assert [
+        d.name for d in plan("net", 10, device="cuda", cost_model=model, resources=GPU_MACHINE).devices
+    ] == ["cuda:0"]
     no_gpu = dict(GPU_MACHINE, gpus=[], providers={"CPUExecutionProvider": True})
     fallback = plan("net", 10, device="cuda:0", cost_model=model, resources=no_gpu)
     assert [d.name for d in fallback.devices] == ["cpu"]
@@ -175,13 +176,21 @@ def test_every_device_the_app_offers_is_accepted_by_the_planner_and_the_runtime(
     from modeldesk.deploy.runtime import providers_for
     from modeldesk.devices import DEVICES
 
-    every_provider_works = {"providers": {provider: True for provider, _ in DEVICES.values()},
-                            "gpus": [{"index": 0, "name": "GPU", "memory_total_bytes": 8e9}]}
+    every_provider_works = {
+        "providers": {provider: True for provider, _ in DEVICES.values()},
+        "gpus": [{"index": 0, "name": "GPU", "memory_total_bytes": 8e9}],
+    }
     offered = [device for device, _ in Workspace.device_choices(every_provider_works)]
     assert set(offered) == {"auto", *DEVICES}
     for device in offered:
         providers = providers_for(device)
         assert providers[-1] == "CPUExecutionProvider"
-        chosen = plan("net", 100, device=device, cost_model=CostModel(None), resources=every_provider_works,
-                      prior_items_per_s=100.0)  # raises for a device it does not know
+        chosen = plan(
+            "net",
+            100,
+            device=device,
+            cost_model=CostModel(None),
+            resources=every_provider_works,
+            prior_items_per_s=100.0,
+        )  # raises for a device it does not know
         assert chosen.devices

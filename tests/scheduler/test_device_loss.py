@@ -30,8 +30,10 @@ class FlakyBackend:
 
 
 def _plan(names, backends):
-    shares = [DeviceShare(name, "CPUExecutionProvider", 1, 4, share=1 / len(names), cost_device=name)
-              for name in names]
+    shares = [
+        DeviceShare(name, "CPUExecutionProvider", 1, 4, share=1 / len(names), cost_device=name)
+        for name in names
+    ]
     return Plan("work", 0, shares, None, backends=backends)
 
 

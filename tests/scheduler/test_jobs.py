@@ -14,7 +14,12 @@ from modeldesk.scheduler import JobQueue, register_job_kind
 HERE = Path(__file__).resolve().parent
 MODULE = "scheduler_testjobs"
 # The queue runs only registered kinds (tests/security/test_job_kinds.py checks that it refuses others).
-for _kind, _function in {"count": "count_items", "sleep": "sleeper", "quick": "quick", "crash": "crash"}.items():
+for _kind, _function in {
+    "count": "count_items",
+    "sleep": "sleeper",
+    "quick": "quick",
+    "crash": "crash",
+}.items():
     register_job_kind(_kind, f"{MODULE}:{_function}")
 register_job_kind("x", "pkg.mod:fn")
 
@@ -39,8 +44,13 @@ def _wait_for(predicate, timeout=20.0):
 
 def test_cancel_mid_run_then_resume_does_no_item_twice(queue, tmp_path):
     calls = tmp_path / "calls.log"
-    params = {"n": 40, "seconds_per_item": 0.04, "cache": str(tmp_path / "cache"), "calls": str(calls),
-              "cost_dir": str(tmp_path / "cost")}
+    params = {
+        "n": 40,
+        "seconds_per_item": 0.04,
+        "cache": str(tmp_path / "cache"),
+        "calls": str(calls),
+        "cost_dir": str(tmp_path / "cost"),
+    }
     job = queue.submit("count", f"{MODULE}:count_items", params)
     _wait_for(lambda: (queue.get(job)["fraction"] or 0) >= 0.2)
     assert queue.cancel(job)
@@ -125,8 +135,9 @@ def test_events_waiting_and_subscribers_see_progress_in_order(queue):
 
 def test_cancel_terminates_a_job_that_ignores_it_after_the_grace_period(queue, tmp_path):
     pid_file = tmp_path / "pid"
-    job = queue.submit("sleep", f"{MODULE}:sleeper", {"pid_file": str(pid_file), "seconds": 60,
-                                                      "ignore_cancel": True})
+    job = queue.submit(
+        "sleep", f"{MODULE}:sleeper", {"pid_file": str(pid_file), "seconds": 60, "ignore_cancel": True}
+    )
     _wait_for(pid_file.exists)
     assert queue.cancel(job, grace_s=0.3)
     result = queue.wait(job, timeout=20)

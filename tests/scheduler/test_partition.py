@@ -9,16 +9,22 @@ from modeldesk.scheduler import Cancelled, CostModel, DeviceShare, Plan, run_par
 
 
 def _plan(*devices, model=None, eta=None):
-    shares = [DeviceShare(name, "CPUExecutionProvider", 1, batch, share=1 / len(devices), cost_device=name)
-              for name, batch in devices]
+    shares = [
+        DeviceShare(name, "CPUExecutionProvider", 1, batch, share=1 / len(devices), cost_device=name)
+        for name, batch in devices
+    ]
     return Plan("work", 0, shares, eta, cost_model=model)
 
 
 def test_results_come_back_in_input_order_with_progress():
     seen = []
     work = _plan(("a", 3), ("b", 5))
-    out = run_partitioned(work, range(50), lambda share, chunk: [x * x for x in chunk],
-                          progress=lambda done, total, eta: seen.append((done, total)))
+    out = run_partitioned(
+        work,
+        range(50),
+        lambda share, chunk: [x * x for x in chunk],
+        progress=lambda done, total, eta: seen.append((done, total)),
+    )
     assert out == [x * x for x in range(50)]
     assert seen[-1] == (50, 50)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
@@ -96,8 +102,10 @@ def test_backend_shares_run_through_the_backend():
 
     backend = Backend()
     work = _plan(("remote", 4))
-    assert run_partitioned(work, range(12), lambda s, c: [s.name] * len(c), backends={"remote": backend}) == [
-        "remote"] * 12
+    assert (
+        run_partitioned(work, range(12), lambda s, c: [s.name] * len(c), backends={"remote": backend})
+        == ["remote"] * 12
+    )
     assert backend.chunks == 3
 
 

@@ -64,7 +64,9 @@ def test_listed_provider_that_falls_back_to_cpu_is_not_working(monkeypatch):
         def __init__(self, model, sess_options=None, providers=None):
             super().__init__(model, sess_options=sess_options, providers=["CPUExecutionProvider"])
 
-    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     monkeypatch.setattr(ort, "InferenceSession", FallsBack)
     working, notes = providers_module.check_providers(isolate=False)
     assert working["CUDAExecutionProvider"] is False
@@ -78,7 +80,9 @@ def test_a_crashing_provider_check_process_is_reported(monkeypatch):
     def crashed(names):
         raise RuntimeError("provider check process failed: Segmentation fault")
 
-    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     monkeypatch.setattr(providers_module, "_probe_in_child", crashed)
     working, notes = providers_module.check_providers(isolate=True)
     assert working["CUDAExecutionProvider"] is False
@@ -87,7 +91,9 @@ def test_a_crashing_provider_check_process_is_reported(monkeypatch):
 
 
 def test_provider_check_in_a_child_process():
-    assert providers_module._probe_in_child(["CPUExecutionProvider"]) == {"CPUExecutionProvider": [True, "ok"]}
+    assert providers_module._probe_in_child(["CPUExecutionProvider"]) == {
+        "CPUExecutionProvider": [True, "ok"]
+    }
 
 
 def test_every_section_failing_still_gives_a_report(monkeypatch):
@@ -126,10 +132,17 @@ def test_nvidia_gpus_are_listed_through_nvml(monkeypatch):
     class Rates:
         gpu = 7
 
-    fake = {"nvmlInit": lambda: None, "nvmlShutdown": lambda: None, "nvmlDeviceGetCount": lambda: 2,
-            "nvmlDeviceGetHandleByIndex": lambda i: i, "nvmlDeviceGetMemoryInfo": lambda h: Memory,
-            "nvmlDeviceGetName": lambda h: b"Fake RTX", "nvmlDeviceGetUtilizationRates": lambda h: Rates,
-            "nvmlSystemGetDriverVersion": lambda: "550.1", "nvmlSystemGetCudaDriverVersion": lambda: 12040}
+    fake = {
+        "nvmlInit": lambda: None,
+        "nvmlShutdown": lambda: None,
+        "nvmlDeviceGetCount": lambda: 2,
+        "nvmlDeviceGetHandleByIndex": lambda i: i,
+        "nvmlDeviceGetMemoryInfo": lambda h: Memory,
+        "nvmlDeviceGetName": lambda h: b"Fake RTX",
+        "nvmlDeviceGetUtilizationRates": lambda h: Rates,
+        "nvmlSystemGetDriverVersion": lambda: "550.1",
+        "nvmlSystemGetCudaDriverVersion": lambda: 12040,
+    }
     for name, value in fake.items():
         monkeypatch.setattr(pynvml, name, value)
     gpus, note, driver = gpus_module.nvidia_gpus()

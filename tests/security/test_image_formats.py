@@ -12,8 +12,10 @@ from modeldesk.datasets.thumbs import make_thumbnail
 from modeldesk.datasets.verify import verify_image
 from modeldesk.deploy.preprocess import ImageDecodeError, load_image, preprocess_image
 
-EPS = (b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 32 32\n%%EndComments\n"
-       b"newpath 0 0 moveto 32 32 lineto stroke showpage\n%%EOF\n")
+EPS = (
+    b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 32 32\n%%EndComments\n"
+    b"newpath 0 0 moveto 32 32 lineto stroke showpage\n%%EOF\n"
+)
 
 
 def _ppm() -> bytes:

@@ -30,7 +30,9 @@ def _planted(db, kind, target, marker):
     return store.insert(kind, target, {"marker": str(marker)}, None, db.parent / "logs" / "jobs")
 
 
-@pytest.mark.parametrize("kind, words", [("train", "changed outside ModelDesk"), ("evil", "not one this app runs")])
+@pytest.mark.parametrize(
+    "kind, words", [("train", "changed outside ModelDesk"), ("evil", "not one this app runs")]
+)
 def test_a_planted_job_row_never_runs(kind, words, tmp_path, attacker_module_importable):
     import modeldesk.app.workspace as workspace
     import modeldesk.scheduler as scheduler

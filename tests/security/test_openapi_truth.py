@@ -29,8 +29,15 @@ def live(standin_artifact):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        server = uvicorn.Server(server_config(create_app(standin_artifact, token=token), "127.0.0.1", port,
-                                              log_level="error", access_log=False))
+        server = uvicorn.Server(
+            server_config(
+                create_app(standin_artifact, token=token),
+                "127.0.0.1",
+                port,
+                log_level="error",
+                access_log=False,
+            )
+        )
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         for _ in range(400):
@@ -53,8 +60,22 @@ def test_schemathesis_all_checks_pass(live, token, tmp_path):
     url = live(token)
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
-    command = [sys.executable, "-c", "import schemathesis.cli as c; c.schemathesis()", "--config-file", str(config), "run", f"{url}/openapi.json",
-               "--checks", "all", "--max-examples", "25", "--seed", "1", "--no-color"]
+    command = [
+        sys.executable,
+        "-c",
+        "import schemathesis.cli as c; c.schemathesis()",
+        "--config-file",
+        str(config),
+        "run",
+        f"{url}/openapi.json",
+        "--checks",
+        "all",
+        "--max-examples",
+        "25",
+        "--seed",
+        "1",
+        "--no-color",
+    ]
     if token:
         command += ["-H", f"Authorization: Bearer {token}"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)

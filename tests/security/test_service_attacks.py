@@ -25,8 +25,11 @@ LOCAL = "http://127.0.0.1:8000"
 
 @pytest.fixture(scope="module")
 def client(standin_artifact):
-    with TestClient(create_app(standin_artifact, allowed_origins=["http://localhost:3000"]),
-                    raise_server_exceptions=False, base_url=LOCAL) as c:
+    with TestClient(
+        create_app(standin_artifact, allowed_origins=["http://localhost:3000"]),
+        raise_server_exceptions=False,
+        base_url=LOCAL,
+    ) as c:
         yield c
 
 
@@ -47,13 +50,18 @@ def test_local_names_are_served(client, host):
 
 
 def test_foreign_origin_post_is_refused_and_an_allowed_one_gets_cors(client, deploy_helpers):
-    refused = client.post("/v1/predict", files=_image(deploy_helpers), headers={"Origin": "https://evil.example"})
+    refused = client.post(
+        "/v1/predict", files=_image(deploy_helpers), headers={"Origin": "https://evil.example"}
+    )
     assert refused.status_code == 403 and "--allow-origin" in refused.json()["error"]
-    allowed = client.post("/v1/predict", files=_image(deploy_helpers), headers={"Origin": "http://localhost:3000"})
+    allowed = client.post(
+        "/v1/predict", files=_image(deploy_helpers), headers={"Origin": "http://localhost:3000"}
+    )
     assert allowed.status_code == 200
     assert allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
-    preflight = client.options("/v1/predict", headers={"Origin": "http://localhost:3000",
-                                                       "Access-Control-Request-Method": "POST"})
+    preflight = client.options(
+        "/v1/predict", headers={"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST"}
+    )
     assert preflight.status_code == 204 and "POST" in preflight.headers["access-control-allow-methods"]
     same = client.post("/v1/predict", files=_image(deploy_helpers), headers={"Origin": LOCAL})
     assert same.status_code == 200  # the console itself
@@ -62,7 +70,10 @@ def test_foreign_origin_post_is_refused_and_an_allowed_one_gets_cors(client, dep
 def test_token_in_the_query_string_is_not_accepted(standin_artifact):
     with TestClient(create_app(standin_artifact, token="a-long-enough-token"), base_url=LOCAL) as locked:
         assert locked.get("/v1/model?token=a-long-enough-token").status_code == 401
-        assert locked.get("/v1/model", headers={"Authorization": "Bearer a-long-enough-token"}).status_code == 200
+        assert (
+            locked.get("/v1/model", headers={"Authorization": "Bearer a-long-enough-token"}).status_code
+            == 200
+        )
 
 
 def test_short_tokens_and_bad_ports_are_refused_in_one_line(tmp_path, capsys, standin_artifact):
@@ -76,8 +87,11 @@ def test_short_tokens_and_bad_ports_are_refused_in_one_line(tmp_path, capsys, st
 
 def test_json_nested_100000_deep_is_a_400(client):
     body = "[" * 100_000 + "]" * 100_000
-    response = client.post("/v1/predict", content=json.dumps({"image": "x"})[:-1] + ', "x": ' + body + "}",
-                           headers={"content-type": "application/json"})
+    response = client.post(
+        "/v1/predict",
+        content=json.dumps({"image": "x"})[:-1] + ', "x": ' + body + "}",
+        headers={"content-type": "application/json"},
+    )
     assert response.status_code == 400 and "nested" in response.json()["error"]
 
 
@@ -125,8 +139,11 @@ def test_a_card_that_does_not_match_its_graph_refuses_to_serve(tmp_path, standin
 
 
 def test_std_zero_preprocessing_is_refused_instead_of_nan_scores(tmp_path, standin_artifact):
-    path = _card_edit(tmp_path, standin_artifact,
-                      preprocessing={**load_artifact(standin_artifact).card["preprocessing"], "std": 0})
+    path = _card_edit(
+        tmp_path,
+        standin_artifact,
+        preprocessing={**load_artifact(standin_artifact).card["preprocessing"], "std": 0},
+    )
     with pytest.raises(ArtifactError, match="std above 0"):
         load_artifact(path)
 

@@ -63,8 +63,9 @@ def test_archive_that_expands_too_much_as_a_whole_is_refused(tmp_path, store, pr
     assert not any(store.tmp_dir.iterdir())
 
 
-def test_archive_that_would_not_fit_on_the_disk_is_refused_before_unpacking(tmp_path, gen, store, project,
-                                                                              monkeypatch):
+def test_archive_that_would_not_fit_on_the_disk_is_refused_before_unpacking(
+    tmp_path, gen, store, project, monkeypatch
+):
     big = tmp_path / "big.zip"
     noise = np.random.default_rng(0).integers(0, 255, 3 << 20, dtype=np.uint8).tobytes()
     with zipfile.ZipFile(big, "w", zipfile.ZIP_STORED) as zf:

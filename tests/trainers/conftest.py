@@ -52,7 +52,9 @@ def draw_sample(kind: str, seed: int, size: int = 64) -> Image.Image:
         for y in range(0, size, cell):
             for x in range(0, size, cell):
                 if (x // cell + y // cell) % 2:
-                    draw.rectangle([x, y, x + cell - 1, y + cell - 1], fill=(30, 30, int(rng.integers(150, 255))))
+                    draw.rectangle(
+                        [x, y, x + cell - 1, y + cell - 1], fill=(30, 30, int(rng.integers(150, 255)))
+                    )
     else:
         raise ValueError(kind)
     noise = rng.normal(0, 8, (size, size, 3))

@@ -20,6 +20,9 @@ def make_detection_samples(folder, n=30, seed=0, sizes=((200, 150), (150, 200), 
         image, boxes = make_boxes_image(rng, sizes[i % len(sizes)])
         image.save(path)
         split = "train" if i % 5 < 3 else "val" if i % 5 == 3 else "test"
-        samples.append(LabeledSample(hashlib.sha256(path.read_bytes()).hexdigest(), str(path),
-                                     tuple(Box(*b) for b in boxes), split))
+        samples.append(
+            LabeledSample(
+                hashlib.sha256(path.read_bytes()).hexdigest(), str(path), tuple(Box(*b) for b in boxes), split
+            )
+        )
     return samples

@@ -53,8 +53,14 @@ def test_graph_is_built_once_and_written_atomically(tmp_path, backbone):
         calls.append(1)
         return backbone.build()
 
-    counted = Backbone(name="counted", version="v1", description="", spec=backbone.spec,
-                       outputs=backbone.outputs, build=build)
+    counted = Backbone(
+        name="counted",
+        version="v1",
+        description="",
+        spec=backbone.spec,
+        outputs=backbone.outputs,
+        build=build,
+    )
     first = counted.onnx_path(tmp_path)
     second = counted.onnx_path(tmp_path)
     assert first == second and len(calls) == 1
@@ -65,12 +71,17 @@ def test_graph_is_built_once_and_written_atomically(tmp_path, backbone):
 def test_fold_batchnorm_matches_conv_then_bn():
     rng = np.random.default_rng(0)
     weight = rng.normal(size=(4, 3, 1, 1)).astype(np.float32)
-    state = {"bn.weight": rng.normal(size=4), "bn.bias": rng.normal(size=4),
-             "bn.running_mean": rng.normal(size=4), "bn.running_var": rng.uniform(0.5, 2, 4)}
+    state = {
+        "bn.weight": rng.normal(size=4),
+        "bn.bias": rng.normal(size=4),
+        "bn.running_mean": rng.normal(size=4),
+        "bn.running_var": rng.uniform(0.5, 2, 4),
+    }
     x = rng.normal(size=(10, 3)).astype(np.float32)
     conv = x @ weight[:, :, 0, 0].T
-    expected = (conv - state["bn.running_mean"]) / np.sqrt(state["bn.running_var"] + 1e-3) \
-        * state["bn.weight"] + state["bn.bias"]
+    expected = (conv - state["bn.running_mean"]) / np.sqrt(state["bn.running_var"] + 1e-3) * state[
+        "bn.weight"
+    ] + state["bn.bias"]
     folded_w, folded_b = fold_batchnorm(weight, state, "bn")
     np.testing.assert_allclose(x @ folded_w[:, :, 0, 0].T + folded_b, expected, rtol=1e-5, atol=1e-5)
 
@@ -79,6 +90,7 @@ def test_weight_loader_refuses_arbitrary_globals(tmp_path):
     class Evil:
         def __reduce__(self):
             import os
+
             return (os.system, ("echo pwned",))
 
     path = tmp_path / "evil.pth"
@@ -116,8 +128,15 @@ def test_matches_pytorch_reference(session, backbone, photos_dir):
             total = max((out - 1) * stride + k - size, 0)
             pads += [total // 2, total - total // 2]
         x = F.conv2d(F.pad(x, pads), w, stride=stride, groups=groups)
-        x = F.batch_norm(x, state[bn + ".running_mean"], state[bn + ".running_var"], state[bn + ".weight"],
-                         state[bn + ".bias"], training=False, eps=1e-3)
+        x = F.batch_norm(
+            x,
+            state[bn + ".running_mean"],
+            state[bn + ".running_var"],
+            state[bn + ".weight"],
+            state[bn + ".bias"],
+            training=False,
+            eps=1e-3,
+        )
         return F.relu6(x) if act else x
 
     batch = preprocess_batch([photos_dir / "chelsea.jpg", photos_dir / "coffee.jpg"], backbone.spec)

@@ -8,8 +8,12 @@ import numpy as np
 import pytest
 
 from modeldesk.scheduler import CostModel
-from modeldesk.trainers.cluster_features import (ClusterExtraction, RemoteFeatures, read_payload,
-                                                 runtime_versions)
+from modeldesk.trainers.cluster_features import (
+    ClusterExtraction,
+    RemoteFeatures,
+    read_payload,
+    runtime_versions,
+)
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import EMBEDDING, FeatureExtractor, extract_feature_views
 
@@ -32,7 +36,10 @@ def test_runtime_versions_name_modeldesk_the_backbone_and_onnxruntime():
 
 def test_remote_features_take_bytes_and_name_what_they_could_not_decode(backbone, graph_dir, images):
     remote = RemoteFeatures(backbone.name, EMBEDDING, ("identity", "hflip"), graph_dir=graph_dir)
-    payload = read_payload(images[:3]) + [("broken.png", b"not an image", None), ("gone.png", None, "cannot read")]
+    payload = read_payload(images[:3]) + [
+        ("broken.png", b"not an image", None),
+        ("gone.png", None, "cannot read"),
+    ]
     out = remote({"device": "cpu", "threads": 1}, payload)
     assert [o.shape for o in out[:3]] == [(2, 1280)] * 3
     assert "not an image" in out[3] and out[4] == "cannot read"
@@ -41,12 +48,20 @@ def test_remote_features_take_bytes_and_name_what_they_could_not_decode(backbone
 def test_a_cluster_run_fills_the_cache_like_a_local_run(tmp_path, backbone, graph_dir, images):
     from modeldesk.scheduler.cluster import DaskBackend
 
-    local = extract_feature_views(backbone, images, FeatureCache(tmp_path / "local"), views=("identity", "hflip"),
-                                  graph_dir=graph_dir)
+    local = extract_feature_views(
+        backbone, images, FeatureCache(tmp_path / "local"), views=("identity", "hflip"), graph_dir=graph_dir
+    )
     cache = FeatureCache(tmp_path / "cluster")
     with DaskBackend(local_workers=2, max_chunk_items=2) as backend:
-        got = extract_feature_views(backbone, images, cache, views=("identity", "hflip"), graph_dir=graph_dir,
-                                    cluster=backend, batch_size=2)
+        got = extract_feature_views(
+            backbone,
+            images,
+            cache,
+            views=("identity", "hflip"),
+            graph_dir=graph_dir,
+            cluster=backend,
+            batch_size=2,
+        )
     plan = got["identity"].plan
     workers = [d["name"] for d in plan["devices"] if d["name"].startswith("dask:")]
     assert len(workers) == 2
@@ -61,7 +76,9 @@ def test_a_cluster_run_fills_the_cache_like_a_local_run(tmp_path, backbone, grap
     assert plan["eta_s"] and all(row["estimated_items_per_s"] for row in plan["per_device"])
 
 
-def test_unpack_writes_each_vector_once_and_reports_failures_with_the_path(tmp_path, backbone, graph_dir, images):
+def test_unpack_writes_each_vector_once_and_reports_failures_with_the_path(
+    tmp_path, backbone, graph_dir, images
+):
     extractor = FeatureExtractor(backbone, FeatureCache(tmp_path), views=("identity",), graph_dir=graph_dir)
     work = ClusterExtraction(extractor)
     chunk = images[:2] + [("k" * 8, str(tmp_path / "missing.png"))]

@@ -14,7 +14,9 @@ from modeldesk.trainers.image_classification import train_image_classifier
 def fast_model(tmp_path_factory, make_dataset):
     root = tmp_path_factory.mktemp("refit")
     samples = make_dataset(root / "images", per_class=20, seed=5)
-    result = train_image_classifier(samples, "image-classification/fast", root / "model", root / "cache", threads=2)
+    result = train_image_classifier(
+        samples, "image-classification/fast", root / "model", root / "cache", threads=2
+    )
     return result.artifact_dir, samples
 
 
@@ -24,17 +26,26 @@ def test_refitted_candidates_are_measured_and_the_chosen_model_predicts_as_its_g
     assert card["features_output"] and head_refitter(card) is not None
     training = [(s.path, s.label) for s in samples if s.split == "train"]
     validation = [(s.path, s.label) for s in samples if s.split != "train"]
-    report = compress_artifact(artifact_dir, tmp_path / "small", calibration=[p for p, _ in training[:24]],
-                               validation=validation, threads=(1,), training=training,
-                               refit_head=head_refitter(card), latency_runs=3,
-                               candidates=["int8-qdq-perchannel-128", "int8-qdq-perchannel-128-refit"])
+    report = compress_artifact(
+        artifact_dir,
+        tmp_path / "small",
+        calibration=[p for p, _ in training[:24]],
+        validation=validation,
+        threads=(1,),
+        training=training,
+        refit_head=head_refitter(card),
+        latency_runs=3,
+        candidates=["int8-qdq-perchannel-128", "int8-qdq-perchannel-128-refit"],
+    )
     rows = {row["name"]: row for row in report["candidates"]}
     plain, refit = rows["int8-qdq-perchannel-128"], rows["int8-qdq-perchannel-128-refit"]
     assert refit["accuracy"] is not None and refit["latency_ms"] > 0
     assert refit["accuracy"] >= plain["accuracy"] - 1e-9  # re-fitting never makes it worse on these shapes
     assert refit["accuracy"] > 0.8  # three drawn classes: far above chance (1/3)
     assert "8-bit, 128 px, head re-fitted" in refit["words"]
-    assert all(row["latency_ms_by_threads"].get("1") for row in report["candidates"] if row["accuracy"] is not None)
+    assert all(
+        row["latency_ms_by_threads"].get("1") for row in report["candidates"] if row["accuracy"] is not None
+    )
     chosen = load_artifact(report["path"])
     assert chosen.card["compression"]["chosen"] == report["chosen"]
     predictor = Predictor(report["path"], device="cpu")
@@ -54,9 +65,15 @@ def test_a_grid_pooled_model_with_views_shrinks_and_keeps_its_meaning(tmp_path, 
     from modeldesk.trainers.image_classification_templates import GRID_S16X4_S32X3
     from modeldesk.trainers.templates import Template
 
-    template = Template(name="image-classification/test-grid", task="image-classification", description="test",
-                        backbone="efficientnet-lite0", features=GRID_S16X4_S32X3,
-                        head_params={"l2": 1e-2, "max_iter": 100}, search_space={"views": [("identity", "hflip")]})
+    template = Template(
+        name="image-classification/test-grid",
+        task="image-classification",
+        description="test",
+        backbone="efficientnet-lite0",
+        features=GRID_S16X4_S32X3,
+        head_params={"l2": 1e-2, "max_iter": 100},
+        search_space={"views": [("identity", "hflip")]},
+    )
     samples = make_dataset(tmp_path / "images", per_class=12, seed=3)
     result = train_image_classifier(samples, template, tmp_path / "model", tmp_path / "cache", threads=2)
     artifact = load_artifact(result.artifact_dir)
@@ -64,11 +81,22 @@ def test_a_grid_pooled_model_with_views_shrinks_and_keeps_its_meaning(tmp_path, 
     assert fixed_grid_pooling(onnx.load(str(artifact.model_path)), 224) == []
     training = [(s.path, s.label) for s in samples]
     validation = [(s.path, s.label) for s in samples if s.split != "train"]
-    report = compress_artifact(result.artifact_dir, tmp_path / "small", calibration=[p for p, _ in training[:12]],
-                               validation=validation, threads=(1,), training=training,
-                               refit_head=head_refitter(artifact.card), latency_runs=1,
-                               candidates=["fp32-160", "fp32-160-refit", "int8-qdq-perchannel-1view",
-                                           "int8-qdq-perchannel-160-1view-refit"])
+    report = compress_artifact(
+        result.artifact_dir,
+        tmp_path / "small",
+        calibration=[p for p, _ in training[:12]],
+        validation=validation,
+        threads=(1,),
+        training=training,
+        refit_head=head_refitter(artifact.card),
+        latency_runs=1,
+        candidates=[
+            "fp32-160",
+            "fp32-160-refit",
+            "int8-qdq-perchannel-1view",
+            "int8-qdq-perchannel-160-1view-refit",
+        ],
+    )
     rows = {row["name"]: row for row in report["candidates"]}
     assert all(row["code"] not in ("skipped", "failed") for row in rows.values()), rows
     assert rows["fp32-160-refit"]["accuracy"] > 0.8  # three drawn classes: far above chance (1/3)

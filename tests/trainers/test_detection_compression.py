@@ -18,8 +18,11 @@ from modeldesk.trainers.object_detection_templates import TEMPLATES
 
 from .detection_data import make_detection_samples
 
-SMALL = dataclasses.replace(TEMPLATES[0], name="object-detection/test-small",
-                            neck=DetectionNeck(size=160, stride=16, levels=("stride16", "stride32")))
+SMALL = dataclasses.replace(
+    TEMPLATES[0],
+    name="object-detection/test-small",
+    neck=DetectionNeck(size=160, stride=16, levels=("stride16", "stride32")),
+)
 
 
 def _pred(box, score=0.9, label="cat"):
@@ -28,8 +31,10 @@ def _pred(box, score=0.9, label="cat"):
 
 def test_judge_refuses_a_copy_that_loses_the_originals_boxes():
     targets = [(Box("cat", 0, 0, 10, 10),), (Box("cat", 20, 20, 40, 40), Box("cat", 50, 50, 60, 60))]
-    original = [{"boxes": [_pred((0, 0, 10, 10))]},
-                {"boxes": [_pred((20, 20, 40, 40)), _pred((50, 50, 60, 60), 0.8), _pred((1, 1, 5, 5), 0.1)]}]
+    original = [
+        {"boxes": [_pred((0, 0, 10, 10))]},
+        {"boxes": [_pred((20, 20, 40, 40)), _pred((50, 50, 60, 60), 0.8), _pred((1, 1, 5, 5), 0.1)]},
+    ]
     judge = DetectionJudge(["cat"], threshold=0.5)
     assert judge(original, targets) == pytest.approx(1.0) and judge.refusal() == ""
     assert judge(original, targets) == pytest.approx(1.0) and judge.refusal() == ""  # the same boxes again
@@ -42,7 +47,9 @@ def test_judge_refuses_a_copy_that_loses_the_originals_boxes():
 
 
 def test_too_few_labeled_photos_are_refused_in_plain_words(tmp_path):
-    samples = [LabeledSample(f"k{i}", f"p{i}.png", (Box("cat", 0, 0, 5, 5),), "train") for i in range(MIN_PHOTOS)]
+    samples = [
+        LabeledSample(f"k{i}", f"p{i}.png", (Box("cat", 0, 0, 5, 5),), "train") for i in range(MIN_PHOTOS)
+    ]
     assert len(judging_photos(samples + [LabeledSample("u", "u.png", (), "train")])) == MIN_PHOTOS
     with pytest.raises(UserError, match=f"label at least {MIN_PHOTOS} photos"):
         judging_photos(samples[:12])
@@ -59,10 +66,20 @@ def trained(tmp_path_factory, shared_cache_dir):
 def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path):
     samples, result = trained
     artifact = load_artifact(result.artifact_dir)
-    judge = DetectionJudge(artifact.labels, artifact.card["score_threshold"], min_agreement=1.01)  # refuse all
-    out = compress_artifact(artifact, tmp_path / "int8", calibration=[s.path for s in samples if s.split == "train"],
-                            validation=judging_photos(samples), candidates=["int8-qdq-perchannel"], threads=(1,),
-                            max_loss=1.0, metric=judge, latency_runs=2)
+    judge = DetectionJudge(
+        artifact.labels, artifact.card["score_threshold"], min_agreement=1.01
+    )  # refuse all
+    out = compress_artifact(
+        artifact,
+        tmp_path / "int8",
+        calibration=[s.path for s in samples if s.split == "train"],
+        validation=judging_photos(samples),
+        candidates=["int8-qdq-perchannel"],
+        threads=(1,),
+        max_loss=1.0,
+        metric=judge,
+        latency_runs=2,
+    )
     rows = {row["name"]: row for row in out["candidates"]}
     assert judge.agreements[0] == 1.0  # the original was scored first: it is the reference
     assert rows["int8-qdq-perchannel"]["code"] == "less_accurate"

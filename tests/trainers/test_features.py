@@ -9,8 +9,16 @@ from PIL import Image
 from modeldesk.deploy.preprocess import preprocess_batch
 from modeldesk.trainers import features as features_module
 from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.features import (EMBEDDING, Cancelled, FeatureSpec, Pool, extract_feature_views,
-                                         extract_features, feature_model, grid_pool_matrix)
+from modeldesk.trainers.features import (
+    EMBEDDING,
+    Cancelled,
+    FeatureSpec,
+    Pool,
+    extract_feature_views,
+    extract_features,
+    feature_model,
+    grid_pool_matrix,
+)
 
 
 @pytest.fixture
@@ -42,8 +50,9 @@ def items_of(samples):
     return [(s.key, s.path) for s in samples]
 
 
-def test_cache_recomputes_only_what_is_missing(tmp_path, backbone, graph_dir, synthetic_samples,
-                                               counting_sessions):
+def test_cache_recomputes_only_what_is_missing(
+    tmp_path, backbone, graph_dir, synthetic_samples, counting_sessions
+):
     cache = FeatureCache(tmp_path / "features")
     first = items_of(synthetic_samples[:10])
     result = extract_features(backbone, first, cache, threads=1, graph_dir=graph_dir, batch_size=4)
@@ -60,8 +69,9 @@ def test_cache_recomputes_only_what_is_missing(tmp_path, backbone, graph_dir, sy
     assert grown.features.shape == (13, 1280)
 
 
-def test_stopping_mid_way_keeps_finished_batches(tmp_path, backbone, graph_dir, synthetic_samples,
-                                                 counting_sessions):
+def test_stopping_mid_way_keeps_finished_batches(
+    tmp_path, backbone, graph_dir, synthetic_samples, counting_sessions
+):
     cache = FeatureCache(tmp_path / "features")
     items = items_of(synthetic_samples[:12])
 
@@ -69,8 +79,15 @@ def test_stopping_mid_way_keeps_finished_batches(tmp_path, backbone, graph_dir, 
         return counting_sessions["images"] >= 8
 
     with pytest.raises(Cancelled):
-        extract_features(backbone, items, cache, threads=1, graph_dir=graph_dir, batch_size=4,
-                         should_stop=stop_after_two_batches)
+        extract_features(
+            backbone,
+            items,
+            cache,
+            threads=1,
+            graph_dir=graph_dir,
+            batch_size=4,
+            should_stop=stop_after_two_batches,
+        )
     namespace = (backbone.key, EMBEDDING.name, "identity")
     finished = len(cache.cached_keys(namespace))
     assert finished == counting_sessions["images"] == 8  # everything computed was kept
@@ -80,8 +97,9 @@ def test_stopping_mid_way_keeps_finished_batches(tmp_path, backbone, graph_dir, 
 
 
 def test_auto_device_goes_through_the_scheduler(tmp_path, backbone, graph_dir, synthetic_samples):
-    result = extract_features(backbone, items_of(synthetic_samples[:5]), FeatureCache(tmp_path / "f"),
-                              graph_dir=graph_dir)
+    result = extract_features(
+        backbone, items_of(synthetic_samples[:5]), FeatureCache(tmp_path / "f"), graph_dir=graph_dir
+    )
     assert len(result.keys) == 5 and result.plan["devices"]
     assert result.plan["devices"][0]["name"].startswith("cpu")
 
@@ -102,9 +120,17 @@ def test_views_decode_once_and_flip_matches_a_flipped_file(tmp_path, backbone, g
     flipped_path = tmp_path / "flipped.png"
     Image.open(sample.path).transpose(Image.FLIP_LEFT_RIGHT).save(flipped_path)
     cache = FeatureCache(tmp_path / "f")
-    both = extract_feature_views(backbone, [(sample.key, sample.path)], cache, views=("identity", "hflip"),
-                                 threads=1, graph_dir=graph_dir)
-    plain = extract_features(backbone, [("flipped", str(flipped_path))], cache, threads=1, graph_dir=graph_dir)
+    both = extract_feature_views(
+        backbone,
+        [(sample.key, sample.path)],
+        cache,
+        views=("identity", "hflip"),
+        threads=1,
+        graph_dir=graph_dir,
+    )
+    plain = extract_features(
+        backbone, [("flipped", str(flipped_path))], cache, threads=1, graph_dir=graph_dir
+    )
     # squash-resizing then flipping equals flipping then resizing up to interpolation rounding
     np.testing.assert_allclose(both["hflip"].features, plain.features, atol=0.05)
     assert not np.allclose(both["hflip"].features, both["identity"].features, atol=1e-3)
@@ -121,7 +147,9 @@ def test_grid_pool_matrix_is_adaptive_average_pooling():
 def test_feature_graph_equals_numpy_pooling_of_backbone_maps(backbone, graph_dir, photos_dir):
     from modeldesk.deploy.runtime import create_session
 
-    spec = FeatureSpec("test-grid", (Pool("embedding"), Pool("stride16", grid=3), Pool("stride32", mode="max")))
+    spec = FeatureSpec(
+        "test-grid", (Pool("embedding"), Pool("stride16", grid=3), Pool("stride32", mode="max"))
+    )
     batch = preprocess_batch([photos_dir / "chelsea.jpg", photos_dir / "coffee.jpg"], backbone.spec)
     graph = create_session(feature_model(backbone, spec, graph_dir).SerializeToString(), device="cpu")
     got = graph.run(["features"], {"image": batch})[0]
@@ -151,10 +179,17 @@ def test_grid_pooling_nodes_adapt_to_the_map_size(grid):
     from modeldesk.trainers.features import adaptive_pool_nodes
 
     nodes, inits, out = adaptive_pool_nodes("map", grid, "p/")
-    graph = helper.make_graph(nodes, "pool", [helper.make_tensor_value_info("map", 1, ["N", 5, "H", "W"])],
-                              [helper.make_tensor_value_info(out, 1, ["N", "D"])], inits)
-    session = create_session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-                             .SerializeToString(), device="cpu")
+    graph = helper.make_graph(
+        nodes,
+        "pool",
+        [helper.make_tensor_value_info("map", 1, ["N", 5, "H", "W"])],
+        [helper.make_tensor_value_info(out, 1, ["N", "D"])],
+        inits,
+    )
+    session = create_session(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString(),
+        device="cpu",
+    )
     rng = np.random.default_rng(grid)
     for height, width in ((14, 14), (10, 10), (7, 7), (12, 9), (5, 4), (2, 2)):
         fmap = rng.normal(size=(2, 5, height, width)).astype(np.float32)

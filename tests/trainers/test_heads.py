@@ -1,4 +1,5 @@
 """Tests of the numpy heads: gradients, learning, class weights, conformance, ONNX export."""
+
 import copy
 
 import numpy as np
@@ -129,7 +130,9 @@ def test_lbfgs_reaches_the_optimum_found_by_scipy():
     X, y = make_blobs(n=300, d=8, c=3, sep=0.8, seed=5)
     head = LogisticRegressionHead(l2=1e-2, tol=1e-8, max_iter=1000)
     fun, n_params = head._loss_and_grad_fn(X, y)
-    ref = scipy_optimize.minimize(fun, np.zeros(n_params), jac=True, method="L-BFGS-B", options={"gtol": 1e-10})
+    ref = scipy_optimize.minimize(
+        fun, np.zeros(n_params), jac=True, method="L-BFGS-B", options={"gtol": 1e-10}
+    )
     head.fit(X, y)
     ours = fun(np.concatenate([head.coef_.ravel(), head.intercept_]))[0]
     assert ours == pytest.approx(ref.fun, rel=1e-7, abs=1e-9)
@@ -143,7 +146,9 @@ def test_logistic_head_matches_scikit_learn():
     # sklearn minimises C * sum(CE) + 0.5 * ||W||^2; ours mean(CE) + 0.5 * l2 * ||W||^2 on standardised X
     ref = linear_model.LogisticRegression(C=1.0 / (l2 * len(X)), tol=1e-10, max_iter=5000)
     ref.fit((X - head.mean_) / head.scale_, y)
-    np.testing.assert_allclose(head.predict_proba(X), ref.predict_proba((X - head.mean_) / head.scale_), atol=1e-4)
+    np.testing.assert_allclose(
+        head.predict_proba(X), ref.predict_proba((X - head.mean_) / head.scale_), atol=1e-4
+    )
 
 
 def test_mlp_adam_fits_a_problem_a_linear_head_cannot():
@@ -152,7 +157,9 @@ def test_mlp_adam_fits_a_problem_a_linear_head_cannot():
     X = rng.uniform(-1, 1, size=(600, 2))
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     linear = np.mean(LogisticRegressionHead().fit(X[:400], y[:400]).predict(X[400:]) == y[400:])
-    mlp = np.mean(MLPHead(hidden=32, epochs=200, lr=1e-2, dropout=0.0).fit(X[:400], y[:400]).predict(X[400:]) == y[400:])
+    mlp = np.mean(
+        MLPHead(hidden=32, epochs=200, lr=1e-2, dropout=0.0).fit(X[:400], y[:400]).predict(X[400:]) == y[400:]
+    )
     assert linear < 0.7 and mlp > 0.9
 
 
@@ -242,7 +249,9 @@ def test_early_stopping_keeps_the_best_validation_weights(make):
 
 ALL_HEADS = [
     pytest.param(lambda: LogisticRegressionHead(), "single", id="logreg-lbfgs"),
-    pytest.param(lambda: LogisticRegressionHead(l2=0.1, class_weight="balanced"), "single", id="logreg-balanced"),
+    pytest.param(
+        lambda: LogisticRegressionHead(l2=0.1, class_weight="balanced"), "single", id="logreg-balanced"
+    ),
     pytest.param(lambda: MLPHead(hidden=16, epochs=15, dropout=0.3), "single", id="mlp"),
     pytest.param(lambda: SigmoidHead(), "multi", id="sigmoid"),
     pytest.param(lambda: SigmoidHead(class_weight="balanced", threshold=0.4), "multi", id="sigmoid-balanced"),
@@ -250,7 +259,9 @@ ALL_HEADS = [
 
 
 def data_for(kind, seed=12):
-    return make_blobs(n=150, d=7, c=3, seed=seed) if kind == "single" else make_multilabel(n=150, d=7, seed=seed)
+    return (
+        make_blobs(n=150, d=7, c=3, seed=seed) if kind == "single" else make_multilabel(n=150, d=7, seed=seed)
+    )
 
 
 @pytest.mark.parametrize("make, kind", ALL_HEADS)
@@ -412,10 +423,14 @@ def test_cross_val_score_with_views_fits_every_view_and_averages_them():
     X, y = make_blobs(n=240, d=6, c=3, sep=1.0, seed=16)
     one = cross_val_score(lambda: LogisticRegressionHead(l2=1e-2), X, y)
     # two identical views: the same optimum (duplicated rows weigh the same), the same predictions
-    np.testing.assert_allclose(cross_val_score(lambda: LogisticRegressionHead(l2=1e-2), np.stack([X, X]), y), one)
+    np.testing.assert_allclose(
+        cross_val_score(lambda: LogisticRegressionHead(l2=1e-2), np.stack([X, X]), y), one
+    )
     # a second view that is pure noise changes the score, so the views really are used
     noise = np.random.default_rng(0).normal(size=X.shape) * X.std(axis=0) * 5
-    assert cross_val_score(lambda: LogisticRegressionHead(l2=1e-2), np.stack([X, noise]), y).mean() < one.mean()
+    assert (
+        cross_val_score(lambda: LogisticRegressionHead(l2=1e-2), np.stack([X, noise]), y).mean() < one.mean()
+    )
     with pytest.raises(ValueError, match="samples"):
         cross_val_score(lambda: LogisticRegressionHead(), np.stack([X, X]), y[:-1])
 
@@ -433,8 +448,11 @@ def test_staged_search_walks_stages_from_the_best_so_far():
         calls.append(dict(params))
         return -abs(params["a"] - 2) + (0.5 if params["view"] == "flip" else 0.0)
 
-    result = staged_search([[{"a": 1}, {"a": 2}, {"a": 3}], [{"view": "plain"}, {"view": "flip"}]], score,
-                           start={"view": "plain"})
+    result = staged_search(
+        [[{"a": 1}, {"a": 2}, {"a": 3}], [{"view": "plain"}, {"view": "flip"}]],
+        score,
+        start={"view": "plain"},
+    )
     assert result.best == {"view": "flip", "a": 2} and result.best_score == 0.5 and result.complete
     # the second stage starts from a=2; {"a": 2, "view": "plain"} was already tried and is not tried again
     assert calls[3:] == [{"view": "flip", "a": 2}] and len(result.trials) == 4
@@ -449,7 +467,9 @@ def test_staged_search_ties_keep_the_first_and_a_passed_deadline_stops_after_one
 
 def test_a_feature_that_barely_varied_in_training_cannot_dominate_a_new_input():
     X, y = make_blobs(n=200, d=6, c=3, sep=3, seed=17)
-    X = np.hstack([X / X.std(axis=0), np.full((len(X), 1), 0.5) + 1e-4 * np.random.default_rng(0).normal(size=(200, 1))])
+    X = np.hstack(
+        [X / X.std(axis=0), np.full((len(X), 1), 0.5) + 1e-4 * np.random.default_rng(0).normal(size=(200, 1))]
+    )
     head = LogisticRegressionHead().fit(X, y)
     assert head.scale_[-1] >= 0.1 * np.median(head.scale_)
     shifted = X[:5].copy()

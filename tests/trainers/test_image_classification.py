@@ -14,21 +14,43 @@ from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import extract_feature_views
 from modeldesk.trainers.heads import LogisticRegressionHead
-from modeldesk.trainers.image_classification import (build_classifier_graph, check_samples,
-                                                     train_image_classifier)
+from modeldesk.trainers.image_classification import (
+    build_classifier_graph,
+    check_samples,
+    train_image_classifier,
+)
 from modeldesk.trainers.templates import Template, get_template, list_templates
 
-CARD_KEYS = {"id", "task", "labels", "preprocessing", "template", "metrics", "versions", "created",
-             "input_name", "output_name", "warnings"}
+CARD_KEYS = {
+    "id",
+    "task",
+    "labels",
+    "preprocessing",
+    "template",
+    "metrics",
+    "versions",
+    "created",
+    "input_name",
+    "output_name",
+    "warnings",
+}
 
 
 @pytest.mark.parametrize("template", list_templates("image-classification"), ids=lambda t: t.name)
-def test_every_template_trains_a_model_that_beats_chance(template, tmp_path, shared_cache_dir,
-                                                         synthetic_samples):
+def test_every_template_trains_a_model_that_beats_chance(
+    template, tmp_path, shared_cache_dir, synthetic_samples
+):
     stages = []
-    result = train_image_classifier(synthetic_samples, template, tmp_path / "model", shared_cache_dir,
-                                    device="cpu", threads=2, model_id="m-test",
-                                    progress=lambda stage, fraction, eta, metrics: stages.append((stage, fraction)))
+    result = train_image_classifier(
+        synthetic_samples,
+        template,
+        tmp_path / "model",
+        shared_cache_dir,
+        device="cpu",
+        threads=2,
+        model_id="m-test",
+        progress=lambda stage, fraction, eta, metrics: stages.append((stage, fraction)),
+    )
     assert result.metrics["split"] == "test" and result.metrics["n"] == 9
     assert result.metrics["accuracy"] >= 0.8  # chance is 1/3
     assert result.metrics["export_max_abs_diff"] < 1e-4
@@ -63,16 +85,24 @@ def test_every_template_trains_a_model_that_beats_chance(template, tmp_path, sha
 
 
 @pytest.mark.parametrize("views", [("identity",), ("identity", "hflip")])
-def test_exported_graph_equals_head_on_training_features(views, tmp_path, backbone, shared_cache_dir,
-                                                         synthetic_samples):
+def test_exported_graph_equals_head_on_training_features(
+    views, tmp_path, backbone, shared_cache_dir, synthetic_samples
+):
     template = get_template("image-classification/accurate")
     samples = synthetic_samples[::4]
     cache = FeatureCache(shared_cache_dir)
-    extracted = extract_feature_views(backbone, [(s.key, s.path) for s in samples], cache, views=views,
-                                      features=template.features, threads=2)
+    extracted = extract_feature_views(
+        backbone,
+        [(s.key, s.path) for s in samples],
+        cache,
+        views=views,
+        features=template.features,
+        threads=2,
+    )
     y = [s.label for s in samples]
-    head = LogisticRegressionHead(l2=1e-2).fit(np.concatenate([extracted[v].features for v in views]),
-                                               y * len(views))
+    head = LogisticRegressionHead(l2=1e-2).fit(
+        np.concatenate([extracted[v].features for v in views]), y * len(views)
+    )
     expected = np.mean([head.predict_proba(extracted[v].features) for v in views], axis=0)
     model = build_classifier_graph(backbone, template, head, views, shared_cache_dir / "graphs")
     session = create_session(model.SerializeToString(), device="cpu")
@@ -81,15 +111,20 @@ def test_exported_graph_equals_head_on_training_features(views, tmp_path, backbo
 
 
 def sample(label, split="train", i=0):
-    return LabeledSample(key=f"k{label}{split}{i}", source=f"/nowhere/{label}{i}.png", target=label, split=split)
+    return LabeledSample(
+        key=f"k{label}{split}{i}", source=f"/nowhere/{label}{i}.png", target=label, split=split
+    )
 
 
-@pytest.mark.parametrize("samples, message", [
-    ([], "no images to train on"),
-    ([sample(None), sample(None, i=1)], "none of the 2 images has a label"),
-    ([sample("cat"), sample("cat", i=1)], r"all labeled images are in one class \('cat'\)"),
-    ([sample("cat"), sample("cat", i=1), sample("dog")], r"class 'dog' has only one image"),
-])
+@pytest.mark.parametrize(
+    "samples, message",
+    [
+        ([], "no images to train on"),
+        ([sample(None), sample(None, i=1)], "none of the 2 images has a label"),
+        ([sample("cat"), sample("cat", i=1)], r"all labeled images are in one class \('cat'\)"),
+        ([sample("cat"), sample("cat", i=1), sample("dog")], r"class 'dog' has only one image"),
+    ],
+)
 def test_bad_input_gets_a_clear_message(samples, message, tmp_path):
     with pytest.raises(ValueError, match=message):
         train_image_classifier(samples, "image-classification/fast", tmp_path / "m", tmp_path / "c")
@@ -107,8 +142,9 @@ def test_unreadable_image_is_skipped_and_named(tmp_path, shared_cache_dir, synth
     broken = tmp_path / "broken.png"
     broken.write_bytes(b"\x89PNG\r\n\x1a\n truncated")
     samples = list(synthetic_samples) + [LabeledSample("brokenkey", str(broken), "disc", "train")]
-    result = train_image_classifier(samples, "image-classification/fast", tmp_path / "m", shared_cache_dir,
-                                    device="cpu", threads=2)
+    result = train_image_classifier(
+        samples, "image-classification/fast", tmp_path / "m", shared_cache_dir, device="cpu", threads=2
+    )
     assert [entry["file"] for entry in result.skipped] == [str(broken)]
     assert any("could not be read" in w for w in result.warnings)
     assert result.metrics["accuracy"] >= 0.8
@@ -120,7 +156,9 @@ def test_estimate_counts_only_uncached_features(tmp_path, shared_cache_dir, synt
     template = get_template("image-classification/fast")
     cold = estimate_training(synthetic_samples, template, tmp_path / "empty", device="cpu")
     assert cold["plan"]["features_to_compute"] == len(synthetic_samples) and cold["eta_s"] > 0
-    train_image_classifier(synthetic_samples, template, tmp_path / "m", shared_cache_dir, device="cpu", threads=2)
+    train_image_classifier(
+        synthetic_samples, template, tmp_path / "m", shared_cache_dir, device="cpu", threads=2
+    )
     warm = estimate_training(synthetic_samples, template, shared_cache_dir, device="cpu")
     assert warm["plan"]["features_to_compute"] == 0 and warm["eta_s"] < cold["eta_s"]
 
@@ -128,8 +166,10 @@ def test_estimate_counts_only_uncached_features(tmp_path, shared_cache_dir, synt
 def test_templates_registry():
     names = [t.name for t in list_templates()]
     assert {"image-classification/fast", "image-classification/accurate"} <= set(names)
-    assert {t.name for t in list_templates("object-detection")} == {"object-detection/fast",
-                                                                    "object-detection/accurate"}
+    assert {t.name for t in list_templates("object-detection")} == {
+        "object-detection/fast",
+        "object-detection/accurate",
+    }
     with pytest.raises(ValueError, match="unknown template 'nope'"):
         get_template("nope")
     for template in list_templates():
@@ -153,8 +193,9 @@ def test_head_fitting_time_is_learned_from_a_real_run_per_template(tmp_path, syn
     assert cost.get(_head_key(fast), "cpu", 1, 1) is None
     assert _head_seconds(cost, 24_000, fast) == 24_000 / HEAD_PRIOR  # the priors first
     assert _head_seconds(cost, 24_000, best) == 24_000 / HEAD_PRIORS[best.name]
-    train_image_classifier(synthetic_samples, "image-classification/fast", tmp_path / "m", cache_dir,
-                           device="cpu", threads=2)
+    train_image_classifier(
+        synthetic_samples, "image-classification/fast", tmp_path / "m", cache_dir, device="cpu", threads=2
+    )
     cost = CostModel(cache_dir)
     measured = cost.get(_head_key(fast), "cpu", 1, 1)
     assert measured is not None and measured["items_per_s"] > 0

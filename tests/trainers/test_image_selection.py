@@ -27,9 +27,17 @@ class SpyHead(LogisticRegressionHead):
 
 
 def spy_template(**changes) -> Template:
-    base = dict(name="image-classification/spy", task="image-classification", description="spy",
-                backbone="efficientnet-lite0", features=EMBEDDING, head="spy", head_params={"max_iter": 50},
-                search_space={"l2": [1e-2, 1e-1], "views": [("identity",), ("identity", "hflip")]}, cv_folds=3)
+    base = dict(
+        name="image-classification/spy",
+        task="image-classification",
+        description="spy",
+        backbone="efficientnet-lite0",
+        features=EMBEDDING,
+        head="spy",
+        head_params={"max_iter": 50},
+        search_space={"l2": [1e-2, 1e-1], "views": [("identity",), ("identity", "hflip")]},
+        cv_folds=3,
+    )
     return Template(**{**base, **changes})
 
 
@@ -88,7 +96,9 @@ def test_without_a_test_split_the_evaluation_is_out_of_fold_and_says_so(spy):
 
 def test_an_mlp_candidate_is_tried_with_the_best_views_and_wins_only_by_cross_validation(spy):
     feats, y, split = made_features()
-    template = spy_template(search_space={"l2": [1e-2]}, head_candidates=({"head": "mlp", "hidden": 8, "epochs": 5},))
+    template = spy_template(
+        search_space={"l2": [1e-2]}, head_candidates=({"head": "mlp", "hidden": 8, "epochs": 5},)
+    )
     chosen = select_evaluate_refit(template, feats, y, split)
     tried = [t["params"].get("head") for t in chosen.trials]
     assert tried[-1] == "mlp" and tried.count("mlp") == 1

@@ -1,11 +1,16 @@
 """Metrics against hand-computed cases (and scikit-learn when it is installed)."""
+
 import json
 
 import numpy as np
 import pytest
 
-from modeldesk.trainers.metrics import (accuracy_interval, classification_report, most_confident_mistakes,
-                                       multilabel_report)
+from modeldesk.trainers.metrics import (
+    accuracy_interval,
+    classification_report,
+    most_confident_mistakes,
+    multilabel_report,
+)
 
 
 def one_hot_scores(pred, c, confidence=None):
@@ -27,9 +32,13 @@ def test_classification_report_hand_computed():
     r = classification_report(Y_TRUE, one_hot_scores(PRED, 3), LABELS)
     assert r["confusion"] == [[2, 1, 0], [0, 1, 1], [0, 0, 1]]
     assert r["accuracy"] == pytest.approx(4 / 6)
-    assert r["per_class"]["cat"] == pytest.approx({"precision": 1.0, "recall": 2 / 3, "f1": 0.8, "support": 3})
+    assert r["per_class"]["cat"] == pytest.approx(
+        {"precision": 1.0, "recall": 2 / 3, "f1": 0.8, "support": 3}
+    )
     assert r["per_class"]["dog"] == pytest.approx({"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2})
-    assert r["per_class"]["bird"] == pytest.approx({"precision": 0.5, "recall": 1.0, "f1": 2 / 3, "support": 1})
+    assert r["per_class"]["bird"] == pytest.approx(
+        {"precision": 0.5, "recall": 1.0, "f1": 2 / 3, "support": 1}
+    )
     assert r["macro_f1"] == pytest.approx((0.8 + 0.5 + 2 / 3) / 3)
     assert r["weighted_f1"] == pytest.approx((0.8 * 3 + 0.5 * 2 + 2 / 3) / 6)
     assert r["labels"] == LABELS and r["n"] == 6
@@ -43,7 +52,9 @@ def test_label_values_and_indices_give_the_same_report():
 
 def test_report_is_plain_json_even_from_numpy_inputs():
     labels = np.array([10, 20, 30])  # numpy ints as label names
-    r = classification_report(np.array(Y_TRUE, dtype=np.int32), one_hot_scores(PRED, 3).astype(np.float32), labels)
+    r = classification_report(
+        np.array(Y_TRUE, dtype=np.int32), one_hot_scores(PRED, 3).astype(np.float32), labels
+    )
     again = json.loads(json.dumps(r))
     assert again == r
     assert set(r["per_class"]) == {"10", "20", "30"} and r["labels"] == [10, 20, 30]
@@ -93,7 +104,9 @@ def test_multilabel_report_hand_computed():
     proba = np.array([[0.9, 0.2], [0.3, 0.7], [0.5, 0.6]])  # predicted: [1,0] [0,1] [1,1]
     r = multilabel_report(Y, proba, ["red", "round"])
     assert r["per_label"]["red"] == pytest.approx({"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2})
-    assert r["per_label"]["round"] == pytest.approx({"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 2})
+    assert r["per_label"]["round"] == pytest.approx(
+        {"precision": 1.0, "recall": 1.0, "f1": 1.0, "support": 2}
+    )
     assert r["micro_f1"] == pytest.approx(0.75)
     assert r["macro_f1"] == pytest.approx(0.75)
     assert r["exact_match"] == pytest.approx(1 / 3)
@@ -121,7 +134,9 @@ def test_against_scikit_learn_on_random_data():
     assert r["confusion"] == sk.confusion_matrix(y, pred, labels=range(5)).tolist()
     p, rc, f, s = sk.precision_recall_fscore_support(y, pred, labels=range(5), zero_division=0)
     for i, lab in enumerate("abcde"):
-        assert r["per_class"][lab] == pytest.approx({"precision": p[i], "recall": rc[i], "f1": f[i], "support": s[i]})
+        assert r["per_class"][lab] == pytest.approx(
+            {"precision": p[i], "recall": rc[i], "f1": f[i], "support": s[i]}
+        )
     Y = (rng.random((200, 4)) < 0.3).astype(int)
     P = np.clip(Y * 0.6 + rng.random((200, 4)) * 0.5, 0, 1)
     m = multilabel_report(Y, P, list("wxyz"))

@@ -1,4 +1,4 @@
-""""Unlike anything it was trained on": a classifier trained on drawn colour photos says "not sure" on
+""" "Unlike anything it was trained on": a classifier trained on drawn colour photos says "not sure" on
 noise and on real photos, stays sure on new drawings of its own kind, and every copy of it (the graph
 with test-time views, a compressed copy with its head re-fitted) carries the same rule."""
 
@@ -51,8 +51,9 @@ def pictures(tmp_path_factory, photos_dir):
 def fast_model(tmp_path_factory, make_dataset, shared_cache_dir):
     root = tmp_path_factory.mktemp("novelty")
     samples = make_dataset(root / "images", per_class=15, seed=7)
-    result = train_image_classifier(samples, "image-classification/fast", root / "model", shared_cache_dir,
-                                    device="cpu", threads=2)
+    result = train_image_classifier(
+        samples, "image-classification/fast", root / "model", shared_cache_dir, device="cpu", threads=2
+    )
     return result.artifact_dir, samples
 
 
@@ -85,23 +86,34 @@ def test_threshold_lets_the_set_fraction_of_held_out_photos_pass():
         NoveltyReference().similarity(X)
 
 
-def test_the_graph_with_test_time_views_gives_the_first_views_familiarity(tmp_path, backbone, shared_cache_dir,
-                                                                           synthetic_samples):
+def test_the_graph_with_test_time_views_gives_the_first_views_familiarity(
+    tmp_path, backbone, shared_cache_dir, synthetic_samples
+):
     template = get_template("image-classification/accurate")
     views = ("identity", "hflip")
     samples = synthetic_samples[::3]
-    extracted = extract_feature_views(backbone, [(s.key, s.path) for s in samples], FeatureCache(shared_cache_dir),
-                                      views=views, features=template.features, threads=2)
+    extracted = extract_feature_views(
+        backbone,
+        [(s.key, s.path) for s in samples],
+        FeatureCache(shared_cache_dir),
+        views=views,
+        features=template.features,
+        threads=2,
+    )
     y = [s.label for s in samples]
     head = LogisticRegressionHead(l2=1e-2).fit(np.concatenate([extracted[v].features for v in views]), y * 2)
     novelty = NoveltyReference().fit(extracted["identity"].features)
-    model = build_classifier_graph(backbone, template, head, views, shared_cache_dir / "graphs", novelty=novelty)
+    model = build_classifier_graph(
+        backbone, template, head, views, shared_cache_dir / "graphs", novelty=novelty
+    )
     session = create_session(model.SerializeToString(), device="cpu")
     got = session.run([FAMILIARITY_OUTPUT], {"image": preprocess_batch([s.path for s in samples])})[0]
     np.testing.assert_allclose(got, novelty.familiarity(extracted["identity"].features), atol=1e-4)
 
 
-def test_a_compressed_copy_refits_its_references_and_threshold_on_its_own_features(fast_model, pictures, tmp_path):
+def test_a_compressed_copy_refits_its_references_and_threshold_on_its_own_features(
+    fast_model, pictures, tmp_path
+):
     from modeldesk.deploy.compress import Candidate, _Runner, _TensorCache
     from modeldesk.deploy.graph import prune_unused
 
@@ -110,8 +122,9 @@ def test_a_compressed_copy_refits_its_references_and_threshold_on_its_own_featur
     artifact = load_artifact(artifact_dir)
     training = [(s.path, s.label) for s in samples if s.split == "train"]
     validation = [(s.path, s.label) for s in samples if s.split != "train"]
-    data = _TensorCache(artifact.spec, [p for p, _ in training], validation, training, artifact.card,
-                        artifact.input_name)
+    data = _TensorCache(
+        artifact.spec, [p for p, _ in training], validation, training, artifact.card, artifact.input_name
+    )
     base = onnx.load(str(artifact.model_path))
     runner = _Runner(prune_unused(base), artifact, data, (1,), 1, tmp_path, head_refitter(artifact.card))
     try:
@@ -120,8 +133,10 @@ def test_a_compressed_copy_refits_its_references_and_threshold_on_its_own_featur
         runner.close()
     assert blob is not None and not row["reason"], row["reason"]
     small = onnx.load_from_string(blob)
-    thresholds = [numpy_helper.to_array(next(i for i in m.graph.initializer if i.name == "head/novelty/threshold"))
-                  for m in (base, small)]
+    thresholds = [
+        numpy_helper.to_array(next(i for i in m.graph.initializer if i.name == "head/novelty/threshold"))
+        for m in (base, small)
+    ]
     assert thresholds[0] != thresholds[1]  # calibrated again, on the 128 px 8-bit features
     session = create_session(blob, device="cpu")
     spec = replace(artifact.spec, size=128)

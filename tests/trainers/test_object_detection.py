@@ -19,8 +19,11 @@ from modeldesk.trainers.object_detection_templates import TEMPLATES
 from .detection_data import make_detection_samples
 
 # A small, quick variant of the fast template: 160 px letterbox, a 10 x 10 grid.
-SMALL = dataclasses.replace(TEMPLATES[0], name="object-detection/test-small",
-                            neck=DetectionNeck(size=160, stride=16, levels=("stride16", "stride32")))
+SMALL = dataclasses.replace(
+    TEMPLATES[0],
+    name="object-detection/test-small",
+    neck=DetectionNeck(size=160, stride=16, levels=("stride16", "stride32")),
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +52,10 @@ def test_image_size_follows_exif_orientation(tmp_path):
 
 def test_average_precision_and_report_on_known_cases():
     truth = [[("a", 0, 0, 10, 10)], [("a", 0, 0, 10, 10)]]
-    perfect = [[{"label": "a", "score": 0.9, "box": [0, 0, 10, 10]}],
-               [{"label": "a", "score": 0.8, "box": [0, 0, 10, 10]}]]
+    perfect = [
+        [{"label": "a", "score": 0.9, "box": [0, 0, 10, 10]}],
+        [{"label": "a", "score": 0.8, "box": [0, 0, 10, 10]}],
+    ]
     report = detection_report(truth, perfect, ["a"], 0.5)
     assert report["map50"] == pytest.approx(1.0) and report["map"] == pytest.approx(1.0)
     assert report["misses"] == 0 and report["false_boxes"] == 0
@@ -68,8 +73,12 @@ def test_average_precision_and_report_on_known_cases():
 
 def test_best_threshold_drops_the_low_scoring_false_boxes():
     truth = [[("a", 0, 0, 10, 10)]]
-    predictions = [[{"label": "a", "score": 0.9, "box": [0, 0, 10, 10]},
-                    {"label": "a", "score": 0.3, "box": [40, 40, 50, 50]}]]
+    predictions = [
+        [
+            {"label": "a", "score": 0.9, "box": [0, 0, 10, 10]},
+            {"label": "a", "score": 0.3, "box": [40, 40, 50, 50]},
+        ]
+    ]
     assert 0.3 < best_threshold(truth, predictions) <= 0.9
 
 
@@ -121,8 +130,12 @@ def test_card_and_predictions_speak_original_pixels(trained, tmp_path):
 
 def test_evaluate_reports_detection_metrics_and_mistakes(trained):
     samples, result = trained
-    metrics = ObjectDetectionTrainer().evaluate(result.artifact_dir, [s for s in samples if s.split != "train"])
-    assert {"map50", "map", "per_class", "precision", "recall", "misses", "false_boxes", "mistakes"} <= set(metrics)
+    metrics = ObjectDetectionTrainer().evaluate(
+        result.artifact_dir, [s for s in samples if s.split != "train"]
+    )
+    assert {"map50", "map", "per_class", "precision", "recall", "misses", "false_boxes", "mistakes"} <= set(
+        metrics
+    )
     assert metrics["map50"] >= 0.8
     assert all(set(m) >= {"key", "truth", "boxes", "misses", "false_boxes"} for m in metrics["images"])
 
@@ -137,10 +150,17 @@ def test_compressed_detector_keeps_its_boxes(trained, tmp_path):
 
     samples, result = trained
     artifact = load_artifact(result.artifact_dir)
-    out = compress_artifact(artifact, tmp_path / "int8", calibration=[s.path for s in samples if s.split == "train"],
-                            validation=judging_photos(samples),
-                            candidates=["int8-qdq-perchannel"], threads=(1,), max_loss=1.0,
-                            metric=compression_metric(artifact), latency_runs=2)
+    out = compress_artifact(
+        artifact,
+        tmp_path / "int8",
+        calibration=[s.path for s in samples if s.split == "train"],
+        validation=judging_photos(samples),
+        candidates=["int8-qdq-perchannel"],
+        threads=(1,),
+        max_loss=1.0,
+        metric=compression_metric(artifact),
+        latency_runs=2,
+    )
     rows = {row["name"]: row for row in out["candidates"]}
     assert rows["fp32"]["accuracy"] >= 0.8 and rows["int8-qdq-perchannel"]["accuracy"] is not None
     assert out["chosen"] == "int8-qdq-perchannel" or "not faster" in rows["int8-qdq-perchannel"]["reason"]
@@ -163,11 +183,13 @@ def test_box_voting_averages_the_overlapping_cells_boxes():
     sides = np.zeros((16, 4))
     scores[5], scores[9], scores[15] = 0.9, 0.6, 0.8
     sides[5] = np.log([10, 10, 12, 12])  # cell 5 at (24, 24): box 14..36 x 14..36
-    sides[9] = np.log([8, 24, 16, 2])    # cell 9 at (24, 40): box 16..40 x 16..42 (IoU 0.56: NMS drops it)
-    sides[15] = np.log([4, 4, 4, 4])     # cell 15 at (56, 56): a small box far away
+    sides[9] = np.log([8, 24, 16, 2])  # cell 9 at (24, 40): box 16..40 x 16..42 (IoU 0.56: NMS drops it)
+    sides[15] = np.log([4, 4, 4, 4])  # cell 15 at (56, 56): a small box far away
     plain = detect_numpy(scores, sides - np.log(16), points, 16, 64, 64, 64, ["a"], vote_iou=None)
     voted = detect_numpy(scores, sides - np.log(16), points, 16, 64, 64, 64, ["a"], vote_iou=0.5)
     assert [p["score"] for p in plain] == [0.9, 0.8] == [p["score"] for p in voted]
     np.testing.assert_allclose(plain[0]["box"], [14, 14, 36, 36])
-    np.testing.assert_allclose(voted[0]["box"], (0.9 * np.array([14, 14, 36, 36]) + 0.6 * np.array([16, 16, 40, 42])) / 1.5)
+    np.testing.assert_allclose(
+        voted[0]["box"], (0.9 * np.array([14, 14, 36, 36]) + 0.6 * np.array([16, 16, 40, 42])) / 1.5
+    )
     np.testing.assert_allclose(voted[1]["box"], plain[1]["box"])

@@ -24,7 +24,11 @@ def test_the_eta_starts_from_the_plan_and_follows_the_pace_as_the_bar_fills(cloc
     assert seen[-1] == ("Extracting features", 0.0, 50.0, None)  # what is left of the plan
     clock[0] = 120.0
     report("Training", 0.5, {"loss": 1.0})  # the bar says 20 s more, the plan 40 s: halfway between
-    assert seen[-1][:2] == ("Training", 0.5) and seen[-1][2] == pytest.approx(30.0) and seen[-1][3] == {"loss": 1.0}
+    assert (
+        seen[-1][:2] == ("Training", 0.5)
+        and seen[-1][2] == pytest.approx(30.0)
+        and seen[-1][3] == {"loss": 1.0}
+    )
     clock[0] = 190.0
     report("Evaluating", 0.9)  # past the plan: only the pace is left
     assert seen[-1][2] == pytest.approx(0.9 * 90 * 0.1 / 0.9)

@@ -1,4 +1,5 @@
 """The HTML evaluation report: self-contained, escaped, with its charts and thumbnails."""
+
 import base64
 import io
 import re
@@ -34,7 +35,9 @@ class _Collector(HTMLParser):
         self.attrs.extend(attrs)
 
     def handle_endtag(self, tag):
-        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        assert self.stack and self.stack[-1] == tag, (
+            f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        )
         self.stack.pop()
 
     def handle_data(self, data):
@@ -206,10 +209,15 @@ def test_the_interval_and_the_final_fit_are_stated(evaluation):
     metrics = dict(evaluation[0])
     n = metrics["n"]
     metrics["interval"] = accuracy_interval(round(metrics["accuracy"] * n), n)
-    metrics["final_model"] = {"samples": n + 40, "text": f"The final model was trained on all {n + 40} labeled "
-                              "images, after this evaluation, so it has seen the test images too."}
+    metrics["final_model"] = {
+        "samples": n + 40,
+        "text": f"The final model was trained on all {n + 40} labeled "
+        "images, after this evaluation, so it has seen the test images too.",
+    }
     html = render_html_report(title="t", metrics=metrics)
-    assert metrics["interval"]["text"].replace(" out of ", " times out of ") in html and "90% confidence" in html
+    assert (
+        metrics["interval"]["text"].replace(" out of ", " times out of ") in html and "90% confidence" in html
+    )
     assert f"trained on all {n + 40} labeled images" in html
     assert ("too few to tell apart" in html) == metrics["interval"]["too_wide"]
 

@@ -46,8 +46,12 @@ def write_clips(folder: Path, seed: int, per_kind: int, rate: int = 16000) -> li
 def samples_of(clips, splits=("train", "train", "val", "test")) -> list[LabeledSample]:
     import hashlib
 
-    return [LabeledSample(hashlib.sha256(path.read_bytes()).hexdigest(), str(path), label,
-                          splits[i % len(splits)]) for i, (path, label) in enumerate(clips)]
+    return [
+        LabeledSample(
+            hashlib.sha256(path.read_bytes()).hexdigest(), str(path), label, splits[i % len(splits)]
+        )
+        for i, (path, label) in enumerate(clips)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +61,9 @@ def trained(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("sound")
     clips = write_clips(root / "data", seed=0, per_kind=8, rate=8000)
-    result = SoundClassificationTrainer().train(samples_of(clips), "sound-classification/fast", root / "model",
-                                                root / "cache", device="cpu")
+    result = SoundClassificationTrainer().train(
+        samples_of(clips), "sound-classification/fast", root / "model", root / "cache", device="cpu"
+    )
     return root, result
 
 
@@ -71,7 +76,8 @@ def test_backbone_equals_the_packages_own_windowed_pipeline():
     rng = np.random.default_rng(3)
     waveform = load_waveform(wav_bytes(make_clip("chirp", rng), 16000), AudioSpec(min_seconds=1.5))
     embeddings, logmel = create_session(backbone_model().SerializeToString(), device="cpu").run(
-        None, {"waveform": waveform[None]})
+        None, {"waveform": waveform[None]}
+    )
     mel_path, embedding_path = package_files()
     mel = MelSpectrogramFrontend(mel_path)(waveform[None] * INPUT_SCALE)
     reference = SpeechEmbedding(embedding_path).extract_embeddings(mel)[0]
@@ -98,9 +104,13 @@ def test_small_data_is_augmented_with_the_background_class(tmp_path):
     from modeldesk.trainers.sound_classification import SoundClassificationTrainer
 
     clips = write_clips(tmp_path / "data", seed=5, per_kind=5)
-    result = SoundClassificationTrainer().train(samples_of(clips, ("train", "train", "train", "test", "test")),
-                                                "sound-classification/accurate", tmp_path / "m", tmp_path / "c",
-                                                device="cpu")
+    result = SoundClassificationTrainer().train(
+        samples_of(clips, ("train", "train", "train", "test", "test")),
+        "sound-classification/accurate",
+        tmp_path / "m",
+        tmp_path / "c",
+        device="cpu",
+    )
     views = result.metrics["augmented_views"]
     assert {"quiet", "loud", "early", "late"} <= set(views)
     assert any(v.startswith("noise-") for v in views)
@@ -142,17 +152,29 @@ def test_exported_model_and_service_answer_exactly_as_the_app(tmp_path):
         assert {c["name"] for c in compressed["candidates"]} == {"fp32", "int8-qdq-perchannel"}
         assert all(c["accuracy"] is not None for c in compressed["candidates"]), compressed["candidates"]
         from_export = Predictor(exported["path"], device="cpu").predict(clips)
-        with TestClient(create_app(exported["path"], device="cpu"), base_url="http://127.0.0.1:8000") as client:
-            upload = client.post("/v1/predict", files=[("file", (p.name, p.read_bytes(), "audio/wav")) for p in clips[:1]])
-            as_json = client.post("/v1/predict", json={"audio": base64.b64encode(clips[1].read_bytes()).decode()})
-            bad = client.post("/v1/predict", files=[("file", ("song.mp3", b"ID3\x03" + b"\x00" * 64, "audio/mpeg"))])
+        with TestClient(
+            create_app(exported["path"], device="cpu"), base_url="http://127.0.0.1:8000"
+        ) as client:
+            upload = client.post(
+                "/v1/predict", files=[("file", (p.name, p.read_bytes(), "audio/wav")) for p in clips[:1]]
+            )
+            as_json = client.post(
+                "/v1/predict", json={"audio": base64.b64encode(clips[1].read_bytes()).decode()}
+            )
+            bad = client.post(
+                "/v1/predict", files=[("file", ("song.mp3", b"ID3\x03" + b"\x00" * 64, "audio/mpeg"))]
+            )
             console = client.get("/").text
         assert upload.status_code == 200 and as_json.status_code == 200
         for a, b in zip(in_app, from_export):
             assert a["label"] == b["label"] and a["scores"] == b["scores"]
         assert upload.json()["predictions"][0]["scores"] == in_app[0]["scores"]
         assert as_json.json()["predictions"][0]["scores"] == in_app[1]["scores"]
-        assert bad.status_code == 422 and "MP3" in bad.json()["error"] and "WAV files work" in bad.json()["error"]
+        assert (
+            bad.status_code == 422
+            and "MP3" in bad.json()["error"]
+            and "WAV files work" in bad.json()["error"]
+        )
         assert 'id="record"' in console and "encodeWav" in console  # the console can record a clip
     finally:
         ws.close()
@@ -177,13 +199,32 @@ def test_bundle_serves_a_clip_in_a_fresh_venv_without_modeldesk(trained, tmp_pat
     bundle = build_bundle(result.artifact_dir, tmp_path / "bundle")
     subprocess.run([sys.executable, "-m", "venv", str(bundle / ".venv")], check=True)
     python = bundle / ".venv" / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
-                    str(bundle / "requirements.txt")], check=True, timeout=600)
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "-r",
+            str(bundle / "requirements.txt"),
+        ],
+        check=True,
+        timeout=600,
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELDESK_TOKEN")}
-    assert subprocess.run([str(python), "-c", "import modeldesk"], capture_output=True, env=env).returncode != 0
+    assert (
+        subprocess.run([str(python), "-c", "import modeldesk"], capture_output=True, env=env).returncode != 0
+    )
     port = _free_port()
-    process = subprocess.Popen([str(python), "server.py", "--port", str(port), "--threads", "1"], cwd=bundle,
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [str(python), "server.py", "--port", str(port), "--threads", "1"],
+        cwd=bundle,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
@@ -196,8 +237,14 @@ def test_bundle_serves_a_clip_in_a_fresh_venv_without_modeldesk(trained, tmp_pat
                 assert time.monotonic() < deadline, "the bundle's server did not become ready"
                 time.sleep(0.3)
         clip = root / "data" / "chirp" / "chirp3.wav"
-        answer = subprocess.run([str(python), "client.py", str(clip), "--url", url], cwd=bundle,
-                                capture_output=True, text=True, env=env, timeout=60)
+        answer = subprocess.run(
+            [str(python), "client.py", str(clip), "--url", url],
+            cwd=bundle,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert answer.returncode == 0, answer.stderr
         prediction = json.loads(answer.stdout)["predictions"][0]
         expected = Predictor(result.artifact_dir, device="cpu").predict([clip])[0]

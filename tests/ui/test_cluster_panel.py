@@ -5,17 +5,36 @@ import pytest
 from modeldesk.ui.widgets.cluster_panel import ClusterPanel, worker_line
 
 WORKERS = [
-    {"name": "lab-pc", "host": "lab-pc", "cores": 8, "gpus": 1, "measured": {"items_per_s": 41.2}, "refused": None},
+    {
+        "name": "lab-pc",
+        "host": "lab-pc",
+        "cores": 8,
+        "gpus": 1,
+        "measured": {"items_per_s": 41.2},
+        "refused": None,
+    },
     {"name": "w2", "host": "old-laptop", "cores": 2, "gpus": 0, "measured": None, "refused": None},
-    {"name": "w3", "host": "w3", "cores": 4, "gpus": 0, "measured": None,
-     "refused": "it runs onnxruntime 1.17.0 (this app: 1.20.0)"},
+    {
+        "name": "w3",
+        "host": "w3",
+        "cores": 4,
+        "gpus": 0,
+        "measured": None,
+        "refused": "it runs onnxruntime 1.17.0 (this app: 1.20.0)",
+    },
 ]
 
 
 def test_a_plan_with_cluster_workers_is_said_in_words():
     from modeldesk.ui.wording import plan_device_words
 
-    plan = {"devices": [{"name": "cpu"}, {"name": "dask:tcp://10.0.0.5:40001"}, {"name": "dask:tcp://10.0.0.6:40001"}]}
+    plan = {
+        "devices": [
+            {"name": "cpu"},
+            {"name": "dask:tcp://10.0.0.5:40001"},
+            {"name": "dask:tcp://10.0.0.6:40001"},
+        ]
+    }
     assert plan_device_words(plan) == "on the CPU + 2 cluster workers"
 
 
@@ -52,11 +71,14 @@ def test_the_train_page_lists_the_workspace_cluster_s_workers(qtbot, ws, open_pa
     distributed = pytest.importorskip("distributed")
     from modeldesk.ui.pages.train import TrainPage
 
-    with distributed.LocalCluster(n_workers=2, processes=False, protocol="tcp", host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=None
+    ) as cluster:
         ws.use_cluster(cluster.scheduler_address)
         page = open_page(TrainPage, ws)
-        qtbot.waitUntil(lambda: page.cluster.isVisible() and "(2 workers)" in page.cluster.use.text(), timeout=30000)
+        qtbot.waitUntil(
+            lambda: page.cluster.isVisible() and "(2 workers)" in page.cluster.use.text(), timeout=30000
+        )
         assert page.cluster.workers.text().count("speed measured on first use") == 2
         assert page.cluster.cluster_choice() is None
         page.cluster.use.setChecked(False)

@@ -135,8 +135,9 @@ def test_import_can_be_cancelled(qtbot, ws, tmp_path, make_images, make_page):
     assert ws.stats("fruit")["samples"] < 300
 
 
-def test_event_loop_stays_responsive_while_importing_2000_images(qtbot, ws, tmp_path, make_images,
-                                                                latency_probe, ui_thread_calls, make_page):
+def test_event_loop_stays_responsive_while_importing_2000_images(
+    qtbot, ws, tmp_path, make_images, latency_probe, ui_thread_calls, make_page
+):
     folder = make_images(tmp_path / "big", {"red": 700, "green": 700, "blue": 600}, size=12)
     ws.create_project("big", "image-classification")
     page = make_page("big")
@@ -226,10 +227,13 @@ def test_webcam_photos_go_into_the_chosen_class(qtbot, ws, classification_projec
     page.resize(1000, 700)
     show_widget(page)
     page.set_project(classification_project)
-    qtbot.waitUntil(lambda: page.capture is not None and page.capture.isVisible() and page.is_idle(), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: page.capture is not None and page.capture.isVisible() and page.is_idle(), timeout=10_000
+    )
     capture = page.capture
-    qtbot.waitUntil(lambda: capture.preview.pixmap() is not None and not capture.preview.pixmap().isNull(),
-                    timeout=10_000)  # the live preview runs
+    qtbot.waitUntil(
+        lambda: capture.preview.pixmap() is not None and not capture.preview.pixmap().isNull(), timeout=10_000
+    )  # the live preview runs
     capture.classes.setCurrentText("green")
     before = ws.stats("fruit")["labels"]["green"]
     capture.button.pressed.emit()  # hold ...

@@ -12,6 +12,7 @@ from modeldesk.ui.pages.deploy import DeployPage
 from modeldesk.ui.widgets.camera import cameras
 from modeldesk.ui.wording import candidate_words, chosen_words, human_size, top_scores, verdict, why_words
 
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, make_images):
     """A workspace with project 'colors' and one model trained by the real trainer; a fresh photo."""
@@ -48,20 +49,34 @@ def test_plain_words():
     assert candidate_words("fp32") == "Original"
     assert candidate_words("int8-qdq-perchannel-192") == "8-bit, 192 px (qdq, per channel)"
     # every part of a name is said in words, the recipes compression adds included
-    assert candidate_words("int8-qdq-perchannel-176-refit") == "8-bit, 176 px, head re-fitted (qdq, per channel)"
-    assert candidate_words("int8-qop-perchannel-1view-refit") == \
-        "8-bit, one pass per photo, head re-fitted (qop, per channel)"
+    assert (
+        candidate_words("int8-qdq-perchannel-176-refit") == "8-bit, 176 px, head re-fitted (qdq, per channel)"
+    )
+    assert (
+        candidate_words("int8-qop-perchannel-1view-refit")
+        == "8-bit, one pass per photo, head re-fitted (qop, per channel)"
+    )
     assert candidate_words("fp32-160-refit") == "Full precision, 160 px, head re-fitted"
-    assert candidate_words("int8-qdq-perchannel-keepfirst") == "8-bit (qdq, per channel, first layers in float)"
+    assert (
+        candidate_words("int8-qdq-perchannel-keepfirst") == "8-bit (qdq, per channel, first layers in float)"
+    )
     assert chosen_words("int8-qdq-perchannel-176-refit") == "8-bit numbers, photos at 176 px, head re-fitted"
     assert chosen_words("fp32") == "the original"
     assert verdict({"kept": True, "code": "kept"}) == "✓ Kept"
-    assert verdict({"code": "less_accurate", "reason": "rejected: accuracy 0.5 is more than 1 point"}) == "Less accurate"
-    tie = {"code": "as_fast_less_accurate", "reason": "about as fast as int8-refit (within 5%) but less accurate"}
+    assert (
+        verdict({"code": "less_accurate", "reason": "rejected: accuracy 0.5 is more than 1 point"})
+        == "Less accurate"
+    )
+    tie = {
+        "code": "as_fast_less_accurate",
+        "reason": "about as fast as int8-refit (within 5%) but less accurate",
+    }
     assert verdict(tie) == "Less accurate"
     assert why_words(tie) == "About as fast as the kept copy, but less accurate"
     assert top_scores({"label": "a", "score": 0.6, "scores": {"b": 0.3, "a": 0.6, "c": 0.1}}, k=2) == [
-        ("a", 0.6), ("b", 0.3)]
+        ("a", 0.6),
+        ("b", 0.3),
+    ]
 
 
 def test_dropping_a_photo_shows_the_prediction(qtbot, page, trained):
@@ -75,7 +90,8 @@ def test_dropping_a_photo_shows_the_prediction(qtbot, page, trained):
     assert page.answer.text().startswith("green")
     assert page.scores.rows[0][0] == "green"
     assert [score for _, (score,) in page.scores.rows] == sorted(
-        (score for _, (score,) in page.scores.rows), reverse=True)
+        (score for _, (score,) in page.scores.rows), reverse=True
+    )
 
 
 def test_a_photo_unlike_the_training_ones_is_answered_not_sure(qtbot, page, tmp_path):
@@ -103,7 +119,9 @@ def test_service_starts_answers_and_stops(qtbot, page, trained):
     assert QGuiApplication.clipboard().text() == url
     assert "v1/predict" in page.service_hint.text()
     with open(photo, "rb") as stream:
-        answer = httpx.post(url + "v1/predict", files={"file": ("photo.png", stream, "image/png")}, timeout=30)
+        answer = httpx.post(
+            url + "v1/predict", files={"file": ("photo.png", stream, "image/png")}, timeout=30
+        )
     assert answer.status_code == 200, answer.text
     assert "green" in answer.text
     with qtbot.waitSignal(page.status_changed, timeout=30000):
@@ -141,21 +159,53 @@ def test_compression_can_be_cancelled(qtbot, page, tmp_path):
 
 
 def test_candidates_table_from_a_compression_result(qtbot, page):
-    result = {"path": "/x/colors-model-small", "size_bytes": 5_079_629, "chosen": "int8-qdq-perchannel-192",
-              "accuracy_fp32": 1.0, "accuracy_compressed": 1.0, "speedup": 3.5, "candidates": [
-                  {"name": "fp32", "size_bytes": 18_559_379, "latency_ms": 17.2, "accuracy": 1.0, "kept": False,
-                   "reason": "accurate enough but slower than int8-qdq-perchannel-192", "code": "slower"},
-                  {"name": "int8-qdq-pertensor", "size_bytes": 4_791_073, "latency_ms": 9.2, "accuracy": 0.83,
-                   "kept": False, "reason": "rejected: accuracy 0.8333 is more than 1 point(s) below fp32",
-                   "code": "less_accurate"},
-                  {"name": "int8-qdq-perchannel-192", "size_bytes": 5_077_552, "latency_ms": 4.9, "accuracy": 1.0,
-                   "kept": True, "reason": "kept: fastest within the accuracy limit", "code": "kept"}]}
+    result = {
+        "path": "/x/colors-model-small",
+        "size_bytes": 5_079_629,
+        "chosen": "int8-qdq-perchannel-192",
+        "accuracy_fp32": 1.0,
+        "accuracy_compressed": 1.0,
+        "speedup": 3.5,
+        "candidates": [
+            {
+                "name": "fp32",
+                "size_bytes": 18_559_379,
+                "latency_ms": 17.2,
+                "accuracy": 1.0,
+                "kept": False,
+                "reason": "accurate enough but slower than int8-qdq-perchannel-192",
+                "code": "slower",
+            },
+            {
+                "name": "int8-qdq-pertensor",
+                "size_bytes": 4_791_073,
+                "latency_ms": 9.2,
+                "accuracy": 0.83,
+                "kept": False,
+                "reason": "rejected: accuracy 0.8333 is more than 1 point(s) below fp32",
+                "code": "less_accurate",
+            },
+            {
+                "name": "int8-qdq-perchannel-192",
+                "size_bytes": 5_077_552,
+                "latency_ms": 4.9,
+                "accuracy": 1.0,
+                "kept": True,
+                "reason": "kept: fastest within the accuracy limit",
+                "code": "kept",
+            },
+        ],
+    }
     page._show_export(result, compress=True, bundle=False)
-    assert "smaller, faster copy" in page.export_result.text() and "8-bit numbers" in page.export_result.text()
+    assert (
+        "smaller, faster copy" in page.export_result.text() and "8-bit numbers" in page.export_result.text()
+    )
     assert not page.candidates.isVisible(), "the versions tried are behind Show details"
     page.export_card.details.click()
     assert page.candidates.isVisible() and page.candidates.rowCount() == 3
-    assert "more accuracy than allowed" in page.candidates.item(1, 5).text()  # every version not kept says why
+    assert (
+        "more accuracy than allowed" in page.candidates.item(1, 5).text()
+    )  # every version not kept says why
     assert "slower than the kept copy" in page.candidates.item(0, 5).text()
     assert "fp32" not in page.candidates.item(0, 5).text() + page.candidates.item(1, 5).text()
     assert "below fp32" in page.candidates.item(1, 5).toolTip()  # the technical reason stays in the tooltip
@@ -168,14 +218,37 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
 
 
 def test_in_a_narrow_window_the_reasons_wrap_and_rows_grow_to_show_them(qtbot, page):
-    long_reason = {"name": "fp32-160-refit", "size_bytes": 15_036_000, "latency_ms": 3.6, "accuracy": 0.95,
-                   "kept": False, "reason": "rejected: accuracy 0.95 is more than 1 point(s) below fp32",
-                   "code": "less_accurate"}
-    kept = {"name": "int8-qdq-perchannel-1view-refit", "size_bytes": 6_803_000, "latency_ms": 2.3,
-            "accuracy": 0.98, "kept": True, "reason": "kept: fastest within the accuracy limit", "code": "kept"}
-    page._show_export({"path": "/x/small", "size_bytes": 6_803_000, "chosen": kept["name"], "accuracy_fp32": 0.97,
-                       "accuracy_compressed": 0.98, "speedup": 5.1, "candidates": [long_reason, kept]},
-                      compress=True, bundle=False)
+    long_reason = {
+        "name": "fp32-160-refit",
+        "size_bytes": 15_036_000,
+        "latency_ms": 3.6,
+        "accuracy": 0.95,
+        "kept": False,
+        "reason": "rejected: accuracy 0.95 is more than 1 point(s) below fp32",
+        "code": "less_accurate",
+    }
+    kept = {
+        "name": "int8-qdq-perchannel-1view-refit",
+        "size_bytes": 6_803_000,
+        "latency_ms": 2.3,
+        "accuracy": 0.98,
+        "kept": True,
+        "reason": "kept: fastest within the accuracy limit",
+        "code": "kept",
+    }
+    page._show_export(
+        {
+            "path": "/x/small",
+            "size_bytes": 6_803_000,
+            "chosen": kept["name"],
+            "accuracy_fp32": 0.97,
+            "accuracy_compressed": 0.98,
+            "speedup": 5.1,
+            "candidates": [long_reason, kept],
+        },
+        compress=True,
+        bundle=False,
+    )
     page.export_card.details.click()
     page.resize(760, 540)
     table = page.candidates
@@ -184,18 +257,43 @@ def test_in_a_narrow_window_the_reasons_wrap_and_rows_grow_to_show_them(qtbot, p
     def whole():
         return all(table.rowHeight(r) >= table.sizeHintForRow(r) for r in range(table.rowCount()))
 
-    qtbot.waitUntil(lambda: table.columnWidth(5) < table.fontMetrics().horizontalAdvance(table.item(0, 5).text()))
+    qtbot.waitUntil(
+        lambda: table.columnWidth(5) < table.fontMetrics().horizontalAdvance(table.item(0, 5).text())
+    )
     qtbot.waitUntil(whole, timeout=2000)  # the wrapped reason is not cut
     assert table.rowHeight(0) > table.rowHeight(1)
 
 
 def test_a_detector_s_compression_is_scored_in_boxes_not_answers(qtbot, page):
-    result = {"path": "/x/boxes-model-small", "size_bytes": 3_000_000, "chosen": "int8-qdq-perchannel",
-              "metric": "map50", "accuracy_fp32": 0.84, "accuracy_compressed": 0.83, "speedup": 2.1, "candidates": [
-                  {"name": "fp32", "size_bytes": 12_000_000, "latency_ms": 40.0, "accuracy": 0.84, "kept": False,
-                   "reason": "slower", "code": "slower"},
-                  {"name": "int8-qdq-perchannel", "size_bytes": 3_000_000, "latency_ms": 19.0, "accuracy": 0.83,
-                   "kept": True, "reason": "kept", "code": "kept"}]}
+    result = {
+        "path": "/x/boxes-model-small",
+        "size_bytes": 3_000_000,
+        "chosen": "int8-qdq-perchannel",
+        "metric": "map50",
+        "accuracy_fp32": 0.84,
+        "accuracy_compressed": 0.83,
+        "speedup": 2.1,
+        "candidates": [
+            {
+                "name": "fp32",
+                "size_bytes": 12_000_000,
+                "latency_ms": 40.0,
+                "accuracy": 0.84,
+                "kept": False,
+                "reason": "slower",
+                "code": "slower",
+            },
+            {
+                "name": "int8-qdq-perchannel",
+                "size_bytes": 3_000_000,
+                "latency_ms": 19.0,
+                "accuracy": 0.83,
+                "kept": True,
+                "reason": "kept",
+                "code": "kept",
+            },
+        ],
+    }
     page._show_export(result, compress=True, bundle=False)
     text = page.export_result.text()
     assert "box score (mAP50) 83% against 84%" in text and "of the time" not in text
@@ -243,6 +341,8 @@ def test_an_export_folder_that_no_program_opens_is_said(qtbot, page, monkeypatch
 
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: False)
     errors = []
-    monkeypatch.setattr(page, "report_error", lambda title, message, details=None: errors.append((title, message)))
+    monkeypatch.setattr(
+        page, "report_error", lambda title, message, details=None: errors.append((title, message))
+    )
     page.export_card.open_link(QUrl.fromLocalFile(str(tmp_path)).toString())
     assert errors and errors[0][0] == "Could not open the folder" and str(tmp_path) in errors[0][1]

@@ -10,6 +10,7 @@ from modeldesk.app.workspace import Workspace
 from modeldesk.ui.pages.evaluate_page import EvaluatePage
 from modeldesk.ui.wording import headline, most_confused, per_class_rows
 
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, make_images):
     """A workspace whose project 'colors' has two models trained by the real trainer."""
@@ -28,8 +29,11 @@ def test_plain_words():
     assert headline(0.97) == "Right 97 times out of 100"
     assert headline(0.9, n=30) == "Right 27 times out of 30"
     assert headline(None) == "No accuracy measured yet"
-    report = {"labels": ["a", "b", "c"], "confusion": [[5, 2, 0], [1, 6, 0], [0, 3, 4]],
-              "per_class": {"a": {"precision": 0.8, "recall": 0.7}, "b": {"precision": 0.5, "recall": 0.9}}}
+    report = {
+        "labels": ["a", "b", "c"],
+        "confusion": [[5, 2, 0], [1, 6, 0], [0, 3, 4]],
+        "per_class": {"a": {"precision": 0.8, "recall": 0.7}, "b": {"precision": 0.5, "recall": 0.9}},
+    }
     assert most_confused(report) == ("c", "b", 3)
     assert per_class_rows(report) == [("a", (0.8, 0.7)), ("b", (0.5, 0.9))]
     assert most_confused({"labels": ["a", "b"], "confusion": [[3, 0], [0, 2]]}) is None
@@ -74,9 +78,10 @@ def test_mistakes_show_thumbnails_and_clicking_one_asks_to_relabel(qtbot, open_p
     sid_a, sid_b = ws.store.sample_ids(project, label="red")[:2]
     report = dict(ws.model_report(second))
     # as the trainer writes them: "key" is the media hash; the first also carries its sample id
-    report["mistakes"] = [{"key": "x", "sample_id": sid_a, "true": "red", "predicted": "blue", "score": 0.7},
-                          {"key": ws.store.get_sample(sid_b).content_hash, "true": "red", "predicted": "green",
-                           "score": 0.6}]
+    report["mistakes"] = [
+        {"key": "x", "sample_id": sid_a, "true": "red", "predicted": "blue", "score": 0.7},
+        {"key": ws.store.get_sample(sid_b).content_hash, "true": "red", "predicted": "green", "score": 0.6},
+    ]
     monkeypatch.setattr(ws, "model_report", lambda model_id: report)
     page = open_page(EvaluatePage, ws)
     page.set_project("colors")
@@ -110,7 +115,9 @@ def test_a_report_that_no_program_opens_is_said_with_its_path(qtbot, open_page, 
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: False)  # no browser on this computer
     page = open_page(EvaluatePage, ws)
     errors = []
-    monkeypatch.setattr(page, "report_error", lambda title, message, details=None: errors.append((title, message)))
+    monkeypatch.setattr(
+        page, "report_error", lambda title, message, details=None: errors.append((title, message))
+    )
     page.set_project("colors")
     qtbot.waitUntil(lambda: page.model_id is not None, timeout=10000)
     qtbot.mouseClick(page.report_button, Qt.LeftButton)
@@ -121,9 +128,19 @@ def test_a_report_that_no_program_opens_is_said_with_its_path(qtbot, open_page, 
 def test_detection_reports_read_in_plain_words():
     from modeldesk.ui.pages.detection_summary import detection_words, mistake_caption
 
-    hero, detail, advice = detection_words({"map50": 0.74, "map": 0.2, "recall": 0.7, "precision": 0.8,
-                                            "n": 26, "boxes": 30, "threshold": 0.5, "misses": 9,
-                                            "false_boxes": 5})
+    hero, detail, advice = detection_words(
+        {
+            "map50": 0.74,
+            "map": 0.2,
+            "recall": 0.7,
+            "precision": 0.8,
+            "n": 26,
+            "boxes": 30,
+            "threshold": 0.5,
+            "misses": 9,
+            "false_boxes": 5,
+        }
+    )
     assert hero.startswith("Finds 70 of 100 objects") and "mAP50 0.74" in detail
     assert "<b>9</b>" in advice and "<b>5</b>" in advice
     caption, tip = mistake_caption({"key": "k", "misses": [[0, 0, 5, 5, "a"]], "false_boxes": []})

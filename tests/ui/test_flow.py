@@ -20,14 +20,18 @@ from modeldesk.ui.pages.data_page import DataPage
 COLORS = {"red": (200, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 200)}
 
 
-def write_photos(folder: Path, per_class: int, unlabeled_per_class: int = 0, size: int = 64, seed: int = 0) -> Path:
+def write_photos(
+    folder: Path, per_class: int, unlabeled_per_class: int = 0, size: int = 64, seed: int = 0
+) -> Path:
     """``folder/<colour>/*.png`` plus ``folder/loose_<colour>_<i>.png`` files without a class folder."""
     rng = np.random.default_rng(seed)
     for label, rgb in COLORS.items():
         (folder / label).mkdir(parents=True, exist_ok=True)
         for i in range(per_class + unlabeled_per_class):
             pixels = np.clip(np.array(rgb) + rng.normal(0, 25, (size, size, 3)), 0, 255).astype(np.uint8)
-            target = folder / label / f"{label}_{i}.png" if i < per_class else folder / f"loose_{label}_{i}.png"
+            target = (
+                folder / label / f"{label}_{i}.png" if i < per_class else folder / f"loose_{label}_{i}.png"
+            )
             Image.fromarray(pixels).save(target)
     return folder
 
@@ -55,7 +59,9 @@ def cleanup_jobs(ws):
 
 def test_whole_flow_through_the_window(qtbot, ws, show_widget, tmp_path, cleanup_jobs):
     window = make_window(show_widget, ws)
-    new_project_with_folder(qtbot, window, "Colours", write_photos(tmp_path / "photos", 6, unlabeled_per_class=2))
+    new_project_with_folder(
+        qtbot, window, "Colours", write_photos(tmp_path / "photos", 6, unlabeled_per_class=2)
+    )
     assert ws.stats("Colours")["labeled"] == 18 and ws.stats("Colours")["samples"] == 24
 
     # Label the 6 loose photos with the number keys, unlabeled first.
@@ -102,8 +108,9 @@ def test_whole_flow_through_the_window(qtbot, ws, show_widget, tmp_path, cleanup
         qtbot.mouseClick(deploy.service_button, Qt.LeftButton)
     photo = next((tmp_path / "photos" / "red").glob("*.png"))
     with open(photo, "rb") as stream:
-        answer = httpx.post(deploy.service.url + "v1/predict", files={"file": (photo.name, stream, "image/png")},
-                            timeout=30)
+        answer = httpx.post(
+            deploy.service.url + "v1/predict", files={"file": (photo.name, stream, "image/png")}, timeout=30
+        )
     assert answer.status_code == 200, answer.text
     assert "red" in answer.text
     url = deploy.service.url
@@ -114,8 +121,9 @@ def test_whole_flow_through_the_window(qtbot, ws, show_widget, tmp_path, cleanup
 
 
 @pytest.mark.slow
-def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, show_widget, tmp_path, latency_probe,
-                                                               ui_thread_calls, cleanup_jobs):
+def test_ui_thread_stays_responsive_while_training_and_importing(
+    qtbot, ws, show_widget, tmp_path, latency_probe, ui_thread_calls, cleanup_jobs
+):
     window = make_window(show_widget, ws)
     new_project_with_folder(qtbot, window, "Colours", write_photos(tmp_path / "photos", 8))
     big = tmp_path / "big"
@@ -142,10 +150,14 @@ def test_ui_thread_stays_responsive_while_training_and_importing(qtbot, ws, show
     assert ws.job(train.job_id)["state"] == "done"
     assert data.last_report["added"] == 2000
     assert latency_probe.ticks > 50
-    print(f"longest event-loop gaps (ms wall): {sorted(round(g) for g in latency_probe.gaps_ms)[-5:]}, "
-          f"most UI-thread CPU in one gap: {latency_probe.max_cpu_ms:.0f} ms")
+    print(
+        f"longest event-loop gaps (ms wall): {sorted(round(g) for g in latency_probe.gaps_ms)[-5:]}, "
+        f"most UI-thread CPU in one gap: {latency_probe.max_cpu_ms:.0f} ms"
+    )
     # Measures a busy machine cannot fail: the UI thread never waited on the workspace (every
     # Workspace call ran in a worker thread), and never computed for long between two event-loop turns
     # (CPU time of the UI thread, which other processes do not stretch).
     assert calls.calls == [], f"Workspace calls on the UI thread: {calls.calls}"
-    assert latency_probe.max_cpu_ms < 100, f"the UI thread computed {latency_probe.max_cpu_ms:.0f} ms in one go"
+    assert latency_probe.max_cpu_ms < 100, (
+        f"the UI thread computed {latency_probe.max_cpu_ms:.0f} ms in one go"
+    )

@@ -188,7 +188,9 @@ def test_many_qt_calls_do_not_exhaust_none_and_true(qtbot):
     assert sys.getrefcount(None) >= before - 1000  # a leak would have taken ~200,000
 
 
-def test_a_mistake_clicked_after_visiting_label_opens_that_sample(qtbot, ws, make_window, classification_project):
+def test_a_mistake_clicked_after_visiting_label_opens_that_sample(
+    qtbot, ws, make_window, classification_project
+):
     window = make_window()
     window.set_project("fruit")
     window.show_page("label")
@@ -202,8 +204,9 @@ def test_a_mistake_clicked_after_visiting_label_opens_that_sample(qtbot, ws, mak
     assert label.sample.id == target
 
 
-def test_a_finished_run_selects_its_model_everywhere_unless_the_user_picked_one(qtbot, ws, make_window,
-                                                                                classification_project):
+def test_a_finished_run_selects_its_model_everywhere_unless_the_user_picked_one(
+    qtbot, ws, make_window, classification_project
+):
     store = ws.store
     for name in ("old", "new", "newer"):
         store.add_model("fruit", name, ws.paths.models / name, "image-classification/fast", {"accuracy": 0.5})
@@ -263,13 +266,21 @@ def test_rename_and_delete_a_project_from_the_sidebar(qtbot, ws, make_window, cl
     assert window.project == "orchard" and "orchard" in [p["name"] for p in ws.list_projects()]
     assert ws.stats("orchard")["samples"] == 34
     window.ask_delete_project()
-    qtbot.waitUntil(lambda: window.question is not None and window.question.isVisible()
-                    and "Delete project" in window.question.windowTitle(), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: (
+            window.question is not None
+            and window.question.isVisible()
+            and "Delete project" in window.question.windowTitle()
+        ),
+        timeout=10_000,
+    )
     assert "34 samples" in window.question.text()  # it says what will be lost
     window.question.button(window.question.StandardButton.Cancel).click()
     assert "orchard" in [p["name"] for p in ws.list_projects()]
     window.ask_delete_project()
-    qtbot.waitUntil(lambda: "34 samples" in window.question.text() and window.question.isVisible(), timeout=10_000)
+    qtbot.waitUntil(
+        lambda: "34 samples" in window.question.text() and window.question.isVisible(), timeout=10_000
+    )
     delete = next(b for b in window.question.buttons() if b.text() == "Delete project")
     delete.click()
     qtbot.waitUntil(lambda: [p["name"] for p in ws.list_projects()] == ["spare"], timeout=10_000)

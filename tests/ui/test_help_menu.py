@@ -61,7 +61,9 @@ def test_report_a_problem_asks_for_a_file_then_writes_the_zip(qtbot, window, tmp
 def test_report_failure_is_shown_not_raised(qtbot, window, tmp_path):
     window.help_menu.write_report(str(tmp_path / "missing-folder" / "r.zip"))
     qtbot.waitUntil(lambda: window.help_menu.task is None, timeout=60_000)
-    dialogs = [w for w in QApplication.topLevelWidgets() if type(w).__name__ == "ErrorDialog" and w.isVisible()]
+    dialogs = [
+        w for w in QApplication.topLevelWidgets() if type(w).__name__ == "ErrorDialog" and w.isVisible()
+    ]
     assert dialogs, "the failure is shown in an error dialog"
     text = " ".join(label.text() for label in dialogs[-1].findChildren(QLabel))
     assert "missing-folder" in text and "pick an existing folder" in text

@@ -117,7 +117,7 @@ def test_suggestion_is_accepted_with_enter(qtbot, ws, classification_project, ma
     page = make_page(classification_project)
     page.order_box.setCurrentIndex(2)  # label these next: least sure first
     qtbot.waitUntil(lambda: page.is_idle() and page.sample.id == unlabeled[0], timeout=10_000)
-    assert page.order[:len(unlabeled)] == unlabeled
+    assert page.order[: len(unlabeled)] == unlabeled
     assert page.banner.isVisible() and "red" in page.suggestion_label.text()
     press(qtbot, page, Qt.Key_Return)
     settled(qtbot, page)
@@ -175,8 +175,9 @@ def test_draw_move_and_delete_a_box_on_a_detection_project(qtbot, ws, make_image
     assert len(canvas.box_items()) == 1
 
 
-def test_a_detectors_proposed_boxes_are_shown_dashed_and_accepted_with_enter(qtbot, ws, make_images, tmp_path,
-                                                                             make_page):
+def test_a_detectors_proposed_boxes_are_shown_dashed_and_accepted_with_enter(
+    qtbot, ws, make_images, tmp_path, make_page
+):
     import json
 
     ws.create_project("proposed", "object-detection")
@@ -191,7 +192,9 @@ def test_a_detectors_proposed_boxes_are_shown_dashed_and_accepted_with_enter(qtb
     ws.store.save_predictions("m-test", [(first, "apple", 0.2), (second, "", 1.0)])
     page = make_page("proposed")
     page.order_box.setCurrentIndex(2)  # least confident first
-    qtbot.waitUntil(lambda: page.is_idle() and page.sample is not None and page.sample.id == first, timeout=10_000)
+    qtbot.waitUntil(
+        lambda: page.is_idle() and page.sample is not None and page.sample.id == first, timeout=10_000
+    )
     assert not page.banner.isHidden() and "proposes 1 box" in page.suggestion_label.text()
     annotator = page.annotator
     assert len(annotator.proposals.items) == 1 and page.canvas.box_items() == []
@@ -205,8 +208,10 @@ def test_a_detectors_proposed_boxes_are_shown_dashed_and_accepted_with_enter(qtb
 
 # -- the newcomer's traps (issue 16) ---------------------------------------------------------------
 
-def test_keys_are_shown_and_stay_with_their_class_when_a_class_is_added(qtbot, ws, tmp_path, make_images,
-                                                                      make_page):
+
+def test_keys_are_shown_and_stay_with_their_class_when_a_class_is_added(
+    qtbot, ws, tmp_path, make_images, make_page
+):
     ws.create_project("pets", "image-classification")
     ws.import_data("pets", make_images(tmp_path / "pets", {"cat": 2, "dog": 2, "": 3}))
     page = make_page("pets")

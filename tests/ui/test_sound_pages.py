@@ -87,8 +87,13 @@ def test_sound_model_pages_play_record_and_classify(qtbot, ws, show_widget, tmp_
     view = label_page.views["audio"]
     assert len(view.player.waveform.peaks) > 0 and view.player.caption.text()
 
-    monkeypatch.setattr(DeployPage, "make_recorder", lambda self: RecorderWidget(
-        GeneratedSource(rate=16000, freq=2000.0), with_classes=False, seconds=0.8, countdown_s=0.0))
+    monkeypatch.setattr(
+        DeployPage,
+        "make_recorder",
+        lambda self: RecorderWidget(
+            GeneratedSource(rate=16000, freq=2000.0), with_classes=False, seconds=0.8, countdown_s=0.0
+        ),
+    )
     deploy = DeployPage(ws)
     show_widget(deploy)
     deploy.set_project("tones")

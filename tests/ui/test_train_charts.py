@@ -70,8 +70,12 @@ def test_the_run_view_shows_a_chart_only_once_a_curve_moves(qtbot, ws):
     view.show_events([{"metrics": {"accuracy": 0.9}}])
     assert not view.chart_card.isVisible() and not view.chart.moves  # one dot: no chart
     trials = [0.71, 0.83, 0.78, 0.9]  # the search's settings, each scored: the curve goes up and down
-    view.show_events([{"metrics": {"cv_accuracy": max(trials[:i + 1]), "trial_accuracy": t}}
-                      for i, t in enumerate(trials)])
+    view.show_events(
+        [
+            {"metrics": {"cv_accuracy": max(trials[: i + 1]), "trial_accuracy": t}}
+            for i, t in enumerate(trials)
+        ]
+    )
     assert view.chart_card.isVisible() and view.chart.moves
     assert [y for _, y in view.chart.series["trial_accuracy"]] == trials
 
@@ -80,8 +84,11 @@ def test_the_search_reports_each_trials_own_score():
     from modeldesk.trainers.heads import staged_search
 
     seen = []
-    staged_search([[{"a": 1}, {"a": 2}, {"a": 3}]], lambda p: {1: 0.5, 2: 0.9, 3: 0.7}[p["a"]],
-                  progress=lambda done, total, best, value: seen.append((best, value)))
+    staged_search(
+        [[{"a": 1}, {"a": 2}, {"a": 3}]],
+        lambda p: {1: 0.5, 2: 0.9, 3: 0.7}[p["a"]],
+        progress=lambda done, total, best, value: seen.append((best, value)),
+    )
     assert seen == [(0.5, 0.5), (0.9, 0.9), (0.9, 0.7)]
 
 
@@ -118,7 +125,10 @@ def test_a_narrow_chart_wraps_its_empty_text_instead_of_cutting_it(qtbot):
     chart.resize(180, 160)
     image = chart.grab().toImage()
     background = image.pixel(image.width() // 2, 2)
-    edges = [image.pixel(x, y) for y in range(image.height()) for x in (*range(4), *range(image.width() - 4,
-                                                                                          image.width()))]
+    edges = [
+        image.pixel(x, y)
+        for y in range(image.height())
+        for x in (*range(4), *range(image.width() - 4, image.width()))
+    ]
     assert all(pixel == background for pixel in edges)  # no letters cut at either side
     assert any(image.pixel(x, y) != background for y in range(image.height()) for x in range(image.width()))

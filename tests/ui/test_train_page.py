@@ -12,11 +12,15 @@ from modeldesk.ui.pages.train import TrainPage
 from modeldesk.ui.wording import describe_duration, describe_hardware, template_title
 
 FAST = "image-classification/fast"
+
+
 @pytest.fixture
 def ws(tmp_path, make_images):
     workspace = Workspace(tmp_path / "ws")
     workspace.create_project("colors", "image-classification")
-    workspace.import_data("colors", make_images(tmp_path / "data", {"red": 8, "green": 8, "blue": 8}, size=64))
+    workspace.import_data(
+        "colors", make_images(tmp_path / "data", {"red": 8, "green": 8, "blue": 8}, size=64)
+    )
     yield workspace
     workspace.jobs.close(cancel_running=True, timeout=20)
     workspace.close()
@@ -29,9 +33,12 @@ def open_page(ws, open_page):
 
 
 def test_plain_words_for_hardware_and_time(ws):
-    resources = {"cpu": {"model": "Intel(R) Xeon(R) Processor", "physical_cores": 2},
-                 "memory": {"total_bytes": 23e9}, "gpus": [],
-                 "providers": {"CPUExecutionProvider": True, "CUDAExecutionProvider": False}}
+    resources = {
+        "cpu": {"model": "Intel(R) Xeon(R) Processor", "physical_cores": 2},
+        "memory": {"total_bytes": 23e9},
+        "gpus": [],
+        "providers": {"CPUExecutionProvider": True, "CUDAExecutionProvider": False},
+    }
     assert describe_hardware(resources) == "Intel Xeon, 2 cores, 23 GB memory, no GPU found"
     assert [d for d, _ in ws.device_choices(resources)] == ["auto", "cpu"]
     resources["gpus"] = [{"name": "NVIDIA H200", "memory_total_bytes": 141e9}]
@@ -90,8 +97,10 @@ def test_training_runs_in_the_queue_and_reports_its_model(qtbot, ws, open_page):
     assert page.chart.series, "the final accuracy reaches the chart"
     assert page.chart_card.isVisible() == page.chart.moves  # a single dot is not shown as a chart
     assert "Extracting features" in page.run_view.stage_names
-    qtbot.waitUntil(lambda: page.jobs_table.rowCount() == 1
-                    and page.jobs_table.item(0, 2).text().startswith("Finished"), timeout=10000)
+    qtbot.waitUntil(
+        lambda: page.jobs_table.rowCount() == 1 and page.jobs_table.item(0, 2).text().startswith("Finished"),
+        timeout=10000,
+    )
     assert page.start_button.isEnabled()
     with qtbot.waitSignal(page.navigate) as nav:
         qtbot.mouseClick(page.result_button, Qt.LeftButton)

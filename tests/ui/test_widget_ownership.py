@@ -55,8 +55,12 @@ def test_the_probe_finds_a_widget_only_python_holds(qtbot):
 
 
 def test_every_page_of_every_task_keeps_only_qt_owned_objects(qtbot, ws, show_widget):
-    for name, task in (("photos", "image-classification"), ("boxes", "object-detection"),
-                       ("texts", "text-classification"), ("clips", "sound-classification")):
+    for name, task in (
+        ("photos", "image-classification"),
+        ("boxes", "object-detection"),
+        ("texts", "text-classification"),
+        ("clips", "sound-classification"),
+    ):
         ws.create_project(name, task)
     window = show_widget(MainWindow(ws))
     for name in ("photos", "boxes", "texts", "clips"):

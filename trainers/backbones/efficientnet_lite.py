@@ -19,11 +19,20 @@ OPSET = 17
 # (expand channels or None, out channels, kernel, stride) per MBConv block; input channels follow.
 BLOCKS = (
     (None, 16, 3, 1),
-    (96, 24, 3, 2), (144, 24, 3, 1),
-    (144, 40, 5, 2), (240, 40, 5, 1),
-    (240, 80, 3, 2), (480, 80, 3, 1), (480, 80, 3, 1),
-    (480, 112, 5, 1), (672, 112, 5, 1), (672, 112, 5, 1),
-    (672, 192, 5, 2), (1152, 192, 5, 1), (1152, 192, 5, 1), (1152, 192, 5, 1),
+    (96, 24, 3, 2),
+    (144, 24, 3, 1),
+    (144, 40, 5, 2),
+    (240, 40, 5, 1),
+    (240, 80, 3, 2),
+    (480, 80, 3, 1),
+    (480, 80, 3, 1),
+    (480, 112, 5, 1),
+    (672, 112, 5, 1),
+    (672, 112, 5, 1),
+    (672, 192, 5, 2),
+    (1152, 192, 5, 1),
+    (1152, 192, 5, 1),
+    (1152, 192, 5, 1),
     (1152, 320, 3, 1),
 )
 STEM_CHANNELS = 32
@@ -67,16 +76,26 @@ class _GraphBuilder:
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def conv_bn(self, x: str, conv: str, bn: str, *, stride: int = 1, group: int = 1, relu6: bool = True) -> str:
+    def conv_bn(
+        self, x: str, conv: str, bn: str, *, stride: int = 1, group: int = 1, relu6: bool = True
+    ) -> str:
         weight, bias = fold_batchnorm(self.state[conv + ".weight"], self.state, bn)
         name = conv.strip("_").replace("._", "/").replace(".", "/")
         w = self.const(name + "/W", weight)
         b = self.const(name + "/B", bias)
         out = name + "/out"
-        self.nodes.append(helper.make_node(
-            "Conv", [x, w, b], [out], name=name, kernel_shape=list(weight.shape[2:]),
-            strides=[stride, stride], group=group, auto_pad="SAME_UPPER",
-        ))
+        self.nodes.append(
+            helper.make_node(
+                "Conv",
+                [x, w, b],
+                [out],
+                name=name,
+                kernel_shape=list(weight.shape[2:]),
+                strides=[stride, stride],
+                group=group,
+                auto_pad="SAME_UPPER",
+            )
+        )
         if not relu6:
             return out
         act = name + "/relu6"
@@ -125,14 +144,16 @@ def build_model(state: dict | None = None) -> onnx.ModelProto:
         return helper.make_tensor_value_info(name, TensorProto.FLOAT, ["N", *dims])
 
     graph = helper.make_graph(
-        g.nodes, "efficientnet_lite0",
+        g.nodes,
+        "efficientnet_lite0",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, "H", "W"])],
         [output("logits", NUM_CLASSES), output("embedding", HEAD_CHANNELS)]
         + [output(tap, FEATURE_CHANNELS[tap], f"H{tap[6:]}", f"W{tap[6:]}") for tap in FEATURE_TAPS],
         g.initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="modeldesk")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="modeldesk"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model

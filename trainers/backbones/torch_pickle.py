@@ -58,13 +58,14 @@ class _TensorRef:
             return data[self.offset].copy()
         item = data.dtype.itemsize
         view = np.lib.stride_tricks.as_strided(
-            data[self.offset:], shape=self.size, strides=[s * item for s in self.stride]
+            data[self.offset :], shape=self.size, strides=[s * item for s in self.stride]
         )
         return np.ascontiguousarray(view).astype(data.dtype.newbyteorder("="), copy=False)
 
 
-def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False,
-                       backward_hooks=None, metadata=None):
+def _rebuild_tensor_v2(
+    storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None
+):
     return _TensorRef(storage, storage_offset, size, stride)
 
 
@@ -112,7 +113,9 @@ def load_legacy_state_dict(path) -> "collections.OrderedDict[str, np.ndarray]":
         except pickle.UnpicklingError as exc:
             raise ValueError(f"{path}: not a legacy torch weight file ({exc})") from None
         if magic != LEGACY_MAGIC or protocol != LEGACY_PROTOCOL:
-            raise ValueError(f"{path}: not a legacy torch weight file (magic {magic!r}, protocol {protocol!r})")
+            raise ValueError(
+                f"{path}: not a legacy torch weight file (magic {magic!r}, protocol {protocol!r})"
+            )
         sys_info = _plain_load(file)
         if not sys_info.get("little_endian", True):
             raise ValueError(f"{path}: big-endian weight files are not supported")

@@ -17,13 +17,21 @@ Example
 >>> proba = head.predict_proba(X_test)
 >>> nodes, inits = head.to_onnx("embedding", "probabilities", prefix="head/")
 """
+
 from modeldesk.trainers.heads.base import NotFittedError
 from modeldesk.trainers.heads.export import head_onnx_model
 from modeldesk.trainers.heads.linear import LogisticRegressionHead, SigmoidHead
 from modeldesk.trainers.heads.losses import mlp_loss_grad, sigmoid_loss_grad, softmax_loss_grad
 from modeldesk.trainers.heads.mlp import MLPHead
-from modeldesk.trainers.heads.model_selection import (SearchResult, cross_val_predict, cross_val_score, predict_views,
-                                                      staged_search, stratified_folds, usable_folds)
+from modeldesk.trainers.heads.model_selection import (
+    SearchResult,
+    cross_val_predict,
+    cross_val_score,
+    predict_views,
+    staged_search,
+    stratified_folds,
+    usable_folds,
+)
 
 __all__ = [
     "NotFittedError",

@@ -6,6 +6,7 @@ and ``predict_proba`` refuses to run before ``fit``.  Feature standardisation is
 head and is folded into the exported weights, so ``to_onnx`` maps raw float32 features of
 shape (N, D) to probabilities of shape (N, C).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -53,8 +54,10 @@ def check_sample_weight(sample_weight, n) -> np.ndarray:
 def check_params(head, positive=(), nonnegative=()):
     """ValueError naming the first parameter of ``head`` that is not a positive (non-negative) number."""
     number = (int, float, np.integer, np.floating)
-    for names, ok, what in ((positive, lambda v: v > 0, "a positive number"),
-                            (nonnegative, lambda v: v >= 0, ">= 0")):
+    for names, ok, what in (
+        (positive, lambda v: v > 0, "a positive number"),
+        (nonnegative, lambda v: v >= 0, ">= 0"),
+    ):
         for name in names:
             value = getattr(head, name)
             if not (isinstance(value, number) and ok(value)):

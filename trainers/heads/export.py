@@ -1,4 +1,5 @@
 """ONNX export of fitted heads: dense layers as MatMul/Add nodes, appended to any graph."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Linear heads trained with full-batch L-BFGS: softmax (one label) and sigmoid (several labels)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -128,8 +129,9 @@ class SigmoidHead(_LinearHead):
 
     _activation = "Sigmoid"
 
-    def __init__(self, l2=1e-3, class_weight=None, max_iter=500, tol=1e-5, standardize=True, patience=20,
-                 threshold=0.5):
+    def __init__(
+        self, l2=1e-3, class_weight=None, max_iter=500, tol=1e-5, standardize=True, patience=20, threshold=0.5
+    ):
         self.l2 = l2
         self.class_weight = class_weight
         self.max_iter = max_iter
@@ -161,7 +163,9 @@ class SigmoidHead(_LinearHead):
             w_neg = total / (2.0 * np.maximum(neg, 1e-12))
             cw = np.where(Y > 0, w_pos, w_neg)
         else:
-            raise ValueError(f"SigmoidHead: class_weight must be None or 'balanced', got {self.class_weight!r}")
+            raise ValueError(
+                f"SigmoidHead: class_weight must be None or 'balanced', got {self.class_weight!r}"
+            )
         return sw[:, None] * cw / sw.sum()
 
     def fit(self, X, y, X_val=None, y_val=None, sample_weight=None):

@@ -4,6 +4,7 @@ Every loss is a weighted sum over samples, plus an L2 penalty on the weights (no
 biases), and comes with its exact gradient; ``tests/trainers/test_heads.py`` checks each
 one against finite differences.
 """
+
 from __future__ import annotations
 
 import numpy as np

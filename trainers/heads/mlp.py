@@ -1,4 +1,5 @@
 """A one-hidden-layer ReLU network with dropout and a softmax output, trained with Adam."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,20 @@ class MLPHead(SoftmaxHeadMixin, Head):
     class_weight_, best_val_loss_ (only with a validation set).
     """
 
-    def __init__(self, hidden=256, l2=1e-4, dropout=0.2, lr=1e-3, epochs=100, batch_size=128,
-                 class_weight=None, patience=10, tol=1e-4, standardize=True, random_state=0):
+    def __init__(
+        self,
+        hidden=256,
+        l2=1e-4,
+        dropout=0.2,
+        lr=1e-3,
+        epochs=100,
+        batch_size=128,
+        class_weight=None,
+        patience=10,
+        tol=1e-4,
+        standardize=True,
+        random_state=0,
+    ):
         self.hidden = hidden
         self.l2 = l2
         self.dropout = dropout
@@ -47,7 +60,9 @@ class MLPHead(SoftmaxHeadMixin, Head):
         self.random_state = random_state
 
     def _validate_params(self):
-        check_params(self, positive=["hidden", "lr", "epochs", "batch_size", "patience"], nonnegative=["l2", "tol"])
+        check_params(
+            self, positive=["hidden", "lr", "epochs", "batch_size", "patience"], nonnegative=["l2", "tol"]
+        )
         if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
             raise ValueError(f"MLPHead: dropout must be in [0, 1), got {self.dropout!r}")
 

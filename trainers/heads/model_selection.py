@@ -14,6 +14,7 @@ Example
 >>> result.best
 {'views': ('identity',), 'l2': 0.01}
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,8 +26,15 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-__all__ = ["stratified_folds", "usable_folds", "predict_views", "cross_val_predict", "cross_val_score",
-           "staged_search", "SearchResult"]
+__all__ = [
+    "stratified_folds",
+    "usable_folds",
+    "predict_views",
+    "cross_val_predict",
+    "cross_val_score",
+    "staged_search",
+    "SearchResult",
+]
 
 SCORINGS = ("accuracy", "neg_log_loss")
 
@@ -67,7 +75,9 @@ def _as_views(X) -> np.ndarray:
     if X.ndim == 2:
         return X[None]
     if X.ndim != 3:
-        raise ValueError(f"X must be (n_samples, n_features) or (n_views, n_samples, n_features), got {X.shape}")
+        raise ValueError(
+            f"X must be (n_samples, n_features) or (n_views, n_samples, n_features), got {X.shape}"
+        )
     return X
 
 
@@ -163,9 +173,14 @@ class SearchResult:
     complete: bool = True
 
 
-def staged_search(stages: Sequence[Sequence[dict]], score: Callable[[dict], float], *, start: dict | None = None,
-                  deadline: float | None = None,
-                  progress: Callable[[int, int, float], None] | None = None) -> SearchResult:
+def staged_search(
+    stages: Sequence[Sequence[dict]],
+    score: Callable[[dict], float],
+    *,
+    start: dict | None = None,
+    deadline: float | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> SearchResult:
     """The best parameters by ``score``, trying one stage of changes at a time.
 
     Each stage is a list of parameter changes; a candidate is the best parameters found so far

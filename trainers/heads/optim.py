@@ -2,6 +2,7 @@
 
 All work on one flat parameter vector; :class:`Packer` views it as the head's arrays.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,6 +27,7 @@ def one_blas_thread():
     except ImportError:
         return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")
+
 
 Objective = Callable[[np.ndarray], "tuple[float, np.ndarray]"]
 

@@ -49,16 +49,22 @@ class DataBars:
         if self.project is None:
             return
         project, ws = self.project, self.ws
-        self.run(lambda _state: ws.add_photos(project, label, photos),
-                 lambda report: (self.refresh(), self.status_changed.emit()), title="The photos were not saved")
+        self.run(
+            lambda _state: ws.add_photos(project, label, photos),
+            lambda report: (self.refresh(), self.status_changed.emit()),
+            title="The photos were not saved",
+        )
 
     def add_text(self, text: str, label: str) -> None:
         """Store a typed text (worker thread), then refresh."""
         if self.project is None:
             return
         project, ws = self.project, self.ws
-        self.run(lambda _state: ws.add_text(project, text, label),
-                 lambda report: (self.refresh(), self.status_changed.emit()), title="The text was not added")
+        self.run(
+            lambda _state: ws.add_text(project, text, label),
+            lambda report: (self.refresh(), self.status_changed.emit()),
+            title="The text was not added",
+        )
 
     def make_recorder(self):
         """The record bar; tests and previews replace it to record from a generated signal."""
@@ -81,5 +87,8 @@ class DataBars:
         if self.project is None:
             return
         project, ws = self.project, self.ws
-        self.run(lambda _state: ws.add_recording(project, label, wav),
-                 lambda report: (self.refresh(), self.status_changed.emit()), title="The recording was not saved")
+        self.run(
+            lambda _state: ws.add_recording(project, label, wav),
+            lambda report: (self.refresh(), self.status_changed.emit()),
+            title="The recording was not saved",
+        )

@@ -7,8 +7,18 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QMenu, QPushButton,
-                               QStackedWidget, QVBoxLayout)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+)
 
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
 from ..page import Page
@@ -21,8 +31,9 @@ from ..wording import merge_reports, nouns, plural, small_class_warning, summary
 
 log = logging.getLogger(__name__)
 
-IMAGE_FILTER = ("Images and zip archives (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff *.zip);;"
-                "All files (*)")
+IMAGE_FILTER = (
+    "Images and zip archives (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff *.zip);;All files (*)"
+)
 FILE_FILTERS = {"texts": "Texts (*.csv *.tsv *.jsonl *.ndjson *.txt *.zip);;All files (*)"}
 REFRESH_DURING_IMPORT_MS = 2000
 
@@ -40,8 +51,9 @@ def import_many(ws, project: str, paths: list[Path], state) -> dict:
             state.set_progress(done, total, f"{prefix}{current}")
 
         try:
-            reports.append(ws.import_data(project, path, progress=progress,
-                                          should_stop=state.is_interruption_requested))
+            reports.append(
+                ws.import_data(project, path, progress=progress, should_stop=state.is_interruption_requested)
+            )
         except (ValueError, OSError) as exc:
             reports.append({"failed": [{"file": str(path), "reason": str(exc)}]})
     return merge_reports(reports)
@@ -95,11 +107,18 @@ class DataPage(DataBars, Page):
         self.show_filter = QComboBox()
         self.show_filter.setMinimumContentsLength(12)
         self.split_filter = QComboBox()
-        for text, value in (("Any split", None), ("Training", "train"), ("Validation", "val"),
-                            ("Test", "test"), ("Not assigned", "unassigned")):
+        for text, value in (
+            ("Any split", None),
+            ("Training", "train"),
+            ("Validation", "val"),
+            ("Test", "test"),
+            ("Not assigned", "unassigned"),
+        ):
             self.split_filter.addItem(text, value)
-        self.split_filter.setToolTip("Training: what the model learns from. Validation and Test: kept aside "
-                                     "to check it on examples it never saw.")
+        self.split_filter.setToolTip(
+            "Training: what the model learns from. Validation and Test: kept aside "
+            "to check it on examples it never saw."
+        )
         self.wrong_filter = QCheckBox("Only the model's mistakes")
         self.wrong_filter.setEnabled(False)
         self.wrong_filter.setToolTip("Available after training a model")
@@ -120,7 +139,8 @@ class DataPage(DataBars, Page):
         self.gallery = GalleryView()
         self.gallery.setModel(self.model)
         self.gallery.doubleClicked.connect(
-            lambda index: self.relabel_requested.emit(int(index.data(SampleIdRole))))
+            lambda index: self.relabel_requested.emit(int(index.data(SampleIdRole)))
+        )
         self.gallery.setContextMenuPolicy(Qt.CustomContextMenu)
         self.gallery.customContextMenuRequested.connect(self._gallery_menu)
         remove = QShortcut(QKeySequence.Delete, self.gallery, self.remove_selected)
@@ -180,17 +200,26 @@ class DataPage(DataBars, Page):
         self.wrong_filter.setText("Only the model's mistakes")
         self.wrong_filter.setToolTip(f"Only the {noun} the model gets wrong")
         if noun == "texts":
-            self.tip.setText("Tip: import CSV, TSV, JSONL or TXT files, or type a text above. "
-                             "Double-click a text to label it.")
-            self.drop_hint.setText("Drop CSV, TSV or JSONL files (a text and a label column), TXT files (one "
-                                   "text a line), or a folder with one sub-folder of .txt files per class here"
-                                   "\n\nor use “Add texts”, or type a text above.")
+            self.tip.setText(
+                "Tip: import CSV, TSV, JSONL or TXT files, or type a text above. "
+                "Double-click a text to label it."
+            )
+            self.drop_hint.setText(
+                "Drop CSV, TSV or JSONL files (a text and a label column), TXT files (one "
+                "text a line), or a folder with one sub-folder of .txt files per class here"
+                "\n\nor use “Add texts”, or type a text above."
+            )
             return
-        record = ("\nOr record clips with the button above." if self.recorder is not None
-                  and self.recorder.isVisibleTo(self) and self.recorder.has_microphone else "")
-        self.drop_hint.setText(f"Drop {'WAV clips' if noun == 'clips' else noun}, folders or a zip archive "
-                               f"here\n\nor use “Add {noun}”. A folder with one sub-folder per class imports "
-                               f"the labels too.{record}")
+        record = (
+            "\nOr record clips with the button above."
+            if self.recorder is not None and self.recorder.isVisibleTo(self) and self.recorder.has_microphone
+            else ""
+        )
+        self.drop_hint.setText(
+            f"Drop {'WAV clips' if noun == 'clips' else noun}, folders or a zip archive "
+            f"here\n\nor use “Add {noun}”. A folder with one sub-folder per class imports "
+            f"the labels too.{record}"
+        )
         self.tip.setText(f"Tip: drag more {noun} onto the window at any time. Double-click one to label it.")
 
     # -- project ----------------------------------------------------------------------------
@@ -207,11 +236,21 @@ class DataPage(DataBars, Page):
     def query(self) -> GalleryQuery:
         """The filters as chosen in the bar."""
         kind, _, value = (self.show_filter.currentData() or "all").partition(":")
-        return GalleryQuery(label=value if kind == "label" else None, unlabeled=kind == "unlabeled",
-                            split=self.split_filter.currentData(), wrong_only=self.wrong_filter.isChecked())
+        return GalleryQuery(
+            label=value if kind == "label" else None,
+            unlabeled=kind == "unlabeled",
+            split=self.split_filter.currentData(),
+            wrong_only=self.wrong_filter.isChecked(),
+        )
 
-    def set_filter(self, *, label: str | None = None, unlabeled: bool = False, split: str | None = None,
-                   wrong_only: bool = False) -> None:
+    def set_filter(
+        self,
+        *,
+        label: str | None = None,
+        unlabeled: bool = False,
+        split: str | None = None,
+        wrong_only: bool = False,
+    ) -> None:
         """Choose filters programmatically (same effect as using the bar)."""
         wanted = f"label:{label}" if label else "unlabeled" if unlabeled else "all"
         for widget in (self.show_filter, self.split_filter, self.wrong_filter):
@@ -232,10 +271,20 @@ class DataPage(DataBars, Page):
         ws = self.ws
         models = ws.list_models(project)
         query.model_id = models[-1]["id"] if models else None
-        rows = ws.gallery_rows(project, label=query.label, unlabeled=query.unlabeled, split=query.split,
-                               wrong_only=query.wrong_only, model_id=query.model_id)
-        return {"info": ws.project_info(project), "stats": ws.stats(project), "model_id": query.model_id,
-                "rows": GalleryRows.from_dict(rows)}
+        rows = ws.gallery_rows(
+            project,
+            label=query.label,
+            unlabeled=query.unlabeled,
+            split=query.split,
+            wrong_only=query.wrong_only,
+            model_id=query.model_id,
+        )
+        return {
+            "info": ws.project_info(project),
+            "stats": ws.stats(project),
+            "model_id": query.model_id,
+            "rows": GalleryRows.from_dict(rows),
+        }
 
     def show_data(self, data: dict) -> None:
         self.show_empty(False)
@@ -248,8 +297,10 @@ class DataPage(DataBars, Page):
         self.model.set_rows(rows)
         n_labels = len([c for c in stats["labels"].values() if c])
         one, many = nouns(info.get("input_kind"))
-        self.header.set_subtitle(f"{plural(stats['samples'], one, many)} · {stats['labeled']:,} labeled · "
-                                 f"{plural(n_labels, 'class', 'classes')}")
+        self.header.set_subtitle(
+            f"{plural(stats['samples'], one, many)} · {stats['labeled']:,} labeled · "
+            f"{plural(n_labels, 'class', 'classes')}"
+        )
         self.count_label.setText(f"Showing {len(rows.ids):,}")
         self.gallery_stack.setCurrentWidget(self.gallery if stats["samples"] else self.drop_hint)
         few = info.get("few_examples") or 10
@@ -272,8 +323,10 @@ class DataPage(DataBars, Page):
         ids = self.selected_ids()
         if ids:
             menu = QMenu(self.gallery)
-            menu.addAction(f"Remove {plural(len(ids), self.noun[:-1], self.noun)} from the project…",
-                           self.remove_selected)
+            menu.addAction(
+                f"Remove {plural(len(ids), self.noun[:-1], self.noun)} from the project…",
+                self.remove_selected,
+            )
             menu.popup(self.gallery.viewport().mapToGlobal(pos))
 
     def remove_selected(self):
@@ -284,12 +337,20 @@ class DataPage(DataBars, Page):
         project, ws, what = self.project, self.ws, plural(len(ids), self.noun[:-1], self.noun)
 
         def remove():
-            self.run(lambda state: ws.delete_samples(project, ids), lambda _n: (self.refresh(), self.status_changed.emit()),
-                     title="Could not remove them")
+            self.run(
+                lambda state: ws.delete_samples(project, ids),
+                lambda _n: (self.refresh(), self.status_changed.emit()),
+                title="Could not remove them",
+            )
 
-        self.confirmation = confirm(self, "Remove from the project", f"Remove {what} from '{project}'? Their "
-                                    "labels go with them; the files on your disk stay where they are.",
-                                    f"Remove {what}", remove)
+        self.confirmation = confirm(
+            self,
+            "Remove from the project",
+            f"Remove {what} from '{project}'? Their "
+            "labels go with them; the files on your disk stay where they are.",
+            f"Remove {what}",
+            remove,
+        )
         return self.confirmation
 
     def _set_label_filter_items(self, labels: list[str]) -> None:
@@ -309,8 +370,9 @@ class DataPage(DataBars, Page):
     # -- import --------------------------------------------------------------------------------
 
     def choose_files(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, f"Add {self.noun} or zip archives", "",
-                                                FILE_FILTERS.get(self.noun, IMAGE_FILTER))
+        files, _ = QFileDialog.getOpenFileNames(
+            self, f"Add {self.noun} or zip archives", "", FILE_FILTERS.get(self.noun, IMAGE_FILTER)
+        )
         if files:
             self.import_paths(files)
 
@@ -331,8 +393,13 @@ class DataPage(DataBars, Page):
         self.result_line.hide()
         self.details_button.hide()
         title = f"Adding {paths[0].name}" + (f" and {len(paths) - 1} more" if len(paths) > 1 else "")
-        self.import_task = self.run(lambda state: import_many(ws, project, paths, state), self._imported,
-                                    title="The import failed", panel=self.progress, panel_title=title)
+        self.import_task = self.run(
+            lambda state: import_many(ws, project, paths, state),
+            self._imported,
+            title="The import failed",
+            panel=self.progress,
+            panel_title=title,
+        )
         self.import_task.ended.connect(self._import_ended)
         self._timer.start()
 

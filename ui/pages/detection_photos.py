@@ -26,8 +26,12 @@ THUMB = 168
 MAX_PHOTOS = 200
 COLORS = {"found": "#2f9e44", "missed": "#e03131", "right": "#1c7ed6", "false": "#f08c00"}
 TRUE_KINDS = ("found", "missed")
-LEGEND = (("found", "━━", "your box, found"), ("missed", "━━", "your box, missed"),
-          ("right", "╍╍", "model's box, right"), ("false", "╍╍", "model's box, nothing there"))
+LEGEND = (
+    ("found", "━━", "your box, found"),
+    ("missed", "━━", "your box, missed"),
+    ("right", "╍╍", "model's box, right"),
+    ("false", "╍╍", "model's box, nothing there"),
+)
 
 
 def _same(a, b, tolerance: float = 1e-3) -> bool:
@@ -68,8 +72,10 @@ def caption(image: dict) -> tuple[str, str]:
     parts = [f"{misses} missed"] * bool(misses) + [f"{false} false"] * bool(false)
     name = Path(str(image.get("file") or "")).name
     tip = (f"{name}\n" if name else "") + (
-        f"{misses} object(s) not found, {false} box(es) where there is nothing" if parts
-        else "Every object found, no false box")
+        f"{misses} object(s) not found, {false} box(es) where there is nothing"
+        if parts
+        else "Every object found, no false box"
+    )
     return (" · ".join(parts) if parts else "✓ all right"), tip + "\nClick to open it on the Label page."
 
 
@@ -86,10 +92,13 @@ def draw_photo(image: QImage, scale: float, layers, size: int = THUMB) -> QImage
         painter.translate(left, top)
         for kind, (x0, y0, x1, y1) in layers:
             truth = kind in TRUE_KINDS
-            pen = QPen(QColor(COLORS[kind]), 3 if kind == "missed" else 2, Qt.SolidLine if truth else Qt.DashLine)
+            pen = QPen(
+                QColor(COLORS[kind]), 3 if kind == "missed" else 2, Qt.SolidLine if truth else Qt.DashLine
+            )
             painter.setPen(pen)
-            painter.drawRect(QRectF(x0 * scale, y0 * scale, max((x1 - x0) * scale, 1.0),
-                                    max((y1 - y0) * scale, 1.0)))
+            painter.drawRect(
+                QRectF(x0 * scale, y0 * scale, max((x1 - x0) * scale, 1.0), max((y1 - y0) * scale, 1.0))
+            )
     finally:
         painter.end()
     return out
@@ -104,8 +113,12 @@ def _read_scaled(path: str, size: int) -> tuple[QImage, float]:
     if full.isNull():
         raise OSError(f"{path}: {reader.errorString()}")
     scale = min(size / max(full.width(), full.height()), 1.0)
-    return full.scaled(max(1, round(full.width() * scale)), max(1, round(full.height() * scale)),
-                       Qt.KeepAspectRatio, Qt.SmoothTransformation), scale
+    return full.scaled(
+        max(1, round(full.width() * scale)),
+        max(1, round(full.height() * scale)),
+        Qt.KeepAspectRatio,
+        Qt.SmoothTransformation,
+    ), scale
 
 
 def load_photos(ws, project: str | None, images: list[dict], threshold: float, state) -> list:
@@ -138,8 +151,10 @@ def load_photos(ws, project: str | None, images: list[dict], threshold: float, s
 
 def legend_html() -> str:
     """The colours and line styles, in words."""
-    return " &nbsp; ".join(f"<span style='color:{COLORS[kind]}; font-weight:bold'>{line}</span> {words}"
-                           for kind, line, words in LEGEND)
+    return " &nbsp; ".join(
+        f"<span style='color:{COLORS[kind]}; font-weight:bold'>{line}</span> {words}"
+        for kind, line, words in LEGEND
+    )
 
 
 class DetectionPhotosCard:
@@ -166,8 +181,10 @@ class DetectionPhotosCard:
         self.title = QLabel("<b>Test photos</b>")
         self.legend = QLabel(legend_html())
         self.legend.setWordWrap(True)
-        self.hint = QLabel("Photos with missed objects or false boxes come first. Click one to check its boxes "
-                           "on the Label page: a missing box teaches the model wrong.")
+        self.hint = QLabel(
+            "Photos with missed objects or false boxes come first. Click one to check its boxes "
+            "on the Label page: a missing box teaches the model wrong."
+        )
         self.hint.setObjectName("Muted")
         self.hint.setWordWrap(True)
         self.list = thumbnail_list(THUMB, QSize(THUMB + 24, THUMB + 40), 2 * (THUMB + 40) + 8)
@@ -178,8 +195,10 @@ class DetectionPhotosCard:
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setRange(10, 95)  # the report keeps every box from 10% up
         self.slider.setFixedWidth(160)
-        tip = ("The model draws a box only where it is at least this sure. Lower: it finds more objects and "
-               "draws more false boxes. Higher: fewer false boxes, more missed objects. Deploy uses it too.")
+        tip = (
+            "The model draws a box only where it is at least this sure. Lower: it finds more objects and "
+            "draws more false boxes. Higher: fewer false boxes, more missed objects. Deploy uses it too."
+        )
         self.slider.setToolTip(tip)
         self.threshold_label.setToolTip(tip)
         self.settle = QTimer(self.frame)
@@ -215,8 +234,11 @@ class DetectionPhotosCard:
         for widget in (self.slider, self.threshold_label):
             widget.setVisible(bool(self.images) and self.move_threshold is not None)
         wrong = sum(1 for m in images if m.get("misses") or m.get("false_boxes"))
-        self.title.setText(f"<b>Test photos: {wrong} of {len(images)} with a missed object or a false box</b>"
-                           if images else "<b>Test photos</b>")
+        self.title.setText(
+            f"<b>Test photos: {wrong} of {len(images)} with a missed object or a false box</b>"
+            if images
+            else "<b>Test photos</b>"
+        )
         self.generation += 1
         self.list.clear()
         for entry in self.images:
@@ -224,7 +246,9 @@ class DetectionPhotosCard:
             item = QListWidgetItem(text)
             item.setData(Qt.UserRole, entry.get("sample_id"))
             item.setToolTip(tip)
-            item.setSizeHint(QSize(THUMB + 20, THUMB + 36))  # uniform sizes: room for the picture before it comes
+            item.setSizeHint(
+                QSize(THUMB + 20, THUMB + 36)
+            )  # uniform sizes: room for the picture before it comes
             self.list.addItem(item)
         for widget in (self.list, self.legend, self.hint):
             widget.setVisible(bool(self.images))

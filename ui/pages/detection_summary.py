@@ -8,17 +8,21 @@ def detection_words(report: dict) -> tuple[str, str, str]:
     recall, precision = report.get("recall") or 0.0, report.get("precision") or 0.0
     n, boxes = report.get("n") or 0, report.get("boxes") or 0
     hero = f"Finds {round(recall * 100)} of 100 objects; {round(precision * 100)} of 100 boxes it draws are right"
-    detail = (f"on {n} photos ({boxes} objects) it never saw during training, at confidence "
-              f"{report.get('threshold', 0):.0%} or more · mAP50 {report.get('map50') or 0:.2f}, "
-              f"mAP 0.5:0.95 {report.get('map') or 0:.2f}.")
+    detail = (
+        f"on {n} photos ({boxes} objects) it never saw during training, at confidence "
+        f"{report.get('threshold', 0):.0%} or more · mAP50 {report.get('map50') or 0:.2f}, "
+        f"mAP 0.5:0.95 {report.get('map') or 0:.2f}."
+    )
     if n and n < 20:
         detail += f" With only {n} test photos these numbers are rough."
     misses, false = report.get("misses") or 0, report.get("false_boxes") or 0
     if not misses and not false:
         advice = "It found every object on the test photos and drew no false box."
     else:
-        advice = (f"It missed <b>{misses}</b> object(s) and drew <b>{false}</b> false box(es). The photos "
-                  "below show them first; more labeled photos like those help most.")
+        advice = (
+            f"It missed <b>{misses}</b> object(s) and drew <b>{false}</b> false box(es). The photos "
+            "below show them first; more labeled photos like those help most."
+        )
     return hero, detail, advice
 
 
@@ -27,8 +31,9 @@ def mistake_caption(mistake: dict) -> tuple[str, str]:
     if "misses" in mistake:
         misses, false = len(mistake.get("misses") or []), len(mistake.get("false_boxes") or [])
         parts = [f"{misses} missed"] * bool(misses) + [f"{false} false"] * bool(false)
-        return " · ".join(parts), (f"{misses} object(s) not found, {false} box(es) where there is nothing"
-                                   "\nClick to check its boxes.")
+        return " · ".join(parts), (
+            f"{misses} object(s) not found, {false} box(es) where there is nothing\nClick to check its boxes."
+        )
     score = mistake.get("score")
     tip = f"Labeled '{mistake.get('true')}', the model said '{mistake.get('predicted')}'"
     if isinstance(score, (int, float)):

@@ -70,12 +70,17 @@ class EvaluatePage(Page):
 
         self.matrix = ConfusionMatrixView()
         self.matrix.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
-        self.matrix_card, matrix_layout = card("What it answered, for each right answer",
-                                               "Green: right. Red: mixed up. Click a square to see those.")
+        self.matrix_card, matrix_layout = card(
+            "What it answered, for each right answer",
+            "Green: right. Red: mixed up. Click a square to see those.",
+        )
         matrix_layout.addWidget(self.matrix, 1)
         self.bars = BarChart(("Precision", "Recall"))
-        bars_card, bars_layout = card("Per class", "Precision: when it says this class, how often it is right.\n"
-                                                   "Recall: of the examples of this class, how many it finds.")
+        bars_card, bars_layout = card(
+            "Per class",
+            "Precision: when it says this class, how often it is right.\n"
+            "Recall: of the examples of this class, how many it finds.",
+        )
         bars_layout.addWidget(self.bars)
         bars_layout.addStretch(1)
         self.middle = middle = Columns()  # one under the other on a small window
@@ -84,12 +89,17 @@ class EvaluatePage(Page):
 
         self.mistakes_card = MistakesCard(self._load_thumbnails, self.relabel_requested.emit)
         self.matrix.cell_clicked.connect(self.mistakes_card.filter)
-        for name, part in (("mistakes", "list"), ("mistakes_title", "title"), ("show_all", "show_all"),
-                           ("no_mistakes", "none")):
+        for name, part in (
+            ("mistakes", "list"),
+            ("mistakes_title", "title"),
+            ("show_all", "show_all"),
+            ("no_mistakes", "none"),
+        ):
             setattr(self, name, getattr(self.mistakes_card, part))
 
-        self.detection_photos = DetectionPhotosCard(self._load_detection_photos, self.relabel_requested.emit,
-                                                    self._move_threshold)
+        self.detection_photos = DetectionPhotosCard(
+            self._load_detection_photos, self.relabel_requested.emit, self._move_threshold
+        )
         self.detection_photos.frame.hide()
 
         content = QWidget()
@@ -164,15 +174,19 @@ class EvaluatePage(Page):
         self.hero_detail.setText("")
         self.advice.setText("")
         ws = self.ws
-        self.reports.start(lambda state: ws.model_report(model_id), self._show_report,
-                           title="Could not read the evaluation")
+        self.reports.start(
+            lambda state: ws.model_report(model_id), self._show_report, title="Could not read the evaluation"
+        )
 
     def _show_report(self, report: dict) -> None:
         self.report = report
         n = report.get("n") or sum(sum(row) for row in report.get("confusion") or [])
         self.hero.setText(headline(report.get("accuracy"), n or None))
-        detail = f"on {n} {self.noun} it never saw during training." if n else \
-            f"on {self.noun} it never saw during training."
+        detail = (
+            f"on {n} {self.noun} it never saw during training."
+            if n
+            else f"on {self.noun} it never saw during training."
+        )
         if n and n < 20:
             detail += f" With only {n} to test on this number is rough: label more for a reliable one."
         self.hero_detail.setText(detail)
@@ -187,8 +201,10 @@ class EvaluatePage(Page):
         elif confused:
             true, predicted, count = confused
             times = "once" if count == 1 else f"{count} times"
-            self.advice.setText(f"It mixes up <b>{true}</b> and <b>{predicted}</b> most often ({times}). "
-                                f"More varied examples of both would help.")
+            self.advice.setText(
+                f"It mixes up <b>{true}</b> and <b>{predicted}</b> most often ({times}). "
+                f"More varied examples of both would help."
+            )
         else:
             self.advice.setText(f"It made no mistake on the test {self.noun}.")
         labels = report.get("labels") or []
@@ -223,13 +239,18 @@ class EvaluatePage(Page):
                 found.append((sample_id, path, clip))
             return found
 
-        self.thumbs.start(make, done, on_failed=lambda message, details: log.warning("thumbnails: %s", message))
+        self.thumbs.start(
+            make, done, on_failed=lambda message, details: log.warning("thumbnails: %s", message)
+        )
 
     def _load_detection_photos(self, images: list[dict], threshold: float, done) -> None:
         """A detector's test photos with their boxes drawn, made off the UI thread."""
         project, ws = self.project, self.ws
-        self.thumbs.start(lambda state: load_photos(ws, project, images, threshold, state), done,
-                          on_failed=lambda message, details: log.warning("test photos: %s", message))
+        self.thumbs.start(
+            lambda state: load_photos(ws, project, images, threshold, state),
+            done,
+            on_failed=lambda message, details: log.warning("test photos: %s", message),
+        )
 
     def _move_threshold(self, threshold: float) -> None:
         """Save a detector's new score threshold, then show its figures and photos at it."""
@@ -253,6 +274,8 @@ class EvaluatePage(Page):
 
         def done(path):
             if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
-                self.report_error("Could not open the report", f"No program opened {path}. Open the file yourself.")
+                self.report_error(
+                    "Could not open the report", f"No program opened {path}. Open the file yourself."
+                )
 
         self.run(lambda state: ws.report_html(model_id), done, title="Could not open the report")

@@ -6,8 +6,17 @@ from __future__ import annotations
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import Qt, qVersion
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QHeaderView, QLabel,
-                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+)
 
 from modeldesk.app import about
 
@@ -28,8 +37,10 @@ class AboutDialog(QDialog):
         title = QLabel(f"<b style='font-size:18px'>ModelDesk {info['modeldesk']}</b>")
         caption = QLabel("Build models from your own data, on your own computer, offline. Apache-2.0.")
         caption.setObjectName("Muted")
-        where = QLabel(f"{info['install'].capitalize()}, Python {info['python']}, {info['platform']}<br>"
-                       f"Installed in <code>{info['install_dir']}</code>")
+        where = QLabel(
+            f"{info['install'].capitalize()}, Python {info['python']}, {info['platform']}<br>"
+            f"Installed in <code>{info['install_dir']}</code>"
+        )
         where.setTextInteractionFlags(Qt.TextSelectableByMouse)
         where.setWordWrap(True)
 
@@ -70,8 +81,12 @@ class AboutDialog(QDialog):
     def details_text(self) -> str:
         """Plain text of everything the dialog shows (what "Copy details" puts on the clipboard)."""
         info = about.summary()
-        lines = [f"ModelDesk {info['modeldesk']} ({info['install']}), Python {info['python']}, {info['platform']}",
-                 f"Installed in {info['install_dir']}", f"PySide6 {pyside_version}, Qt {qVersion()}", ""]
+        lines = [
+            f"ModelDesk {info['modeldesk']} ({info['install']}), Python {info['python']}, {info['platform']}",
+            f"Installed in {info['install_dir']}",
+            f"PySide6 {pyside_version}, Qt {qVersion()}",
+            "",
+        ]
         lines += [f"{c['name']} {c['version']}: {c['licence']}" for c in self.components]
         return "\n".join(lines) + "\n"
 

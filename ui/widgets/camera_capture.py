@@ -31,7 +31,7 @@ def image_to_array(image: QImage) -> np.ndarray:
     image = image.convertToFormat(QImage.Format_RGB888)
     width, height, stride = image.width(), image.height(), image.bytesPerLine()
     data = np.frombuffer(image.constBits(), np.uint8, count=stride * height).reshape(height, stride)
-    return data[:, :width * 3].reshape(height, width, 3).copy()
+    return data[:, : width * 3].reshape(height, width, 3).copy()
 
 
 class QtCamera(QObject):
@@ -54,7 +54,10 @@ class QtCamera(QObject):
         self._session.setVideoSink(self._sink)
         start = time.monotonic()
         self._sink.videoFrameChanged.connect(
-            lambda frame: frame.isValid() and on_frame(image_to_array(frame.toImage()), time.monotonic() - start))
+            lambda frame: (
+                frame.isValid() and on_frame(image_to_array(frame.toImage()), time.monotonic() - start)
+            )
+        )
         self._camera.start()
 
     def stop(self) -> None:
@@ -85,7 +88,7 @@ class GeneratedFrames(QObject):
     def _tick(self) -> None:
         frame = np.full((self.size, self.size, 3), (40, 160, 70), np.uint8)
         x = (self.index * 3) % (self.size - 16)
-        frame[20:36, x:x + 16] = (200, 40, 40)
+        frame[20:36, x : x + 16] = (200, 40, 40)
         self.index += 1
         self._on_frame(frame, self.index / self.fps)
 
@@ -115,8 +118,10 @@ class CaptureWidget(QWidget):
         self.classes.setToolTip("The class the photos go into (type a new name to add a class)")
         self.button = QPushButton("Hold to record")
         self.button.setObjectName("Primary")
-        self.button.setToolTip("Hold the button down: a photo is taken every "
-                               f"{every_s:g} s until you let go (at most {max_frames}).")
+        self.button.setToolTip(
+            "Hold the button down: a photo is taken every "
+            f"{every_s:g} s until you let go (at most {max_frames})."
+        )
         self.button.pressed.connect(self.begin)
         self.button.released.connect(self.end)
         self.status = QLabel()
@@ -167,15 +172,20 @@ class CaptureWidget(QWidget):
         if burst is None:
             return
         photos = burst.photos()
-        self.status.setText(f"{len(photos)} photo{'s' if len(photos) != 1 else ''} added" if photos else
-                            "Hold the button a little longer")
+        self.status.setText(
+            f"{len(photos)} photo{'s' if len(photos) != 1 else ''} added"
+            if photos
+            else "Hold the button a little longer"
+        )
         if photos:
             self.captured.emit(self.classes.currentText().strip(), photos)
 
     def feed(self, frame: np.ndarray, t: float) -> None:
         """One frame from the source: into the preview, and into the burst while held."""
         height, width = frame.shape[:2]
-        image = QImage(np.ascontiguousarray(frame).data, width, height, width * 3, QImage.Format_RGB888).copy()
+        image = QImage(
+            np.ascontiguousarray(frame).data, width, height, width * 3, QImage.Format_RGB888
+        ).copy()
         self.preview.setPixmap(QPixmap.fromImage(image).scaled(self.preview.size(), Qt.KeepAspectRatio))
         if self.burst is not None:
             self.burst.feed(frame, t)

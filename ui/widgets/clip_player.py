@@ -27,12 +27,12 @@ def load_peaks(path, columns: int = COLUMNS, max_seconds: float = 30.0) -> tuple
         frames = reader.getnframes()
         raw = reader.readframes(min(frames, int(max_seconds * rate)))
     if width == 3:
-        raw = np.frombuffer(raw[:len(raw) - len(raw) % 3], np.uint8).reshape(-1, 3)[:, 1:].tobytes()
+        raw = np.frombuffer(raw[: len(raw) - len(raw) % 3], np.uint8).reshape(-1, 3)[:, 1:].tobytes()
         width = 2
     dtype = {1: "u1", 2: "<i2", 4: "<i4"}[width]
-    x = np.frombuffer(raw[:len(raw) - len(raw) % width], dtype).astype(np.float32)
+    x = np.frombuffer(raw[: len(raw) - len(raw) % width], dtype).astype(np.float32)
     x = (x - 128) / 128 if width == 1 else x / float(2 ** (8 * width - 1))
-    x = x[:len(x) - len(x) % channels].reshape(-1, channels).mean(axis=1)
+    x = x[: len(x) - len(x) % channels].reshape(-1, channels).mean(axis=1)
     if not len(x):
         return np.zeros((0, 2), np.float32), 0.0
     parts = np.array_split(x, min(columns, len(x)))
@@ -63,7 +63,9 @@ class Waveform(QWidget):
             color = QColor(99, 102, 241)
             for i, (low, high) in enumerate(self.peaks):
                 top = middle - high * scale
-                painter.fillRect(QRectF(i * step, top, max(step - 0.3, 0.7), max((high - low) * scale, 1.0)), color)
+                painter.fillRect(
+                    QRectF(i * step, top, max(step - 0.3, 0.7), max((high - low) * scale, 1.0)), color
+                )
         painter.end()
 
 
@@ -119,7 +121,9 @@ class ClipPlayer(QWidget):
             self._player = QMediaPlayer(self)
             self._player.setAudioOutput(self._output)
             return True
-        except Exception as exc:  # no Qt Multimedia backend or no speakers: show the clip, say why it is silent
+        except (
+            Exception
+        ) as exc:  # no Qt Multimedia backend or no speakers: show the clip, say why it is silent
             self._why_silent = f"Cannot play sound on this computer ({exc})"
             log.info("clip player: %s", self._why_silent)
             return False

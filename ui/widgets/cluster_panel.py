@@ -23,7 +23,10 @@ def worker_line(worker: dict) -> str:
     where = f" ({worker['host']})" if worker.get("host") and worker["host"] != worker["name"] else ""
     gpus = worker.get("gpus") or 0
     cores = worker.get("cores", "?")
-    parts = [f"{cores} core{'' if cores == 1 else 's'}", "no GPU" if not gpus else f"{gpus} GPU{'s' if gpus > 1 else ''}"]
+    parts = [
+        f"{cores} core{'' if cores == 1 else 's'}",
+        "no GPU" if not gpus else f"{gpus} GPU{'s' if gpus > 1 else ''}",
+    ]
     measured = (worker.get("measured") or {}).get("items_per_s")
     parts.append(f"{measured:.0f} images/s" if measured else "speed measured on first use")
     text = f"{worker['name']}{where}: {', '.join(parts)}"
@@ -33,7 +36,7 @@ def worker_line(worker: dict) -> str:
 
 
 class ClusterPanel(QWidget):
-    """"Also use the cluster" and one line per worker; ``changed()`` when what training would use
+    """ "Also use the cluster" and one line per worker; ``changed()`` when what training would use
     changed (the box was toggled, or the cluster's answer came)."""
 
     changed = Signal()
@@ -44,8 +47,10 @@ class ClusterPanel(QWidget):
         self.address: str | None = None
         self.use = QCheckBox("Also use the cluster")
         self.use.setChecked(True)
-        self.use.setToolTip("Training splits the work between this computer and the cluster's workers, "
-                            "in proportion to the speed measured on each.")
+        self.use.setToolTip(
+            "Training splits the work between this computer and the cluster's workers, "
+            "in proportion to the speed measured on each."
+        )
         self.use.toggled.connect(lambda _on: self.changed.emit())
         self.workers = QLabel()
         self.workers.setTextFormat(Qt.RichText)
@@ -90,10 +95,13 @@ class ClusterPanel(QWidget):
             self.setVisible(False)
             return
         usable = [w for w in workers if not w.get("refused")]
-        self.use.setText(f"Also use the cluster at {address} ({len(usable)} worker{'s' if len(usable) != 1 else ''})")
+        self.use.setText(
+            f"Also use the cluster at {address} ({len(usable)} worker{'s' if len(usable) != 1 else ''})"
+        )
         self.use.setEnabled(bool(usable))
         lines = [escape(worker_line(w)) for w in workers] or [
-            escape(f"No worker has joined yet: run `modeldesk worker {address}` on a machine that can help.")]
+            escape(f"No worker has joined yet: run `modeldesk worker {address}` on a machine that can help.")
+        ]
         self.workers.setText("<br>".join(lines))
         self.setVisible(True)
 

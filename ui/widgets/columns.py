@@ -36,7 +36,9 @@ class Columns(QWidget):
         return self.box.direction() == QBoxLayout.TopToBottom
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
-        direction = QBoxLayout.TopToBottom if event.size().width() < self.needed_width() else QBoxLayout.LeftToRight
+        direction = (
+            QBoxLayout.TopToBottom if event.size().width() < self.needed_width() else QBoxLayout.LeftToRight
+        )
         if self.box.direction() != direction:
             self.box.setDirection(direction)
         super().resizeEvent(event)

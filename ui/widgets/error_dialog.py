@@ -7,8 +7,17 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QPlainTextEdit,
-                               QPushButton, QStyle, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QStyle,
+    QVBoxLayout,
+    QWidget,
+)
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +37,14 @@ class ErrorDialog(QDialog):
         Enables the "Open log file" button.
     """
 
-    def __init__(self, title: str, message: str, details: str | None = None,
-                 log_file: Path | None = None, parent: QWidget | None = None):
+    def __init__(
+        self,
+        title: str,
+        message: str,
+        details: str | None = None,
+        log_file: Path | None = None,
+        parent: QWidget | None = None,
+    ):
         super().__init__(parent)
         self.setWindowTitle(title)
         self.setMinimumWidth(460)
@@ -97,8 +112,9 @@ class ErrorDialog(QDialog):
         return ok
 
 
-def show_error(parent: QWidget | None, title: str, message: str, details: str | None = None,
-               log_file: Path | None = None) -> ErrorDialog:
+def show_error(
+    parent: QWidget | None, title: str, message: str, details: str | None = None, log_file: Path | None = None
+) -> ErrorDialog:
     """Log the error and show an :class:`ErrorDialog` (non-blocking); returns the dialog."""
     log.error("%s: %s", title, message)
     dialog = ErrorDialog(title, message, details, log_file, parent)

@@ -59,8 +59,12 @@ class HelpMenu(QObject):
         from modeldesk.app.problem_report import default_report_name
 
         folder = QStandardPaths.writableLocation(QStandardPaths.DesktopLocation) or str(Path.home())
-        dialog = QFileDialog(self.window, "Save the problem report", str(Path(folder) / default_report_name()),
-                             "Zip archives (*.zip)")
+        dialog = QFileDialog(
+            self.window,
+            "Save the problem report",
+            str(Path(folder) / default_report_name()),
+            "Zip archives (*.zip)",
+        )
         dialog.setAcceptMode(QFileDialog.AcceptSave)
         dialog.setDefaultSuffix("zip")
         dialog.fileSelected.connect(self.write_report)
@@ -84,17 +88,26 @@ class HelpMenu(QObject):
     def _written(self, path) -> None:
         self.last_report = Path(path)
         log.info("problem report written to %s", path)
-        box = QMessageBox(QMessageBox.Information, "Problem report saved",
-                          f"The report is in {path}.\nIt holds the app's logs and a description of this "
-                          "computer, no images, labels or models. Attach it to your message.",
-                          QMessageBox.Ok, self.window)
+        box = QMessageBox(
+            QMessageBox.Information,
+            "Problem report saved",
+            f"The report is in {path}.\nIt holds the app's logs and a description of this "
+            "computer, no images, labels or models. Attach it to your message.",
+            QMessageBox.Ok,
+            self.window,
+        )
         show = box.addButton("Show in folder", QMessageBox.ActionRole)
         show.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(Path(path).parent))))
         box.open()
 
     def _failed(self, message: str, details: str) -> None:
-        show_error(self.window, "Could not save the problem report", message, details=details,
-                   log_file=self.ws.paths.log)
+        show_error(
+            self.window,
+            "Could not save the problem report",
+            message,
+            details=details,
+            log_file=self.ws.paths.log,
+        )
 
     def _ended(self) -> None:
         self.task = None

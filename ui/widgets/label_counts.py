@@ -46,8 +46,11 @@ class LabelCountsChart(QWidget):
         for row, (name, count) in enumerate(self.counts.items()):
             y = 3 + row * self.ROW
             painter.setPen(QColor(colors.text))
-            painter.drawText(QRectF(0, y, name_w - 6, self.ROW), Qt.AlignRight | Qt.AlignVCenter,
-                             metrics.elidedText(name, Qt.ElideRight, name_w - 6))
+            painter.drawText(
+                QRectF(0, y, name_w - 6, self.ROW),
+                Qt.AlignRight | Qt.AlignVCenter,
+                metrics.elidedText(name, Qt.ElideRight, name_w - 6),
+            )
             painter.setPen(Qt.NoPen)
             painter.setBrush(QColor(colors.alt_base))
             painter.drawRoundedRect(QRectF(name_w, y + 4, bar_w, self.ROW - 8), 3, 3)
@@ -55,5 +58,6 @@ class LabelCountsChart(QWidget):
             painter.setBrush(QColor(colors.warn if small else colors.accent))
             painter.drawRoundedRect(QRectF(name_w, y + 4, max(3.0, bar_w * count / top), self.ROW - 8), 3, 3)
             painter.setPen(QColor(colors.warn if small else colors.muted))
-            painter.drawText(QRectF(name_w + bar_w + 6, y, count_w, self.ROW), Qt.AlignLeft | Qt.AlignVCenter,
-                             f"{count:,}")
+            painter.drawText(
+                QRectF(name_w + bar_w + 6, y, count_w, self.ROW), Qt.AlignLeft | Qt.AlignVCenter, f"{count:,}"
+            )

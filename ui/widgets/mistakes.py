@@ -85,23 +85,33 @@ class MistakesCard:
         self.report, self.sound = report, sound
         self.clip_player.hide()  # shown with the first clip clicked
         self.clip_player.clear()
-        self.hint.setText("Click a clip to hear it, double-click to check its label: a wrong label teaches the "
-                          "model wrong." if sound else "Click one to check its label: a wrong label teaches the "
-                          "model wrong.")
+        self.hint.setText(
+            "Click a clip to hear it, double-click to check its label: a wrong label teaches the model wrong."
+            if sound
+            else "Click one to check its label: a wrong label teaches the model wrong."
+        )
         self.filter(None, None)
 
     def filter(self, true: str | None, predicted: str | None) -> None:
         """Show the mistakes of one matrix square (``None, None``: all of them)."""
         listed = (self.report or {}).get("mistakes") or []
-        mistakes = [m for m in listed if (true is None or m.get("true") == true)
-                    and (predicted is None or m.get("predicted") == predicted)]
+        mistakes = [
+            m
+            for m in listed
+            if (true is None or m.get("true") == true)
+            and (predicted is None or m.get("predicted") == predicted)
+        ]
         detector = "map50" in (self.report or {})
         if true is not None and true == predicted:
             self.title.setText(f"<b>'{true}' {self.noun} it got right</b> are not listed; pick a red square")
         elif true is not None:
             self.title.setText(f"<b>'{true}' {self.noun} it took for '{predicted}'</b> ({len(mistakes)})")
         else:
-            what = "Photos with missed objects or false boxes" if detector else f"{self.noun.capitalize()} it got wrong"
+            what = (
+                "Photos with missed objects or false boxes"
+                if detector
+                else f"{self.noun.capitalize()} it got wrong"
+            )
             self.title.setText(f"<b>{what}</b> ({len(listed)})")
         self.show_all.setVisible(true is not None)
         self.generation += 1
@@ -111,8 +121,13 @@ class MistakesCard:
             caption, tip = mistake_caption(mistake)
             item = QListWidgetItem(caption)
             item.setData(Qt.UserRole, mistake.get("sample_id"))
-            item.setToolTip(tip.replace("\nClick to check its label.", "\nClick to play it, double-click to "
-                                        "check its label.") if self.sound else tip)
+            item.setToolTip(
+                tip.replace(
+                    "\nClick to check its label.", "\nClick to play it, double-click to check its label."
+                )
+                if self.sound
+                else tip
+            )
             item.setSizeHint(QSize(THUMB + 30, THUMB + 40))
             self.list.addItem(item)
         if detector:

@@ -25,7 +25,9 @@ class ModelPicker(QComboBox):
         self.setToolTip("Which of this project's trained models to look at")
         self.activated.connect(lambda index: self.itemData(index) and self.picked.emit(self.itemData(index)))
 
-    def set_models(self, models: list[dict], current: str | None, recipe_titles: dict | None = None) -> str | None:
+    def set_models(
+        self, models: list[dict], current: str | None, recipe_titles: dict | None = None
+    ) -> str | None:
         """Show ``models`` (newest first) without signals; returns the id shown: ``current`` while it
         exists, else the newest."""
         self.blockSignals(True)

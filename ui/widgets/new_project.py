@@ -5,9 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 SOURCE_LATER, SOURCE_FOLDER, SOURCE_FILES = "later", "folder", "files"
 
@@ -137,8 +148,11 @@ class NewProjectDialog(QDialog):
             chosen = [folder] if folder else []
         else:
             files, _ = QFileDialog.getOpenFileNames(
-                self, "Choose images or a zip archive", "",
-                "Images and archives (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff *.zip);;All files (*)")
+                self,
+                "Choose images or a zip archive",
+                "",
+                "Images and archives (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff *.zip);;All files (*)",
+            )
             chosen = files
         if chosen:
             self.paths = [Path(p) for p in chosen]

@@ -70,7 +70,9 @@ class ProgressPanel(QFrame):
         else:
             self.bar.setRange(0, 0)
         metrics = self.detail.fontMetrics()
-        self.detail.setText(metrics.elidedText(message, Qt.TextElideMode.ElideMiddle, max(60, self.detail.width())))
+        self.detail.setText(
+            metrics.elidedText(message, Qt.TextElideMode.ElideMiddle, max(60, self.detail.width()))
+        )
         self.eta.setText(format_eta(eta_s))
 
     def _cancel(self) -> None:

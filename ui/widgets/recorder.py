@@ -54,8 +54,12 @@ class QtMicrophone(QObject):
         fmt.setSampleFormat(QAudioFormat.Int16)
         if not self._device.isFormatSupported(fmt):
             fmt = self._device.preferredFormat()
-        names = {QAudioFormat.Int16: "int16", QAudioFormat.Int32: "int32", QAudioFormat.Float: "float32",
-                 QAudioFormat.UInt8: "uint8"}
+        names = {
+            QAudioFormat.Int16: "int16",
+            QAudioFormat.Int32: "int32",
+            QAudioFormat.Float: "float32",
+            QAudioFormat.UInt8: "uint8",
+        }
         self._audio = QAudioSource(self._device, fmt, self)
         self._io = self._audio.start()
         self._io.readyRead.connect(lambda: on_frames(bytes(self._io.readAll().data())))
@@ -116,8 +120,16 @@ class RecorderWidget(QWidget):
 
     recorded = Signal(str, bytes)
 
-    def __init__(self, source=None, *, seconds: float = 2.0, countdown_s: float = 1.0, with_classes: bool = True,
-                 button_text: str = "Record a clip", parent=None):
+    def __init__(
+        self,
+        source=None,
+        *,
+        seconds: float = 2.0,
+        countdown_s: float = 1.0,
+        with_classes: bool = True,
+        button_text: str = "Record a clip",
+        parent=None,
+    ):
         super().__init__(parent)
         self.source = source if source is not None else QtMicrophone(self)
         self.recorder = ClipRecorder(seconds=seconds, countdown_s=countdown_s)
@@ -155,9 +167,12 @@ class RecorderWidget(QWidget):
         self.has_microphone = bool(self.source.available())
         for widget in (self.classes, self.button, self.meter, self.status):
             widget.setVisible(self.has_microphone and (widget is not self.classes or with_classes))
-        self.note.setText("" if self.has_microphone else
-                          "No microphone was found on this computer, so clips cannot be recorded here: "
-                          "import WAV files instead.")
+        self.note.setText(
+            ""
+            if self.has_microphone
+            else "No microphone was found on this computer, so clips cannot be recorded here: "
+            "import WAV files instead."
+        )
         self.note.setVisible(not self.has_microphone)
 
     def set_classes(self, labels, current: str | None = None) -> None:

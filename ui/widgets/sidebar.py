@@ -4,12 +4,29 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMenu, QPushButton,
-                               QStyle, QStyledItemDelegate, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPushButton,
+    QStyle,
+    QStyledItemDelegate,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 #: (key, title) of the steps, in order.
-STEPS = (("data", "Data"), ("label", "Label"), ("train", "Train"), ("evaluate", "Evaluate"),
-         ("deploy", "Deploy"))
+STEPS = (
+    ("data", "Data"),
+    ("label", "Label"),
+    ("train", "Train"),
+    ("evaluate", "Evaluate"),
+    ("deploy", "Deploy"),
+)
 
 #: Step states and the colour of their dot.
 STATE_COLORS = {"done": "#3ccf7f", "active": "#f0b440", "todo": "#6b7587", "warn": "#f0b440"}

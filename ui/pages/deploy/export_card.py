@@ -6,8 +6,17 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QPushButton, QTableWidget, QTableWidgetItem)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+)
 
 from ... import theme
 from ...page import card
@@ -19,10 +28,12 @@ from ...wording import candidate_words, chosen_words, explain, human_size, verdi
 def cancellable_progress(state, describe=str):
     """A ``progress(done, total, message, eta_s)`` callback that also stops the call when the user
     cancels; ``describe`` turns the message into words."""
+
     def progress(done, total=0, message="", eta_s=None):
         if state.is_interruption_requested():
             raise TaskCancelled()
         state.set_progress(int(done), int(total or 0), describe(message) if message else "", eta_s)
+
     return progress
 
 
@@ -43,8 +54,10 @@ class ExportCard(QObject):
         self.model_id: str | None = None
         self.last_export: dict | None = None
         self.frame, layout = card(
-            "Export", "Save the model as one file you can use elsewhere, make a smaller and faster copy, "
-                      "or build a bundle that runs on a computer without ModelDesk.")
+            "Export",
+            "Save the model as one file you can use elsewhere, make a smaller and faster copy, "
+            "or build a bundle that runs on a computer without ModelDesk.",
+        )
         self.out_dir = QLineEdit()
         self.out_dir.setPlaceholderText("Choose a folder…")
         browse = QPushButton("Browse…")
@@ -53,8 +66,10 @@ class ExportCard(QObject):
         self.export_button.setToolTip("One ONNX file (a standard model format) with its card, in the folder.")
         self.export_button.clicked.connect(lambda: self.export(compress=False, bundle=False))
         self.compress_button = QPushButton("Make smaller && faster")
-        self.compress_button.setToolTip("Tries 8-bit and smaller-input versions; keeps the fastest that loses "
-                                        "at most 1 point of accuracy.")
+        self.compress_button.setToolTip(
+            "Tries 8-bit and smaller-input versions; keeps the fastest that loses "
+            "at most 1 point of accuracy."
+        )
         self.compress_button.clicked.connect(lambda: self.export(compress=True, bundle=False))
         self.bundle_button = QPushButton("Build deploy bundle")
         self.bundle_button.setToolTip("A folder with the model, a small server and a README.")
@@ -74,7 +89,9 @@ class ExportCard(QObject):
         self.result.hide()
         self.result.linkActivated.connect(self.open_link)
         self.candidates = QTableWidget(0, 6)
-        self.candidates.setHorizontalHeaderLabels(["Version", "Size", "Time per photo", "Accuracy", "Result", "Why"])
+        self.candidates.setHorizontalHeaderLabels(
+            ["Version", "Size", "Time per photo", "Accuracy", "Result", "Why"]
+        )
         self.candidates.verticalHeader().hide()
         self.candidates.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.candidates.setSelectionMode(QAbstractItemView.NoSelection)
@@ -89,7 +106,9 @@ class ExportCard(QObject):
         self.in_use = QLabel()
         self.in_use.setWordWrap(True)
         self.use_original = QPushButton("Use the original")
-        self.use_original.setToolTip("Try, serve and bundle the full-size model again (the smaller copy stays on disk).")
+        self.use_original.setToolTip(
+            "Try, serve and bundle the full-size model again (the smaller copy stays on disk)."
+        )
         self.use_original.clicked.connect(lambda: self.choose_copy(None))
         self.details = QPushButton("Show details")
         self.details.setCheckable(True)
@@ -112,8 +131,10 @@ class ExportCard(QObject):
         """Open the exported folder; say so when no program can (the path stays shown to copy)."""
         page = self.parent()
         if not QDesktopServices.openUrl(QUrl(link)) and hasattr(page, "report_error"):
-            page.report_error("Could not open the folder", f"No program opened {QUrl(link).toLocalFile() or link}. "
-                              "Open it yourself.")
+            page.report_error(
+                "Could not open the folder",
+                f"No program opened {QUrl(link).toLocalFile() or link}. Open it yourself.",
+            )
 
     def set_model(self, project: str | None, model_id: str | None) -> None:
         changed = model_id != self.model_id
@@ -122,25 +143,32 @@ class ExportCard(QObject):
             self.out_dir.setText(str(Path.home() / "ModelDesk exports" / project))
         if changed and model_id:
             ws = self.ws
-            self.run(lambda state: ws.compressed_in_use(model_id),
-                     lambda path: self._show_in_use(path) if model_id == self.model_id else None,
-                     title="Could not read which copy is in use")
+            self.run(
+                lambda state: ws.compressed_in_use(model_id),
+                lambda path: self._show_in_use(path) if model_id == self.model_id else None,
+                title="Could not read which copy is in use",
+            )
 
     # -- which copy is tried, served and bundled ---------------------------------------------------
 
     def choose_copy(self, path) -> None:
         """Use the compressed copy at ``path`` (None: the original) for trying, serving and bundling."""
         model_id, ws = self.model_id, self.ws
-        self.run(lambda state: ws.use_compressed(model_id, path), lambda _r: self._show_in_use(path),
-                 title="Could not switch the model in use")
+        self.run(
+            lambda state: ws.use_compressed(model_id, path),
+            lambda _r: self._show_in_use(path),
+            title="Could not switch the model in use",
+        )
 
     def _show_in_use(self, path) -> None:
         self.in_use_path = path
         self.use_original.setVisible(bool(path))
         self.in_use.setVisible(bool(path))
         if path:
-            self.in_use.setText(f"<b>In use:</b> the smaller copy in {path}. Try it, the service and bundles use it. "
-                                "A service already running keeps its model until you restart it.")
+            self.in_use.setText(
+                f"<b>In use:</b> the smaller copy in {path}. Try it, the service and bundles use it. "
+                "A service already running keeps its model until you restart it."
+            )
         self.changed_copy = path
 
     def _toggle_details(self, shown: bool) -> None:
@@ -148,7 +176,9 @@ class ExportCard(QObject):
         self.details.setText("Hide details" if shown else "Show details")
 
     def choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self.frame, "Export to folder", self.out_dir.text() or str(Path.home()))
+        folder = QFileDialog.getExistingDirectory(
+            self.frame, "Export to folder", self.out_dir.text() or str(Path.home())
+        )
         if folder:
             self.out_dir.setText(folder)
 
@@ -168,8 +198,10 @@ class ExportCard(QObject):
                 return
         model_id, ws = self.model_id, self.ws
         name = self.project or model_id
-        target = str(Path(folder) / (f"{name}-bundle" if bundle else f"{name}-model-small" if compress
-                                     else f"{name}-model"))
+        target = str(
+            Path(folder)
+            / (f"{name}-bundle" if bundle else f"{name}-model-small" if compress else f"{name}-model")
+        )
         what = "Building the bundle" if bundle else "Trying smaller versions" if compress else "Exporting"
         self._set_enabled(False)
         self.result.hide()
@@ -181,8 +213,13 @@ class ExportCard(QObject):
             return f"tried {candidate_words(str(message))}" if compress else str(message)
 
         def work(state):
-            return ws.export_model(model_id, target, compress=compress, bundle=bundle,
-                                   progress=cancellable_progress(state, describe))
+            return ws.export_model(
+                model_id,
+                target,
+                compress=compress,
+                bundle=bundle,
+                progress=cancellable_progress(state, describe),
+            )
 
         def done(result):
             self.last_export = result
@@ -195,25 +232,32 @@ class ExportCard(QObject):
             self.result.setText("Cancelled.")
             self.result.show()
 
-        handle = self.run(work, done, title="Export failed", on_cancelled=cancelled, panel=self.progress,
-                          panel_title=what)
+        handle = self.run(
+            work, done, title="Export failed", on_cancelled=cancelled, panel=self.progress, panel_title=what
+        )
         if handle is not None:
             handle.ended.connect(lambda: self._set_enabled(True))
 
     def show_export(self, result: dict, *, compress: bool, bundle: bool) -> None:
         path = result.get("path") or self.out_dir.text()
-        folder_link = QUrl.fromLocalFile(str(Path(path) if Path(path).is_dir() else Path(path).parent)).toString()
+        folder_link = QUrl.fromLocalFile(
+            str(Path(path) if Path(path).is_dir() else Path(path).parent)
+        ).toString()
         text = f"Saved to <a href='{folder_link}'>{path}</a> ({human_size(result.get('size_bytes'))})."
         if bundle:
-            text = (f"Bundle ready in <a href='{folder_link}'>{path}</a>. Copy the folder to another computer; "
-                    "its README says how to run it.")
+            text = (
+                f"Bundle ready in <a href='{folder_link}'>{path}</a>. Copy the folder to another computer; "
+                "its README says how to run it."
+            )
         if compress and result.get("candidates"):
             speedup = result.get("speedup")
             before, after = result.get("accuracy_fp32"), result.get("accuracy_compressed")
             chosen = str(result.get("chosen", ""))
             if chosen in ("fp32", "float32"):
-                text = ("No smaller copy kept its accuracy and ran faster here, so the original stays in use. "
-                        f"Saved to <a href='{folder_link}'>{path}</a>.")
+                text = (
+                    "No smaller copy kept its accuracy and ran faster here, so the original stays in use. "
+                    f"Saved to <a href='{folder_link}'>{path}</a>."
+                )
             else:
                 text = f"<b>A smaller, faster copy is ready</b> ({chosen_words(chosen)})"
                 if isinstance(speedup, (int, float)):
@@ -221,11 +265,15 @@ class ExportCard(QObject):
                 text += f", {human_size(result.get('size_bytes'))}"
                 if isinstance(before, (int, float)) and isinstance(after, (int, float)):
                     if result.get("metric") == "map50":  # a detector: its boxes are scored, not its answers
-                        text += (f"; box score (mAP50) {after:.0%} against {before:.0%} for the original, both "
-                                 "checked on the same labeled photos")
+                        text += (
+                            f"; box score (mAP50) {after:.0%} against {before:.0%} for the original, both "
+                            "checked on the same labeled photos"
+                        )
                     else:
-                        text += (f"; right {after:.0%} of the time against {before:.0%} for the original, both "
-                                 "checked on the same validation examples")
+                        text += (
+                            f"; right {after:.0%} of the time against {before:.0%} for the original, both "
+                            "checked on the same validation examples"
+                        )
                 text += f". Saved to <a href='{folder_link}'>{path}</a>."
             self.fill_candidates(result["candidates"], result.get("metric", "accuracy"))
             self.candidates.hide()  # the other versions tried, behind "Show details"
@@ -238,14 +286,21 @@ class ExportCard(QObject):
         self.candidates.setRowCount(len(candidates))
         score = self.candidates.horizontalHeaderItem(3)
         score.setText("Box score (mAP50)" if metric == "map50" else "Accuracy")
-        score.setToolTip("How well its boxes match yours: 100% finds every object with no false box."
-                         if metric == "map50" else "How often it gives the right answer.")
+        score.setToolTip(
+            "How well its boxes match yours: 100% finds every object with no false box."
+            if metric == "map50"
+            else "How often it gives the right answer."
+        )
         for row, candidate in enumerate(candidates):
             latency, accuracy = candidate.get("latency_ms"), candidate.get("accuracy")
-            cells = [candidate_words(candidate.get("name", "")), human_size(candidate.get("size_bytes")),
-                     f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "–",
-                     f"{accuracy:.1%}" if isinstance(accuracy, (int, float)) else "–", verdict(candidate),
-                     why_words(candidate)]
+            cells = [
+                candidate_words(candidate.get("name", "")),
+                human_size(candidate.get("size_bytes")),
+                f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "–",
+                f"{accuracy:.1%}" if isinstance(accuracy, (int, float)) else "–",
+                verdict(candidate),
+                why_words(candidate),
+            ]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip("\n".join(filter(None, (str(candidate.get("reason") or ""), explain(text)))))
@@ -273,6 +328,10 @@ class ExportCard(QObject):
         window is too narrow for all the columns."""
         table = self.candidates
         bar = table.horizontalScrollBar()
-        height = (table.horizontalHeader().height() + sum(table.rowHeight(r) for r in range(table.rowCount()))
-                  + 2 * table.frameWidth() + (bar.sizeHint().height() if bar.maximum() > 0 else 0))
+        height = (
+            table.horizontalHeader().height()
+            + sum(table.rowHeight(r) for r in range(table.rowCount()))
+            + 2 * table.frameWidth()
+            + (bar.sizeHint().height() if bar.maximum() > 0 else 0)
+        )
         table.setFixedHeight(height)

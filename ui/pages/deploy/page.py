@@ -63,12 +63,23 @@ class DeployPage(Page):
         # the cards' parts, by the names the page has always had
         for name in ("drop", "answer", "scores", "camera_button", "choose_button", "clip_player", "text_try"):
             setattr(self, name, getattr(self.try_it, name))
-        for name, part in (("service_button", "button"), ("service_url", "url"), ("service_hint", "hint"),
-                           ("console_button", "console_button"), ("copy_button", "copy_button")):
+        for name, part in (
+            ("service_button", "button"),
+            ("service_url", "url"),
+            ("service_hint", "hint"),
+            ("console_button", "console_button"),
+            ("copy_button", "copy_button"),
+        ):
             setattr(self, name, getattr(self.service_card, part))
-        for name, part in (("out_dir", "out_dir"), ("export_button", "export_button"),
-                           ("compress_button", "compress_button"), ("bundle_button", "bundle_button"),
-                           ("progress", "progress"), ("export_result", "result"), ("candidates", "candidates")):
+        for name, part in (
+            ("out_dir", "out_dir"),
+            ("export_button", "export_button"),
+            ("compress_button", "compress_button"),
+            ("bundle_button", "bundle_button"),
+            ("progress", "progress"),
+            ("export_result", "result"),
+            ("candidates", "candidates"),
+        ):
             setattr(self, name, getattr(self.export_card, part))
         self.show_empty(True)
 
@@ -167,7 +178,9 @@ class DeployPage(Page):
 
         def failed(message, details):
             self.try_it.clear()
-            self.report_error("Could not read this clip" if sound else "Could not read this photo", message, details)
+            self.report_error(
+                "Could not read this clip" if sound else "Could not read this photo", message, details
+            )
 
         self.predictions.start(work, done, on_failed=failed)
 

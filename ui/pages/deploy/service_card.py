@@ -27,8 +27,9 @@ class ServiceCard(QObject):
         self.service_project: str | None = None
         self.project: str | None = None
         self.model_id: str | None = None
-        self.frame, layout = card("Local service",
-                                  "Other programs on this computer can ask the model for answers over HTTP.")
+        self.frame, layout = card(
+            "Local service", "Other programs on this computer can ask the model for answers over HTTP."
+        )
         self.state = QLabel("Not running")
         self.url = QLabel()
         self.url.setTextInteractionFlags(Qt.TextBrowserInteraction)
@@ -77,9 +78,11 @@ class ServiceCard(QObject):
             self.state.setText(f"<span style='color:#1e9e5a'>●</span> Running{other} at")
             self.url.setText(f"<a href='{self.service.url}'>{self.service.url}</a>")
             note = getattr(self.service, "note", "")
-            self.hint.setText((f"<span style='color:#c27c0e'>{note[:1].upper() + note[1:]}.</span> " if note else "")
-                              + f"From a program: <code>curl -F file=@photo.jpg {self.service.url}v1/predict"
-                              "</code>. It stops when you close ModelDesk.")
+            self.hint.setText(
+                (f"<span style='color:#c27c0e'>{note[:1].upper() + note[1:]}.</span> " if note else "")
+                + f"From a program: <code>curl -F file=@photo.jpg {self.service.url}v1/predict"
+                "</code>. It stops when you close ModelDesk."
+            )
         else:
             self.state.setText("<span style='color:#9aa4b5'>●</span> Not running")
             self.url.setText("")
@@ -126,8 +129,10 @@ class ServiceCard(QObject):
 
     def open_console(self) -> None:
         if self.service is not None and not QDesktopServices.openUrl(QUrl(self.service.url)):
-            self.report_error("Could not open the console", f"No browser opened {self.service.url}. "
-                              "Open the address yourself.")
+            self.report_error(
+                "Could not open the console",
+                f"No browser opened {self.service.url}. Open the address yourself.",
+            )
 
     def shutdown(self) -> None:
         """Stop the service now (the app is closing)."""

@@ -37,7 +37,9 @@ class DropArea(QLabel):
 
     def _idle_style(self, hover: bool = False) -> None:
         border = "#2f6fed" if hover else "#9aa4b5"
-        self.setStyleSheet(f"QLabel#DropArea {{ border: 2px dashed {border}; border-radius: 10px; padding: 6px; }}")
+        self.setStyleSheet(
+            f"QLabel#DropArea {{ border: 2px dashed {border}; border-radius: 10px; padding: 6px; }}"
+        )
 
     @staticmethod
     def _image_path(event) -> str | None:
@@ -70,7 +72,9 @@ class DropArea(QLabel):
             return
         if boxes:
             draw_boxes(pixmap, boxes)
-        self.setPixmap(pixmap.scaled(self.size() - QSize(16, 16), Qt.KeepAspectRatio, Qt.SmoothTransformation))
+        self.setPixmap(
+            pixmap.scaled(self.size() - QSize(16, 16), Qt.KeepAspectRatio, Qt.SmoothTransformation)
+        )
 
 
 def draw_boxes(pixmap: QPixmap, boxes) -> None:
@@ -85,7 +89,9 @@ def draw_boxes(pixmap: QPixmap, boxes) -> None:
         color = label_color(box["label"])
         painter.setPen(QPen(color, width))
         painter.drawRect(round(x0), round(y0), round(x1 - x0), round(y1 - y0))
-        painter.drawText(round(x0) + width, max(round(y0) - width, width * 7), f"{box['label']} {box['score']:.0%}")
+        painter.drawText(
+            round(x0) + width, max(round(y0) - width, width * 7), f"{box['label']} {box['score']:.0%}"
+        )
     painter.end()
 
 
@@ -113,8 +119,9 @@ class TryIt:
         self.answer = QLabel()
         self.answer.setObjectName("Hero")
         self.answer.setWordWrap(True)
-        self.scores = BarChart(("Score",), highlight_first=True,
-                               empty_text="The model's answer for your photo appears here.")
+        self.scores = BarChart(
+            ("Score",), highlight_first=True, empty_text="The model's answer for your photo appears here."
+        )
         self.clip_player = ClipPlayer()  # sound models: the clip tried, and recording one
         self.clip_player.hide()
         self.recorder = recorder
@@ -154,21 +161,30 @@ class TryIt:
         self.text_try.setVisible(text)
         self.choose_button.setVisible(not text)
         self.choose_button.setText("Choose a WAV clip…" if sound else "Choose a photo…")
-        self.subtitle.setText("Record a clip or choose a WAV file to see what the model says." if sound else
-                              "Type or paste a text to see what the model says." if text else
-                              "Drop a photo to see what the model says.")
+        self.subtitle.setText(
+            "Record a clip or choose a WAV file to see what the model says."
+            if sound
+            else "Type or paste a text to see what the model says."
+            if text
+            else "Drop a photo to see what the model says."
+        )
         self.noun = noun = "clip" if sound else "text" if text else "photo"
         self.scores.empty_text = f"The model's answer for your {noun} appears here."
 
     def _choose(self) -> None:
         if self.sound:
-            path, _ = QFileDialog.getOpenFileName(self.frame, "Choose a sound clip", str(Path.home()),
-                                                  "WAV sound clips (*.wav *.wave)")
+            path, _ = QFileDialog.getOpenFileName(
+                self.frame, "Choose a sound clip", str(Path.home()), "WAV sound clips (*.wav *.wave)"
+            )
             if path:
                 self.on_file(path)
             return
-        path, _ = QFileDialog.getOpenFileName(self.frame, "Choose a photo", str(Path.home()),
-                                              "Images (" + " ".join(f"*{s}" for s in IMAGE_SUFFIXES) + ")")
+        path, _ = QFileDialog.getOpenFileName(
+            self.frame,
+            "Choose a photo",
+            str(Path.home()),
+            "Images (" + " ".join(f"*{s}" for s in IMAGE_SUFFIXES) + ")",
+        )
         if path:
             self.on_file(path)
 
@@ -198,9 +214,13 @@ class TryIt:
             tags = prediction.get("tags") or []
             self.answer.setText(", ".join(tags) if tags else "No tag fits")
         elif prediction.get("sure") is False:  # unlike anything the model was trained on
-            self.answer.setText(f"Not sure  <span style='font-size:15px; font-weight:400'>this {self.noun} is "
-                                f"unlike the ones it learned from (closest guess: {prediction['label']})</span>")
+            self.answer.setText(
+                f"Not sure  <span style='font-size:15px; font-weight:400'>this {self.noun} is "
+                f"unlike the ones it learned from (closest guess: {prediction['label']})</span>"
+            )
         else:
-            self.answer.setText(f"{prediction['label']}  <span style='font-size:15px; font-weight:400'>"
-                                f"({prediction['score']:.0%} sure)</span>")
+            self.answer.setText(
+                f"{prediction['label']}  <span style='font-size:15px; font-weight:400'>"
+                f"({prediction['score']:.0%} sure)</span>"
+            )
         self.scores.set_rows((label, (score,)) for label, score in top_scores(prediction))

@@ -6,4 +6,12 @@ from .views import VIEWS, SampleView, register_view
 from . import audio_view  # noqa: F401,E402  (registers the view of sound clips)
 from . import text_view  # noqa: F401,E402  (registers the view of texts)
 
-__all__ = ["ANNOTATORS", "Annotator", "LabelPage", "SampleView", "VIEWS", "register_annotator", "register_view"]
+__all__ = [
+    "ANNOTATORS",
+    "Annotator",
+    "LabelPage",
+    "SampleView",
+    "VIEWS",
+    "register_annotator",
+    "register_view",
+]

@@ -145,8 +145,10 @@ class BoxesAnnotator(Annotator):
     view's canvas and written as they change."""
 
     target = "boxes"
-    hint = ("Pick a class, then drag on the image to draw a box around each object. Drag a box to "
-            "move it, its corners to resize it.")
+    hint = (
+        "Pick a class, then drag on the image to draw a box around each object. Drag a box to "
+        "move it, its corners to resize it."
+    )
     keys = "the key next to a class picks it · Delete removes the selected box"
     clear_text = "Delete all boxes"
     takes_suggestions = True  # a detector's proposed boxes: Enter accepts them all
@@ -203,8 +205,10 @@ class BoxesAnnotator(Annotator):
         count = len(proposal or [])
         if not count:
             return "The model found nothing here. Draw any boxes it missed."
-        return (f"The model proposes {plural(count, 'box', 'boxes')} (dashed). Press Enter to accept "
-                "them, then move, resize or delete any that are off.")
+        return (
+            f"The model proposes {plural(count, 'box', 'boxes')} (dashed). Press Enter to accept "
+            "them, then move, resize or delete any that are off."
+        )
 
     def show_proposal(self, proposal) -> None:
         self.proposals.show(proposal) if proposal else self.proposals.clear()

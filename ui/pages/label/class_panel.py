@@ -70,7 +70,9 @@ class ClassButton(QPushButton):
         painter = QPainter(self)
         color = self.palette().highlightedText().color() if self.isChecked() else QColor("#8a93a3")
         painter.setPen(color)
-        painter.drawText(self.rect().adjusted(0, 0, -12, 0), Qt.AlignRight | Qt.AlignVCenter, f"{self.count:,}")
+        painter.drawText(
+            self.rect().adjusted(0, 0, -12, 0), Qt.AlignRight | Qt.AlignVCenter, f"{self.count:,}"
+        )
 
 
 class ClassPanel(QWidget):

@@ -15,8 +15,16 @@ import logging
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QStackedWidget,
-                               QVBoxLayout)
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+)
 
 from ...page import Page
 from ...widgets.elided_label import ElidedLabel
@@ -29,8 +37,11 @@ from .views import VIEWS, PayloadCache
 
 log = logging.getLogger(__name__)
 
-ORDERS = (("order", "In the order they were added"), ("unlabeled", "Unlabeled first"),
-          ("uncertain", "Label these next (model unsure)"))
+ORDERS = (
+    ("order", "In the order they were added"),
+    ("unlabeled", "Unlabeled first"),
+    ("uncertain", "Label these next (model unsure)"),
+)
 
 
 class LabelPage(Page):
@@ -123,7 +134,14 @@ class LabelPage(Page):
         self.side.accept_button.clicked.connect(self.accept_suggestion)
         self.side.clear_button.clicked.connect(self.clear_annotations)
         self.side.undo_button.clicked.connect(self.undo)
-        for name in ("banner", "suggestion_label", "accept_button", "clear_button", "undo_button", "keys_help"):
+        for name in (
+            "banner",
+            "suggestion_label",
+            "accept_button",
+            "clear_button",
+            "undo_button",
+            "keys_help",
+        ):
             setattr(self, name, getattr(self.side, name))
 
         content = QHBoxLayout(self.body)
@@ -140,9 +158,13 @@ class LabelPage(Page):
 
         for key in KEYS:
             bind(key, lambda k=key: self.press_key(k))
-        for keys, slot in (((Qt.Key_Right,), self.next), ((Qt.Key_Left,), self.previous),
-                           ((Qt.Key_Return, Qt.Key_Enter), self._enter), ((QKeySequence.Undo,), self.undo),
-                           ((Qt.Key_Delete, Qt.Key_Backspace), self._delete_key)):
+        for keys, slot in (
+            ((Qt.Key_Right,), self.next),
+            ((Qt.Key_Left,), self.previous),
+            ((Qt.Key_Return, Qt.Key_Enter), self._enter),
+            ((QKeySequence.Undo,), self.undo),
+            ((Qt.Key_Delete, Qt.Key_Backspace), self._delete_key),
+        ):
             for key in keys:
                 bind(key, slot)
 
@@ -169,11 +191,16 @@ class LabelPage(Page):
         ws = self.ws
         models = ws.list_models(project)
         model_id = models[-1]["id"] if models else None
-        return {"info": ws.project_info(project), "stats": ws.stats(project), "labels": ws.labels(project),
-                "model_id": model_id, "suggestions": ws.suggestions(project, model_id) if model_id else {},
-                "proposals": ws.box_proposals(project, model_id) if model_id else {},
-                "order": ws.labeling_order(project, mode, model_id),
-                "first": ws.sample_ids(project, unlabeled=True)[:1]}
+        return {
+            "info": ws.project_info(project),
+            "stats": ws.stats(project),
+            "labels": ws.labels(project),
+            "model_id": model_id,
+            "suggestions": ws.suggestions(project, model_id) if model_id else {},
+            "proposals": ws.box_proposals(project, model_id) if model_id else {},
+            "order": ws.labeling_order(project, mode, model_id),
+            "first": ws.sample_ids(project, unlabeled=True)[:1],
+        }
 
     def show_data(self, data: dict) -> None:
         self._configure(data["info"], data["labels"])
@@ -247,10 +274,13 @@ class LabelPage(Page):
 
         self.run(read, self._sample_ready, title="Could not show this sample")
         if view.cacheable:
-            for neighbour in self.order[index + 1:index + 3]:  # read ahead
+            for neighbour in self.order[index + 1 : index + 3]:  # read ahead
                 if neighbour not in self._cache:
-                    self.run(lambda _s, n=neighbour: (n, view.load(ws.sample(n))), self._prefetched,
-                             on_failed=lambda message, _d: log.info("read-ahead failed: %s", message))
+                    self.run(
+                        lambda _s, n=neighbour: (n, view.load(ws.sample(n))),
+                        self._prefetched,
+                        on_failed=lambda message, _d: log.info("read-ahead failed: %s", message),
+                    )
 
     def next(self) -> None:
         if self.index < len(self.order) - 1:
@@ -295,8 +325,10 @@ class LabelPage(Page):
             return
         self.panel.set_checked(self.annotator.checked(sample))
         self.clear_button.setEnabled(bool(sample.labels or getattr(sample, "boxes", None)))
-        self.position.setText(f"{self.index + 1:,} of {len(self.order):,}  ·  {file_name(sample.source)}"
-                              f"  ·  {self.annotator.describe(sample)}")
+        self.position.setText(
+            f"{self.index + 1:,} of {len(self.order):,}  ·  {file_name(sample.source)}"
+            f"  ·  {self.annotator.describe(sample)}"
+        )
         suggestion = self.suggestions.get(sample.id)
         if suggestion and not sample.labels and self.annotator.takes_suggestions:
             label, score = suggestion
@@ -331,10 +363,16 @@ class LabelPage(Page):
     def accept_suggestion(self) -> None:
         """Take the model's suggestion for the current sample (Enter)."""
         sample = self.sample
-        if (sample is None or sample.id not in self.suggestions or sample.labels
-                or not self.annotator.takes_suggestions):
+        if (
+            sample is None
+            or sample.id not in self.suggestions
+            or sample.labels
+            or not self.annotator.takes_suggestions
+        ):
             return
-        self._apply(self.annotator.from_suggestion(self.suggestions[sample.id][0], self.proposals.get(sample.id)))
+        self._apply(
+            self.annotator.from_suggestion(self.suggestions[sample.id][0], self.proposals.get(sample.id))
+        )
         if self.annotator.advances():
             self.next()
 

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QWidget
 
 from ...canvas import BoxCanvas
 
-MAX_SIDE = 2048      # images are decoded at most this large for display
+MAX_SIDE = 2048  # images are decoded at most this large for display
 
 
 def read_image(path, max_side: int = MAX_SIDE) -> QImage:

@@ -36,17 +36,25 @@ class FactsBanner(QFrame):
         ``readiness`` (why it cannot train) is not empty."""
         counts = {label: n for label, n in (stats.get("labels") or {}).items() if n}
         labeled = sum(counts.values()) if info.get("target") != "boxes" else stats.get("labeled", 0)
-        text = f"{labeled:,} labeled of {stats.get('samples', 0):,} in {plural(len(counts), 'class', 'classes')}"
+        text = (
+            f"{labeled:,} labeled of {stats.get('samples', 0):,} in {plural(len(counts), 'class', 'classes')}"
+        )
         few = info.get("few_examples") or 10
         if counts and not readiness:
             smallest = min(counts, key=counts.get)
             if counts[smallest] < few:
-                text += (f". <span style='color:#c27c0e'>'{smallest}' has only {counts[smallest]}: "
-                         "label a few more for a reliable model.</span>")
+                text += (
+                    f". <span style='color:#c27c0e'>'{smallest}' has only {counts[smallest]}: "
+                    "label a few more for a reliable model.</span>"
+                )
         self.data_summary.setText(text)
         self.go_label.setVisible(bool(readiness))
 
     def show_hardware(self, resources: dict) -> None:
         self.hardware.setText(describe_hardware(resources))
-        self.hardware.setToolTip("\n".join(f"{name}: {'works' if ok else 'not available'}"
-                                           for name, ok in (resources.get("providers") or {}).items()))
+        self.hardware.setToolTip(
+            "\n".join(
+                f"{name}: {'works' if ok else 'not available'}"
+                for name, ok in (resources.get("providers") or {}).items()
+            )
+        )

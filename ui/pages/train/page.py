@@ -12,8 +12,17 @@ import logging
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ...job_watcher import TERMINAL_STATES
 from ...page import LatestTask, Page
@@ -67,7 +76,11 @@ class TrainPage(Page):
         self.header.set_subtitle("Pick a recipe and press Start. You can keep working while it trains.")
         self.facts = FactsBanner()
         self.facts.go_label.clicked.connect(lambda: self.navigate.emit("label"))
-        self.hardware, self.data_summary, self.go_label = self.facts.hardware, self.facts.data_summary, self.facts.go_label
+        self.hardware, self.data_summary, self.go_label = (
+            self.facts.hardware,
+            self.facts.data_summary,
+            self.facts.go_label,
+        )
 
         self.card_row = TemplateCards()
         self.card_row.changed.connect(self._template_changed)
@@ -112,7 +125,15 @@ class TrainPage(Page):
         self.run_view.failed.connect(self._on_failed)
         self.run_view.cancelled.connect(self._on_cancelled)
         # the run view's parts, by the names the page has always had
-        for name in ("progress", "stages", "result_banner", "result_text", "result_button", "chart", "chart_card"):
+        for name in (
+            "progress",
+            "stages",
+            "result_banner",
+            "result_text",
+            "result_button",
+            "chart",
+            "chart_card",
+        ):
             setattr(self, name, getattr(self.run_view, name))
 
         self.jobs_table = RunsTable()
@@ -177,15 +198,22 @@ class TrainPage(Page):
             self.device.setCurrentIndex(max(self.device.findData(current), 0))
             self._update_estimates()
 
-        self.run(look, done, on_failed=lambda message, details: self.hardware.setText(
-            f"Could not look at this computer: {message}"))
+        self.run(
+            look,
+            done,
+            on_failed=lambda message, details: self.hardware.setText(
+                f"Could not look at this computer: {message}"
+            ),
+        )
         self.cluster.load(self.run)
 
     def _estimate_devices(self) -> list[tuple[str, str]]:
         """Devices to estimate each recipe on: automatic, and the CPU alone when a GPU is there."""
         if self.resources and self.resources.get("gpus"):
             return [("auto", "best device"), ("cpu", "on the CPU only")]
-        return [("auto", "on this computer" if self.cluster.cluster_choice() == "off" else "with the cluster")]
+        return [
+            ("auto", "on this computer" if self.cluster.cluster_choice() == "off" else "with the cluster")
+        ]
 
     def _update_estimates(self) -> None:
         if not self.project or not self.cards or self.resources is None:
@@ -234,8 +262,13 @@ class TrainPage(Page):
     def load(self, project: str) -> dict:
         ws = self.ws
         info = ws.project_info(project)
-        return {"info": info, "stats": ws.stats(project), "jobs": ws.training_runs(project),
-                "readiness": ws.training_readiness(project), "templates": ws.templates(info["task"])}
+        return {
+            "info": info,
+            "stats": ws.stats(project),
+            "jobs": ws.training_runs(project),
+            "readiness": ws.training_readiness(project),
+            "templates": ws.templates(info["task"]),
+        }
 
     def show_data(self, data: dict) -> None:
         self.show_empty(False)
@@ -260,11 +293,17 @@ class TrainPage(Page):
         self._update_start()
 
     def _template_changed(self, *_args) -> None:
-        template = next((t for t in (c.template for c in self.cards.values())
-                         if t["name"] == self.selected_template()), None)
+        template = next(
+            (t for t in (c.template for c in self.cards.values()) if t["name"] == self.selected_template()),
+            None,
+        )
         budget = template and (template.get("time_budget_s") or template.get("default_time_budget"))
-        self.time_limit.setItemText(0, f"Recipe default ({describe_duration(budget).replace('about ', '')})"
-                                    if budget else "Recipe default")
+        self.time_limit.setItemText(
+            0,
+            f"Recipe default ({describe_duration(budget).replace('about ', '')})"
+            if budget
+            else "Recipe default",
+        )
         self._update_start()
 
     def selected_template(self) -> str | None:
@@ -312,8 +351,13 @@ class TrainPage(Page):
             self.report_error("Training could not start", message, details)
 
         cluster = self.cluster.cluster_choice()
-        self.run(lambda state: ws.submit_training(project, template, time_budget=budget, device=device,
-                                                  cluster=cluster), self._follow, on_failed=failed)
+        self.run(
+            lambda state: ws.submit_training(
+                project, template, time_budget=budget, device=device, cluster=cluster
+            ),
+            self._follow,
+            on_failed=failed,
+        )
         self.run_started.emit()
 
     def _follow(self, job_id: int, after_seq: int = 0) -> None:
@@ -353,7 +397,9 @@ class TrainPage(Page):
         metrics = self.last_result.get("metrics") or {}
         text = "<b>Your model is ready.</b>"
         if isinstance(metrics.get("accuracy"), (int, float)):
-            text += f" {headline(metrics['accuracy'], metrics.get('n'))} on {many} it never saw during training."
+            text += (
+                f" {headline(metrics['accuracy'], metrics.get('n'))} on {many} it never saw during training."
+            )
         for warning in self.last_result.get("warnings") or []:
             text += f"<br><span style='color:#c27c0e'>{warning}</span>"
         self.run_view.show_result(text)
@@ -363,13 +409,20 @@ class TrainPage(Page):
     def _on_failed(self, message: str, status: dict) -> None:
         self._ended()
         log_path = status.get("log_path")
-        show_error(self, "Training failed", message, status.get("error"),
-                   Path(log_path) if log_path else self.ws.paths.log)
+        show_error(
+            self,
+            "Training failed",
+            message,
+            status.get("error"),
+            Path(log_path) if log_path else self.ws.paths.log,
+        )
 
     def _on_cancelled(self) -> None:
         self._ended()
-        self.run_view.show_result("Training was cancelled. Press <b>Resume</b> next to the run to continue "
-                                  "where it stopped.", next_step=False)
+        self.run_view.show_result(
+            "Training was cancelled. Press <b>Resume</b> next to the run to continue where it stopped.",
+            next_step=False,
+        )
 
     # -- the runs table ---------------------------------------------------------------------------
 
@@ -408,11 +461,16 @@ class TrainPage(Page):
             self.run_view.progress.hide()
             self.report_error("The run could not be resumed", message, details)
 
-        self.run(lambda state: ws.resume_job(job_id), lambda after: self._follow(job_id, after), on_failed=failed)
+        self.run(
+            lambda state: ws.resume_job(job_id), lambda after: self._follow(job_id, after), on_failed=failed
+        )
         self.run_started.emit()
 
     def _show_run(self, job_id: int) -> None:
         if not self.run_view.active:
             ws = self.ws
-            self.run(lambda state: ws.job_events(job_id, 0), self.run_view.show_events,
-                     title="Could not read the run")
+            self.run(
+                lambda state: ws.job_events(job_id, 0),
+                self.run_view.show_events,
+                title="Could not read the run",
+            )

@@ -73,8 +73,9 @@ class RunView(QWidget):
             self._watcher = JobWatcher(self.ws, parent=self)
             self._watcher.progress.connect(self._on_event)
             self._watcher.finished.connect(self._ended(self.finished.emit))
-            self._watcher.failed.connect(lambda message: self._ended(self.failed.emit)(
-                message, self._watcher.last_status or {}))
+            self._watcher.failed.connect(
+                lambda message: self._ended(self.failed.emit)(message, self._watcher.last_status or {})
+            )
             self._watcher.cancelled.connect(self._ended(self.cancelled.emit))
         return self._watcher
 
@@ -129,6 +130,7 @@ class RunView(QWidget):
             self.progress.hide()
             self.stages.hide()
             emit(*args)
+
         return ended
 
     def _on_event(self, event: dict) -> None:
@@ -145,8 +147,12 @@ class RunView(QWidget):
         eta = event.get("eta_s")
         if isinstance(fraction, (int, float)):
             self._fraction = max(self._fraction, float(fraction))  # the bar never goes backwards
-            self.progress.set_progress(int(round(self._fraction * 1000)), 1000, stage,
-                                       float(eta) if isinstance(eta, (int, float)) else -1.0)
+            self.progress.set_progress(
+                int(round(self._fraction * 1000)),
+                1000,
+                stage,
+                float(eta) if isinstance(eta, (int, float)) else -1.0,
+            )
             self.progress.bar.setFormat("%p%")
         elif stage:
             self.progress.detail.setText(stage)
@@ -169,6 +175,7 @@ class RunView(QWidget):
         colors = theme.current()
         parts = [f"<span style='color:{colors.good}'>✓</span> {name}" for name in names[:-1]]
         parts.append(f"<b>{names[-1]}…</b>")
-        self.stages.setText(f"<span style='color:{colors.muted}'>" + "&nbsp;&nbsp;›&nbsp;&nbsp;".join(parts)
-                            + "</span>")
+        self.stages.setText(
+            f"<span style='color:{colors.muted}'>" + "&nbsp;&nbsp;›&nbsp;&nbsp;".join(parts) + "</span>"
+        )
         self.stages.show()

@@ -48,8 +48,12 @@ class RunsTable(QTableWidget):
             elif state in FAILED_STATES and job.get("error"):
                 words += f": {job['error']}"
             started = job.get("created_at") or job.get("started_at") or ""
-            items = [QTableWidgetItem(f"#{job['id']}"), QTableWidgetItem(title(template)),
-                     QTableWidgetItem(words), QTableWidgetItem(short_time(started))]
+            items = [
+                QTableWidgetItem(f"#{job['id']}"),
+                QTableWidgetItem(title(template)),
+                QTableWidgetItem(words),
+                QTableWidgetItem(short_time(started)),
+            ]
             items[2].setToolTip(words)
             for col, item in enumerate(items):
                 item.setData(Qt.UserRole, job["id"])
@@ -62,7 +66,9 @@ class RunsTable(QTableWidget):
             else:
                 self.removeCellWidget(row, 4)
         rows = min(max(len(jobs), 1), 6)
-        self.setFixedHeight(self.horizontalHeader().height() + 4 + sum(self.rowHeight(r) for r in range(rows)))
+        self.setFixedHeight(
+            self.horizontalHeader().height() + 4 + sum(self.rowHeight(r) for r in range(rows))
+        )
 
     def _selected(self) -> None:
         items = self.selectedItems()

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QButtonGroup, QFrame, QHBoxLayout, QLabel, QRadioButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QRadioButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ... import theme
 from ...wording import describe_duration, explain, plan_device_words, template_title
@@ -63,8 +72,10 @@ class TemplateCard(QFrame):
         """Draw the card as the chosen one (accent border)."""
         colors = theme.current()
         border = f"2px solid {colors.accent}" if selected else f"1px solid {colors.border}"
-        self.setStyleSheet(f"QFrame#Card {{ border: {border}; border-radius: 10px; background: {colors.base}; }}"
-                           f"QRadioButton#CardTitle {{ font-size: 15px; font-weight: 600; color: {colors.text}; }}")
+        self.setStyleSheet(
+            f"QFrame#Card {{ border: {border}; border-radius: 10px; background: {colors.base}; }}"
+            f"QRadioButton#CardTitle {{ font-size: 15px; font-weight: 600; color: {colors.text}; }}"
+        )
 
 
 class TemplateCards(QWidget):
