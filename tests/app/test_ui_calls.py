@@ -40,7 +40,7 @@ def test_every_device_the_ui_offers_is_accepted_end_to_end(ws):
     for device in choices:
         assert providers_for(device)[-1] == "CPUExecutionProvider"  # the runtime knows the name
         plan = ws.estimate_training("shapes", template, device=device)  # and so does the planner
-        assert plan["eta_s"] is None or plan["eta_s"] >= 0
+        assert plan["eta_s"] > 0, device  # every device the UI offers gets a real estimate
 
 
 def test_device_choices_follow_what_works_here(ws):
@@ -97,7 +97,8 @@ def test_tasks_say_which_can_train(ws):
     for task in tasks.values():
         assert task["input_kind"] in ("image", "text", "audio")
         assert task["target"] in ("label", "tags", "boxes")
-        assert task["trainable"] or task["missing"]
+        # the test extra installs every weight package, so every task trains here and misses nothing
+        assert task["trainable"] and not task["missing"], task
     info = ws.project_info("shapes")
     assert (info["input_kind"], info["target"]) == ("image", "label")
 
