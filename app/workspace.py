@@ -164,6 +164,12 @@ class Workspace(UiCalls):
 
         return [t.to_dict() for t in list_templates(task)]
 
+    def import_outside_model(self, onnx_path, labels_path, **options) -> dict:
+        """An ONNX image classifier made elsewhere, as a model of a project (see ``app.outside_models``)."""
+        from modeldesk.app.outside_models import import_outside_model
+
+        return import_outside_model(self, onnx_path, labels_path, **options)
+
     def estimate_training(
         self, project, template: str, device: str = "auto", *, cluster: str | None = None, credentials=None
     ) -> dict:
