@@ -31,6 +31,12 @@ def _outside():
     return outside_onnx
 
 
+def normalisation_choices() -> list[tuple[str, str]]:
+    """(name, words) of each common pixel scaling, for a person to pick from."""
+    outside = _outside()
+    return [(name, outside.NORMALISATION_WORDS[name]) for name in outside.NORMALISATIONS]
+
+
 def inspect_model(onnx_path) -> dict:
     """What the graph says about itself (``input``, ``layout``, ``size``, ``output``, ``classes``);
     UserError with the reason for a graph ModelDesk cannot import."""
@@ -188,15 +194,43 @@ def _evaluate(artifact_dir: Path, samples: list) -> dict:
     return metrics
 
 
-def preview(ws, onnx_path, labels_path, project, normalisation: str, *, bgr=False) -> list[dict]:
-    """The model's answers on :data:`PREVIEW_PHOTOS` photos of ``project`` under ``normalisation``:
-    ``{"photo", "truth", "label", "score"}`` each, for a person to check before importing."""
+def _preview_photos(samples) -> list:
+    """:data:`PREVIEW_PHOTOS` photos, one per label first, so the preview shows different answers."""
+    photos = [s for s in samples if s.path is not None]
+    firsts = list({(s.labels or [None])[0]: s for s in reversed(photos)}.values())[::-1]
+    rest = [s for s in photos if s not in firsts]
+    return (firsts + rest)[:PREVIEW_PHOTOS]
+
+
+def preview(ws, onnx_path, labels_path, project, normalisation: str, *, bgr=False) -> dict:
+    """The model's answers on :data:`PREVIEW_PHOTOS` photos of ``project`` under ``normalisation``
+    ("auto": the one that answers best on the labeled photos): ``{"normalisation", "words",
+    "answers": [{"photo", "name", "truth", "label", "score"}]}``, for a person to check before importing."""
     from modeldesk.deploy import Predictor
 
     outside = _outside()
-    photos = [s for s in ws.store.samples(ws.project(project)) if s.path is not None][:PREVIEW_PHOTOS]
+    target = ws.project(project)
+    if normalisation == "auto":
+        samples = _labeled(ws, target)
+        normalisation = "imagenet"
+        if samples:
+            scratch = Path(tempfile.mkdtemp(prefix="outside-", dir=ws.paths.tmp))
+            try:
+                graph = outside.inspect_onnx(onnx_path)
+                labels = outside.check_labels(graph, outside.read_labels(labels_path))
+                normalisation, _ = _choose_normalisation(graph, labels, samples, scratch, {"bgr": bgr})
+            except outside.OutsideModelError as exc:
+                raise UserError(str(exc)) from None
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+    result = {
+        "normalisation": normalisation,
+        "words": outside.NORMALISATION_WORDS[normalisation],
+        "answers": [],
+    }
+    photos = _preview_photos(ws.store.samples(target))
     if not photos:
-        return []
+        return result
     scratch = Path(tempfile.mkdtemp(prefix="outside-preview-", dir=ws.paths.tmp))
     try:
         graph = outside.inspect_onnx(onnx_path)
@@ -209,7 +243,14 @@ def preview(ws, onnx_path, labels_path, project, normalisation: str, *, bgr=Fals
         raise UserError(str(exc)) from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return [
-        {"photo": str(p.path), "truth": (p.labels or [None])[0], "label": a["label"], "score": a["score"]}
+    result["answers"] = [
+        {
+            "photo": str(p.path),
+            "name": Path(p.source).name if p.source else Path(p.path).name,
+            "truth": (p.labels or [None])[0],
+            "label": a["label"],
+            "score": a["score"],
+        }
         for p, a in zip(photos, answers)
     ]
+    return result

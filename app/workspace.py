@@ -170,6 +170,22 @@ class Workspace(UiCalls):
 
         return import_outside_model(self, onnx_path, labels_path, **options)
 
+    def inspect_outside_model(self, onnx_path) -> dict:
+        """What an outside ONNX file says about itself, or UserError with why it cannot be imported."""
+        from modeldesk.app.outside_models import inspect_model
+
+        return inspect_model(onnx_path)
+
+    def preview_outside_model(self, onnx_path, labels_path, project, normalisation: str = "auto") -> dict:
+        """An outside model's answers on three of ``project``'s photos, before importing it."""
+        from modeldesk.app.outside_models import preview
+
+        return preview(self, onnx_path, labels_path, project, normalisation)
+
+    def can_import_outside_model(self, project) -> bool:
+        """Whether ``project`` takes outside models (image classification ones do)."""
+        return self.project(project).task == "image-classification"
+
     def estimate_training(
         self, project, template: str, device: str = "auto", *, cluster: str | None = None, credentials=None
     ) -> dict:
