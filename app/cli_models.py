@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from modeldesk.errors import UserError
+
 
 def _floats(text: str) -> tuple[float, float, float]:
     values = tuple(float(part) for part in text.replace(" ", "").split(","))
@@ -16,14 +18,15 @@ def add_commands(command, common) -> None:
     """Add ``model`` with ``command(name, help) -> subparser``; ``common`` has ``--workspace``/``--json``."""
     from modeldesk.deploy.outside_onnx import NORMALISATIONS
 
-    model = command("model", "models made elsewhere: import an ONNX image classifier")
+    model = command("model", "models made elsewhere: import an ONNX image classifier or YOLO detector")
     actions = model.add_subparsers(dest="model_command", metavar="ACTION", required=True)
     imp = actions.add_parser(
         "import",
         parents=[common],
-        help="import an ONNX image classifier (PyTorch, Keras via tf2onnx, another tool)",
-        description="Import an ONNX image classifier; it is evaluated on the project's labeled photos and "
-        "then compressed, served and bundled like a model trained here.",
+        help="import an ONNX image classifier (PyTorch, Keras via tf2onnx, another tool) or an "
+        "Ultralytics YOLO detector",
+        description="Import an ONNX image classifier or YOLO detector; it is evaluated on the project's "
+        "labeled photos and then compressed, served and bundled like a model trained here.",
     )
     imp.add_argument("file", metavar="FILE.onnx")
     imp.add_argument(
@@ -50,6 +53,10 @@ def add_commands(command, common) -> None:
 
 def run_model(ws, args):
     """``modeldesk model import``."""
+    if args.task is not None:
+        kind = ws.inspect_outside_model(args.file)["kind"]
+        if (args.task == "object-detection") != (kind == "detector"):
+            raise UserError(f"{args.file}: the graph is a {kind}, not a model for {args.task}")
     result = ws.import_outside_model(
         args.file,
         args.labels,
@@ -62,9 +69,9 @@ def run_model(ws, args):
     )
     lines = [f"imported {args.file} as model {result['model']} in project {result['project']!r}"]
     graph = result["graph"]
+    what = f"{graph['classes']} classes" if graph["kind"] == "classifier" else "a YOLO detector"
     lines.append(
-        f"  input {graph['size'] or args.size or 224} px {graph['layout']}, {graph['classes']} classes; "
-        f"pixels: {result['normalisation']}"
+        f"  input {graph['size'] or args.size or 224} px {graph['layout']}, {what}; pixels: {result['normalisation']}"
     )
     for row in result["tried"]:
         lines.append(

@@ -47,28 +47,44 @@ def inspect_model(onnx_path) -> dict:
         raise UserError(str(exc)) from None
 
 
-def _project_for(ws, onnx_path: Path, project):
-    """The named project (an image classification one), or a new one named after the file."""
+#: the kind of outside graph -> the task of the project it goes in, and the words for it
+TASKS = {
+    "classifier": ("image-classification", "image classifier"),
+    "detector": ("object-detection", "detector"),
+}
+
+
+def _project_for(ws, onnx_path: Path, project, kind: str):
+    """The named project (of the task ``kind`` goes in), or a new one named after the file."""
+    task, words = TASKS[kind]
     if project is not None:
         found = ws.project(project)
-        if found.task != "image-classification":
+        if found.task != task:
             raise UserError(
-                f"project {found.name!r} is a {found.task} project; an outside image classifier "
-                "goes in an image classification project"
+                f"project {found.name!r} is a {found.task} project; an outside {words} goes in a {task} project"
             )
         return found
     names = {p["name"] for p in ws.list_projects()}
     name, n = onnx_path.stem, 2
     while name in names:
         name, n = f"{onnx_path.stem} {n}", n + 1
-    ws.create_project(name, "image-classification")
+    ws.create_project(name, task)
     return ws.project(name)
 
 
 def _labeled(ws, project) -> list:
     from modeldesk.app.pipeline import labeled_samples
 
-    return [s for s in labeled_samples(ws.store, project) if s.label is not None]
+    return labeled_samples(ws.store, project)
+
+
+def _labels_used(samples) -> set[str]:
+    """The labels of ``samples``: their class, or their boxes' labels."""
+    return {
+        getattr(t, "label", t)
+        for s in samples
+        for t in (s.target if isinstance(s.target, tuple) else [s.target])
+    }
 
 
 def _accuracy(artifact_dir: Path, samples: list) -> float:
@@ -118,7 +134,9 @@ def import_outside_model(
     onnx_path = Path(onnx_path)
     try:
         graph = outside.inspect_onnx(onnx_path)
-        labels = outside.check_labels(graph, outside.read_labels(labels_path))
+        labels = outside.check_labels(
+            graph, outside.read_labels(labels_path), scored=graph.kind == "classifier"
+        )
         if mean is not None or std is not None:
             normalisation = "custom"
             mean, std = tuple(mean or (0, 0, 0)), tuple(std or (1, 1, 1))
@@ -129,9 +147,9 @@ def import_outside_model(
             )
     except outside.OutsideModelError as exc:
         raise UserError(str(exc)) from None
-    target = _project_for(ws, onnx_path, project)
+    target = _project_for(ws, onnx_path, project, graph.kind)
     samples = _labeled(ws, target)
-    unknown = sorted({s.label for s in samples} - set(labels))
+    unknown = sorted(_labels_used(samples) - set(labels))
     if unknown:
         raise UserError(
             f"project {target.name!r} has labels the model does not know ({', '.join(unknown[:5])}); "
@@ -141,7 +159,9 @@ def import_outside_model(
     warnings, tried = [], []
     scratch = Path(tempfile.mkdtemp(prefix="outside-", dir=ws.paths.tmp))
     try:
-        if normalisation == "auto" and samples:
+        if normalisation == "auto" and graph.kind == "detector":
+            normalisation = "unit"  # every YOLO export reads pixels / 255
+        elif normalisation == "auto" and samples:
             normalisation, tried = _choose_normalisation(graph, labels, samples, scratch, options)
         elif normalisation == "auto":
             normalisation = "imagenet"
@@ -152,7 +172,7 @@ def import_outside_model(
         if normalisation != "custom":
             mean, std = outside.NORMALISATIONS[normalisation]
         model_id = new_model_id()
-        artifact_dir = outside.save_outside_classifier(
+        artifact_dir = outside.save_outside_model(
             graph,
             ws.paths.models / model_id,
             labels,
@@ -166,7 +186,7 @@ def import_outside_model(
         raise UserError(str(exc)) from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    metrics = _evaluate(artifact_dir, samples) if samples else {}
+    metrics = _evaluate(target.task, artifact_dir, samples) if samples else {}
     if tried and max(row["accuracy"] for row in tried) < 1.5 / len(labels):
         warnings.append(
             "The model is barely better than chance on your labeled photos with every normalisation: "
@@ -185,11 +205,11 @@ def import_outside_model(
     }
 
 
-def _evaluate(artifact_dir: Path, samples: list) -> dict:
+def _evaluate(task: str, artifact_dir: Path, samples: list) -> dict:
     """The evaluation on every labeled photo (none was used to train it here)."""
     from modeldesk.trainers.tasks import get_trainer
 
-    metrics = get_trainer("image-classification").evaluate(artifact_dir, samples)
+    metrics = get_trainer(task).evaluate(artifact_dir, samples)
     metrics["split"] = "all"
     return metrics
 
@@ -210,10 +230,11 @@ def preview(ws, onnx_path, labels_path, project, normalisation: str, *, bgr=Fals
 
     outside = _outside()
     target = ws.project(project)
+    graph_kind = inspect_model(onnx_path)["kind"]
     if normalisation == "auto":
         samples = _labeled(ws, target)
-        normalisation = "imagenet"
-        if samples:
+        normalisation = "unit" if graph_kind == "detector" else "imagenet"  # YOLO reads pixels / 255
+        if samples and graph_kind == "classifier":
             scratch = Path(tempfile.mkdtemp(prefix="outside-", dir=ws.paths.tmp))
             try:
                 graph = outside.inspect_onnx(onnx_path)
@@ -235,7 +256,7 @@ def preview(ws, onnx_path, labels_path, project, normalisation: str, *, bgr=Fals
     try:
         graph = outside.inspect_onnx(onnx_path)
         mean, std = outside.NORMALISATIONS[normalisation]
-        folder = outside.save_outside_classifier(
+        folder = outside.save_outside_model(
             graph, scratch / "m", outside.read_labels(labels_path), mean=mean, std=std, bgr=bgr
         )
         answers = Predictor(folder).predict([str(p.path) for p in photos])
@@ -250,6 +271,7 @@ def preview(ws, onnx_path, labels_path, project, normalisation: str, *, bgr=Fals
             "truth": (p.labels or [None])[0],
             "label": a["label"],
             "score": a["score"],
+            "boxes": len(a["boxes"]) if "boxes" in a else None,
         }
         for p, a in zip(photos, answers)
     ]

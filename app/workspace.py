@@ -183,8 +183,10 @@ class Workspace(UiCalls):
         return preview(self, onnx_path, labels_path, project, normalisation)
 
     def can_import_outside_model(self, project) -> bool:
-        """Whether ``project`` takes outside models (image classification ones do)."""
-        return self.project(project).task == "image-classification"
+        """Whether ``project`` takes outside models (image classification and detection ones do)."""
+        from modeldesk.app.outside_models import TASKS
+
+        return self.project(project).task in {task for task, _ in TASKS.values()}
 
     def estimate_training(
         self, project, template: str, device: str = "auto", *, cluster: str | None = None, credentials=None

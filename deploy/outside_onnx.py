@@ -58,9 +58,11 @@ class OutsideGraph:
     size: int | None  # None: the graph takes any size (the caller picks one)
     input_type: int  # onnx.TensorProto element type: FLOAT or UINT8
     output_name: str
-    classes: int | None  # None: not fixed in the graph (read from a run)
+    classes: int | None  # a classifier's class count (None: not fixed in the graph)
     opset: int
     probabilities: bool  # the graph ends in a Softmax already: no second one
+    output_dims: tuple = ()
+    kind: str = "classifier"  # or "detector": one output of YOLO candidates (see outside_detector)
 
     def describe(self) -> dict:
         return {
@@ -72,6 +74,7 @@ class OutsideGraph:
             "classes": self.classes,
             "opset": self.opset,
             "probabilities": self.probabilities,
+            "kind": self.kind,
         }
 
 
@@ -130,15 +133,15 @@ def inspect_onnx(path) -> OutsideGraph:
     if len(model.graph.output) != 1:
         names = ", ".join(o.name for o in model.graph.output)
         raise OutsideModelError(
-            f"{path.name}: a classifier has one output of class scores; this graph has "
-            f"{len(model.graph.output)} ({names}). Detectors made elsewhere cannot be imported yet."
+            f"{path.name}: the graph has {len(model.graph.output)} outputs ({names}); ModelDesk imports "
+            "classifiers (one output of class scores) and YOLO detectors (one output of candidates)"
         )
     output = model.graph.output[0]
     out_dims = _dims(output)
-    if len(out_dims) != 2:
+    if len(out_dims) not in (2, 3):
         raise OutsideModelError(
-            f"{path.name}: the output {output.name!r} has shape {out_dims}, not one row of class scores "
-            "per image"
+            f"{path.name}: the output {output.name!r} has shape {out_dims}: neither class scores per image "
+            "nor a YOLO detector's candidates"
         )
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     last = next((node for node in model.graph.node if output.name in node.output), None)
@@ -149,9 +152,11 @@ def inspect_onnx(path) -> OutsideGraph:
         size=height or width,
         input_type=element,
         output_name=output.name,
-        classes=out_dims[1],
+        classes=out_dims[1] if len(out_dims) == 2 else None,
         opset=opset,
         probabilities=last is not None and last.op_type == "Softmax",
+        output_dims=tuple(out_dims),
+        kind="classifier" if len(out_dims) == 2 else "detector",
     )
 
 
@@ -242,11 +247,12 @@ def wrap_classifier(
     return merged
 
 
-def check_labels(graph: OutsideGraph, labels: list[str]) -> list[str]:
-    """``labels`` cleaned, or :class:`OutsideModelError` when they cannot name the graph's outputs."""
+def check_labels(graph: OutsideGraph, labels: list[str], *, scored: bool = True) -> list[str]:
+    """``labels`` cleaned, or :class:`OutsideModelError` when they cannot name the graph's outputs
+    (``scored``: a classifier's, which needs two; a detector may find one kind of thing)."""
     labels = [str(label).strip() for label in labels]
-    if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
-        raise OutsideModelError("the labels file needs at least two different, non-empty labels, one a line")
+    if len(labels) < (2 if scored else 1) or len(set(labels)) != len(labels) or not all(labels):
+        raise OutsideModelError("the labels file needs different, non-empty labels, one a line")
     if graph.classes is not None and graph.classes != len(labels):
         raise OutsideModelError(
             f"{graph.path.name}: the graph scores {graph.classes} classes but the labels file has {len(labels)}"
@@ -295,6 +301,17 @@ def save_outside_classifier(
         },
     }
     return save_artifact(directory, model, card)
+
+
+def save_outside_model(graph: OutsideGraph, directory, labels: list[str], **options) -> Path:
+    """Save ``graph`` as an artifact of its kind: a classifier (:func:`save_outside_classifier`) or a
+    YOLO detector (``outside_detector.save_outside_detector``, which takes no ``size`` or ``softmax``)."""
+    if graph.kind == "detector":
+        from .outside_detector import save_outside_detector
+
+        options = {k: v for k, v in options.items() if k not in ("size", "softmax")}
+        return save_outside_detector(graph, directory, labels, **options)
+    return save_outside_classifier(graph, directory, labels, **options)
 
 
 def read_labels(path) -> list[str]:

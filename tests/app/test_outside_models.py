@@ -95,7 +95,7 @@ def test_the_wrapped_graph_answers_as_the_outside_graph_does(tmp_path, outside_p
     "broken, reason",
     [
         (b"not an onnx file", "not a valid ONNX model"),
-        ("two_outputs", "Detectors made elsewhere cannot be imported yet"),
+        ("two_outputs", "the graph has 2 outputs (a, b)"),
         ("grey_input", "no 3-channel axis"),
     ],
 )

@@ -55,8 +55,9 @@ class ImportModelDialog(QDialog):
         self.setMinimumWidth(560)
         self.resize(640, 420)  # room for the preview's lines: word-wrapped labels do not grow a dialog
         intro = QLabel(
-            "An image classifier exported to ONNX from PyTorch, Keras or another tool. ModelDesk checks it "
-            "on your labeled photos, then you can try, compress, serve and bundle it like your own models."
+            "An image classifier or a YOLO detector exported to ONNX from PyTorch, Keras, Ultralytics or "
+            "another tool. ModelDesk checks it on your labeled photos, then you can try, compress, serve and "
+            "bundle it like your own models."
         )
         intro.setWordWrap(True)
         model_row, self.model_edit = _file_row("model.onnx", self._pick_model)
@@ -140,6 +141,9 @@ class ImportModelDialog(QDialog):
 
     def _show_inspection(self, graph: dict) -> None:
         size = f"{graph['size']} px" if graph.get("size") else "any size (224 px will be used)"
+        if graph.get("kind") == "detector":
+            self.about.setText(f"The file is a detector taking {size} images ({graph['layout']}).")
+            return
         classes = f"{graph['classes']:,} classes" if graph.get("classes") else "classes not fixed in the file"
         self.about.setText(f"The file takes {size} images ({graph['layout']}) and scores {classes}.")
 
@@ -163,7 +167,16 @@ class ImportModelDialog(QDialog):
         lines = [f"Pixel scaling: {result['words']}."]
         for row in rows:
             truth = f" (labeled {row['truth']})" if row.get("truth") else ""
-            lines.append(f"• {row['name']}{truth}: the model says {row['label']}, {row['score']:.0%} sure")
+            if row.get("boxes") == 0:
+                lines.append(f"• {row['name']}{truth}: the model finds nothing")
+            elif row.get("boxes"):
+                lines.append(
+                    f"• {row['name']}: the model finds {row['boxes']} (best: {row['label']}, {row['score']:.0%} sure)"
+                )
+            else:
+                lines.append(
+                    f"• {row['name']}{truth}: the model says {row['label']}, {row['score']:.0%} sure"
+                )
         self.preview_text.setText("\n".join(lines))
 
     def start_import(self) -> None:
