@@ -187,7 +187,7 @@ def _front(graph: OutsideGraph, size: int, mean, std, bgr: bool, opset: int) -> 
     out_type = graph.input_type
     if graph.layout == "NHWC":
         nodes.append(helper.make_node("Transpose", ["front/pixels"], ["front/out"], perm=[0, 2, 3, 1]))
-        out_shape = ["N", size, size, 3]
+        out_shape: list[str | int] = ["N", size, size, 3]
     else:
         nodes.append(helper.make_node("Identity", ["front/pixels"], ["front/out"]))
         out_shape = ["N", 3, size, size]
