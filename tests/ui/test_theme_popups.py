@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from PySide6.QtWidgets import QApplication
 
@@ -13,8 +12,7 @@ from modeldesk.ui.widgets.sidebar import Sidebar
 def _darkest_and_lightest(widget, row: int) -> tuple[float, float]:
     """The least and most luminous pixels of a list row's text area."""
     image = widget.grab().toImage()
-    view = widget
-    rect = view.visualRect(view.model().index(row, 0))
+    rect = widget.visualRect(widget.model().index(row, 0))
     values = [
         image.pixelColor(x, y).lightnessF()
         for x in range(rect.left() + 2, min(rect.right(), rect.left() + 90))
@@ -36,7 +34,7 @@ def test_unselected_items_contrast_with_the_popup(qtbot, choice):
                 combo.addItems(["Hand signs", "Spoken digits", "Spam"])
             combo.setCurrentIndex(0)
             combo.showPopup()
-            qtbot.waitUntil(lambda: combo.view().isVisible(), timeout=5000)
+            qtbot.waitUntil(combo.view().isVisible, timeout=5000)
             darkest, lightest = _darkest_and_lightest(combo.view(), 1)  # an unselected item
             combo.hidePopup()
             assert lightest - darkest > 0.45, (combo.objectName(), choice, darkest, lightest)
