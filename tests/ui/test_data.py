@@ -268,3 +268,37 @@ def test_a_burst_keeps_one_frame_per_interval_and_stops_when_full():
     assert kept == [True, False, True, False, True, False, False, False, False, False]
     photos = burst.photos()
     assert len(photos) == 3 and all(p[:2] == b"\xff\xd8" for p in photos)  # JPEG files
+
+
+@pytest.mark.parametrize(
+    "task, shown, hidden",
+    [
+        ("image-multilabel", ["labels.csv", "photo.jpg"], []),  # a tags CSV beside the photos
+        ("object-detection", ["instances.json", "photo.xml", "data.yaml"], []),
+        ("text-classification", ["data.csv", "reviews.jsonl"], ["photo.jpg"]),
+        ("sound-classification", ["clip.wav", "labels.csv"], ["photo.jpg"]),
+    ],
+)
+def test_the_add_files_dialog_offers_what_the_project_reads(ws, make_page, monkeypatch, task, shown, hidden):
+    """A tags or text project's CSV, a detector's annotation files and a sound project's clips are
+    listed by the file dialog's filter, not hidden behind "Images and zip archives"."""
+    import fnmatch
+
+    from PySide6.QtWidgets import QFileDialog
+
+    ws.create_project("p", task)
+    page = make_page("p")
+    asked = {}
+    monkeypatch.setattr(
+        QFileDialog,
+        "getOpenFileNames",
+        lambda parent, title, folder, filters: asked.update(f=filters) or ([], ""),
+    )
+    page.choose_files()
+    patterns = asked["f"].split(";;")[0].split("(")[1].rstrip(")").split()
+
+    def listed(name):
+        return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+
+    assert all(listed(name) for name in shown), (patterns, shown)
+    assert not any(listed(name) for name in hidden), (patterns, hidden)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from ..file_filters import file_filter
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
 from ..page import Page
 from .data_bars import DataBars
@@ -31,10 +32,6 @@ from ..wording import merge_reports, nouns, plural, small_class_warning, summary
 
 log = logging.getLogger(__name__)
 
-IMAGE_FILTER = (
-    "Images and zip archives (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff *.zip);;All files (*)"
-)
-FILE_FILTERS = {"texts": "Texts (*.csv *.tsv *.jsonl *.ndjson *.txt *.zip);;All files (*)"}
 REFRESH_DURING_IMPORT_MS = 2000
 
 
@@ -72,6 +69,7 @@ class DataPage(DataBars, Page):
         self.last_report: dict | None = None
         self.summary_dialog: ImportSummaryDialog | None = None
         self.noun = "photos"
+        self.input_kind: str | None = None
         self._build()
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_DURING_IMPORT_MS)
@@ -292,6 +290,7 @@ class DataPage(DataBars, Page):
         self._show_recorder(info.get("input_kind") == "audio", list(stats["labels"]))
         self._show_text_adder(info.get("input_kind") == "text", list(stats["labels"]))
         self._show_capture(info.get("input_kind") == "image", list(stats["labels"]))
+        self.input_kind = info.get("input_kind")
         self._set_noun(nouns(info.get("input_kind"))[1])
         self._set_label_filter_items(list(stats["labels"]))
         self.model.set_rows(rows)
@@ -371,7 +370,7 @@ class DataPage(DataBars, Page):
 
     def choose_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(
-            self, f"Add {self.noun} or zip archives", "", FILE_FILTERS.get(self.noun, IMAGE_FILTER)
+            self, f"Add {self.noun} or zip archives", "", file_filter(self.input_kind)
         )
         if files:
             self.import_paths(files)
