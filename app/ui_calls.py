@@ -272,16 +272,24 @@ class UiCalls:
 
     # -- the local service ------------------------------------------------------------------------
 
-    def serve_model(self, model_id: str, host: str = "127.0.0.1", token=None):
-        """Start the service for ``model_id`` on the port it had last time (the workspace's default
-        port the first time); the handle's ``note`` says when that port was taken."""
+    def serve_model(self, model_id: str, host: str = "127.0.0.1", token=None, port: int | None = None):
+        """Start the service for ``model_id`` on ``port``, else the port it had last time (the
+        workspace's default port the first time); the handle's ``note`` says when that port was taken."""
         from modeldesk.app import service_ports
 
-        port, note = service_ports.choose_port(self.paths.root, model_id, host, self.settings.service_port)
+        port, note = service_ports.choose_port(
+            self.paths.root, model_id, host, self.settings.service_port, wanted=port
+        )
         handle = self.start_service(model_id, host=host, port=port, token=token)
         service_ports.remember(self.paths.root, model_id, port)
         handle.note = note
         return handle
+
+    def service_port(self, model_id: str) -> int:
+        """The port ``model_id`` will be served on (the one it had last time, else the default)."""
+        from modeldesk.app import service_ports
+
+        return service_ports.port_for(self.paths.root, model_id, self.settings.service_port)
 
     # -- training runs -----------------------------------------------------------------------------
 

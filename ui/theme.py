@@ -172,6 +172,11 @@ QComboBox QAbstractItemView {{ background: {colors.base}; color: {colors.text}; 
 QLineEdit {{ background: {colors.base}; color: {colors.text}; border: 1px solid {colors.border};
              border-radius: 5px; padding: 5px 8px; }}
 QLineEdit:focus {{ border-color: {colors.accent}; }}
+QSpinBox {{ background: {colors.base}; color: {colors.text}; border: 1px solid {colors.border};
+            border-radius: 5px; padding: 3px 6px; min-width: 64px; min-height: 20px; }}
+QSpinBox:focus {{ border-color: {colors.accent}; }}
+QSpinBox::up-button, QSpinBox::down-button {{ width: 0px; border: none; }}
+QSpinBox:disabled {{ color: {colors.muted}; background: {colors.window}; }}
 QPushButton#ClassButton {{ text-align: left; padding: 9px 12px; font-size: 14px; }}
 QPushButton#ClassButton:checked {{ background: {colors.accent}; color: {colors.accent_text};
                                    border: none; font-weight: 600; }}

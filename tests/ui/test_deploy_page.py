@@ -346,3 +346,20 @@ def test_an_export_folder_that_no_program_opens_is_said(qtbot, page, monkeypatch
     )
     page.export_card.open_link(QUrl.fromLocalFile(str(tmp_path)).toString())
     assert errors and errors[0][0] == "Could not open the folder" and str(tmp_path) in errors[0][1]
+
+
+def test_the_service_port_is_chosen_in_the_app_and_kept(qtbot, page, trained):
+    from modeldesk.app.service_handle import free_port
+
+    ws, model, _ = trained
+    card = page.service_card
+    qtbot.waitUntil(lambda: card.port.value() == ws.service_port(model), timeout=10000)
+    wanted = free_port()
+    card.port.setValue(wanted)
+    with qtbot.waitSignal(page.status_changed, timeout=30000):
+        qtbot.mouseClick(page.service_button, Qt.LeftButton)
+    assert page.service.url == f"http://127.0.0.1:{wanted}/" and not card.port.isEnabled()
+    assert httpx.get(page.service.url + "healthz", timeout=5).status_code == 200
+    with qtbot.waitSignal(page.status_changed, timeout=30000):
+        qtbot.mouseClick(page.service_button, Qt.LeftButton)
+    assert ws.service_port(model) == wanted and card.port.isEnabled()  # served there next time too
