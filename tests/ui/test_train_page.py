@@ -157,3 +157,13 @@ def test_a_failed_run_shows_why_with_the_run_log(qtbot, ws, open_page):
     qtbot.waitUntil(lambda: page.jobs_table.cellWidget(0, 4) is not None, timeout=10000)  # resumable
     assert page.start_button.isEnabled()
     dialog.close()
+
+
+def test_a_tags_project_counts_labeled_photos_not_tags(qtbot):
+    """Three tags on one photo make one labeled photo: the banner said '56 labeled of 42'."""
+    from modeldesk.ui.pages.train.facts import FactsBanner
+
+    banner = FactsBanner()
+    qtbot.addWidget(banner)
+    banner.show_data({"target": "tags"}, {"samples": 42, "labeled": 40, "labels": {"sky": 30, "sea": 26}}, "")
+    assert banner.data_summary.text().startswith("40 labeled of 42 in 2 tags")
