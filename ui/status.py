@@ -58,13 +58,7 @@ def project_status(
     if models:
         status["train"] = ("done", plural(len(models), "model"))
         shown = next((m for m in models if m["id"] == model_id), models[-1])
-        metrics = shown.get("metrics") or {}
-        score = metrics.get("accuracy", metrics.get("map50"))
-        key = "Right" if "accuracy" in metrics else "Finds"
-        status["evaluate"] = (
-            "done",
-            f"{key} {score:.0%}" if isinstance(score, (int, float)) else "Latest model",
-        )
+        status["evaluate"] = ("done", score_words(shown.get("metrics") or {}))
         status["deploy"] = ("done", "Served or exported") if deployed else ("active", "Try, serve or export")
     else:
         status["train"] = ("todo", "Not ready yet", missing) if missing else ("active", "Ready to train")
@@ -73,3 +67,15 @@ def project_status(
     if ws.training_jobs(project):
         status["train"] = ("active", "Training now")
     return status
+
+
+def score_words(metrics: dict) -> str:
+    """The sidebar's one figure for a model, the same the Evaluate page's headline gives: how often it is
+    right, or for a detector how many objects of 100 it finds."""
+    if isinstance(metrics.get("accuracy"), (int, float)):
+        return f"Right {metrics['accuracy']:.0%}"
+    if isinstance(metrics.get("recall"), (int, float)):
+        return f"Finds {round(metrics['recall'] * 100)} of 100"
+    if isinstance(metrics.get("micro_f1"), (int, float)):
+        return f"Tags right {metrics['micro_f1']:.0%}"
+    return "Latest model"
