@@ -386,6 +386,19 @@ class Workspace(UiCalls):
             self._predictors.clear()
         return pipeline.move_threshold(self, model, threshold)
 
+    def suggest(self, project, model_id: str, sample_id: int) -> tuple[str, float] | None:
+        """The model's guess for one sample it has not scored yet (added after it was trained), saved
+        with the others; None when the model cannot read it."""
+        from modeldesk.app.pipeline import _predict_tolerant, _sources
+
+        target = self.project(project)
+        sample = self.store.get_sample(int(sample_id))
+        (prediction,) = _predict_tolerant(self._predictor(model_id), _sources(target, [sample]))
+        if prediction is None or prediction.get("label") is None:
+            return None
+        self.store.save_predictions(model_id, [(sample.id, prediction["label"], prediction["score"])])
+        return prediction["label"], float(prediction["score"])
+
     def uncertainty_order(self, project, model_id: str) -> list[int]:
         """Unlabeled sample ids, least confident prediction first ("label these next")."""
         suggestions = self.suggestions(project, model_id)
