@@ -208,11 +208,13 @@ class UiCalls:
         self, project, *, label=None, unlabeled=False, split=None, wrong_only=False, model_id=None
     ) -> dict:
         """What the Data page's gallery shows: ``ids`` in order, a ``captions`` dict and the ids the
-        model got ``wrong`` (a set)."""
+        model got ``wrong`` (a set): the mistakes of its evaluation that the Evaluate page lists (made
+        before its final fit on every labeled example), and where its saved guess differs from the label."""
         samples = self.store.samples(
             self.project(project), split=split, label=label, unlabeled=True if unlabeled else None
         )
         predictions = self.store.predictions(model_id) if model_id else {}
+        evaluated = self._evaluation_mistakes(model_id) if model_id else {}
         rows = {"ids": [], "captions": {}, "wrong": set()}
         for sample in samples:
             if sample.boxes:
@@ -221,15 +223,27 @@ class UiCalls:
             else:
                 caption = ", ".join(sample.labels) if sample.labels else "unlabeled"
             predicted = predictions.get(sample.id)
-            wrong = bool(predicted and sample.labels and predicted[0] not in sample.labels)
+            said = evaluated.get(sample.id) or (predicted[0] if predicted else None)
+            wrong = sample.id in evaluated or bool(
+                predicted and sample.labels and predicted[0] not in sample.labels
+            )
             if wrong:
                 rows["wrong"].add(sample.id)
-                caption = f"{caption} ≠ {predicted[0]}"
+                caption = f"{caption} ≠ {said}" if said else caption
             if wrong_only and not wrong:
                 continue
             rows["ids"].append(sample.id)
             rows["captions"][sample.id] = caption
         return rows
+
+    def _evaluation_mistakes(self, model_id: str) -> dict[int, str | None]:
+        """Sample id -> what the model said, for each mistake its evaluation lists."""
+        try:
+            mistakes = self.model_report(model_id).get("mistakes") or []
+        except (OSError, ValueError) as exc:  # a model whose artifact is gone or unreadable
+            log.warning("could not read the evaluation of %s: %s", model_id, exc)
+            return {}
+        return {m["sample_id"]: m.get("predicted") for m in mistakes if m.get("sample_id") is not None}
 
     # -- which copy of a model is used (the original, or its smaller and faster copy) ----------------
 
