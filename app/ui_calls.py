@@ -82,6 +82,18 @@ class UiCalls:
         log.info("removed %d samples from %r", removed, project)
         return removed
 
+    def remove_samples(self, project, sample_ids) -> dict:
+        """Remove samples so that it can be undone: ``removed`` and the ``undo`` token."""
+        from modeldesk.app.removal import remove_samples
+
+        return remove_samples(self, project, sample_ids)
+
+    def restore_samples(self, token: str) -> int:
+        """Undo the last removal (see :meth:`remove_samples`); how many samples came back."""
+        from modeldesk.app.removal import restore_samples
+
+        return restore_samples(self, token)
+
     # -- classes ----------------------------------------------------------------------------------
 
     def labels(self, project) -> list[str]:

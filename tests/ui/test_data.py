@@ -211,12 +211,26 @@ def test_remove_photos_after_a_confirmation(qtbot, ws, classification_project, m
     for row in (0, 1):
         page.gallery.selectionModel().select(model.index(row), QItemSelectionModel.Select)
     chosen = page.selected_ids()
+    original = {s.content_hash: (s.labels, s.split) for s in ws.store.samples(ws.project("fruit"))}
     box = page.remove_selected()
     assert "Remove 2 photos" in box.text() and "files on your disk stay" in box.text()
     next(b for b in box.buttons() if b.text() == "Remove 2 photos").click()
     qtbot.waitUntil(lambda: ws.stats("fruit")["samples"] == 32, timeout=10_000)
     qtbot.waitUntil(lambda: page.is_idle() and page.gallery.model().rowCount() == 32, timeout=10_000)
     assert not set(chosen) & set(ws.sample_ids("fruit"))
+    # the import's "added" line gave way to what was removed, and Ctrl+Z brings them back as they were
+    assert page.result_line.text().startswith("Removed 2 photos")
+    from PySide6.QtWidgets import QApplication
+
+    page.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is page)  # shortcuts go to the active window
+    page.gallery.setFocus()
+    qtbot.keyClick(page.gallery, Qt.Key_Z, Qt.ControlModifier)
+    qtbot.waitUntil(lambda: ws.stats("fruit")["samples"] == 34 and page.is_idle(), timeout=10_000)
+    back = {s.content_hash: (s.labels, s.split) for s in ws.store.samples(ws.project("fruit"))}
+    assert back == original  # the same photos, labels and splits
+    assert all(s.path.is_file() for s in ws.store.samples(ws.project("fruit")))
+    assert page.result_line.text() == "Brought back 2 photos."
 
 
 def test_webcam_photos_go_into_the_chosen_class(qtbot, ws, classification_project, show_widget):

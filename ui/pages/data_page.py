@@ -142,6 +142,8 @@ class DataPage(DataBars, Page):
         self.gallery.setContextMenuPolicy(Qt.CustomContextMenu)
         self.gallery.customContextMenuRequested.connect(self._gallery_menu)
         remove = QShortcut(QKeySequence.Delete, self.gallery, self.remove_selected)
+        self.undo_token: str | None = None
+        QShortcut(QKeySequence.Undo, self, self.undo_removal, context=Qt.WidgetWithChildrenShortcut)
         remove.setContext(Qt.WidgetShortcut)
         self.confirmation = None
         self.drop_hint = QLabel()
@@ -223,6 +225,7 @@ class DataPage(DataBars, Page):
     # -- project ----------------------------------------------------------------------------
 
     def project_changed(self) -> None:
+        self.undo_token = None  # Ctrl+Z never brings photos back into another project
         self.model.set_rows(GalleryRows())
         self.model.forget()
         self.result_line.hide()
@@ -337,8 +340,8 @@ class DataPage(DataBars, Page):
 
         def remove():
             self.run(
-                lambda state: ws.delete_samples(project, ids),
-                lambda _n: (self.refresh(), self.status_changed.emit()),
+                lambda state: ws.remove_samples(project, ids),
+                lambda result: self._removed(result, what),
                 title="Could not remove them",
             )
 
@@ -351,6 +354,29 @@ class DataPage(DataBars, Page):
             remove,
         )
         return self.confirmation
+
+    def _removed(self, result: dict, what: str) -> None:
+        """Say what went, with the way back; the import's line ("N photos added") is no longer true."""
+        self.undo_token = result["undo"]
+        self.result_line.setText(f"Removed {what}. Ctrl+Z brings them back.")
+        self.result_line.show()
+        self.details_button.hide()
+        self.refresh()
+        self.status_changed.emit()
+
+    def undo_removal(self) -> None:
+        """Bring back what the last removal took (Ctrl+Z)."""
+        token, self.undo_token = self.undo_token, None
+        if token is None or self.project is None:
+            return
+        ws = self.ws
+
+        def restored(count: int) -> None:
+            self.result_line.setText(f"Brought back {plural(count, self.noun[:-1], self.noun)}.")
+            self.refresh()
+            self.status_changed.emit()
+
+        self.run(lambda state: ws.restore_samples(token), restored, title="Could not bring them back")
 
     def _set_label_filter_items(self, labels: list[str]) -> None:
         current = self.show_filter.currentData()

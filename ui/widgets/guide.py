@@ -59,6 +59,7 @@ SHORTCUTS = (
     ("Everywhere", "F1", "the guide to the page you are on"),
     ("Everywhere", "Ctrl+/", "this list of shortcuts"),
     ("Data", "Delete", "remove the selected examples (asks first)"),
+    ("Data", "Ctrl+Z", "bring back what was just removed"),
     ("Label", "1 … 9, 0", "give the example the class shown on that key's button"),
     ("Label", "Enter", "accept the model's suggestion"),
     ("Label", "Left, Right", "previous, next example"),
