@@ -363,3 +363,26 @@ def test_the_service_port_is_chosen_in_the_app_and_kept(qtbot, page, trained):
     with qtbot.waitSignal(page.status_changed, timeout=30000):
         qtbot.mouseClick(page.service_button, Qt.LeftButton)
     assert ws.service_port(model) == wanted and card.port.isEnabled()  # served there next time too
+
+
+def test_each_project_exports_to_its_own_folder_across_restarts(qtbot, tmp_path):
+    """Exporting the spam model wrote it into the previous project's folder; a chosen folder was
+    forgotten when the app restarted."""
+    from pathlib import Path
+
+    from modeldesk.ui.pages.deploy.export_card import ExportCard
+
+    card = ExportCard(None, run=lambda *args, **kwargs: None)
+    card.set_model("Spoken digits", None)
+    card.last_export = {"path": "somewhere"}
+    card.result.setText("Exported the digits model")
+    card.result.show()
+    assert card.out_dir.text() == str(Path.home() / "ModelDesk exports" / "Spoken digits")
+    card.out_dir.setText(str(tmp_path / "digits"))
+    card.remember_folder()
+    card.set_model("Spam", "m-spam")
+    assert card.out_dir.text() == str(Path.home() / "ModelDesk exports" / "Spam")
+    assert card.last_export is None and card.result.isHidden()  # nothing of the other model stays
+    again = ExportCard(None, run=lambda *args, **kwargs: None)  # the app started anew
+    again.set_model("Spoken digits", None)
+    assert again.out_dir.text() == str(tmp_path / "digits")

@@ -20,9 +20,16 @@ from PySide6.QtWidgets import (
 
 from ... import theme
 from ...page import card
+from ...settings import settings
 from ...widgets import ProgressPanel
 from ...workers import TaskCancelled
 from ...wording import candidate_words, chosen_words, explain, human_size, verdict, why_words
+
+
+def export_folder(project: str) -> str:
+    """Where ``project`` exports to: the folder last chosen for it, else ``~/ModelDesk exports/PROJECT``."""
+    chosen = settings().value(f"deploy/export_folder/{project}", "")
+    return str(chosen) if chosen else str(Path.home() / "ModelDesk exports" / project)
 
 
 def cancellable_progress(state, describe=str):
@@ -138,9 +145,15 @@ class ExportCard(QObject):
 
     def set_model(self, project: str | None, model_id: str | None) -> None:
         changed = model_id != self.model_id
+        if project != self.project and project:  # each project exports to its own folder
+            self.out_dir.setText(export_folder(project))
         self.project, self.model_id = project, model_id
-        if not self.out_dir.text() and project:
-            self.out_dir.setText(str(Path.home() / "ModelDesk exports" / project))
+        if changed:  # the last export or compression was of another model: its result goes
+            self.last_export = None
+            self.result.hide()
+            self.details.setChecked(False)
+            self.details.hide()
+            self.candidates.hide()
         if changed and model_id:
             ws = self.ws
             self.run(
@@ -181,6 +194,13 @@ class ExportCard(QObject):
         )
         if folder:
             self.out_dir.setText(folder)
+            self.remember_folder()
+
+    def remember_folder(self) -> None:
+        """Keep the folder for this project, across restarts too."""
+        folder = self.out_dir.text().strip()
+        if self.project and folder:
+            settings().setValue(f"deploy/export_folder/{self.project}", folder)
 
     def _set_enabled(self, enabled: bool) -> None:
         for button in (self.export_button, self.compress_button, self.bundle_button):
@@ -196,6 +216,7 @@ class ExportCard(QObject):
             folder = self.out_dir.text().strip()
             if not folder:
                 return
+        self.remember_folder()
         model_id, ws = self.model_id, self.ws
         name = self.project or model_id
         target = str(
