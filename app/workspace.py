@@ -294,6 +294,7 @@ class Workspace(UiCalls):
         from modeldesk.deploy import load_artifact
 
         report = dict(load_artifact(self.model_path(model_id)).card.get("metrics", {}))
+        report["has_html"] = (self.model_path(model_id) / "report.html").is_file()
         mistakes = report.get("mistakes") or []
         try:
             project = self.store.get_model(str(model_id))["project"]

@@ -6,7 +6,7 @@ training rules themselves: the sidebar never keeps its own copy of "needs two cl
 
 from __future__ import annotations
 
-from .wording import nouns, plural, small_classes
+from .wording import nouns, plural, score_words, small_classes
 
 
 def mark_deployed(project: str | None) -> None:
@@ -67,15 +67,3 @@ def project_status(
     if ws.training_jobs(project):
         status["train"] = ("active", "Training now")
     return status
-
-
-def score_words(metrics: dict) -> str:
-    """The sidebar's one figure for a model, the same the Evaluate page's headline gives: how often it is
-    right, or for a detector how many objects of 100 it finds."""
-    if isinstance(metrics.get("accuracy"), (int, float)):
-        return f"Right {metrics['accuracy']:.0%}"
-    if isinstance(metrics.get("recall"), (int, float)):
-        return f"Finds {round(metrics['recall'] * 100)} of 100"
-    if isinstance(metrics.get("micro_f1"), (int, float)):
-        return f"Tags right {metrics['micro_f1']:.0%}"
-    return "Latest model"
