@@ -265,6 +265,13 @@ class UiCalls:
         in_use = self.compressed_in_use(model)
         return Path(in_use) if in_use else self.model_path(model)
 
+    def compression_refusal(self, model) -> str:
+        """Why the app does not offer to make ``model`` smaller ("" when it does)."""
+        from modeldesk.app.pipeline import compression_refusal
+        from modeldesk.deploy import load_artifact
+
+        return compression_refusal(load_artifact(self.model_path(model)))
+
     def compressed_in_use(self, model) -> str | None:
         """The path of ``model``'s compressed copy in use, or None (the original is used)."""
         import json

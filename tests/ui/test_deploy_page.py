@@ -386,3 +386,20 @@ def test_each_project_exports_to_its_own_folder_across_restarts(qtbot, tmp_path)
     again = ExportCard(None, run=lambda *args, **kwargs: None)  # the app started anew
     again.set_model("Spoken digits", None)
     assert again.out_dir.text() == str(tmp_path / "digits")
+
+
+def test_compression_is_offered_only_where_it_can_work(qtbot):
+    """A text model offered 'Make smaller & faster', then failed with a message naming a CLI flag."""
+    from types import SimpleNamespace
+
+    from modeldesk.ui.pages.deploy.export_card import ExportCard
+
+    refusals = {"m-text": "A text model is already small (0.4 MB)", "m-photos": ""}
+    ws = SimpleNamespace(compression_refusal=refusals.get, compressed_in_use=lambda model: None)
+    card = ExportCard(ws, run=lambda fn, done=None, **kwargs: done(fn(None)))
+    qtbot.addWidget(card.frame)
+    card.frame.show()
+    card.set_model("reviews", "m-text")
+    assert not card.compress_button.isVisible() and card.export_button.isVisible()
+    card.set_model("photos", "m-photos")
+    assert card.compress_button.isVisible()

@@ -73,10 +73,11 @@ class ExportCard(QObject):
         self.export_button.setToolTip("One ONNX file (a standard model format) with its card, in the folder.")
         self.export_button.clicked.connect(lambda: self.export(compress=False, bundle=False))
         self.compress_button = QPushButton("Make smaller && faster")
-        self.compress_button.setToolTip(
+        self.compress_tip = (
             "Tries 8-bit and smaller-input versions; keeps the fastest that loses "
             "at most 1 point of accuracy."
         )
+        self.compress_button.setToolTip(self.compress_tip)
         self.compress_button.clicked.connect(lambda: self.export(compress=True, bundle=False))
         self.bundle_button = QPushButton("Build deploy bundle")
         self.bundle_button.setToolTip("A folder with the model, a small server and a README.")
@@ -157,10 +158,19 @@ class ExportCard(QObject):
         if changed and model_id:
             ws = self.ws
             self.run(
+                lambda state: ws.compression_refusal(model_id),
+                lambda why: self._offer_compression(why) if model_id == self.model_id else None,
+                title="Could not read the model",
+            )
+            self.run(
                 lambda state: ws.compressed_in_use(model_id),
                 lambda path: self._show_in_use(path) if model_id == self.model_id else None,
                 title="Could not read which copy is in use",
             )
+
+    def _offer_compression(self, refusal: str) -> None:
+        """Offer "Make smaller & faster" only where it can work; say why not otherwise."""
+        self.compress_button.setVisible(not refusal)
 
     # -- which copy is tried, served and bundled ---------------------------------------------------
 
