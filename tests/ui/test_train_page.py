@@ -136,6 +136,18 @@ def test_a_page_opened_during_a_run_follows_it(qtbot, ws, open_page):
     assert ws.jobs.get(job_id)["state"] == "done"
 
 
+def test_a_page_reopened_during_a_run_shows_the_running_recipe(qtbot, ws, open_page):
+    """After closing the app mid-run and opening it again, the card said 'Fast' while the running job
+    was 'Accurate'."""
+    accurate = "image-classification/accurate"
+    job_id = ws.submit_training("colors", accurate)
+    page = open_page(TrainPage, ws)
+    page.set_project("colors")
+    qtbot.waitUntil(lambda: page.job_id == job_id, timeout=20000)
+    assert page.selected_template() == accurate
+    page.cancel()
+
+
 def test_a_failed_run_shows_why_with_the_run_log(qtbot, ws, open_page):
     from PySide6.QtWidgets import QApplication
 

@@ -431,6 +431,9 @@ class TrainPage(Page):
     def _attach_running_job(self, jobs: list[dict]) -> None:
         for job in jobs:
             if job.get("state") not in TERMINAL_STATES:
+                template = (job.get("params") or {}).get("template")
+                if template and template != self.selected_template():
+                    self.select_template(template)  # the card shows the recipe that is running
                 self._follow(job["id"])
                 return
 
