@@ -135,7 +135,7 @@ class Workspace(UiCalls):
             project,
             report.added,
             report.duplicates,
-            len(report.failed),
+            report.failed_total,
         )
         return report.to_dict()
 

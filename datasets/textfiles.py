@@ -166,7 +166,7 @@ def _read_text_file(file: Path, rel: str, labels: list, report: ImportReport) ->
         try:
             return Item(source=rel, text=data.decode("utf-16"), labels=labels)
         except UnicodeDecodeError:
-            return Item(source=rel, error="damaged UTF-16 text; save it again")
+            pass  # not UTF-16 after all: the checks below say what it is
     if b"\x00" in data[:8192]:
         return Item(source=rel, error="not a text file (it holds binary data)")
     try:
