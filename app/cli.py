@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import sqlite3
 import sys
 import time
 
@@ -237,6 +238,12 @@ def dispatch(args):
         print(f"modeldesk: warning: {warning}", file=sys.stderr)
     try:
         return _dispatch_workspace(ws, args)
+    except sqlite3.DatabaseError as exc:  # damage found while working: the same recovery steps
+        from modeldesk.datasets.dbfile import damaged, is_corrupt
+
+        if is_corrupt(exc):
+            raise damaged(ws.store.db_path, ws.store.media.root, exc) from exc
+        raise
     finally:
         ws.close()
 
