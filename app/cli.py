@@ -30,11 +30,13 @@ class CommandError(Exception):
 
 def describe_error(exc: BaseException) -> str | None:
     """The one line for a mistake the user can fix (a job's recorded reason included), else None."""
-    from modeldesk.errors import user_message
+    from modeldesk.errors import disk_full_message, user_message
 
     if isinstance(exc, (CommandError, RuntimeError)):  # RuntimeError: a job's recorded failure
         return str(exc)
-    return user_message(exc) if isinstance(exc, (ValueError, KeyError, OSError)) else None
+    if isinstance(exc, (ValueError, KeyError, OSError)):
+        return user_message(exc)
+    return disk_full_message(exc)  # SQLite's "database or disk is full"
 
 
 def task_names() -> list[str]:
