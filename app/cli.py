@@ -217,7 +217,8 @@ def main(argv=None, *, open_window=None) -> int:
 def open_workspace(args):
     from modeldesk.app.workspace import Workspace
 
-    return Workspace(args.workspace)
+    # a command waits for the jobs it starts: killed, it must not leave them to finish unasked
+    return Workspace(args.workspace, tie_jobs=True)
 
 
 def dispatch(args):
