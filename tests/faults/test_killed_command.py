@@ -18,8 +18,7 @@ HERE = Path(__file__).resolve().parent
 RUN_S = 15.0
 
 # What the command line does for `train`: open the workspace as commands do, submit, wait.
-COMMAND = (
-    """
+COMMAND = """
 import argparse, sys
 from modeldesk.app.cli import open_workspace
 from modeldesk.scheduler import register_job_kind
@@ -30,8 +29,6 @@ job = ws.jobs.submit("slow", "slow_jobs:run_slow", {"seconds": float(sys.argv[3]
 print(job, flush=True)
 ws.wait_job(job)
 """
-    % RUN_S
-)
 
 
 def _running_job(store: JobStore, job: int, timeout: float = 30.0) -> dict:
