@@ -66,14 +66,32 @@ def disk_full_message(exc: BaseException) -> str | None:
     )
 
 
+def damaged_database_message(exc: BaseException) -> str | None:
+    """One sentence for SQLite finding a database file damaged ("malformed", "not a database"), with
+    the recovery step; None for any other error. (Where the workspace is known, the datasets package
+    words it with the folder: ``dbfile.damaged``.)"""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) and not any(
+        words in str(exc) for words in ("malformed", "not a database")
+    ):
+        return None
+    return (
+        f"the workspace database is damaged ({exc}): close ModelDesk and run `modeldesk recover "
+        "--workspace FOLDER`, which sets it aside and copies what it still holds into a new one"
+    )
+
+
 def user_message(exc: BaseException) -> str | None:
     """The one-sentence message to show for a user error (no class name), else None.
 
-    A full disk is a user error too: :func:`disk_full_message`.
+    A full disk and a damaged database are user errors too: :func:`disk_full_message`,
+    :func:`damaged_database_message`.
     """
-    full = disk_full_message(exc)
-    if full is not None:
-        return full
+    special = disk_full_message(exc) or damaged_database_message(exc)
+    if special is not None:
+        return special
     if not is_user_error(exc):
         return None
     if isinstance(exc, KeyError) and exc.args:
