@@ -173,6 +173,7 @@ def merge_reports(reports: list[dict]) -> dict:
         "boxes": 0,
         "failed": [],
         "failed_total": 0,
+        "failed_summary": [],
         "warnings": [],
         "stopped": False,
     }
@@ -182,6 +183,7 @@ def merge_reports(reports: list[dict]) -> dict:
         total["boxes"] += int(report.get("boxes", 0))
         total["failed"] += list(report.get("failed", []))
         total["failed_total"] += int(report.get("failed_total", len(report.get("failed", []))))
+        total["failed_summary"] += list(report.get("failed_summary", []))
         total["warnings"] += list(report.get("warnings", []))
         total["stopped"] = total["stopped"] or bool(report.get("stopped"))
     return total
