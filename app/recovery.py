@@ -197,7 +197,14 @@ def recover_workspace(root) -> dict:
         result["damaged"] = True
         aside = _set_aside(paths.db, stamp)
         result["set_aside"] = str(aside)
-        _rebuild(paths, aside, result)
+        try:
+            _rebuild(paths, aside, result)
+        except BaseException:  # a full disk, say: put the damaged file back, so a later run can retry
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(paths.db) + suffix).unlink(missing_ok=True)
+                if Path(str(aside) + suffix).exists():
+                    os.replace(Path(str(aside) + suffix), Path(str(paths.db) + suffix))
+            raise
     try:
         with Store(paths.root) as store:
             for kind, files in sorted(_orphans(store).items()):
