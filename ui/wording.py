@@ -252,6 +252,15 @@ def score_words(metrics: dict) -> str:
     return "Latest model"
 
 
+def result_sentence(metrics: dict, many: str) -> str:
+    """What a finished run measured, as " Right 93% of the time on photos it never saw during
+    training." ("" when it measured nothing)."""
+    if isinstance(metrics.get("accuracy"), (int, float)):
+        return f" {headline(metrics['accuracy'], metrics.get('n'))} on {many} it never saw during training."
+    score = score_words(metrics)  # a detector's or a tags model's own figure
+    return f" {score} on {many} it never saw during training." if score != "Latest model" else ""
+
+
 def model_title(model: dict, recipe_titles: dict | None = None) -> str:
     """A picker line: ``Accurate, 02 Dec 17:07, 99%`` (recipe in words, when, how often right)."""
     template = str(model.get("template") or "")

@@ -28,7 +28,7 @@ from ...job_watcher import TERMINAL_STATES
 from ...page import LatestTask, Page
 from ...widgets import show_error
 from ...widgets.cluster_panel import ClusterPanel
-from ...wording import TIME_LIMITS, describe_duration, headline, nouns, score_words
+from ...wording import TIME_LIMITS, describe_duration, nouns, result_sentence
 from .facts import FactsBanner
 from .run_view import RunView
 from .runs_table import RunsTable
@@ -395,13 +395,7 @@ class TrainPage(Page):
         self._ended()
         many = nouns(self.info.get("input_kind"))[1]
         metrics = self.last_result.get("metrics") or {}
-        text = "<b>Your model is ready.</b>"
-        if isinstance(metrics.get("accuracy"), (int, float)):
-            text += (
-                f" {headline(metrics['accuracy'], metrics.get('n'))} on {many} it never saw during training."
-            )
-        elif score_words(metrics) != "Latest model":  # a detector's or a tags model's own figure
-            text += f" {score_words(metrics)} on {many} it never saw during training."
+        text = f"<b>Your model is ready.</b>{result_sentence(metrics, many)}"
         for warning in self.last_result.get("warnings") or []:
             text += f"<br><span style='color:#c27c0e'>{warning}</span>"
         self.run_view.show_result(text)
