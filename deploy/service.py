@@ -42,6 +42,11 @@ from .predictor import Predictor
 from .preprocess import ImageDecodeError
 from .server import check_bind, port_is_free, server_config
 
+try:
+    from modeldesk.safejson import JSONLimitError, loads as safe_loads
+except ImportError:  # inside a deploy bundle, which ships safejson beside this module
+    from .safejson import JSONLimitError, loads as safe_loads
+
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
@@ -112,11 +117,9 @@ async def _read_inputs(request: Request, model_input: ModelInput, max_items: int
     elif ctype == "application/json":
         body = await request.body()
         try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ServiceError(f"malformed JSON ({exc})", 400) from None
-        except RecursionError:
-            raise ServiceError("JSON nested too deeply", 400) from None
+            payload = safe_loads(body)
+        except JSONLimitError as exc:
+            raise ServiceError(f"the JSON body cannot be read: {exc}", 400) from None
         if not isinstance(payload, dict) or (single not in payload) == (plural not in payload):
             raise ServiceError(f'JSON body must be an object with "{single}" or "{plural}" (a list)', 422)
         try:
@@ -379,4 +382,4 @@ def serve(
     )
     if on_ready is not None:
         on_ready()
-    uvicorn.Server(server_config(app, host, port, log_level=log_level)).run()
+    uvicorn.Server(server_config(app, host, port, log_level=log_level, token=token)).run()
