@@ -155,6 +155,16 @@ async def _read_inputs(request: Request, model_input: ModelInput, max_items: int
     return items
 
 
+def body_bytes(headers, max_request_bytes: int) -> int:
+    """Bytes reading and parsing a request body holds at most: the body twice (its chunks, then
+    joined) and, for JSON, what parsing makes of it (a string takes up to 4 bytes a character)."""
+    length = headers.get("content-length", "")
+    size = int(length) if length.isdigit() else max_request_bytes
+    size = min(size, max_request_bytes)
+    json_body = headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+    return size * (6 if json_body else 2)
+
+
 def _console_page() -> str:
     page = (STATIC / "index.html").read_text(encoding="utf-8")
     css = (STATIC / "console.css").read_text(encoding="utf-8")
@@ -261,6 +271,15 @@ def create_app(
         active = getattr(request.app.state, "predictor", None)
         if active is None:
             raise ServiceError("the model is still loading", 503)
+        # The body and what parsing it makes are budgeted before a byte of it is read.
+        reserved = body_bytes(request.headers, max_request_bytes)
+        await run_in_threadpool(budget.acquire, reserved)
+        try:
+            return await _predict(request, active)
+        finally:
+            budget.release(reserved)
+
+    async def _predict(request: Request, active: Predictor):
         items = await _read_inputs(request, active.input, max_images)
         start = time.perf_counter()
         batcher = request.app.state.batcher
