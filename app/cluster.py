@@ -47,7 +47,7 @@ def use(ws, address: str | None, credentials=None) -> dict:
 def start(ws, host: str = "127.0.0.1", port: int | None = None, credentials=None) -> dict:
     """Start a scheduler on this machine and make it the workspace's cluster.
 
-    Returns ``address``, ``credentials`` (None on loopback), ``worker_command`` (what to run on
+    Returns ``address``, ``credentials`` (the TLS key file), ``worker_command`` (what to run on
     each worker machine) and ``already_running``.
     """
     from modeldesk.scheduler import cluster_service
