@@ -10,7 +10,6 @@ from PIL import Image
 from .inputs import ModelInput
 from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image_sized, orientation
 
-
 #: Bytes a pixel takes in Pillow's memory; every other mode (RGB and YCbCr included) takes 4.
 _STORED_BYTES = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;16N": 2}
 #: Modes whose conversion to RGB goes through an intermediate image (4 bytes a pixel at most).

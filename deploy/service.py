@@ -43,9 +43,11 @@ from .preprocess import ImageDecodeError
 from .server import check_bind, port_is_free, server_config
 
 try:
-    from modeldesk.safejson import JSONLimitError, loads as safe_loads
+    from modeldesk.safejson import JSONLimitError
+    from modeldesk.safejson import loads as safe_loads
 except ImportError:  # inside a deploy bundle, which ships safejson beside this module
-    from .safejson import JSONLimitError, loads as safe_loads
+    from .safejson import JSONLimitError
+    from .safejson import loads as safe_loads
 
 log = logging.getLogger(__name__)
 
