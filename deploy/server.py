@@ -147,16 +147,18 @@ def port_is_free(host: str, port: int) -> bool:
 
 
 class TokenScrubber(logging.Filter):
-    """Removes secrets from uvicorn's access log: the values of query parameters named like a token,
-    a key, a password or a secret, and ``token`` itself wherever it appears."""
+    """Removes secrets from uvicorn's logs: the values of query parameters named like a token, a key,
+    a password or a secret, and every token this process serves with, wherever it appears."""
 
-    def __init__(self, token: str | None = None):
+    def __init__(self):
         super().__init__()
-        self.token = token or None
+        self.tokens: set[str] = set()
 
     def scrub(self, text: str) -> str:
         text = _SECRET_PARAMS.sub(r"\1***", text)
-        return text.replace(self.token, "***") if self.token else text
+        for token in self.tokens:
+            text = text.replace(token, "***")
+        return text
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple) and record.args:
@@ -167,12 +169,16 @@ class TokenScrubber(logging.Filter):
 
 
 def scrub_access_log(token: str | None) -> None:
-    """Install one :class:`TokenScrubber` for ``token`` on uvicorn's access and error loggers."""
+    """Make sure uvicorn's access and error loggers carry a :class:`TokenScrubber` that knows ``token``
+    (several services in one process, e.g. the desktop app, add theirs to the same one)."""
     for name in ("uvicorn.access", "uvicorn.error"):
         logger = logging.getLogger(name)
-        for old in [f for f in logger.filters if isinstance(f, TokenScrubber)]:
-            logger.removeFilter(old)
-        logger.addFilter(TokenScrubber(token))
+        scrubber = next((f for f in logger.filters if isinstance(f, TokenScrubber)), None)
+        if scrubber is None:
+            scrubber = TokenScrubber()
+            logger.addFilter(scrubber)
+        if token:
+            scrubber.tokens.add(token)
 
 
 def read_token_file(path) -> str:
