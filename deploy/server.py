@@ -25,6 +25,7 @@ import re
 import socket
 import stat
 import sys
+from typing import ClassVar
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -53,6 +54,8 @@ class DeadlineH11Protocol(H11Protocol):
     max_per_client = MAX_PER_CLIENT
     spare_connections = SPARE_CONNECTIONS
     _waiting_since = 0.0
+    _closed: ClassVar[dict] = {}  # why -> connections closed since the last report (one log line per 10 s)
+    _reported_at = 0.0
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
@@ -71,11 +74,11 @@ class DeadlineH11Protocol(H11Protocol):
         if peer is not None and len(mine) >= self.max_per_client:
             waiting = sorted((c for c in mine if c._waiting()), key=lambda c: c._waiting_since)
             if not waiting:
-                self.logger.warning("refused a connection: %s already has %d open", peer, len(mine))
+                self._report(f"a client already had {self.max_per_client} connections busy")
                 self.transport.close()
                 return
             for victim in waiting[: len(mine) - self.max_per_client + 1]:
-                victim._cut("the client opened more than %d connections" % self.max_per_client)
+                victim._cut(f"a client opened more than {self.max_per_client} connections")
         limit = self.limit_concurrency or MAX_CONNECTIONS
         open_now = sum(1 for c in self.connections if not c.transport.is_closing())
         excess = open_now - (limit - self.spare_connections)
@@ -85,9 +88,20 @@ class DeadlineH11Protocol(H11Protocol):
                 victim._cut("the server is short of connections")
 
     def _cut(self, why: str) -> None:
-        self.logger.info("closed a connection without a whole request (%s)", why)
+        self._report(why)
         self._disarm()
         self.transport.close()
+
+    def _report(self, why: str) -> None:
+        """Count a closed connection; a warning at most every 10 s (a slowloris must not flood the log)."""
+        closed = DeadlineH11Protocol._closed
+        closed[why] = closed.get(why, 0) + 1
+        now = self.loop.time()
+        if now - DeadlineH11Protocol._reported_at >= 10.0:
+            summary = "; ".join(f"{count} ({why})" for why, count in closed.items())
+            self.logger.warning("closed connections without a whole request: %s", summary)
+            closed.clear()
+            DeadlineH11Protocol._reported_at = now
 
     def _arm(self) -> None:
         self._disarm()
@@ -110,7 +124,7 @@ class DeadlineH11Protocol(H11Protocol):
         elif state in (h11.IDLE, h11.SEND_BODY):
             what = "headers" if state is h11.IDLE else "request"
             limit = self.header_deadline_s if state is h11.IDLE else self.deadline_s
-            self.logger.warning("closed a connection whose %s did not arrive within %.0f s", what, limit)
+            self._report(f"{what} not complete within {limit:.0f} s")
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
