@@ -275,7 +275,7 @@ def create_app(
             raise ServiceError("the model is still loading", 503)
         # The body and what parsing it makes are budgeted before a byte of it is read.
         reserved = body_bytes(request.headers, max_request_bytes)
-        await run_in_threadpool(budget.acquire, reserved)
+        await run_in_threadpool(budget.acquire, reserved, "reading this request body takes {} MB")
         try:
             return await _predict(request, active)
         finally:
