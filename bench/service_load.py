@@ -288,8 +288,8 @@ def post_wave(port: int, body: bytes, content_type: str, clients: int, seconds: 
             try:
                 conn.request("POST", "/v1/predict", body=body, headers={"Content-Type": content_type})
                 status = conn.getresponse().status
-            except OSError:
-                status = "cut"
+            except OSError as exc:
+                status = type(exc).__name__
             finally:
                 conn.close()
             with lock:
@@ -363,7 +363,7 @@ def legit(port: int, body: bytes, clients: int, seconds: float) -> dict:
         "rps": ok / seconds,
         "ok": ok,
         "503": counts.get(503, 0),
-        "other": sum(counts.values()) - ok - counts.get(503, 0),
+        "other": ", ".join(f"{k}: {v}" for k, v in counts.items() if k not in (200, 503)) or "0",
     }
 
 

@@ -10,8 +10,9 @@ trickle headers (slowloris) would shut legitimate clients out. :class:`DeadlineH
   closes that client's longest-waiting connection that has not sent a whole request (and is refused
   when none of them is waiting);
 - keeps ``SPARE_CONNECTIONS`` of the server's connections free: when they run short, the connections
-  that wait longest without a whole request are closed first. A request whose headers arrived is
-  never cut by either rule, so a slow client costs only its own connections.
+  that wait longest without a whole request are closed first (those trickling a request before
+  silent ones, which get ``SILENT_GRACE_S`` to be read). A request whose headers arrived is never
+  cut by either rule, so a slow client costs only its own connections.
 
 The token is never written to a log: :class:`TokenScrubber` removes ``?token=``-style query values
 (and the token itself, wherever it appears) from uvicorn's access log.
@@ -38,6 +39,7 @@ KEEP_ALIVE_S = 5
 MAX_CONNECTIONS = 256
 MAX_PER_CLIENT = 64
 SPARE_CONNECTIONS = 16
+SILENT_GRACE_S = 0.25
 MAX_HEADER_BYTES = 16 * 1024
 TOKEN_ENV = "MODELDESK_TOKEN"
 _SECRET_PARAMS = re.compile(
@@ -54,12 +56,14 @@ class DeadlineH11Protocol(H11Protocol):
     max_per_client = MAX_PER_CLIENT
     spare_connections = SPARE_CONNECTIONS
     _waiting_since = 0.0
+    _partial = False  # part of a request came, not all of it
     _closed: ClassVar[dict] = {}  # why -> connections closed since the last report (one log line per 10 s)
     _reported_at = 0.0
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
         self._waiting_since = self.loop.time()
+        self._partial = False
         self._arm()
         self._make_room()
 
@@ -67,25 +71,46 @@ class DeadlineH11Protocol(H11Protocol):
         """No whole request received: headers still coming, or idle between requests."""
         return self.conn.their_state is h11.IDLE and not self.transport.is_closing()
 
+    def _cut_order(self) -> tuple:
+        """Which waiting connection goes first: trickling ones before silent ones, the longest
+        waiting first."""
+        return (not self._partial, self._waiting_since)
+
+    def _victims(self, candidates, count: int) -> list:
+        """Up to ``count`` waiting connections to cut. A silent one only after ``SILENT_GRACE_S``: a
+        burst of new connections is accepted before any of them is read, and a whole request may be
+        waiting, unread, in one of them."""
+        now = self.loop.time()
+        ordered = sorted((c for c in candidates if c._waiting()), key=DeadlineH11Protocol._cut_order)
+        return [c for c in ordered if c._partial or now - c._waiting_since >= SILENT_GRACE_S][:count]
+
     def _make_room(self) -> None:
+        if self.transport.is_closing():
+            return
         peer = self.client[0] if self.client else None
         others = [c for c in self.connections if c is not self and isinstance(c, DeadlineH11Protocol)]
-        mine = [c for c in others if c.client and c.client[0] == peer]
+        mine = [c for c in others if c.client and c.client[0] == peer and not c.transport.is_closing()]
+        short = False
         if peer is not None and len(mine) >= self.max_per_client:
-            waiting = sorted((c for c in mine if c._waiting()), key=lambda c: c._waiting_since)
-            if not waiting:
+            if not any(c._waiting() for c in mine):
                 self._report(f"a client already had {self.max_per_client} connections busy")
                 self.transport.close()
                 return
-            for victim in waiting[: len(mine) - self.max_per_client + 1]:
+            need = len(mine) - self.max_per_client + 1
+            victims = self._victims(mine, need)
+            for victim in victims:
                 victim._cut(f"a client opened more than {self.max_per_client} connections")
+            short = len(victims) < need
         limit = self.limit_concurrency or MAX_CONNECTIONS
         open_now = sum(1 for c in self.connections if not c.transport.is_closing())
         excess = open_now - (limit - self.spare_connections)
         if excess > 0:
-            waiting = sorted((c for c in others if c._waiting()), key=lambda c: c._waiting_since)
-            for victim in waiting[:excess]:
+            victims = self._victims(others, excess)
+            for victim in victims:
                 victim._cut("the server is short of connections")
+            short = short or len(victims) < excess
+        if short:  # look again once the silent connections have been read
+            self.loop.call_later(SILENT_GRACE_S, self._make_room)
 
     def _cut(self, why: str) -> None:
         self._report(why)
@@ -131,11 +156,13 @@ class DeadlineH11Protocol(H11Protocol):
         super().data_received(data)
         if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
             self._disarm()
+        self._partial = self.conn.their_state is h11.IDLE
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing():
             self._waiting_since = self.loop.time()
+            self._partial = False
             self._arm()  # the next request on this connection gets its own deadline
 
     def connection_lost(self, exc) -> None:

@@ -90,6 +90,15 @@ def _give_memory_back() -> None:
         pass
 
 
+def _held_bytes(prepared) -> int:
+    """Bytes the decoded items of a request hold (arrays, their (array, size) pairs, strings)."""
+    total = 0
+    for item in prepared:
+        for part in item if isinstance(item, tuple) else (item,):
+            total += getattr(part, "nbytes", 0) or (4 * len(part) if isinstance(part, str) else 0)
+    return total
+
+
 async def _read_inputs(request: Request, model_input: ModelInput, max_items: int) -> list[tuple[str, object]]:
     """The (name, source) items of a predict request, whatever its content type.
 
@@ -260,14 +269,23 @@ def create_app(
         app.state.predictor = None
 
     def decode(active: Predictor, items) -> tuple[list, int]:
-        """Decoded items within the decode budget (the caller releases ``cost`` when done)."""
+        """Decoded items within the decode budget, and the bytes of the budget they still hold (the
+        caller releases those when done). The decoder's working set is handed back to the system
+        before the rest of the budget is released: glibc keeps a thread's freed heap otherwise, and
+        the next decode, on another thread, would come on top of it."""
         cost = sum(active.input.cost(source) for _, source in items)
         budget.acquire(cost)
         try:
-            return active.prepare([data for _, data in items], names=[name for name, _ in items]), cost
+            prepared = active.prepare([data for _, data in items], names=[name for name, _ in items])
         except BaseException:
             budget.release(cost)
             raise
+        finally:
+            if cost > BIG_DECODE_BYTES:
+                _give_memory_back()
+        held = min(cost, _held_bytes(prepared))
+        budget.release(cost - held)
+        return prepared, held
 
     async def predict(request: Request):
         active = getattr(request.app.state, "predictor", None)
@@ -287,16 +305,14 @@ def create_app(
         batcher = request.app.state.batcher
         batcher.expect()  # so that requests arriving together wait for each other, briefly
         try:
-            prepared, cost = await run_in_threadpool(decode, active, items)
+            prepared, held = await run_in_threadpool(decode, active, items)
         except BaseException:
             batcher.forget()
             raise
         try:
             predictions = await asyncio.wrap_future(batcher.submit(prepared))
         finally:
-            budget.release(cost)
-            if cost > BIG_DECODE_BYTES:
-                _give_memory_back()
+            budget.release(held)
         latency = (time.perf_counter() - start) * 1000.0
         return StrictJSONResponse({"predictions": predictions, "latency_ms": round(latency, 3)})
 
