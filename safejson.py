@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 MAX_DEPTH = 64
@@ -26,7 +27,9 @@ class JSONLimitError(ValueError):
 
 def _parse_int(text: str) -> int:
     if len(text) > MAX_NUMBER_CHARS:
-        raise JSONLimitError(f"it holds a number of {len(text):,} digits (at most {MAX_NUMBER_CHARS} are read)")
+        raise JSONLimitError(
+            f"it holds a number of {len(text):,} digits (at most {MAX_NUMBER_CHARS} are read)"
+        )
     return int(text)
 
 
@@ -47,6 +50,7 @@ def _depth_within(value: Any, max_depth: int) -> bool:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

@@ -415,21 +415,27 @@ def compression_metric(artifact):
     return DetectionJudge(artifact.labels, artifact.card.get("score_threshold", 0.5))
 
 
-def _compression_data(ws, artifact):
-    """Calibration images, labeled validation images and labeled training images (for re-fitted
-    heads), from the model's project."""
+def compression_refusal(artifact) -> str:
+    """Why making ``artifact`` smaller is not offered ("" when it is), in one sentence."""
     if artifact.input_kind == "text":
         # The graph is an n-gram table and one matrix: int8 would shrink the matrix, but the time goes
         # to tokenizing and counting strings, which quantization does not touch.
         size = artifact.size_bytes() / 1e6
-        raise UserError(
-            f"a text model is already small ({size:.1f} MB) and answers in about a "
-            "millisecond; compression has nothing to gain for it: export it without --compress"
+        return (
+            f"A text model is already small ({size:.1f} MB) and answers in about a millisecond: making it "
+            "smaller has nothing to gain."
         )
     if artifact.input_kind not in ("image", "audio") or artifact.target not in ("label", "boxes"):
-        raise UserError(
-            "making this kind of model smaller is not available yet; export it without compression"
-        )
+        return "Making this kind of model smaller is not available yet."
+    return ""
+
+
+def _compression_data(ws, artifact):
+    """Calibration images, labeled validation images and labeled training images (for re-fitted
+    heads), from the model's project."""
+    refusal = compression_refusal(artifact)
+    if refusal:
+        raise UserError(f"{refusal} Export it without compression (no --compress).")
     try:
         record = ws.store.get_model(artifact.id)
     except KeyError:

@@ -44,10 +44,17 @@ def remember(root: Path, model_id: str, port: int) -> None:
         atomic_write(Path(root) / FILE, json.dumps(ports, indent=1).encode("utf-8"))
 
 
-def choose_port(root: Path, model_id: str, host: str, default: int) -> tuple[int, str]:
-    """(port, note): the model's remembered port (else ``default``) when free, else the next free one
-    with a note saying why the address changed ("" when it did not)."""
-    wanted = remembered(root).get(str(model_id), int(default))
+def port_for(root: Path, model_id: str, default: int) -> int:
+    """The port ``model_id`` is served on: the one it had last time, else ``default``."""
+    return remembered(root).get(str(model_id), int(default))
+
+
+def choose_port(
+    root: Path, model_id: str, host: str, default: int, wanted: int | None = None
+) -> tuple[int, str]:
+    """(port, note): ``wanted`` (else the model's remembered port, else ``default``) when free, else the
+    next free one with a note saying why the address changed ("" when it did not)."""
+    wanted = int(wanted) if wanted else port_for(root, model_id, default)
     if port_is_free(host, wanted):
         return wanted, ""
     for port in range(wanted + 1, wanted + 200):

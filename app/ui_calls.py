@@ -82,6 +82,18 @@ class UiCalls:
         log.info("removed %d samples from %r", removed, project)
         return removed
 
+    def remove_samples(self, project, sample_ids) -> dict:
+        """Remove samples so that it can be undone: ``removed`` and the ``undo`` token."""
+        from modeldesk.app.removal import remove_samples
+
+        return remove_samples(self, project, sample_ids)
+
+    def restore_samples(self, token: str) -> int:
+        """Undo the last removal (see :meth:`remove_samples`); how many samples came back."""
+        from modeldesk.app.removal import restore_samples
+
+        return restore_samples(self, token)
+
     # -- classes ----------------------------------------------------------------------------------
 
     def labels(self, project) -> list[str]:
@@ -208,11 +220,13 @@ class UiCalls:
         self, project, *, label=None, unlabeled=False, split=None, wrong_only=False, model_id=None
     ) -> dict:
         """What the Data page's gallery shows: ``ids`` in order, a ``captions`` dict and the ids the
-        model got ``wrong`` (a set)."""
+        model got ``wrong`` (a set): the mistakes of its evaluation that the Evaluate page lists (made
+        before its final fit on every labeled example), and where its saved guess differs from the label."""
         samples = self.store.samples(
             self.project(project), split=split, label=label, unlabeled=True if unlabeled else None
         )
         predictions = self.store.predictions(model_id) if model_id else {}
+        evaluated = self._evaluation_mistakes(model_id) if model_id else {}
         rows = {"ids": [], "captions": {}, "wrong": set()}
         for sample in samples:
             if sample.boxes:
@@ -221,15 +235,27 @@ class UiCalls:
             else:
                 caption = ", ".join(sample.labels) if sample.labels else "unlabeled"
             predicted = predictions.get(sample.id)
-            wrong = bool(predicted and sample.labels and predicted[0] not in sample.labels)
+            said = evaluated.get(sample.id) or (predicted[0] if predicted else None)
+            wrong = sample.id in evaluated or bool(
+                predicted and sample.labels and predicted[0] not in sample.labels
+            )
             if wrong:
                 rows["wrong"].add(sample.id)
-                caption = f"{caption} ≠ {predicted[0]}"
+                caption = f"{caption} ≠ {said}" if said else caption
             if wrong_only and not wrong:
                 continue
             rows["ids"].append(sample.id)
             rows["captions"][sample.id] = caption
         return rows
+
+    def _evaluation_mistakes(self, model_id: str) -> dict[int, str | None]:
+        """Sample id -> what the model said, for each mistake its evaluation lists."""
+        try:
+            mistakes = self.model_report(model_id).get("mistakes") or []
+        except (OSError, ValueError) as exc:  # a model whose artifact is gone or unreadable
+            log.warning("could not read the evaluation of %s: %s", model_id, exc)
+            return {}
+        return {m["sample_id"]: m.get("predicted") for m in mistakes if m.get("sample_id") is not None}
 
     # -- which copy of a model is used (the original, or its smaller and faster copy) ----------------
 
@@ -238,6 +264,13 @@ class UiCalls:
         and is in use (:meth:`use_compressed`), else the model itself."""
         in_use = self.compressed_in_use(model)
         return Path(in_use) if in_use else self.model_path(model)
+
+    def compression_refusal(self, model) -> str:
+        """Why the app does not offer to make ``model`` smaller ("" when it does)."""
+        from modeldesk.app.pipeline import compression_refusal
+        from modeldesk.deploy import load_artifact
+
+        return compression_refusal(load_artifact(self.model_path(model)))
 
     def compressed_in_use(self, model) -> str | None:
         """The path of ``model``'s compressed copy in use, or None (the original is used)."""
@@ -272,16 +305,24 @@ class UiCalls:
 
     # -- the local service ------------------------------------------------------------------------
 
-    def serve_model(self, model_id: str, host: str = "127.0.0.1", token=None):
-        """Start the service for ``model_id`` on the port it had last time (the workspace's default
-        port the first time); the handle's ``note`` says when that port was taken."""
+    def serve_model(self, model_id: str, host: str = "127.0.0.1", token=None, port: int | None = None):
+        """Start the service for ``model_id`` on ``port``, else the port it had last time (the
+        workspace's default port the first time); the handle's ``note`` says when that port was taken."""
         from modeldesk.app import service_ports
 
-        port, note = service_ports.choose_port(self.paths.root, model_id, host, self.settings.service_port)
+        port, note = service_ports.choose_port(
+            self.paths.root, model_id, host, self.settings.service_port, wanted=port
+        )
         handle = self.start_service(model_id, host=host, port=port, token=token)
         service_ports.remember(self.paths.root, model_id, port)
         handle.note = note
         return handle
+
+    def service_port(self, model_id: str) -> int:
+        """The port ``model_id`` will be served on (the one it had last time, else the default)."""
+        from modeldesk.app import service_ports
+
+        return service_ports.port_for(self.paths.root, model_id, self.settings.service_port)
 
     # -- training runs -----------------------------------------------------------------------------
 

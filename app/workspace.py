@@ -164,6 +164,30 @@ class Workspace(UiCalls):
 
         return [t.to_dict() for t in list_templates(task)]
 
+    def import_outside_model(self, onnx_path, labels_path, **options) -> dict:
+        """An ONNX image classifier made elsewhere, as a model of a project (see ``app.outside_models``)."""
+        from modeldesk.app.outside_models import import_outside_model
+
+        return import_outside_model(self, onnx_path, labels_path, **options)
+
+    def inspect_outside_model(self, onnx_path) -> dict:
+        """What an outside ONNX file says about itself, or UserError with why it cannot be imported."""
+        from modeldesk.app.outside_models import inspect_model
+
+        return inspect_model(onnx_path)
+
+    def preview_outside_model(self, onnx_path, labels_path, project, normalisation: str = "auto") -> dict:
+        """An outside model's answers on three of ``project``'s photos, before importing it."""
+        from modeldesk.app.outside_models import preview
+
+        return preview(self, onnx_path, labels_path, project, normalisation)
+
+    def can_import_outside_model(self, project) -> bool:
+        """Whether ``project`` takes outside models (image classification and detection ones do)."""
+        from modeldesk.app.outside_models import TASKS
+
+        return self.project(project).task in {task for task, _ in TASKS.values()}
+
     def estimate_training(
         self, project, template: str, device: str = "auto", *, cluster: str | None = None, credentials=None
     ) -> dict:
@@ -270,6 +294,7 @@ class Workspace(UiCalls):
         from modeldesk.deploy import load_artifact
 
         report = dict(load_artifact(self.model_path(model_id)).card.get("metrics", {}))
+        report["has_html"] = (self.model_path(model_id) / "report.html").is_file()
         mistakes = report.get("mistakes") or []
         try:
             project = self.store.get_model(str(model_id))["project"]
@@ -361,6 +386,19 @@ class Workspace(UiCalls):
         with self._lock:  # a kept predictor would still use the old threshold
             self._predictors.clear()
         return pipeline.move_threshold(self, model, threshold)
+
+    def suggest(self, project, model_id: str, sample_id: int) -> tuple[str, float] | None:
+        """The model's guess for one sample it has not scored yet (added after it was trained), saved
+        with the others; None when the model cannot read it."""
+        from modeldesk.app.pipeline import _predict_tolerant, _sources
+
+        target = self.project(project)
+        sample = self.store.get_sample(int(sample_id))
+        (prediction,) = _predict_tolerant(self._predictor(model_id), _sources(target, [sample]))
+        if prediction is None or prediction.get("label") is None:
+            return None
+        self.store.save_predictions(model_id, [(sample.id, prediction["label"], prediction["score"])])
+        return prediction["label"], float(prediction["score"])
 
     def uncertainty_order(self, project, model_id: str) -> list[int]:
         """Unlabeled sample ids, least confident prediction first ("label these next")."""

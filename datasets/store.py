@@ -647,6 +647,13 @@ class Store:
         )
         return chosen
 
+    def set_splits(self, splits: dict[int, str | None]) -> None:
+        """Put samples in the given splits (a removal undone keeps the test photos it had)."""
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE samples SET split = ? WHERE id = ?", [(s, int(i)) for i, s in splits.items()]
+            )
+
     def clear_splits(self, project) -> None:
         """Forget every split of the project (the next assignment starts from scratch)."""
         project = self.get_project(project)

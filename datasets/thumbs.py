@@ -21,7 +21,7 @@ def make_thumbnail(src: Path, dest: Path, size: int) -> Path:
             image.draft("RGB", (size, size))
         image = ImageOps.exif_transpose(image)
         image = image.convert("RGB")
-        image.thumbnail((size, size), Image.BILINEAR)
+        image.thumbnail((size, size), Image.Resampling.BILINEAR)
         buffer = io.BytesIO()
         image.save(buffer, "JPEG", quality=85)
     atomic_write(dest, buffer.getvalue())

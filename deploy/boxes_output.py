@@ -7,6 +7,8 @@ chosen on the validation images; a caller may move it) and groups them by image.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 DEFAULT_THRESHOLD = 0.5
@@ -54,7 +56,7 @@ class BoxesOutput:
         detections = np.asarray(outputs[0], np.float64).reshape(-1, 7)
         count = len(outputs[1])
         cut = self.threshold if threshold is None else float(threshold)
-        results = [
+        results: list[dict[str, Any]] = [
             {"label": None, "score": 0.0, "scores": {label: 0.0 for label in self.labels}, "boxes": []}
             for _ in range(count)
         ]

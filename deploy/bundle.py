@@ -101,11 +101,14 @@ def _write_tree(root: Path, artifact: ModelArtifact) -> None:
         .replace("{{NOUN}}", model_input.noun)
         .replace("{{EXAMPLE}}", model_input.example_file)
         .replace("{{JSON_FIELD}}", model_input.json_fields[0])
+        .replace("{{JSON_EXAMPLE}}", model_input.json_example)
     )
     (root / "README.md").write_text(readme, encoding="utf-8")
     client = (root / "client.py").read_text(encoding="utf-8")
     (root / "client.py").write_text(
-        client.replace("{{JSON_FIELDS}}", model_input.json_fields[1]).replace("{{NOUN}}", model_input.noun),
+        client.replace("{{JSON_FIELDS}}", model_input.json_fields[1])
+        .replace("{{NOUN}}", model_input.noun)
+        .replace("{{ENCODING}}", model_input.json_encoding),
         encoding="utf-8",
     )
     script = (root / "client.sh").read_text(encoding="utf-8")

@@ -49,6 +49,8 @@ class ModelInput:
     json_fields : (one item, a list of items) field names in a JSON request body.
     upload_types : content-type prefixes accepted as a raw request body or a multipart file.
     noun : what one item is called in messages ("image", "text", "clip").
+    json_encoding : how a file goes into a JSON body: ``"base64"`` (its bytes) or ``"text"`` (as it is).
+    json_example : what a JSON value looks like, for the bundle's README.
     """
 
     kind = ""
@@ -56,6 +58,8 @@ class ModelInput:
     json_fields: tuple[str, str] = ("input", "inputs")
     upload_types: tuple[str, ...] = ()
     noun = "input"
+    json_encoding = "base64"
+    json_example = "<base64 of the file>"
 
     def __init__(self, card: dict, **options):
         self.card = card

@@ -6,6 +6,8 @@ service was started with a token; every status the service answers with is decla
 
 from __future__ import annotations
 
+from typing import Any
+
 import html
 import json
 from pathlib import Path
@@ -33,6 +35,8 @@ def _error(description: str) -> dict:
 def _request_body(card: dict) -> dict:
     model_input = input_for(card)
     single, plural = model_input.json_fields
+    value: dict[str, Any]
+    content: dict[str, Any]
     if model_input.upload_types:
         value = {"type": "string", "format": "byte", "minLength": 1}
         content = {
@@ -74,7 +78,7 @@ def _request_body(card: dict) -> dict:
 def openapi_document(card: dict, *, token_required: bool = False) -> dict:
     """The OpenAPI 3 description of the service for this model card."""
     noun = input_for(card).noun
-    prediction = {
+    prediction: dict[str, Any] = {
         "type": "object",
         "required": ["label", "score", "scores"],
         "properties": {
@@ -90,7 +94,7 @@ def openapi_document(card: dict, *, token_required: bool = False) -> dict:
         "421": _error("a Host that is not this machine"),
     }
     labels = card.get("labels", [])
-    document = {
+    document: dict[str, Any] = {
         "openapi": "3.0.3",
         "info": {
             "title": f"ModelDesk model {card.get('id', '')}",

@@ -15,7 +15,7 @@ class LabelOutput:
         self.labels = [str(label) for label in card["labels"]]
         self.names = [card.get("output_name", "probabilities")]
         # "unlike anything it was trained on": a graph output and its threshold (see the card's novelty)
-        novelty = card.get("novelty") if isinstance(card.get("novelty"), dict) else {}
+        novelty: dict = card["novelty"] if isinstance(card.get("novelty"), dict) else {}
         self.novelty_threshold = float(novelty.get("threshold", 0.0)) if novelty.get("output") else None
         if novelty.get("output"):
             self.names.append(str(novelty["output"]))
@@ -46,8 +46,8 @@ class LabelOutput:
         the closest guess) to each result, for models whose card has a novelty output."""
         if self.novelty_threshold is None or len(outputs) < 2:
             return results
-        for result, value in zip(results, np.asarray(outputs[1], dtype=np.float64).reshape(-1)):
-            value = float(value) if np.isfinite(value) else -1.0
+        for result, raw in zip(results, np.asarray(outputs[1], dtype=np.float64).reshape(-1)):
+            value = float(raw) if np.isfinite(raw) else -1.0
             result["familiarity"] = round(value, 4)
             result["sure"] = bool(value >= self.novelty_threshold)
         return results

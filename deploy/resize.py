@@ -56,7 +56,7 @@ def _spatial_reshapes(model: onnx.ModelProto) -> list[str]:
     flagged = []
     for node in candidates:
         shape = shapes.get(node.input[0])
-        if not shape or len(shape) != 4 or None in shape[2:] or shape[2] * shape[3] <= 1:
+        if not shape or len(shape) != 4 or shape[2] is None or shape[3] is None or shape[2] * shape[3] <= 1:
             continue
         target = onnx.numpy_helper.to_array(constants[node.input[1]]).tolist()
         if shape[2] * shape[3] in target:

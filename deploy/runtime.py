@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 try:
     from modeldesk.devices import PROVIDER_PREFERENCE, providers_of
 except ImportError:  # inside a deploy bundle, which ships the one device table beside this module
-    from .devices import PROVIDER_PREFERENCE, providers_of
+    from .devices import PROVIDER_PREFERENCE, providers_of  # type: ignore[no-redef]
 
 
 def providers_for(device: str = "auto") -> list[str]:

@@ -114,6 +114,8 @@ class TextInput(ModelInput):
     json_fields = ("text", "texts")
     upload_types = ("text/plain",)
     noun = "text"
+    json_encoding = "text"
+    json_example = "the text to classify"
 
     def __init__(self, card: dict, **options):
         options.pop("max_pixels", None)

@@ -38,7 +38,7 @@ class JobContext:
         self._stop_checked = 0.0
         self._stop = False
         self._last_progress = 0.0
-        self._last_stage = None
+        self._last_stage: str | None = None
 
     @property
     def resumed(self) -> bool:

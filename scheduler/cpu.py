@@ -80,7 +80,7 @@ def _cgroup_cpu_quota() -> float | None:
 
 
 def _linux_cpu() -> tuple[str, set]:
-    model, flags = "", set()
+    model, flags = "", set[str]()
     with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
         for line in handle:
             key, _, value = line.partition(":")

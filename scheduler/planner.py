@@ -227,7 +227,7 @@ def _expand(devices) -> tuple[list[DeviceShare], dict]:
                     spec.get("provider", DEVICE_PROVIDER.get(kind, "CPUExecutionProvider")),
                     int(spec.get("threads", 1)),
                     int(spec.get("batch_size", 1)),
-                    cost_device=spec.get("cost_device", "cpu" if kind == "cpu" else name),
+                    cost_device=str(spec.get("cost_device") or ("cpu" if kind == "cpu" else name)),
                     memory_bytes=spec.get("memory_bytes"),
                 )
             )

@@ -19,7 +19,7 @@ TEMPLATES = (
     Template(
         name="image-classification/fast",
         task="image-classification",
-        description="Quick model from the image's overall look; trains in seconds. Good for a first try.",
+        description="Quick model from the image's overall look; the quickest to train. Good for a first try.",
         backbone="efficientnet-lite0",
         features=EMBEDDING,  # global pooling only: compression can shrink its input 3-5x
         head="logistic",
@@ -30,7 +30,7 @@ TEMPLATES = (
         name="image-classification/accurate",
         task="image-classification",
         description="Tunes itself by cross-validation (how strongly to regularise, whether mirrored "
-        "images help); a few minutes, often a little more accurate.",
+        "images help); slower, often a little more accurate.",
         backbone="efficientnet-lite0",
         features=GRID_S16X4_S32X3,
         head="logistic",
@@ -42,7 +42,7 @@ TEMPLATES = (
     Template(
         name="image-classification/best",
         task="image-classification",
-        description="For when you have time (a few minutes for 1,000 images on a laptop): tries more "
+        description="For when you have time: tries more "
         "settings, mirrored and zoomed views and a small neural network, each checked by "
         "5-fold cross-validation.",
         backbone="efficientnet-lite0",

@@ -68,8 +68,8 @@ TEMPLATES = (
     DetectionTemplate(
         name="object-detection/fast",
         task="object-detection",
-        description="Finds and boxes objects that take up a fair part of the photo; trains in under a "
-        "minute. Good for a first try.",
+        description="Finds and boxes objects that take up a fair part of the photo; the quickest to "
+        "train. Good for a first try.",
         backbone="efficientnet-lite0",
         neck=DetectionNeck(size=320, stride=16, levels=("stride16", "stride32"), context=3),
         # 4-fold CV on raccoon_voc (103 photos pooled, 90% bootstrap), box voting on: + the shrunk view

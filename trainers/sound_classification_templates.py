@@ -71,7 +71,7 @@ TEMPLATES = (
     SoundTemplate(
         name="sound-classification/fast",
         task="sound-classification",
-        description="Quick model from how a sound changes over about a second; trains in seconds. "
+        description="Quick model from how a sound changes over about a second; the quickest to train. "
         "Good for a first try with a few recordings per class.",
         features=MEAN_MAX_STD,
         head_params={"l2": 1e-2, "max_iter": 500},

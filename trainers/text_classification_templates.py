@@ -42,7 +42,7 @@ TEMPLATES = (
         name="text-classification/fast",
         task="text-classification",
         description="Learns which words and letter groups mark each class (characters for Chinese and "
-        "Japanese). Trains in seconds to a minute, predicts in well under a millisecond.",
+        "Japanese). The quickest to train; predicts in well under a millisecond.",
         time_budget_s=120.0,
         max_features=100_000,
     ),
@@ -50,7 +50,7 @@ TEMPLATES = (
         name="text-classification/accurate",
         task="text-classification",
         description="Tries several settings and adds a multilingual sentence encoder that knows what "
-        "words mean, keeping what predicts your held-out texts best. Takes minutes.",
+        "words mean, keeping what predicts your held-out texts best; slower.",
         time_budget_s=600.0,
         max_features=200_000,
         C=(3.0, 10.0, 30.0),

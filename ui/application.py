@@ -45,7 +45,12 @@ def run(workspace=None) -> int:
     from modeldesk.app.workspace import Workspace
 
     from .main_window import MainWindow
+    from .platform_check import check_window_libraries
 
+    if QApplication.instance() is None and (missing := check_window_libraries()):
+        print(missing, file=sys.stderr)  # before Qt, which would abort the process (exit 134)
+        log.error("window libraries missing: %s", missing.splitlines()[0])
+        return 1
     app = create_application()
     collector = UiThreadCollector(parent=app).start()  # never destroy a widget on a worker thread
     ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)

@@ -6,7 +6,7 @@ training rules themselves: the sidebar never keeps its own copy of "needs two cl
 
 from __future__ import annotations
 
-from .wording import nouns, plural, small_classes
+from .wording import nouns, plural, score_words, small_classes
 
 
 def mark_deployed(project: str | None) -> None:
@@ -58,13 +58,7 @@ def project_status(
     if models:
         status["train"] = ("done", plural(len(models), "model"))
         shown = next((m for m in models if m["id"] == model_id), models[-1])
-        metrics = shown.get("metrics") or {}
-        score = metrics.get("accuracy", metrics.get("map50"))
-        key = "Right" if "accuracy" in metrics else "Finds"
-        status["evaluate"] = (
-            "done",
-            f"{key} {score:.0%}" if isinstance(score, (int, float)) else "Latest model",
-        )
+        status["evaluate"] = ("done", score_words(shown.get("metrics") or {}))
         status["deploy"] = ("done", "Served or exported") if deployed else ("active", "Try, serve or export")
     else:
         status["train"] = ("todo", "Not ready yet", missing) if missing else ("active", "Ready to train")

@@ -134,7 +134,12 @@ QComboBox#ProjectSwitcher {{ padding: 5px 8px; border-radius: 6px; border: 1px s
                              background: #2a3240; color: {colors.sidebar_text}; }}
 QComboBox#ProjectSwitcher::drop-down {{ border: none; width: 22px; background: transparent; }}
 QComboBox#ProjectSwitcher::down-arrow {{ image: url({RESOURCES}/chevron-down.svg); width: 12px; height: 12px; }}
-QComboBox#ProjectSwitcher QAbstractItemView {{ background: {colors.base}; color: {colors.text}; }}
+QComboBox#ProjectSwitcher QAbstractItemView {{ background: {colors.base}; color: {colors.text};
+                                              selection-background-color: {colors.accent};
+                                              selection-color: {colors.accent_text}; }}
+QComboBox#ProjectSwitcher QAbstractItemView::item {{ color: {colors.text}; padding: 3px 4px; }}
+QComboBox#ProjectSwitcher QAbstractItemView::item:selected {{ background: {colors.accent};
+                                                             color: {colors.accent_text}; }}
 QPushButton#SidebarButton {{ padding: 6px 10px; border-radius: 6px; border: 1px solid #3a4252;
                              background: transparent; color: {colors.sidebar_text}; }}
 QPushButton#SidebarButton:hover {{ background: rgba(255, 255, 255, 0.08); }}
@@ -167,6 +172,11 @@ QComboBox QAbstractItemView {{ background: {colors.base}; color: {colors.text}; 
 QLineEdit {{ background: {colors.base}; color: {colors.text}; border: 1px solid {colors.border};
              border-radius: 5px; padding: 5px 8px; }}
 QLineEdit:focus {{ border-color: {colors.accent}; }}
+QSpinBox {{ background: {colors.base}; color: {colors.text}; border: 1px solid {colors.border};
+            border-radius: 5px; padding: 3px 6px; min-width: 64px; min-height: 20px; }}
+QSpinBox:focus {{ border-color: {colors.accent}; }}
+QSpinBox::up-button, QSpinBox::down-button {{ width: 0px; border: none; }}
+QSpinBox:disabled {{ color: {colors.muted}; background: {colors.window}; }}
 QPushButton#ClassButton {{ text-align: left; padding: 9px 12px; font-size: 14px; }}
 QPushButton#ClassButton:checked {{ background: {colors.accent}; color: {colors.accent_text};
                                    border: none; font-weight: 600; }}

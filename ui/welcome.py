@@ -53,12 +53,12 @@ class WelcomePage(QWidget):
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(1)
         self._shut = False
-        hero = QLabel("Teach your computer to recognise images")
+        hero = QLabel("Build a model from your own examples")
         hero.setObjectName("Hero")
         hero.setWordWrap(True)
         sub = QLabel(
-            "Add photos, label a few of them, and ModelDesk trains a model you can test, "
-            "export and run here. Everything stays on this computer."
+            "Photos, objects in photos, texts or sounds: add your examples, label a few of them, and "
+            "ModelDesk trains a model you can test, export and run here. Everything stays on this computer."
         )
         sub.setObjectName("Muted")
         sub.setWordWrap(True)
@@ -83,16 +83,16 @@ class WelcomePage(QWidget):
         cards.addWidget(
             _card(
                 "Start your own project",
-                "Choose a folder of your photos (one sub-folder per class works), "
-                "some files or a zip archive. You can also drag images onto this "
-                "window.",
+                "Choose a folder (one sub-folder per class works), some files or a zip "
+                "archive: photos, labeled boxes from other tools, a CSV of texts or WAV "
+                "clips. You can also drag files onto this window.",
                 self.new_button,
             ),
             1,
         )
 
         steps = QLabel(
-            "1  Add images    ›    2  Label    ›    3  Train    ›    4  Evaluate    ›    5  Deploy"
+            "1  Add examples    ›    2  Label    ›    3  Train    ›    4  Evaluate    ›    5  Deploy"
         )
         steps.setObjectName("Muted")
         steps.setAlignment(Qt.AlignCenter)

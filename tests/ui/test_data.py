@@ -211,12 +211,26 @@ def test_remove_photos_after_a_confirmation(qtbot, ws, classification_project, m
     for row in (0, 1):
         page.gallery.selectionModel().select(model.index(row), QItemSelectionModel.Select)
     chosen = page.selected_ids()
+    original = {s.content_hash: (s.labels, s.split) for s in ws.store.samples(ws.project("fruit"))}
     box = page.remove_selected()
     assert "Remove 2 photos" in box.text() and "files on your disk stay" in box.text()
     next(b for b in box.buttons() if b.text() == "Remove 2 photos").click()
     qtbot.waitUntil(lambda: ws.stats("fruit")["samples"] == 32, timeout=10_000)
     qtbot.waitUntil(lambda: page.is_idle() and page.gallery.model().rowCount() == 32, timeout=10_000)
     assert not set(chosen) & set(ws.sample_ids("fruit"))
+    # the import's "added" line gave way to what was removed, and Ctrl+Z brings them back as they were
+    assert page.result_line.text().startswith("Removed 2 photos")
+    from PySide6.QtWidgets import QApplication
+
+    page.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is page)  # shortcuts go to the active window
+    page.gallery.setFocus()
+    qtbot.keyClick(page.gallery, Qt.Key_Z, Qt.ControlModifier)
+    qtbot.waitUntil(lambda: ws.stats("fruit")["samples"] == 34 and page.is_idle(), timeout=10_000)
+    back = {s.content_hash: (s.labels, s.split) for s in ws.store.samples(ws.project("fruit"))}
+    assert back == original  # the same photos, labels and splits
+    assert all(s.path.is_file() for s in ws.store.samples(ws.project("fruit")))
+    assert page.result_line.text() == "Brought back 2 photos."
 
 
 def test_webcam_photos_go_into_the_chosen_class(qtbot, ws, classification_project, show_widget):
@@ -268,3 +282,37 @@ def test_a_burst_keeps_one_frame_per_interval_and_stops_when_full():
     assert kept == [True, False, True, False, True, False, False, False, False, False]
     photos = burst.photos()
     assert len(photos) == 3 and all(p[:2] == b"\xff\xd8" for p in photos)  # JPEG files
+
+
+@pytest.mark.parametrize(
+    "task, shown, hidden",
+    [
+        ("image-multilabel", ["labels.csv", "photo.jpg"], []),  # a tags CSV beside the photos
+        ("object-detection", ["instances.json", "photo.xml", "data.yaml"], []),
+        ("text-classification", ["data.csv", "reviews.jsonl"], ["photo.jpg"]),
+        ("sound-classification", ["clip.wav", "labels.csv"], ["photo.jpg"]),
+    ],
+)
+def test_the_add_files_dialog_offers_what_the_project_reads(ws, make_page, monkeypatch, task, shown, hidden):
+    """A tags or text project's CSV, a detector's annotation files and a sound project's clips are
+    listed by the file dialog's filter, not hidden behind "Images and zip archives"."""
+    import fnmatch
+
+    from PySide6.QtWidgets import QFileDialog
+
+    ws.create_project("p", task)
+    page = make_page("p")
+    asked = {}
+    monkeypatch.setattr(
+        QFileDialog,
+        "getOpenFileNames",
+        lambda parent, title, folder, filters: asked.update(f=filters) or ([], ""),
+    )
+    page.choose_files()
+    patterns = asked["f"].split(";;")[0].split("(")[1].rstrip(")").split()
+
+    def listed(name):
+        return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+
+    assert all(listed(name) for name in shown), (patterns, shown)
+    assert not any(listed(name) for name in hidden), (patterns, hidden)

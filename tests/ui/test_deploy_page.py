@@ -346,3 +346,60 @@ def test_an_export_folder_that_no_program_opens_is_said(qtbot, page, monkeypatch
     )
     page.export_card.open_link(QUrl.fromLocalFile(str(tmp_path)).toString())
     assert errors and errors[0][0] == "Could not open the folder" and str(tmp_path) in errors[0][1]
+
+
+def test_the_service_port_is_chosen_in_the_app_and_kept(qtbot, page, trained):
+    from modeldesk.app.service_handle import free_port
+
+    ws, model, _ = trained
+    card = page.service_card
+    qtbot.waitUntil(lambda: card.port.value() == ws.service_port(model), timeout=10000)
+    wanted = free_port()
+    card.port.setValue(wanted)
+    with qtbot.waitSignal(page.status_changed, timeout=30000):
+        qtbot.mouseClick(page.service_button, Qt.LeftButton)
+    assert page.service.url == f"http://127.0.0.1:{wanted}/" and not card.port.isEnabled()
+    assert httpx.get(page.service.url + "healthz", timeout=5).status_code == 200
+    with qtbot.waitSignal(page.status_changed, timeout=30000):
+        qtbot.mouseClick(page.service_button, Qt.LeftButton)
+    assert ws.service_port(model) == wanted and card.port.isEnabled()  # served there next time too
+
+
+def test_each_project_exports_to_its_own_folder_across_restarts(qtbot, tmp_path):
+    """Exporting the spam model wrote it into the previous project's folder; a chosen folder was
+    forgotten when the app restarted."""
+    from pathlib import Path
+
+    from modeldesk.ui.pages.deploy.export_card import ExportCard
+
+    card = ExportCard(None, run=lambda *args, **kwargs: None)
+    card.set_model("Spoken digits", None)
+    card.last_export = {"path": "somewhere"}
+    card.result.setText("Exported the digits model")
+    card.result.show()
+    assert card.out_dir.text() == str(Path.home() / "ModelDesk exports" / "Spoken digits")
+    card.out_dir.setText(str(tmp_path / "digits"))
+    card.remember_folder()
+    card.set_model("Spam", "m-spam")
+    assert card.out_dir.text() == str(Path.home() / "ModelDesk exports" / "Spam")
+    assert card.last_export is None and card.result.isHidden()  # nothing of the other model stays
+    again = ExportCard(None, run=lambda *args, **kwargs: None)  # the app started anew
+    again.set_model("Spoken digits", None)
+    assert again.out_dir.text() == str(tmp_path / "digits")
+
+
+def test_compression_is_offered_only_where_it_can_work(qtbot):
+    """A text model offered 'Make smaller & faster', then failed with a message naming a CLI flag."""
+    from types import SimpleNamespace
+
+    from modeldesk.ui.pages.deploy.export_card import ExportCard
+
+    refusals = {"m-text": "A text model is already small (0.4 MB)", "m-photos": ""}
+    ws = SimpleNamespace(compression_refusal=refusals.get, compressed_in_use=lambda model: None)
+    card = ExportCard(ws, run=lambda fn, done=None, **kwargs: done(fn(None)))
+    qtbot.addWidget(card.frame)
+    card.frame.show()
+    card.set_model("reviews", "m-text")
+    assert not card.compress_button.isVisible() and card.export_button.isVisible()
+    card.set_model("photos", "m-photos")
+    assert card.compress_button.isVisible()

@@ -146,3 +146,36 @@ def test_detection_reports_read_in_plain_words():
     caption, tip = mistake_caption({"key": "k", "misses": [[0, 0, 5, 5, "a"]], "false_boxes": []})
     assert caption == "1 missed" and "not found" in tip
     assert mistake_caption({"true": "cat", "predicted": "dog"})[0] == "cat → dog"
+
+
+def test_the_sidebar_gives_the_figure_the_headline_gives():
+    """A detector's sidebar said 'Finds 85%' (its mAP50) where the headline said 'Finds 75 of 100'."""
+    from modeldesk.ui.pages.detection_summary import detection_words
+    from modeldesk.ui.wording import score_words
+
+    detector = {"map50": 0.85, "map": 0.31, "recall": 0.75, "precision": 0.8, "n": 26, "boxes": 30}
+    assert detection_words(detector)[0].startswith(score_words(detector))  # "Finds 75 of 100"
+    assert score_words({"accuracy": 0.93, "macro_f1": 0.9}) == "Right 93%"
+    assert score_words({"micro_f1": 1.0, "map": 0.97}) == "Tags right 100%"
+
+
+def test_a_tags_model_reads_in_plain_words(qtbot, ws, open_page):
+    """Evaluate said 'No accuracy measured yet … It made no mistake' and offered an HTML report that did
+    not exist for a tags model whose micro-F1 was 1.0."""
+    from modeldesk.ui.pages.evaluate_page import EvaluatePage
+
+    page = open_page(EvaluatePage, ws)
+    report = {
+        "micro_f1": 0.9,
+        "macro_f1": 0.85,
+        "exact_match": 0.75,
+        "n": 40,
+        "per_label": {"sky": {"f1": 0.97}, "sea": {"f1": 0.7}},
+        "labels": ["sky", "sea"],
+        "has_html": False,
+    }
+    page._show_report(report)
+    assert page.hero.text() == "Every tag right on 75% of the photos"
+    assert "tag F1 0.90" in page.hero_detail.text() and "<b>sea</b>" in page.advice.text()
+    assert not page.report_button.isVisible()
+    assert "No accuracy" not in page.hero.text() and "no mistake" not in page.advice.text()

@@ -23,7 +23,23 @@ def test_help_menu_has_report_and_about(window):
     assert "&Help" in titles
     menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
     labels = [a.text() for a in menu.actions() if not a.isSeparator()]
-    assert labels == ["Report a problem…", "About ModelDesk"]
+    assert labels == ["Guide to this page", "Keyboard shortcuts", "Report a problem…", "About ModelDesk"]
+
+
+def test_the_guide_opens_on_the_current_page_and_lists_every_shortcut(qtbot, window):
+    from modeldesk.ui.widgets.guide import PAGES, SHORTCUTS
+
+    assert window.help_menu.guide_action.shortcut().toString() == "F1"
+    window.current_page = "evaluate"
+    window.help_menu.guide_action.trigger()
+    dialog = window.help_menu.guide_dialog
+    assert dialog.isVisible() and dialog.tabs.tabText(dialog.tabs.currentIndex()) == "Evaluate"
+    assert set(PAGES) == {"data", "label", "train", "evaluate", "deploy"}  # every step has its guide
+    window.help_menu.shortcuts_action.trigger()
+    assert dialog.tabs.tabText(dialog.tabs.currentIndex()) == "Keyboard shortcuts"
+    sheet = dialog.tabs.currentWidget().widget().text()
+    assert all(keys in sheet for _where, keys, _what in SHORTCUTS)
+    dialog.close()
 
 
 def test_about_dialog_lists_components_and_the_qt_note(qtbot, window):
@@ -53,7 +69,7 @@ def test_report_a_problem_asks_for_a_file_then_writes_the_zip(qtbot, window, tmp
     assert "environment.json" in zipfile.ZipFile(target).namelist()
     assert window.help_menu.report_action.isEnabled()
     boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
-    assert boxes and str(target) in boxes[-1].text()
+    assert boxes and str(target) in boxes[-1].text() and "What to do with it" in boxes[-1].text()
     for box in boxes:
         box.close()
 

@@ -307,3 +307,43 @@ def test_rename_and_delete_a_class_from_its_menu(qtbot, ws, classification_proje
     next(b for b in box.buttons() if b.text() == "Delete class").click()
     qtbot.waitUntil(lambda: page.is_idle() and "blue" not in page.labels, timeout=10_000)
     assert "blue" not in ws.store.labels("fruit") and ws.stats("fruit")["samples"] == 34
+
+
+def test_unlabeled_first_opens_on_work_still_to_do(qtbot, ws, classification_project, make_page):
+    """Coming back to 'Unlabeled first' from a labeled photo used to stay on it ('5 of 1,029')."""
+    page = make_page(classification_project)
+    assert not page.sample.labels
+    page.order_box.setCurrentIndex(0)  # in the order they were added
+    settled(qtbot, page)
+    labeled = next(i for i, sid in enumerate(page.order) if ws.store.get_sample(sid).labels)
+    page.go_to(labeled)
+    qtbot.waitUntil(lambda: page.sample is not None and bool(page.sample.labels), timeout=10_000)
+    page.order_box.setCurrentIndex(1)  # unlabeled first
+    qtbot.waitUntil(
+        lambda: page.is_idle() and page.sample is not None and not page.sample.labels, timeout=10_000
+    )
+    assert page.index == 0
+
+
+def test_a_photo_added_after_training_gets_a_suggestion(
+    qtbot, ws, make_page, outside_model, outside_photos, tmp_path
+):
+    """Photos added after the model was trained had no suggestion and Enter did nothing: the page now
+    asks the model when it shows one."""
+    from PIL import Image
+
+    ws.create_project("levels", "image-classification")
+    ws.import_data("levels", outside_photos)
+    ws.import_outside_model(*outside_model, project="levels")  # a model, and no predictions saved
+    new = tmp_path / "new.png"
+    Image.new("RGB", (40, 40), (222, 222, 222)).save(new)
+    ws.import_data("levels", new)
+    (fresh,) = ws.sample_ids("levels", unlabeled=True)
+    page = make_page("levels")
+    assert page.sample.id == fresh
+    qtbot.waitUntil(
+        lambda: page.banner.isVisible() and "bright" in page.suggestion_label.text(), timeout=10_000
+    )
+    press(qtbot, page, Qt.Key_Return)
+    settled(qtbot, page)
+    assert ws.store.get_sample(fresh).labels == ["bright"]

@@ -42,6 +42,7 @@ def test_without_a_microphone_the_button_is_absent_and_the_page_says_so(qtbot):
     widget.show()
     assert not widget.button.isVisible() and widget.note.isVisible()
     assert "No microphone" in widget.note.text() and "WAV" in widget.note.text()
+    assert not widget.into.isVisible()  # no "Record into" heading over nothing
 
 
 def test_recorder_level_meter_and_countdown_follow_the_frames(qtbot):

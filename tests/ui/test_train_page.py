@@ -136,6 +136,18 @@ def test_a_page_opened_during_a_run_follows_it(qtbot, ws, open_page):
     assert ws.jobs.get(job_id)["state"] == "done"
 
 
+def test_a_page_reopened_during_a_run_shows_the_running_recipe(qtbot, ws, open_page):
+    """After closing the app mid-run and opening it again, the card said 'Fast' while the running job
+    was 'Accurate'."""
+    accurate = "image-classification/accurate"
+    job_id = ws.submit_training("colors", accurate)
+    page = open_page(TrainPage, ws)
+    page.set_project("colors")
+    qtbot.waitUntil(lambda: page.job_id == job_id, timeout=20000)
+    assert page.selected_template() == accurate
+    page.cancel()
+
+
 def test_a_failed_run_shows_why_with_the_run_log(qtbot, ws, open_page):
     from PySide6.QtWidgets import QApplication
 
@@ -157,3 +169,13 @@ def test_a_failed_run_shows_why_with_the_run_log(qtbot, ws, open_page):
     qtbot.waitUntil(lambda: page.jobs_table.cellWidget(0, 4) is not None, timeout=10000)  # resumable
     assert page.start_button.isEnabled()
     dialog.close()
+
+
+def test_a_tags_project_counts_labeled_photos_not_tags(qtbot):
+    """Three tags on one photo make one labeled photo: the banner said '56 labeled of 42'."""
+    from modeldesk.ui.pages.train.facts import FactsBanner
+
+    banner = FactsBanner()
+    qtbot.addWidget(banner)
+    banner.show_data({"target": "tags"}, {"samples": 42, "labeled": 40, "labels": {"sky": 30, "sea": 26}}, "")
+    assert banner.data_summary.text().startswith("40 labeled of 42 in 2 tags")

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from ..file_filters import file_filter
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
 from ..page import Page
 from .data_bars import DataBars
@@ -31,10 +32,6 @@ from ..wording import merge_reports, nouns, plural, small_class_warning, summary
 
 log = logging.getLogger(__name__)
 
-IMAGE_FILTER = (
-    "Images and zip archives (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff *.zip);;All files (*)"
-)
-FILE_FILTERS = {"texts": "Texts (*.csv *.tsv *.jsonl *.ndjson *.txt *.zip);;All files (*)"}
 REFRESH_DURING_IMPORT_MS = 2000
 
 
@@ -72,6 +69,7 @@ class DataPage(DataBars, Page):
         self.last_report: dict | None = None
         self.summary_dialog: ImportSummaryDialog | None = None
         self.noun = "photos"
+        self.input_kind: str | None = None
         self._build()
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_DURING_IMPORT_MS)
@@ -144,6 +142,8 @@ class DataPage(DataBars, Page):
         self.gallery.setContextMenuPolicy(Qt.CustomContextMenu)
         self.gallery.customContextMenuRequested.connect(self._gallery_menu)
         remove = QShortcut(QKeySequence.Delete, self.gallery, self.remove_selected)
+        self.undo_token: str | None = None
+        QShortcut(QKeySequence.Undo, self, self.undo_removal, context=Qt.WidgetWithChildrenShortcut)
         remove.setContext(Qt.WidgetShortcut)
         self.confirmation = None
         self.drop_hint = QLabel()
@@ -225,6 +225,7 @@ class DataPage(DataBars, Page):
     # -- project ----------------------------------------------------------------------------
 
     def project_changed(self) -> None:
+        self.undo_token = None  # Ctrl+Z never brings photos back into another project
         self.model.set_rows(GalleryRows())
         self.model.forget()
         self.result_line.hide()
@@ -292,6 +293,7 @@ class DataPage(DataBars, Page):
         self._show_recorder(info.get("input_kind") == "audio", list(stats["labels"]))
         self._show_text_adder(info.get("input_kind") == "text", list(stats["labels"]))
         self._show_capture(info.get("input_kind") == "image", list(stats["labels"]))
+        self.input_kind = info.get("input_kind")
         self._set_noun(nouns(info.get("input_kind"))[1])
         self._set_label_filter_items(list(stats["labels"]))
         self.model.set_rows(rows)
@@ -338,8 +340,8 @@ class DataPage(DataBars, Page):
 
         def remove():
             self.run(
-                lambda state: ws.delete_samples(project, ids),
-                lambda _n: (self.refresh(), self.status_changed.emit()),
+                lambda state: ws.remove_samples(project, ids),
+                lambda result: self._removed(result, what),
                 title="Could not remove them",
             )
 
@@ -352,6 +354,29 @@ class DataPage(DataBars, Page):
             remove,
         )
         return self.confirmation
+
+    def _removed(self, result: dict, what: str) -> None:
+        """Say what went, with the way back; the import's line ("N photos added") is no longer true."""
+        self.undo_token = result["undo"]
+        self.result_line.setText(f"Removed {what}. Ctrl+Z brings them back.")
+        self.result_line.show()
+        self.details_button.hide()
+        self.refresh()
+        self.status_changed.emit()
+
+    def undo_removal(self) -> None:
+        """Bring back what the last removal took (Ctrl+Z)."""
+        token, self.undo_token = self.undo_token, None
+        if token is None or self.project is None:
+            return
+        ws = self.ws
+
+        def restored(count: int) -> None:
+            self.result_line.setText(f"Brought back {plural(count, self.noun[:-1], self.noun)}.")
+            self.refresh()
+            self.status_changed.emit()
+
+        self.run(lambda state: ws.restore_samples(token), restored, title="Could not bring them back")
 
     def _set_label_filter_items(self, labels: list[str]) -> None:
         current = self.show_filter.currentData()
@@ -371,7 +396,7 @@ class DataPage(DataBars, Page):
 
     def choose_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(
-            self, f"Add {self.noun} or zip archives", "", FILE_FILTERS.get(self.noun, IMAGE_FILTER)
+            self, f"Add {self.noun} or zip archives", "", file_filter(self.input_kind)
         )
         if files:
             self.import_paths(files)

@@ -10,8 +10,9 @@ def detection_words(report: dict) -> tuple[str, str, str]:
     hero = f"Finds {round(recall * 100)} of 100 objects; {round(precision * 100)} of 100 boxes it draws are right"
     detail = (
         f"on {n} photos ({boxes} objects) it never saw during training, at confidence "
-        f"{report.get('threshold', 0):.0%} or more · mAP50 {report.get('map50') or 0:.2f}, "
-        f"mAP 0.5:0.95 {report.get('map') or 0:.2f}."
+        f"{report.get('threshold', 0):.0%} or more · box score mAP50 {report.get('map50') or 0:.2f} of 1 "
+        f"(how well its boxes match yours, at any confidence), mAP 0.5:0.95 {report.get('map') or 0:.2f} "
+        "(the same, asking for boxes that sit tighter on the object)."
     )
     if n and n < 20:
         detail += f" With only {n} test photos these numbers are rough."

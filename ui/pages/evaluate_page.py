@@ -21,6 +21,7 @@ from ..widgets.mistakes import THUMB, MistakesCard, report_sample_ids
 from ..widgets.model_picker import ModelPicker
 from .detection_photos import DetectionPhotosCard, load_photos
 from .detection_summary import detection_words
+from .tags_summary import tags_words
 from ..wording import explain, headline, most_confused, nouns, per_class_rows, template_title
 
 log = logging.getLogger(__name__)
@@ -192,7 +193,14 @@ class EvaluatePage(Page):
         self.hero_detail.setText(detail)
         confused = most_confused(report)
         detector = "map50" in report
-        if detector:  # boxes found and missed instead of labels
+        tags = "micro_f1" in report and report.get("accuracy") is None
+        self.report_button.setVisible(bool(report.get("has_html", True)))
+        if tags:  # each photo's set of tags instead of one label
+            hero, detail, advice = tags_words(report, self.noun)
+            self.hero.setText(hero)
+            self.hero_detail.setText(detail)
+            self.advice.setText(advice)
+        elif detector:  # boxes found and missed instead of labels
             hero, detail, advice = detection_words(report)
             self.hero.setText(hero)
             self.hero_detail.setText(detail)

@@ -1,5 +1,6 @@
-"""The Help menu: "Report a problem…" (a zip of the logs and the environment, saved where the
-user picks, written off the UI thread) and "About ModelDesk"."""
+"""The Help menu: the guide to the current page (F1), the keyboard shortcuts (Ctrl+/), "Report a
+problem…" (a zip of the logs and the environment, saved where the user picks, written off the UI
+thread, then what to do with it) and "About ModelDesk"."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import logging
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QStandardPaths, QUrl
-from PySide6.QtGui import QAction, QDesktopServices
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from ..workers import run_task
@@ -35,14 +36,38 @@ class HelpMenu(QObject):
         self.file_dialog: QFileDialog | None = None
         self.last_report: Path | None = None
         menu = window.menuBar().addMenu("&Help")
+        self.guide_dialog = None  # GuideDialog, made on first use
+        self.guide_action = QAction("Guide to this page", self)
+        self.guide_action.setShortcut(QKeySequence.HelpContents)  # F1
+        self.guide_action.triggered.connect(
+            lambda: self.show_guide(getattr(self.window, "current_page", None))
+        )
+        self.shortcuts_action = QAction("Keyboard shortcuts", self)
+        self.shortcuts_action.setShortcut(QKeySequence("Ctrl+/"))
+        self.shortcuts_action.triggered.connect(lambda: self.show_guide("shortcuts"))
         self.report_action = QAction("Report a problem…", self)
         self.report_action.setStatusTip("Save a zip of the logs and a description of this computer (no data)")
         self.report_action.triggered.connect(self.ask_report_path)
         self.about_action = QAction("About ModelDesk", self)
         self.about_action.triggered.connect(self.show_about)
+        menu.addAction(self.guide_action)
+        menu.addAction(self.shortcuts_action)
+        menu.addSeparator()
         menu.addAction(self.report_action)
         menu.addSeparator()
         menu.addAction(self.about_action)
+
+    def show_guide(self, page: str | None):
+        """Show the guide (non-modal) on ``page``'s tab ("shortcuts": the shortcut sheet)."""
+        from .guide import GuideDialog
+
+        if self.guide_dialog is None:
+            self.guide_dialog = GuideDialog(page, self.window)
+        else:
+            self.guide_dialog.show_page(page)
+        self.guide_dialog.show()
+        self.guide_dialog.raise_()
+        return self.guide_dialog
 
     def show_about(self):
         """Show the About dialog (non-modal), creating it the first time."""
@@ -91,8 +116,10 @@ class HelpMenu(QObject):
         box = QMessageBox(
             QMessageBox.Information,
             "Problem report saved",
-            f"The report is in {path}.\nIt holds the app's logs and a description of this "
-            "computer, no images, labels or models. Attach it to your message.",
+            f"The report is in {path}.\n\nWhat to do with it: send it to whoever helps you with ModelDesk "
+            "(your IT contact, or the project's issue tracker), with a few sentences on what you did, what "
+            "you expected and what happened instead.\n\nIt holds the app's logs and a description of this "
+            "computer (your home folder written as ~), no images, labels or models.",
             QMessageBox.Ok,
             self.window,
         )

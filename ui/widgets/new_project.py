@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..file_filters import file_filter
+
 SOURCE_LATER, SOURCE_FOLDER, SOURCE_FILES = "later", "folder", "files"
 
 
@@ -47,6 +49,7 @@ class NewProjectDialog(QDialog):
         self.setMinimumWidth(520)
         self._existing = {n.casefold() for n in existing}
         self.paths: list[Path] = [Path(p) for p in (paths or [])]
+        self.kinds = {task["name"]: task.get("input_kind") for task in tasks}
 
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText("e.g. Ripe tomatoes")
@@ -147,11 +150,9 @@ class NewProjectDialog(QDialog):
             folder = QFileDialog.getExistingDirectory(self, "Choose the folder with your images")
             chosen = [folder] if folder else []
         else:
+            kind = self.kinds.get(self.task)
             files, _ = QFileDialog.getOpenFileNames(
-                self,
-                "Choose images or a zip archive",
-                "",
-                "Images and archives (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff *.zip);;All files (*)",
+                self, "Choose files or a zip archive", "", file_filter(kind)
             )
             chosen = files
         if chosen:

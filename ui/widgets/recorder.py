@@ -154,8 +154,8 @@ class RecorderWidget(QWidget):
         self.note.setWordWrap(True)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
-        if with_classes:
-            row.addWidget(QLabel("Record into"))
+        self.into = QLabel("Record into")
+        row.addWidget(self.into)
         row.addWidget(self.classes)
         row.addWidget(self.button)
         row.addWidget(self.meter, 1)
@@ -165,8 +165,11 @@ class RecorderWidget(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.note)
         self.has_microphone = bool(self.source.available())
-        for widget in (self.classes, self.button, self.meter, self.status):
-            widget.setVisible(self.has_microphone and (widget is not self.classes or with_classes))
+        for widget in (self.into, self.classes, self.button, self.meter, self.status):
+            # without a microphone only the note shows: no heading stands over nothing
+            widget.setVisible(
+                self.has_microphone and (widget not in (self.into, self.classes) or with_classes)
+            )
         self.note.setText(
             ""
             if self.has_microphone

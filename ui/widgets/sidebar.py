@@ -68,6 +68,12 @@ def _state_icon(state: str, number: int, size: int = 22, ratio: float = 2.0) -> 
 DetailRole = Qt.UserRole + 2
 
 
+def readable_popup(combo: QComboBox) -> None:
+    """Draw ``combo``'s list with the style sheet's item colours: QComboBox's own menu delegate keeps
+    the sidebar's light text colour for every item, pale grey on the white popup of the light theme."""
+    combo.setItemDelegate(QStyledItemDelegate(combo))
+
+
 class StepDelegate(QStyledItemDelegate):
     """Paints a step as a badge, its name, and a muted one-line detail under it."""
 
@@ -152,6 +158,7 @@ class Sidebar(QWidget):
         project_caption.setObjectName("SidebarCaption")
         self.switcher = QComboBox()
         self.switcher.setObjectName("ProjectSwitcher")
+        readable_popup(self.switcher)
         self.switcher.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.switcher.setMinimumContentsLength(12)
         self.switcher.currentIndexChanged.connect(self._switched)
@@ -189,6 +196,7 @@ class Sidebar(QWidget):
         self.footer.setWordWrap(True)
         self.theme = QComboBox()
         self.theme.setObjectName("ProjectSwitcher")
+        readable_popup(self.theme)
         for choice, words in (("system", "System theme"), ("light", "Light theme"), ("dark", "Dark theme")):
             self.theme.addItem(words, choice)
         self.theme.setToolTip("Light or dark colours; “System theme” follows your computer's setting.")

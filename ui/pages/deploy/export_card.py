@@ -20,9 +20,16 @@ from PySide6.QtWidgets import (
 
 from ... import theme
 from ...page import card
+from ...settings import settings
 from ...widgets import ProgressPanel
 from ...workers import TaskCancelled
 from ...wording import candidate_words, chosen_words, explain, human_size, verdict, why_words
+
+
+def export_folder(project: str) -> str:
+    """Where ``project`` exports to: the folder last chosen for it, else ``~/ModelDesk exports/PROJECT``."""
+    chosen = settings().value(f"deploy/export_folder/{project}", "")
+    return str(chosen) if chosen else str(Path.home() / "ModelDesk exports" / project)
 
 
 def cancellable_progress(state, describe=str):
@@ -66,10 +73,11 @@ class ExportCard(QObject):
         self.export_button.setToolTip("One ONNX file (a standard model format) with its card, in the folder.")
         self.export_button.clicked.connect(lambda: self.export(compress=False, bundle=False))
         self.compress_button = QPushButton("Make smaller && faster")
-        self.compress_button.setToolTip(
+        self.compress_tip = (
             "Tries 8-bit and smaller-input versions; keeps the fastest that loses "
             "at most 1 point of accuracy."
         )
+        self.compress_button.setToolTip(self.compress_tip)
         self.compress_button.clicked.connect(lambda: self.export(compress=True, bundle=False))
         self.bundle_button = QPushButton("Build deploy bundle")
         self.bundle_button.setToolTip("A folder with the model, a small server and a README.")
@@ -138,16 +146,31 @@ class ExportCard(QObject):
 
     def set_model(self, project: str | None, model_id: str | None) -> None:
         changed = model_id != self.model_id
+        if project != self.project and project:  # each project exports to its own folder
+            self.out_dir.setText(export_folder(project))
         self.project, self.model_id = project, model_id
-        if not self.out_dir.text() and project:
-            self.out_dir.setText(str(Path.home() / "ModelDesk exports" / project))
+        if changed:  # the last export or compression was of another model: its result goes
+            self.last_export = None
+            self.result.hide()
+            self.details.setChecked(False)
+            self.details.hide()
+            self.candidates.hide()
         if changed and model_id:
             ws = self.ws
+            self.run(
+                lambda state: ws.compression_refusal(model_id),
+                lambda why: self._offer_compression(why) if model_id == self.model_id else None,
+                title="Could not read the model",
+            )
             self.run(
                 lambda state: ws.compressed_in_use(model_id),
                 lambda path: self._show_in_use(path) if model_id == self.model_id else None,
                 title="Could not read which copy is in use",
             )
+
+    def _offer_compression(self, refusal: str) -> None:
+        """Offer "Make smaller & faster" only where it can work; say why not otherwise."""
+        self.compress_button.setVisible(not refusal)
 
     # -- which copy is tried, served and bundled ---------------------------------------------------
 
@@ -181,6 +204,13 @@ class ExportCard(QObject):
         )
         if folder:
             self.out_dir.setText(folder)
+            self.remember_folder()
+
+    def remember_folder(self) -> None:
+        """Keep the folder for this project, across restarts too."""
+        folder = self.out_dir.text().strip()
+        if self.project and folder:
+            settings().setValue(f"deploy/export_folder/{self.project}", folder)
 
     def _set_enabled(self, enabled: bool) -> None:
         for button in (self.export_button, self.compress_button, self.bundle_button):
@@ -196,6 +226,7 @@ class ExportCard(QObject):
             folder = self.out_dir.text().strip()
             if not folder:
                 return
+        self.remember_folder()
         model_id, ws = self.model_id, self.ws
         name = self.project or model_id
         target = str(

@@ -8,7 +8,7 @@ the user cancels. The cards are small widgets of their own (:mod:`.try_it`, :mod
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from ...page import LatestTask, Page
 from ...status import mark_deployed
@@ -39,6 +39,10 @@ class DeployPage(Page):
         self.picker.picked.connect(self.pick_model)
         self.header.add(self.picker_label)
         self.header.add(self.picker)
+        self.import_button = self.header.add(QPushButton("Import a model…"))
+        self.import_button.setToolTip("An image classifier exported to ONNX from another tool")
+        self.import_button.clicked.connect(self.import_model)
+        self.import_button.setVisible(False)
         self.recorder = self.make_recorder()
         self.recorder.recorded.connect(self._recorded)
         self.try_it = TryIt(self.try_file, self.report_error, self.recorder, on_text=self.try_text)
@@ -117,7 +121,13 @@ class DeployPage(Page):
         ws = self.ws
         info = ws.project_info(project)
         titles = {t["name"]: template_title(t) for t in ws.templates(info["task"])}
-        return {"models": list(reversed(ws.list_models(project))), "titles": titles, "info": info}
+        titles["imported"] = "Made elsewhere"
+        return {
+            "models": list(reversed(ws.list_models(project))),
+            "titles": titles,
+            "info": info,
+            "can_import": ws.can_import_outside_model(project),
+        }
 
     def show_data(self, data: dict) -> None:
         self.models = data["models"]
@@ -126,8 +136,24 @@ class DeployPage(Page):
         several = len(self.models) > 1
         self.picker.setVisible(several)
         self.picker_label.setVisible(several)
+        self.import_button.setVisible(bool(data.get("can_import")))
         self.show_empty(not self.models)
         self._model_changed()
+
+    def import_model(self) -> None:
+        """Open the dialog that imports a model made elsewhere into this project."""
+        from .import_model import ImportModelDialog
+
+        dialog = ImportModelDialog(self.ws, self.project, self.run, self.report_error, self)
+        dialog.imported.connect(lambda result: self._imported(result["model"]))
+        self.import_dialog = dialog  # tests drive it; the page owns it (parented), Python only refers to it
+        dialog.open()
+
+    def _imported(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.refresh()
+        self.model_selected.emit(model_id)
+        self.status_changed.emit()
 
     def pick_model(self, model_id: str) -> None:
         """The user picked ``model_id``: it is tried, served and exported, and the other pages follow."""

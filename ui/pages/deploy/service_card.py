@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSpinBox
 
 from ...page import card
 
@@ -43,9 +43,15 @@ class ServiceCard(QObject):
         self.console_button.clicked.connect(self.open_console)
         self.copy_button = QPushButton("Copy address")
         self.copy_button.clicked.connect(self.copy_address)
+        self.port_label = QLabel("Port")
+        self.port = QSpinBox()
+        self.port.setRange(1024, 65535)
+        self.port.setToolTip("The address's port; the model keeps it the next time it is served.")
         top = QHBoxLayout()
         top.addWidget(self.state)
         top.addWidget(self.url, 1)
+        top.addWidget(self.port_label)
+        top.addWidget(self.port)
         top.addWidget(self.button)
         buttons = QHBoxLayout()
         buttons.addStretch(1)
@@ -63,6 +69,13 @@ class ServiceCard(QObject):
     def set_model(self, project: str | None, model_id: str | None) -> None:
         self.project, self.model_id = project, model_id
         self.show_state()
+        if model_id is not None:  # the port it will be served on (read off the UI thread)
+            ws = self.ws
+            self.run(lambda state: ws.service_port(model_id), lambda port: self._show_port(model_id, port))
+
+    def _show_port(self, model_id: str, port: int) -> None:
+        if model_id == self.model_id and self.service is None:
+            self.port.setValue(int(port))
 
     def show_state(self, starting: bool = False) -> None:
         running = self.service is not None
@@ -70,6 +83,8 @@ class ServiceCard(QObject):
         self.button.setEnabled(not starting and (running or self.model_id is not None))
         self.console_button.setEnabled(running)
         self.copy_button.setEnabled(running)
+        self.port.setEnabled(not running and not starting)
+        self.port_label.setEnabled(not running and not starting)
         if starting:
             self.state.setText("Starting…")
             self.url.setText("")
@@ -97,11 +112,12 @@ class ServiceCard(QObject):
 
     def start(self) -> None:
         """Start the local service for the current model (off the UI thread)."""
-        model_id, project, ws = self.model_id, self.project, self.ws
+        model_id, project, ws, port = self.model_id, self.project, self.ws, self.port.value()
         self.show_state(starting=True)
 
         def done(handle):
             self.service, self.service_model, self.service_project = handle, model_id, project
+            self.port.setValue(int(handle.url.rstrip("/").rsplit(":", 1)[1]))  # the one it got
             self.show_state()
             self.changed.emit()
 
@@ -109,7 +125,7 @@ class ServiceCard(QObject):
             self.show_state()
             self.report_error("The service did not start", message, details)
 
-        self.run(lambda state: ws.serve_model(model_id), done, on_failed=failed)
+        self.run(lambda state: ws.serve_model(model_id, port=port), done, on_failed=failed)
 
     def stop(self) -> None:
         """Stop the running service (off the UI thread)."""

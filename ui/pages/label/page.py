@@ -200,6 +200,7 @@ class LabelPage(Page):
             "proposals": ws.box_proposals(project, model_id) if model_id else {},
             "order": ws.labeling_order(project, mode, model_id),
             "first": ws.sample_ids(project, unlabeled=True)[:1],
+            "mode": mode,
         }
 
     def show_data(self, data: dict) -> None:
@@ -213,6 +214,9 @@ class LabelPage(Page):
         self.order = data["order"]
         self.show_empty(not self.order)
         keep = self.sample.id if self.sample is not None else None
+        unlabeled = data["stats"]["samples"] - data["stats"]["labeled"]
+        if keep in self.order and self.order.index(keep) >= unlabeled > 0 and data["mode"] != "order":
+            keep = None  # "unlabeled first" or "label these next" opens on work still to do
         wanted = self._select if self._select is not None else keep
         self._select = None
         if wanted is None and self.order:
@@ -318,6 +322,23 @@ class LabelPage(Page):
         self.annotator.show(sample, self.labels)
         self._show_sample_state()
         self.sample_shown.emit(sample.id)
+        self._suggest_new(sample)
+
+    def _suggest_new(self, sample) -> None:
+        """A sample added after the model was trained has no suggestion yet: ask the model now."""
+        if self.model_id is None or sample.labels or sample.id in self.suggestions:
+            return
+        if not self.annotator.takes_suggestions or self.info.get("target") == "boxes":
+            return
+        ws, project, model_id = self.ws, self.project, self.model_id
+        self.run(lambda state: (sample.id, ws.suggest(project, model_id, sample.id)), self._suggested)
+
+    def _suggested(self, result) -> None:
+        sample_id, suggestion = result
+        if suggestion is not None:
+            self.suggestions[sample_id] = suggestion
+            if self.sample is not None and self.sample.id == sample_id:
+                self._show_sample_state()
 
     def _show_sample_state(self) -> None:
         sample = self.sample

@@ -35,10 +35,14 @@ class FactsBanner(QFrame):
         """Labeled of all, in how many classes; a warning for a small class; "Go to labeling" when
         ``readiness`` (why it cannot train) is not empty."""
         counts = {label: n for label, n in (stats.get("labels") or {}).items() if n}
-        labeled = sum(counts.values()) if info.get("target") != "boxes" else stats.get("labeled", 0)
-        text = (
-            f"{labeled:,} labeled of {stats.get('samples', 0):,} in {plural(len(counts), 'class', 'classes')}"
+        # samples with any label (a photo with three tags is one labeled photo, not three)
+        labeled = stats.get("labeled", 0)
+        kinds = (
+            plural(len(counts), "tag", "tags")
+            if info.get("target") == "tags"
+            else plural(len(counts), "class", "classes")
         )
+        text = f"{labeled:,} labeled of {stats.get('samples', 0):,} in {kinds}"
         few = info.get("few_examples") or 10
         if counts and not readiness:
             smallest = min(counts, key=counts.get)

@@ -28,7 +28,7 @@ from ...job_watcher import TERMINAL_STATES
 from ...page import LatestTask, Page
 from ...widgets import show_error
 from ...widgets.cluster_panel import ClusterPanel
-from ...wording import TIME_LIMITS, describe_duration, headline, nouns
+from ...wording import TIME_LIMITS, describe_duration, headline, nouns, score_words
 from .facts import FactsBanner
 from .run_view import RunView
 from .runs_table import RunsTable
@@ -400,6 +400,8 @@ class TrainPage(Page):
             text += (
                 f" {headline(metrics['accuracy'], metrics.get('n'))} on {many} it never saw during training."
             )
+        elif score_words(metrics) != "Latest model":  # a detector's or a tags model's own figure
+            text += f" {score_words(metrics)} on {many} it never saw during training."
         for warning in self.last_result.get("warnings") or []:
             text += f"<br><span style='color:#c27c0e'>{warning}</span>"
         self.run_view.show_result(text)
@@ -429,6 +431,9 @@ class TrainPage(Page):
     def _attach_running_job(self, jobs: list[dict]) -> None:
         for job in jobs:
             if job.get("state") not in TERMINAL_STATES:
+                template = (job.get("params") or {}).get("template")
+                if template and template != self.selected_template():
+                    self.select_template(template)  # the card shows the recipe that is running
                 self._follow(job["id"])
                 return
 

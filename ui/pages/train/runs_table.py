@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QPushButton, QTableWidget, QTableWidgetItem
 
 from ...job_watcher import CANCELLED_STATES, DONE_STATES, FAILED_STATES
-from ...wording import STATE_WORDS, short_time
+from ...wording import STATE_WORDS, score_words, short_time
 
 
 class RunsTable(QTableWidget):
@@ -42,9 +42,9 @@ class RunsTable(QTableWidget):
             state = job.get("state", "")
             words = STATE_WORDS.get(state, state.capitalize())
             if state in DONE_STATES:
-                accuracy = ((job.get("result") or {}).get("metrics") or {}).get("accuracy")
-                if isinstance(accuracy, (int, float)):
-                    words += f": right {accuracy:.0%} of the time"
+                score = score_words((job.get("result") or {}).get("metrics") or {})
+                if score != "Latest model":
+                    words += f": {score[:1].lower()}{score[1:]}"
             elif state in FAILED_STATES and job.get("error"):
                 words += f": {job['error']}"
             started = job.get("created_at") or job.get("started_at") or ""
