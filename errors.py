@@ -8,6 +8,14 @@ as "something went wrong, see the log".
 
 from __future__ import annotations
 
+import errno
+import shutil
+import sqlite3
+from pathlib import Path
+
+#: errno values meaning "the disk (or the user's quota) is full".
+_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
 
 class UserError(ValueError):
     """Something the user can fix (bad input, a missing label, a wrong name); the message says how.
@@ -27,8 +35,63 @@ def is_user_error(exc: BaseException) -> bool:
     return bool(getattr(exc, "user_error", False)) or isinstance(exc, (ValueError,) + _PLAIN)
 
 
+def _free_space(where) -> str:
+    """' (12.0 MB free)' for the disk holding ``where`` (its nearest existing folder), else ''."""
+    folder = Path(where) if where else None
+    while folder is not None and not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free if folder is not None else None
+    except OSError:
+        free = None
+    return "" if free is None else f" ({free / 1e6:,.1f} MB free)"
+
+
+def disk_full_message(exc: BaseException) -> str | None:
+    """One sentence for a disk that filled up ("No space left on device" from the OS, "database or disk
+    is full" from SQLite), naming where when known; None for any other error. Every writer in ModelDesk
+    writes to a temporary name and renames, so the sentence can say nothing half-written was kept."""
+    if isinstance(exc, OSError) and exc.errno in _FULL:
+        where = exc.filename
+    elif isinstance(exc, sqlite3.Error) and (
+        getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+    ):
+        where = None
+    else:
+        return None
+    place = f" holding {Path(where).parent}" if where else ""
+    return (
+        f"the disk{place} is full{_free_space(where)}: free some space and run it again "
+        "(nothing half-written was kept)"
+    )
+
+
+def damaged_database_message(exc: BaseException) -> str | None:
+    """One sentence for SQLite finding a database file damaged ("malformed", "not a database"), with
+    the recovery step; None for any other error. (Where the workspace is known, the datasets package
+    words it with the folder: ``dbfile.damaged``.)"""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) and not any(
+        words in str(exc) for words in ("malformed", "not a database")
+    ):
+        return None
+    return (
+        f"the workspace database is damaged ({exc}): close ModelDesk and run `modeldesk recover "
+        "--workspace FOLDER`, which sets it aside and copies what it still holds into a new one"
+    )
+
+
 def user_message(exc: BaseException) -> str | None:
-    """The one-sentence message to show for a user error (no class name), else None."""
+    """The one-sentence message to show for a user error (no class name), else None.
+
+    A full disk and a damaged database are user errors too: :func:`disk_full_message`,
+    :func:`damaged_database_message`.
+    """
+    special = disk_full_message(exc) or damaged_database_message(exc)
+    if special is not None:
+        return special
     if not is_user_error(exc):
         return None
     if isinstance(exc, KeyError) and exc.args:

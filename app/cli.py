@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import sqlite3
 import sys
 import time
 
@@ -29,11 +30,13 @@ class CommandError(Exception):
 
 def describe_error(exc: BaseException) -> str | None:
     """The one line for a mistake the user can fix (a job's recorded reason included), else None."""
-    from modeldesk.errors import user_message
+    from modeldesk.errors import disk_full_message, user_message
 
     if isinstance(exc, (CommandError, RuntimeError)):  # RuntimeError: a job's recorded failure
         return str(exc)
-    return user_message(exc) if isinstance(exc, (ValueError, KeyError, OSError)) else None
+    if isinstance(exc, (ValueError, KeyError, OSError)):
+        return user_message(exc)
+    return disk_full_message(exc)  # SQLite's "database or disk is full"
 
 
 def task_names() -> list[str]:
@@ -222,7 +225,8 @@ def main(argv=None, *, open_window=None) -> int:
 def open_workspace(args):
     from modeldesk.app.workspace import Workspace
 
-    return Workspace(args.workspace)
+    # a command waits for the jobs it starts: killed, it must not leave them to finish unasked
+    return Workspace(args.workspace, tie_jobs=True)
 
 
 def dispatch(args):
@@ -245,6 +249,12 @@ def dispatch(args):
         print(f"modeldesk: warning: {warning}", file=sys.stderr)
     try:
         return _dispatch_workspace(ws, args)
+    except sqlite3.DatabaseError as exc:  # damage found while working: the same recovery steps
+        from modeldesk.datasets.dbfile import damaged, is_corrupt
+
+        if is_corrupt(exc):
+            raise damaged(ws.store.db_path, ws.store.media.root, exc) from exc
+        raise
     finally:
         ws.close()
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from modeldesk.app.progress import format_seconds
+
+SHOWN_FAILURES = 20  # files named one per line; the rest are counted by reason
 
 
 def _table(rows, headers) -> str:
@@ -20,8 +24,9 @@ def project_table(projects) -> str:
 
 
 def import_summary(report) -> str:
+    failed = report.get("failed_total", len(report["failed"]))
     lines = [
-        f"added {report['added']}, duplicates {report['duplicates']}, failed {len(report['failed'])}"
+        f"added {report['added']}, duplicates {report['duplicates']}, failed {failed}"
         f" (format: {report.get('format', '?')})"
     ]
     if report.get("boxes"):
@@ -30,9 +35,17 @@ def import_summary(report) -> str:
             f"dropped {report.get('boxes_dropped', 0)})"
         )
     lines += [f"warning: {w}" for w in report.get("warnings", [])]
-    lines += [f"refused {f['file']}: {f['reason']}" for f in report["failed"][:20]]
-    if len(report["failed"]) > 20:
-        lines.append(f"... and {len(report['failed']) - 20} more (see --json)")
+    lines += [f"refused {f['file']}: {f['reason']}" for f in report["failed"][:SHOWN_FAILURES]]
+    if failed > SHOWN_FAILURES:
+        lines.append(f"... and {failed - SHOWN_FAILURES:,} more, for these reasons:")
+        reasons = Counter(f["reason"] for f in report["failed"][SHOWN_FAILURES:])
+        for entry in report.get("failed_summary", []):
+            reasons[entry["reason"]] += entry["count"]
+        lines += [f"  {count:,} x {reason}" for reason, count in reasons.most_common(10)]
+        if len(reasons) > 10:
+            lines.append(
+                f"  {sum(reasons.values()) - sum(n for _, n in reasons.most_common(10)):,} x other reasons"
+            )
     return "\n".join(lines)
 
 

@@ -7,13 +7,21 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sqlite3
 import threading
 import time
 from pathlib import Path
 
+from modeldesk.app.logs import setup_logging
 from modeldesk.app.paths import WorkspacePaths
 from modeldesk.datasets import Store, import_path
-from modeldesk.datasets.dbfile import DamagedWorkspaceError, check_database, is_writable, latest_backup
+from modeldesk.datasets.dbfile import (
+    DamagedWorkspaceError,
+    check_database,
+    is_corrupt,
+    is_writable,
+    latest_backup,
+)
 from modeldesk.datasets.safety import WorkspaceWriteError, write_error
 from modeldesk.datasets.verify import media_kind
 
@@ -97,19 +105,13 @@ def _orphans(store: Store) -> dict[str, list[Path]]:
     found: dict[str, list[Path]] = {}
     if not store.media.root.is_dir():
         return found
-    conn = store._conn()
+    used = store.used_media_hashes()
     for path in sorted(store.media.root.glob("*/*")):
-        if path.name.startswith(".") or not path.is_file():
+        if path.name.startswith(".") or not path.is_file() or path.name.split(".")[0] in used:
             continue
-        if (
-            conn.execute(
-                "SELECT 1 FROM samples WHERE content_hash = ? LIMIT 1", (path.name.split(".")[0],)
-            ).fetchone()
-            is None
-        ):
-            kind = media_kind(path.suffix.lower())
-            if kind:
-                found.setdefault(kind, []).append(path)
+        kind = media_kind(path.suffix.lower())
+        if kind:
+            found.setdefault(kind, []).append(path)
     return found
 
 
@@ -130,19 +132,53 @@ def _import_orphans(store: Store, kind: str, files: list[Path], stamp: str) -> d
     return {"project": project.name, "added": report.added, "failed": report.failed}
 
 
+def _damage(paths: WorkspacePaths) -> str | None:
+    """What is wrong with the workspace database (None when it is sound, or not there yet)."""
+    try:
+        check_database(paths.db, paths.media)
+        with Store(paths.root) as store:  # a large database is checked here even when opening skipped it
+            problem = store.quick_check()
+    except DamagedWorkspaceError as exc:
+        return str(exc)
+    except sqlite3.DatabaseError as exc:
+        if is_corrupt(exc):
+            return str(exc)
+        raise
+    return None if problem == "ok" else f"{paths.db} is damaged ({problem})"
+
+
+def _rebuild(paths: WorkspacePaths, aside: Path, result: dict) -> None:
+    """A new ``workspace.db`` holding what the damaged one still had, or else the newest backup."""
+    with Store(paths.root) as store:
+        salvaged = store.salvage_from(aside)
+    result["salvaged"] = salvaged
+    backup = latest_backup(paths.root)
+    if salvaged["tables"].get("projects") or backup is None:
+        return
+    log.info("nothing could be salvaged from %s; restoring the backup %s", aside, backup)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(paths.db) + suffix).unlink(missing_ok=True)
+    shutil.copyfile(backup, paths.db)
+    result["restored_backup"] = str(backup)
+
+
 def recover_workspace(root) -> dict:
     """Make a workspace with a damaged database usable again, losing as little as possible.
 
     The damaged ``workspace.db`` is renamed to ``workspace.db.damaged-<time>`` (kept, never deleted);
-    the newest backup (made before each schema upgrade) is restored if there is one; then every media
-    file no sample refers to is imported, unlabeled, into a new project per kind (``recovered image
-    <time>``). A healthy database is left as it is and only the orphan media are imported.
+    a new database gets every row still readable in it (see :mod:`~modeldesk.datasets.salvage`), or,
+    when not even its projects can be read, the newest backup (made before each schema upgrade) is
+    restored; then every media file no sample refers to is imported, unlabeled, into a new project
+    per kind (``recovered image <time>``). A healthy database is left as it is and only the orphan
+    media are imported. Damage is found by SQLite's ``quick_check`` (damaged pages behind an intact
+    header), as well as a file that is empty, cut short or overwritten.
 
     Returns
     -------
     dict
-        ``damaged`` (bool), ``set_aside`` (path or None), ``restored_backup`` (path or None),
-        ``projects`` (one ``{project, added, failed}`` per kind of recovered media).
+        ``damaged`` (bool), ``set_aside`` (path or None), ``salvaged`` (None, or rows copied per table,
+        ``damaged_regions`` and ``dropped`` rows), ``restored_backup`` (path or None), ``projects``
+        (one ``{project, added, failed}`` per kind of recovered media).
     """
     paths = WorkspacePaths(root)
     if not paths.root.is_dir():
@@ -152,22 +188,33 @@ def recover_workspace(root) -> dict:
             f"the workspace folder {paths.root} is read-only: copy it somewhere writable "
             "and run recover on the copy"
         )
+    setup_logging(paths.log)  # what was salvaged and what not goes to the log, not the terminal
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    result = {"damaged": False, "set_aside": None, "restored_backup": None, "projects": []}
-    try:
-        check_database(paths.db, paths.media)
-        Store(paths.root).close()
-    except DamagedWorkspaceError as exc:
-        log.warning("recovering %s: %s", paths.root, exc)
+    result = {"damaged": False, "set_aside": None, "salvaged": None, "restored_backup": None, "projects": []}
+    problem = _damage(paths)
+    if problem:
+        log.warning("recovering %s: %s", paths.root, problem)
         result["damaged"] = True
-        result["set_aside"] = str(_set_aside(paths.db, stamp))
-        backup = latest_backup(paths.root)
-        if backup is not None:
-            shutil.copyfile(backup, paths.db)
-            result["restored_backup"] = str(backup)
-    with Store(paths.root) as store:
-        for kind, files in sorted(_orphans(store).items()):
-            result["projects"].append(_import_orphans(store, kind, files, stamp))
+        aside = _set_aside(paths.db, stamp)
+        result["set_aside"] = str(aside)
+        try:
+            _rebuild(paths, aside, result)
+        except BaseException:  # a full disk, say: put the damaged file back, so a later run can retry
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(paths.db) + suffix).unlink(missing_ok=True)
+                if Path(str(aside) + suffix).exists():
+                    os.replace(Path(str(aside) + suffix), Path(str(paths.db) + suffix))
+            raise
+    try:
+        with Store(paths.root) as store:
+            for kind, files in sorted(_orphans(store).items()):
+                result["projects"].append(_import_orphans(store, kind, files, stamp))
+    except (DamagedWorkspaceError, sqlite3.DatabaseError) as exc:  # the restored backup is damaged too
+        kept = f"; the damaged file is kept as {result['set_aside']}" if result["set_aside"] else ""
+        raise DamagedWorkspaceError(
+            f"the workspace {paths.root} could not be recovered ({exc}){kept}: move workspace.db away and "
+            "run `modeldesk recover` again to start a new database and bring the media back"
+        ) from exc
     log.info("recovered workspace %s: %s", paths.root, result)
     return result
 
@@ -175,13 +222,23 @@ def recover_workspace(root) -> dict:
 def recover_text(result: dict) -> str:
     """The human summary of :func:`recover_workspace`."""
     lines = []
+    salvaged = result.get("salvaged") or {}
     if result["damaged"]:
         lines.append(f"set the damaged database aside as {result['set_aside']}")
-        lines.append(
-            f"restored the backup {result['restored_backup']}"
-            if result["restored_backup"]
-            else "started a new database (no backup was found)"
-        )
+        if result["restored_backup"]:
+            lines.append(f"nothing could be read from it; restored the backup {result['restored_backup']}")
+        else:
+            rows = salvaged.get("tables", {})
+            lines.append(
+                f"copied what could still be read into a new database: {rows.get('projects', 0):,} projects, "
+                f"{rows.get('samples', 0):,} samples, {rows.get('sample_labels', 0):,} labels, "
+                f"{rows.get('boxes', 0):,} boxes, {rows.get('models', 0):,} models"
+            )
+            if salvaged.get("damaged_regions"):
+                lines.append(
+                    f"{salvaged['damaged_regions']:,} damaged part(s) could not be read; the rows in them are "
+                    "lost (their media files come back below, unlabeled)"
+                )
     else:
         lines.append("the database is healthy; nothing was set aside")
     for entry in result["projects"]:

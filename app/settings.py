@@ -8,14 +8,30 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from modeldesk import safejson
 from modeldesk.fileio import atomic_write
 
 log = logging.getLogger(__name__)
 
 SETTINGS_FILE = "settings.json"
+MAX_SETTINGS_BYTES = 1 << 20  # a few hundred bytes are expected; a bigger file is not settings
+
+
+def _set_aside(path: Path) -> Path | None:
+    """Rename a settings file that cannot be parsed to ``settings.json.broken-<time>`` (kept, never
+    deleted, and no longer in the way of saving new settings); None when it cannot be renamed."""
+    aside = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        log.warning("could not set %s aside: %s", path, exc)
+        return None
+    return aside
 
 
 @dataclass
@@ -35,7 +51,9 @@ class Settings:
         """Read ``root/settings.json``; unknown keys are ignored.
 
         A file that is not a JSON object, or a value of the wrong type, falls back to the defaults
-        (for the whole file, or that key) with a warning logged and appended to ``warnings``.
+        (for the whole file, or that key) with a warning logged and appended to ``warnings``. A file
+        that cannot be parsed at all (not JSON, nested too deep, a number too long) is also renamed to
+        ``settings.json.broken-<time>``, so that it is kept and the next save does not overwrite it.
         """
         path = Path(root) / SETTINGS_FILE
 
@@ -45,11 +63,17 @@ class Settings:
                 warnings.append(message)
 
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = safejson.load_file(path, max_bytes=MAX_SETTINGS_BYTES)
         except FileNotFoundError:
             return cls()
-        except (OSError, ValueError) as exc:
-            warn(f"{path} is unreadable ({exc}); using the default settings")
+        except safejson.JSONLimitError as exc:
+            reason = str(exc).removeprefix(f"{path.name}: ").removeprefix("it ")
+            aside = _set_aside(path)
+            kept = f"it was kept as {aside.name}" if aside else "it was left in place"
+            warn(f"{path} could not be read: it {reason}; using the default settings ({kept})")
+            return cls()
+        except OSError as exc:
+            warn(f"{path} is unreadable ({exc.strerror or exc}); using the default settings")
             return cls()
         if not isinstance(data, dict):
             warn(f"{path} holds {json.dumps(data)[:40]} instead of an object of settings; using the defaults")

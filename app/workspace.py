@@ -36,13 +36,16 @@ class Workspace(UiCalls):
         The workspace folder; ``None`` uses ``MODELDESK_WORKSPACE`` or the platform's user data dir.
     cleanup : bool
         Remove what killed work left behind (old temporary files, orphan media), in the background.
+    tie_jobs : bool
+        Jobs this workspace starts are cancelled when this process dies (the command line, which
+        waits for its jobs); the desktop app leaves them running to be picked up again.
 
     A folder that cannot be written opens read-only (``read_only`` is True): reading commands work,
     changes raise an error saying the folder is read-only. ``warnings`` lists problems found while
     opening (a damaged settings file).
     """
 
-    def __init__(self, root=None, *, cleanup: bool = True):
+    def __init__(self, root=None, *, cleanup: bool = True, tie_jobs: bool = False):
         self.paths, self.read_only = open_paths(root if root is not None else default_workspace())
         setup_logging(fallback_log_file() if self.read_only else self.paths.log)
         self.store = Store(self.paths.root, read_only=self.read_only)
@@ -50,6 +53,7 @@ class Workspace(UiCalls):
         self.settings = Settings.load(self.paths.root, self.warnings)
         self._cleanup = start_cleanup(self.store, self.paths.cache) if cleanup else None
         self._jobs = None
+        self._tie_jobs = tie_jobs
         self._predictors: dict = {}
         self._lock = threading.Lock()
 
@@ -135,7 +139,7 @@ class Workspace(UiCalls):
             project,
             report.added,
             report.duplicates,
-            len(report.failed),
+            report.failed_total,
         )
         return report.to_dict()
 
@@ -156,7 +160,7 @@ class Workspace(UiCalls):
 
                 for kind, target in APP_JOB_KINDS.items():
                     register_job_kind(kind, target)
-                self._jobs = JobQueue(self.paths.db)
+                self._jobs = JobQueue(self.paths.db, tied=self._tie_jobs)
             return self._jobs
 
     def templates(self, task: str | None = None) -> list[dict]:

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from .csvtext import LABEL_COLUMNS, find_column, sniff_encoding, sniff_header
 from .items import ImportReport, Item
 from .records import Box
-from .safety import unescape_cell
+from .safety import special_file_problem, unescape_cell
 from .verify import media_kind
 
 PATH_COLUMNS = ("path", "file", "filename", "file_name", "image", "image_path", "audio", "filepath")
@@ -42,10 +42,15 @@ def table_media(path: Path) -> str | None:
 
 
 def _resolve(table: Path, value: str) -> Path | None:
+    """The file a row names, inside the table's folder; None for a path (or a link) that leads out."""
     rel = PurePosixPath(value.strip().replace("\\", "/"))
     if not value.strip() or rel.is_absolute() or ".." in rel.parts:
         return None
-    return table.parent.joinpath(*rel.parts)
+    target = table.parent.joinpath(*rel.parts)
+    folder = table.parent.resolve()
+    if not target.resolve().is_relative_to(folder):  # a symlink (of the file or a folder) pointing out
+        return None
+    return target
 
 
 def read_path_table(
@@ -79,13 +84,15 @@ def read_path_table(
             item = entries.get(value)
             if item is None:
                 target = _resolve(table, value)
-                if target is None or not target.is_file():
-                    entries[value] = Item(
-                        source=value,
-                        error=f"listed in {table.name} but not found"
-                        if target is not None
-                        else f"unsafe path in {table.name}",
-                    )
+                problem = (
+                    f"unsafe path in {table.name} (it leads outside the table's folder)"
+                    if target is None
+                    else f"listed in {table.name} but not found"
+                    if not target.exists()
+                    else special_file_problem(target)
+                )
+                if problem:
+                    entries[value] = Item(source=value, error=problem)
                     continue
                 item = entries[value] = Item(source=value, path=target, boxes=[] if has_boxes else None)
             if item.error:

@@ -1,7 +1,11 @@
 """CSV text tables (``text,label``): encoding and delimiter are found, rows are streamed.
 
-Encodings tried: UTF-8 (with or without BOM), then GB18030 (a superset of GBK and GB2312, common for
-Chinese files saved by Excel) with a warning naming it; anything else is refused with a clear error.
+Encodings tried: UTF-16 when the file starts with its byte order mark (Excel's "Unicode text", tab
+separated), UTF-8 (with or without BOM), then GB18030 (a superset of GBK and GB2312, common for Chinese
+files saved by Excel) with a warning naming it; anything else is refused with a clear error.
+
+A cell may hold up to :data:`MAX_CELL_CHARS` characters (the csv module's default limit, 128 KB, would
+refuse the row of a long document).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ TEXT_COLUMNS = (
 )
 LABEL_COLUMNS = ("label", "class", "category", "target", "sentiment", "tag", "y", "标签", "类别", "分类")
 _DELIMITERS = ",\t;|"
+MAX_CELL_CHARS = 16 << 20
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _CHUNK = 1 << 16
 _PEEK = 200  # rows read ahead to check the label column
 
@@ -47,10 +53,21 @@ def _decodes(path: Path, encoding: str) -> bool:
     return True
 
 
+def allow_long_cells() -> None:
+    """Let the csv module read cells of up to :data:`MAX_CELL_CHARS` (its limit is process-wide, so it is
+    raised when a table is read rather than when this module is imported)."""
+    if csv.field_size_limit() < MAX_CELL_CHARS:
+        csv.field_size_limit(MAX_CELL_CHARS)
+
+
 def sniff_encoding(path: Path, report: ImportReport) -> str:
-    """``"utf-8-sig"`` or ``"gb18030"`` (with a warning); ValueError for binary or other encodings."""
+    """``"utf-16"`` (with a byte order mark), ``"utf-8-sig"`` or ``"gb18030"`` (with a warning);
+    ValueError for binary or other encodings."""
+    allow_long_cells()
     with path.open("rb") as handle:
         head = handle.read(8192)
+    if head.startswith(_UTF16_BOMS) and _decodes(path, "utf-16"):  # Excel's "Unicode text"
+        return "utf-16"
     if b"\x00" in head:
         raise ValueError(f"{path.name} is not a text file (it holds binary data); save it as CSV text")
     if _decodes(path, "utf-8-sig"):

@@ -23,6 +23,11 @@ log = logging.getLogger(__name__)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BACKUP_DIR = "backups"
 KEEP_BACKUPS = 3
+#: ``PRAGMA quick_check`` reads every page (0.27 s for 64 MB, measured on a loaded 2-core machine): a
+#: database up to this size is checked each time it is opened, a larger one at most once a day.
+QUICK_CHECK_MAX_BYTES = 32 << 20
+QUICK_CHECK_EVERY_S = 24 * 3600.0
+_QUICK_CHECK_MARKER = Path("cache") / "last-quick-check"
 
 
 class DamagedWorkspaceError(RuntimeError):
@@ -78,14 +83,15 @@ def _recovery_hint(root: Path, media_root: Path) -> str:
     )
     if backup is not None:
         step = (
-            f"run `modeldesk recover --workspace {root}` to set the damaged file aside, restore the backup "
-            f"{backup.name} and bring back media added since as unlabeled samples"
+            f"run `modeldesk recover --workspace {root}`: it sets the damaged file aside, copies every "
+            "project, sample and label it can still read into a new database (or restores the backup "
+            f"{backup.name} when nothing can be read) and brings back the other media as unlabeled samples"
         )
     else:
         step = (
-            f"run `modeldesk recover --workspace {root}` to set the damaged file aside and bring the media "
-            "back as unlabeled samples in a new project (their labels are lost), or restore "
-            "workspace.db from your own backup"
+            f"run `modeldesk recover --workspace {root}`: it sets the damaged file aside, copies every "
+            "project, sample and label it can still read into a new database and brings back the other "
+            "media as unlabeled samples in a new project, or restore workspace.db from your own backup"
         )
     return f"ModelDesk has not changed anything; {kept}. To recover, {step}"
 
@@ -134,8 +140,9 @@ def check_database(db_path: Path, media_root: Path) -> None:
         )
 
 
-def damaged(db_path: Path, media_root: Path, exc: sqlite3.DatabaseError) -> DamagedWorkspaceError:
-    """The error for SQLite finding the file corrupt while opening it ("malformed", "not a database")."""
+def damaged(db_path: Path, media_root: Path, exc) -> DamagedWorkspaceError:
+    """The error for SQLite finding the file corrupt ("malformed", "not a database", what quick_check
+    found): it names the file and says how to recover."""
     return DamagedWorkspaceError(
         f"{db_path} is damaged ({exc}); {_recovery_hint(Path(db_path).parent, media_root)}"
     )
@@ -171,7 +178,42 @@ def backup_database(conn: sqlite3.Connection, root: Path, version: int) -> Path:
     return target
 
 
-def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+def quick_check(conn: sqlite3.Connection) -> str:
+    """``"ok"``, or the first problem SQLite's ``PRAGMA quick_check`` finds (damaged pages, a broken
+    index, a page SQLite cannot even read)."""
+    try:
+        row = conn.execute("PRAGMA quick_check(1)").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if is_corrupt(exc):
+            return str(exc)
+        raise
+    return " ".join(str(row[0]).split()) if row else "ok"  # SQLite's report spans lines: keep one
+
+
+def _quick_check_due(db_path: Path) -> bool:
+    try:
+        if db_path.stat().st_size <= QUICK_CHECK_MAX_BYTES:
+            return True
+        return time.time() - (db_path.parent / _QUICK_CHECK_MARKER).stat().st_mtime > QUICK_CHECK_EVERY_S
+    except OSError:
+        return True
+
+
+def _note_quick_check(db_path: Path) -> None:
+    if db_path.stat().st_size <= QUICK_CHECK_MAX_BYTES:
+        return
+    marker = db_path.parent / _QUICK_CHECK_MARKER
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:  # a read-only workspace: it is checked again next time
+        pass
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite saying the database file is damaged ("malformed", "not a database")."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
     code = getattr(exc, "sqlite_errorcode", None)
     return code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or any(
         words in str(exc) for words in ("malformed", "not a database")
@@ -191,6 +233,11 @@ def open_database(connect, db_path: Path, media_root: Path, read_only: bool) -> 
     try:
         conn = connect()
         version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version and _quick_check_due(db_path):  # damaged pages behind an intact header
+            problem = quick_check(conn)
+            if problem != "ok":
+                raise damaged(db_path, media_root, problem)
+            _note_quick_check(db_path)
         if read_only:
             if version < SCHEMA_VERSION:
                 raise ReadOnlyWorkspaceError(
@@ -203,6 +250,6 @@ def open_database(connect, db_path: Path, media_root: Path, read_only: bool) -> 
             backup_database(conn, db_path.parent, version)
         return migrate(conn)
     except sqlite3.DatabaseError as exc:
-        if _is_corrupt(exc):
+        if is_corrupt(exc):
             raise damaged(db_path, media_root, exc) from None
         raise

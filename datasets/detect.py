@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
+
+from modeldesk import safejson
 
 from .csvpaths import table_media
+from .safety import special_file_problem
 from .verify import media_kind
 
 #: Formats import_path understands; "folder" is folder-per-class, "flat" is unlabeled media files.
@@ -23,14 +25,23 @@ def is_hidden(name: str) -> bool:
     return name.startswith(".") or name.lower() in _IGNORED_NAMES
 
 
-def iter_files(root: Path) -> Iterator[Path]:
-    """Every non-hidden regular file under ``root``, in sorted, deterministic order (no symlinks)."""
+def iter_files(root: Path, on_special: Callable[[Path, str], None] | None = None) -> Iterator[Path]:
+    """Every non-hidden regular file under ``root``, in sorted, deterministic order (no symlinks).
+
+    Named pipes, devices and sockets are never yielded (opening one can block for good);
+    ``on_special(path, reason)`` hears of each.
+    """
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not is_hidden(d))
         for name in sorted(files):
             path = Path(folder, name)
-            if not is_hidden(name) and not path.is_symlink():
+            if is_hidden(name) or path.is_symlink():
+                continue
+            problem = special_file_problem(path)
+            if problem is None:
                 yield path
+            elif on_special is not None:
+                on_special(path, problem)
 
 
 @dataclass
@@ -48,8 +59,8 @@ def _is_coco(path: Path) -> bool:
             head = handle.read(1 << 20)
         if path.stat().st_size > len(head):  # too big to parse just to look: trust the keys in the head
             return b'"images"' in head or b'"annotations"' in head
-        data = json.loads(head)
-    except (OSError, ValueError):
+        data = safejson.loads(head)
+    except (OSError, ValueError):  # safejson's limits (100,000 levels deep) raise ValueError too
         return False
     return isinstance(data, dict) and "images" in data and "annotations" in data
 
@@ -94,6 +105,9 @@ def scan(path) -> Scan:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
+    problem = None if path.is_dir() else special_file_problem(path)
+    if problem:
+        raise ValueError(f"{path}: {problem}")
     if path.is_file():
         ext = path.suffix.lower()
         if ext == ".zip":

@@ -9,6 +9,11 @@ from .items import ImportReport, Item
 from .verify import media_kind
 
 
+def refuse_special(report: ImportReport, root: Path):
+    """The ``on_special`` of :func:`~.detect.iter_files`: a failed entry naming the pipe or device."""
+    return lambda path, problem: report.fail(path.relative_to(root).as_posix(), problem)
+
+
 def _ignored_note(report: ImportReport, root: Path, ignored: list[str], kind: str) -> None:
     if ignored:
         shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5 else "")
@@ -22,7 +27,7 @@ def read_class_folders(root: Path, report: ImportReport, kind: str) -> tuple[int
     ignored with one warning. Files of the other media kind (a sound in an image project) are too.
     """
     items, ignored = [], []
-    for file in iter_files(root):
+    for file in iter_files(root, refuse_special(report, root)):
         rel = file.relative_to(root)
         if media_kind(file.suffix.lower()) != kind:
             ignored.append(rel.as_posix())
@@ -38,7 +43,7 @@ def read_flat(root: Path, report: ImportReport, kind: str) -> tuple[int, list[It
     if root.is_file():
         return 1, [Item(source=root.name, path=root)]
     items, ignored = [], []
-    for file in iter_files(root):
+    for file in iter_files(root, refuse_special(report, root)):
         rel = file.relative_to(root).as_posix()
         if media_kind(file.suffix.lower()) == kind:
             items.append(Item(source=rel, path=file))

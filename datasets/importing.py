@@ -32,6 +32,7 @@ from .safety import (
     human_bytes,
     is_write_failure,
     space_needed,
+    special_file_problem,
     write_error,
 )
 from .records import Box, Project
@@ -241,9 +242,8 @@ def _import_zip(store, project, path: Path, **options) -> ImportReport:
             )
         raise ValueError(f"no supported files found in {path}")
     inner.format = f"zip/{inner.format}"
-    for entry in inner.failed:
-        entry["file"] = f"{path.name}/{entry['file']}"
-    inner.failed[:0] = [{"file": f"{path.name}/{e['file']}", "reason": e["reason"]} for e in unsafe]
+    inner.name_failures(f"{path.name}/")
+    inner.fail_first([{"file": f"{path.name}/{e['file']}", "reason": e["reason"]} for e in unsafe])
     return inner
 
 
@@ -260,6 +260,9 @@ def _store_media(store: Store, kind: str, item: Item) -> tuple:
     """
     if item.error:
         raise MediaError(item.error)
+    problem = special_file_problem(item.path)  # a FIFO named pipe.png would block the read for good
+    if problem:
+        raise MediaError(problem)
     ext = item.path.suffix.lower()
     if media_kind(ext) != kind:
         raise MediaError(

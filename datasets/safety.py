@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import errno
 import math
+import os
 import shutil
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Iterable
 
@@ -44,6 +46,31 @@ class WorkspaceWriteError(OSError):
 
 class DiskFullError(WorkspaceWriteError):
     """The disk holding the workspace (or the user's quota) is full."""
+
+
+def special_file_problem(path) -> str | None:
+    """Why ``path`` must not be opened as a file (a named pipe, a device, a socket, a folder), or None.
+
+    Opening a FIFO blocks until something writes to it and a device can be endless, so importers look
+    with ``os.stat`` (no open) first. A path that cannot be looked at gives the reason too.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return f"cannot read the file ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        what = "a named pipe (FIFO)"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        what = "a device"
+    elif stat.S_ISSOCK(mode):
+        what = "a socket"
+    elif stat.S_ISDIR(mode):
+        what = "a folder"
+    else:
+        what = "a special file"
+    return f"skipped: it is {what}, not a regular file"
 
 
 def is_disk_full(exc: BaseException) -> bool:

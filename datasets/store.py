@@ -23,7 +23,8 @@ from . import splits as _splits
 from .cleanup import cleanup_workspace
 from .media import MediaStore
 from .records import KINDS, SPLITS, TARGETS, Box, Project, Sample
-from .dbfile import ReadOnlyWorkspaceError, connect_uri, is_writable, open_database
+from .salvage import salvage_rows
+from .dbfile import ReadOnlyWorkspaceError, connect_uri, is_writable, open_database, quick_check
 from .thumbs import make_thumbnail, text_thumbnail, waveform_thumbnail
 
 log = logging.getLogger(__name__)
@@ -793,6 +794,24 @@ class Store:
         :func:`~modeldesk.datasets.cleanup.cleanup_workspace`.
         """
         return cleanup_workspace(self, max_age_s, should_stop)
+
+    def quick_check(self) -> str:
+        """SQLite's ``PRAGMA quick_check`` (``"ok"`` when sound, else the first problem found)."""
+        return quick_check(self._conn())
+
+    def used_media_hashes(self) -> set[str]:
+        """The content hashes of every media file some sample uses (what recovery must not re-import)."""
+        rows = self._conn().execute("SELECT DISTINCT content_hash FROM samples WHERE ext IS NOT NULL")
+        return {content_hash for (content_hash,) in rows}
+
+    def salvage_from(self, damaged_db) -> dict:
+        """Copy the rows still readable in the damaged database file ``damaged_db`` into this (new,
+        empty) workspace database: see :func:`~modeldesk.datasets.salvage.salvage_rows`."""
+        if self.read_only:
+            raise ReadOnlyWorkspaceError(
+                f"the workspace {self.root} is read-only: nothing can be salvaged into it"
+            )
+        return salvage_rows(Path(damaged_db), self._conn())
 
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` result (``"ok"`` when sound)."""

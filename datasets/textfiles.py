@@ -15,13 +15,17 @@ goes on; ``textchecks`` refuses a label column that holds long texts and warns a
 
 from __future__ import annotations
 
-import json
+import codecs
 from pathlib import Path
 from typing import Iterator
 
+from modeldesk import safejson
+
 from .csvtext import LABEL_COLUMNS, TEXT_COLUMNS, find_column, sniff_encoding
 from .detect import iter_files
+from .folders import refuse_special
 from .items import ImportReport, Item
+from .safety import special_file_problem
 from .textchecks import check_labels, warn_one_class
 
 TEXT_FILE_EXTS = (".txt",)
@@ -72,9 +76,9 @@ def read_jsonl(path: Path, report: ImportReport, *, text_column=None, label_colu
             continue
         source = f"{path.name} line {number}"
         try:
-            value = json.loads(line)
-        except ValueError as exc:
-            rows.append(Item(source=source, error=f"not JSON ({exc.msg})"))
+            value = safejson.loads(line)
+        except ValueError as exc:  # not JSON, nested too deep, a number too long: this line only
+            rows.append(Item(source=source, error=f"this line {str(exc).removeprefix('it ')}"))
             continue
         if not isinstance(value, dict):
             rows.append(Item(source=source, error="not a JSON object ({...})"))
@@ -144,6 +148,9 @@ def read_txt(path: Path, report: ImportReport):
 
 
 def _read_text_file(file: Path, rel: str, labels: list, report: ImportReport) -> Item:
+    problem = special_file_problem(file)
+    if problem:
+        return Item(source=rel, error=problem)
     try:
         size = file.stat().st_size
         if size > MAX_TEXT_BYTES:
@@ -155,6 +162,11 @@ def _read_text_file(file: Path, rel: str, labels: list, report: ImportReport) ->
         data = file.read_bytes()
     except OSError as exc:
         return Item(source=rel, error=f"cannot read the file ({exc.strerror or exc})")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # Notepad's and Excel's "Unicode"
+        try:
+            return Item(source=rel, text=data.decode("utf-16"), labels=labels)
+        except UnicodeDecodeError:
+            pass  # not UTF-16 after all: the checks below say what it is
     if b"\x00" in data[:8192]:
         return Item(source=rel, error="not a text file (it holds binary data)")
     try:
@@ -180,7 +192,7 @@ def read_text_folders(root: Path, report: ImportReport):
     if root.is_file():
         return 1, [_read_text_file(root, root.name, [], report)]
     items, ignored, labels = [], [], set()
-    for file in iter_files(root):
+    for file in iter_files(root, refuse_special(report, root)):
         rel = file.relative_to(root)
         if file.suffix.lower() not in TEXT_FILE_EXTS:
             ignored.append(rel.as_posix())

@@ -44,6 +44,13 @@ _FORMAT_EXT = {
 _ROTATED = (5, 6, 7, 8)  # EXIF orientations that swap width and height
 
 
+#: Sample rates a sound file is imported with (as modeldesk.deploy.audio_input reads them): 1 kHz
+#: telephone recordings up to 384 kHz, the highest any audio interface records. A header outside says
+#: something else: a rate of 1 Hz divided by zero in training, 5 MHz asked the resampler for gigabytes.
+MIN_SAMPLE_RATE = 1_000
+MAX_SAMPLE_RATE = 384_000
+
+
 class MediaError(ValueError):
     """A file cannot be imported; the message says why in plain words (without the file name)."""
 
@@ -125,6 +132,11 @@ def verify_wav(data, ext: str = ".wav") -> float:
         with wave.open(_source(data), "rb") as reader:
             frames, rate = reader.getnframes(), reader.getframerate()
             width, channels = reader.getsampwidth(), reader.getnchannels()
+            if rate > 0 and not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
+                raise MediaError(
+                    f"its header gives a sample rate of {rate:,} Hz, which no sound file has; sample rates "
+                    f"from {MIN_SAMPLE_RATE:,} to {MAX_SAMPLE_RATE:,} Hz are imported"
+                )
             payload = 0
             while payload < frames * width * channels:
                 block = reader.readframes(1 << 18)

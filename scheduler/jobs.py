@@ -19,6 +19,7 @@ from pathlib import Path
 
 from modeldesk.scheduler.jobstore import TERMINAL, JobStore
 from modeldesk.scheduler.registry import UnknownJobKind, allowed_target
+from modeldesk.scheduler.worker import PARENT_ENV, parent_token
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,9 @@ class JobQueue:
         After a cancel, how long a job may take to stop by itself before it is terminated.
     autostart : bool
         Start queued jobs as soon as a slot is free (False: only :meth:`run_inline` runs them).
+    tied : bool
+        The workers this queue starts cancel their job when this process is gone (killed without a
+        chance to cancel): for a command that waits for its job. False: jobs run on by themselves.
 
     Examples
     --------
@@ -95,9 +99,17 @@ class JobQueue:
     """
 
     def __init__(
-        self, db_path, *, log_dir=None, max_parallel: int = 1, grace_s: float = 10.0, autostart: bool = True
+        self,
+        db_path,
+        *,
+        log_dir=None,
+        max_parallel: int = 1,
+        grace_s: float = 10.0,
+        autostart: bool = True,
+        tied: bool = False,
     ):
         self.db_path = Path(db_path)
+        self.tied = tied  # workers cancel their job when this process dies (a command that waits)
         self.log_dir = Path(log_dir) if log_dir is not None else self.db_path.parent / "logs" / "jobs"
         self.max_parallel = max(1, int(max_parallel))
         self.grace_s = float(grace_s)
@@ -212,6 +224,9 @@ class JobQueue:
             pid = process.pid
         else:
             env = dict(os.environ, PYTHONUNBUFFERED="1")
+            env.pop(PARENT_ENV, None)
+            if self.tied:
+                env[PARENT_ENV] = parent_token()
             with open(log_path, "ab") as stream:
                 process = subprocess.Popen(
                     [
@@ -244,7 +259,9 @@ class JobQueue:
         from modeldesk.scheduler.worker import spawn_entry
 
         process = multiprocessing.get_context("spawn").Process(
-            target=spawn_entry, args=(str(self.db_path), job_id, str(log_path), target), daemon=False
+            target=spawn_entry,
+            args=(str(self.db_path), job_id, str(log_path), target, parent_token() if self.tied else None),
+            daemon=False,
         )
         process.start()
         return process

@@ -5,6 +5,11 @@ from the database (see :mod:`modeldesk.scheduler.registry`); a job row naming an
 without importing it. The target is called as ``fn(params, ctx)``; its return value (a
 JSON-serialisable dict) becomes the job's result. A crash marks the job failed with
 the traceback in the job's log; a cancel the job saw marks it cancelled. Both can be resumed.
+
+A job launched by a command that waits for it (``modeldesk train``) is tied to that process: the
+environment variable :data:`PARENT_ENV` names it, and a watchdog thread cancels the job when it is
+gone (killed with SIGKILL, say), so that no model appears later without anyone waiting for it. A job
+that has not stopped :data:`CANCEL_GRACE_S` after that is marked cancelled and its process exits.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import importlib
 import logging
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -21,6 +27,10 @@ from modeldesk.scheduler.context import JobContext
 from modeldesk.scheduler.jobstore import JobStore
 
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(process)d]: %(message)s"
+#: ``PID:CREATE_TIME`` of the process the job belongs to; unset for jobs that run on by themselves.
+PARENT_ENV = "MODELDESK_JOB_PARENT"
+WATCH_S = 0.25
+CANCEL_GRACE_S = 10.0
 
 
 def resolve(target: str):
@@ -46,6 +56,48 @@ def _job_logger(job: dict) -> tuple[logging.Logger, logging.Handler]:
     handler.setFormatter(logging.Formatter(_LOG_FORMAT))
     logger.addHandler(handler)
     return logger, handler
+
+
+def parent_token() -> str:
+    """The :data:`PARENT_ENV` value that ties a worker to this process."""
+    import psutil
+
+    return f"{os.getpid()}:{psutil.Process().create_time()}"
+
+
+def _parent_alive(pid: int, started: float) -> bool:
+    if os.name == "posix" and os.getppid() == pid:  # cheap: a dead parent's children are re-parented
+        return True
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and abs(process.create_time() - started) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _watch_parent(token: str, store: JobStore, job_id: int, logger: logging.Logger, done: threading.Event):
+    """Cancel job ``job_id`` once the process ``token`` names is gone; end this process if the job has
+    not stopped :data:`CANCEL_GRACE_S` later."""
+    pid_text, _, started_text = token.partition(":")
+    pid, started = int(pid_text), float(started_text or 0)
+    while not done.wait(WATCH_S):
+        if _parent_alive(pid, started):
+            continue
+        logger.warning("the command that started this job (process %d) is gone: cancelling the job", pid)
+        store.update(job_id, where_state="running", cancel_requested=1)
+        if done.wait(CANCEL_GRACE_S):
+            return
+        logger.warning("the job did not stop within %.0f s; ending its process", CANCEL_GRACE_S)
+        store.set_state(
+            job_id,
+            "cancelled",
+            where_state="running",
+            resumable=1,
+            message="cancelled: its command was killed",
+        )
+        os._exit(1)
 
 
 def _is_cancel(exc: BaseException) -> bool:
@@ -75,6 +127,14 @@ def execute(db_path, job_id: int, allowed_target: str) -> str:
     store.update(job_id, pid=os.getpid())
     logger, handler = _job_logger(job)
     ctx = JobContext(store, job, logger)
+    finished = threading.Event()
+    if os.environ.get(PARENT_ENV):
+        threading.Thread(
+            target=_watch_parent,
+            args=(os.environ[PARENT_ENV], store, job_id, logger, finished),
+            name="modeldesk-parent-watch",
+            daemon=True,
+        ).start()
     logger.info("job %s (%s) attempt %d: %s", job_id, job["kind"], ctx.attempt, job["target"])
     try:
         fn = resolve(job["target"])
@@ -108,6 +168,7 @@ def execute(db_path, job_id: int, allowed_target: str) -> str:
         store.set_state(job_id, "failed", where_state="running", error=error, resumable=1, message=error)
         return "failed"
     finally:
+        finished.set()
         logger.removeHandler(handler)
         handler.close()
 
@@ -124,8 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if state in ("done", "cancelled") else 1
 
 
-def spawn_entry(db_path: str, job_id: int, log_path: str, target: str) -> None:
+def spawn_entry(db_path: str, job_id: int, log_path: str, target: str, parent: str | None = None) -> None:
     """Target for a multiprocessing (spawn) worker, used when running frozen."""
+    if parent:
+        os.environ[PARENT_ENV] = parent
     with open(log_path, "a", encoding="utf-8") as stream:
         sys.stdout = sys.stderr = stream
         sys.exit(main([db_path, str(job_id), target]))

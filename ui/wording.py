@@ -167,12 +167,23 @@ def small_class_warning(labels: dict[str, int], minimum: int = MIN_PER_CLASS, no
 
 def merge_reports(reports: list[dict]) -> dict:
     """Sum several import reports (one per dropped path) into one."""
-    total = {"added": 0, "duplicates": 0, "boxes": 0, "failed": [], "warnings": [], "stopped": False}
+    total = {
+        "added": 0,
+        "duplicates": 0,
+        "boxes": 0,
+        "failed": [],
+        "failed_total": 0,
+        "failed_summary": [],
+        "warnings": [],
+        "stopped": False,
+    }
     for report in reports:
         total["added"] += int(report.get("added", 0))
         total["duplicates"] += int(report.get("duplicates", 0))
         total["boxes"] += int(report.get("boxes", 0))
         total["failed"] += list(report.get("failed", []))
+        total["failed_total"] += int(report.get("failed_total", len(report.get("failed", []))))
+        total["failed_summary"] += list(report.get("failed_summary", []))
         total["warnings"] += list(report.get("warnings", []))
         total["stopped"] = total["stopped"] or bool(report.get("stopped"))
     return total
@@ -183,8 +194,9 @@ def summary_line(report: dict, noun: str = "image") -> str:
     parts = [f"{plural(report['added'], noun)} added"]
     if report["duplicates"]:
         parts.append(f"{report['duplicates']:,} already in the project (merged)")
-    if report["failed"]:
-        parts.append(f"{len(report['failed']):,} refused")
+    refused = report.get("failed_total", len(report["failed"]))
+    if refused:
+        parts.append(f"{refused:,} refused")
     line = ", ".join(parts) + "."
     if report.get("stopped"):
         line = "Stopped: " + line

@@ -21,6 +21,7 @@ def test_bad_settings_fall_back_to_defaults_with_a_warning(content, tmp_path, cl
     assert code == 0, err
     assert json.loads(out) == {"projects": []}
     assert "warning" in err and "settings.json" in err
+    (ws / "settings.json").write_text(content, encoding="utf-8")  # one that cannot be parsed was set aside
     warnings: list = []
     assert Settings.load(ws, warnings) == Settings()
     assert len(warnings) >= 1 and "settings.json" in warnings[0]

@@ -47,6 +47,10 @@ class ImportSummaryDialog(QDialog):
             item.setToolTip(0, failure["file"])
             item.setToolTip(1, failure["reason"])
             self.problems.addTopLevelItem(item)
+        for entry in report.get("failed_summary", []):  # failures beyond the listed ones, by reason
+            item = QTreeWidgetItem([f"{entry['count']:,} more files", _wrap(entry["reason"])])
+            item.setToolTip(1, entry["reason"])
+            self.problems.addTopLevelItem(item)
         for warning in report.get("warnings", []):
             item = QTreeWidgetItem(["(note)", _wrap(warning)])
             item.setToolTip(1, warning)
