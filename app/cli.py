@@ -153,7 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("model")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1; others need --token)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
-    serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (16+ characters)")
+    serve.add_argument(
+        "--token",
+        help="require 'Authorization: Bearer TOKEN' (16+ characters); visible to other local users in "
+        "the process list: prefer --token-file or the MODELDESK_TOKEN environment variable",
+    )
+    serve.add_argument(
+        "--token-file", metavar="FILE", help="read the token from the first line of FILE (mode 600)"
+    )
     serve.add_argument(
         "--allow-origin",
         action="append",
@@ -364,12 +371,12 @@ def _train(ws, args):
 
 
 def _serve(ws, args):
-    from modeldesk.deploy.server import check_bind
+    from modeldesk.deploy.server import check_bind, resolve_token
     from modeldesk.deploy.service import serve
 
     host = args.host or ws.settings.service_host
     port = args.port if args.port is not None else ws.settings.service_port
-    token = args.token or os.environ.get("MODELDESK_TOKEN")
+    token = resolve_token(args.token, args.token_file)
     check_bind(host, port, token)
     path = ws.serving_path(args.model)  # a kept compressed copy when one is in use
     ws.close()

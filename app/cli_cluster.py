@@ -19,8 +19,8 @@ def add_commands(command, common) -> None:
     start.add_argument(
         "--host",
         default="127.0.0.1",
-        help="interface to listen on (default 127.0.0.1: this machine only; any other, "
-        "for example 0.0.0.0, uses Dask TLS with a credentials file it creates)",
+        help="interface to listen on (default 127.0.0.1: this machine only; for example 0.0.0.0 for "
+        "other machines); Dask TLS with a credentials file it creates (mode 600) either way",
     )
     start.add_argument("--port", type=int, help="port (default 8786; 0 picks a free one)")
     start.add_argument("--credentials", metavar="FILE", help="TLS credentials to use instead of new ones")
@@ -35,6 +35,11 @@ def add_commands(command, common) -> None:
     worker.add_argument("--nthreads", type=int, metavar="N", help="cores to use (default: all usable)")
     worker.add_argument("--name", help="name shown to the app (default: host name and process id)")
     worker.add_argument("--credentials", metavar="FILE", help="the cluster's TLS credentials file (tls://)")
+    worker.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="serve Dask's worker dashboard (on 127.0.0.1 only; needs bokeh)",
+    )
     worker.add_argument(
         "--cache",
         metavar="DIR",
@@ -56,6 +61,7 @@ def run_worker(args):
         nthreads=args.nthreads,
         name=args.name,
         security=security_for(args.scheduler_address, args.credentials),
+        dashboard=args.dashboard,
     )
     return {"stopped": True}, "worker stopped"
 

@@ -47,7 +47,7 @@ def use(ws, address: str | None, credentials=None) -> dict:
 def start(ws, host: str = "127.0.0.1", port: int | None = None, credentials=None) -> dict:
     """Start a scheduler on this machine and make it the workspace's cluster.
 
-    Returns ``address``, ``credentials`` (None on loopback), ``worker_command`` (what to run on
+    Returns ``address``, ``credentials`` (the TLS key file), ``worker_command`` (what to run on
     each worker machine) and ``already_running``.
     """
     from modeldesk.scheduler import cluster_service
@@ -58,7 +58,9 @@ def start(ws, host: str = "127.0.0.1", port: int | None = None, credentials=None
     use(ws, running["address"], running.get("credentials"))
     command = f"modeldesk worker {running['address']}"
     if running.get("credentials"):
-        command += f" --credentials {Path(running['credentials']).name}"
+        # a loopback scheduler's workers run here and read the file where it is; others get a copy
+        local = cluster_service.is_loopback(host)
+        command += f" --credentials {running['credentials'] if local else Path(running['credentials']).name}"
     return {
         "address": running["address"],
         "credentials": running.get("credentials"),

@@ -193,10 +193,17 @@ def cluster_started_text(result) -> str:
         "training in this workspace now uses it",
         f"on each worker machine run: {result['worker_command']}",
     ]
-    if result.get("credentials"):
+    if result.get("credentials") and not result["address"].startswith(
+        ("tls://127.", "tls://[::1]", "tls://localhost")
+    ):
         lines.append(
             f"copy {result['credentials']} to each worker machine first: it is the cluster's key "
             "(Dask TLS), keep it private"
+        )
+    elif result.get("credentials"):
+        lines.append(
+            f"{result['credentials']} is the cluster's key (Dask TLS, readable by you only): whoever "
+            "holds it can run code on the cluster, keep it private"
         )
     lines.append("stop it with: modeldesk cluster stop")
     return "\n".join(lines)

@@ -43,7 +43,9 @@ class ServiceHandle:
         app = create_app(
             ready.artifact, token=token, predictor=ready, local_only=host.strip("[]") in LOCAL_HOSTS
         )
-        server = uvicorn.Server(server_config(app, host, port, log_level="warning", access_log=False))
+        server = uvicorn.Server(
+            server_config(app, host, port, log_level="warning", access_log=False, token=token)
+        )
         thread = threading.Thread(target=server.run, name="modeldesk-service", daemon=True)
         thread.start()
         deadline = time.monotonic() + timeout

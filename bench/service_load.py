@@ -12,7 +12,16 @@ and the service (``--rounds``, 2 s each), and the median of the rounds' ratios i
 to 40 MP at once, and the table shows the server's peak memory against the bound the decode budget
 sets (MODELDESK_MAX_DECODE_BYTES, 512 MB by default, on top of the idle footprint).
 
-    python bench/service_load.py [DATA_DIR] [--seconds 5] [--rounds 8]
+Then (``--part hostile`` runs only this) the hostile waves of issue 30, each against its own service
+of a small stand-in model (image, sound, text) with the default 512 MB decode budget: 16 clients send a
+1 KB WebP that decodes to 4000x4000 (counted ~260 MB) and one of 6324x6324 (counted ~650 MB, over the
+budget), a 40 KB WAV whose header says 5,000,005 Hz, the worst legitimate WAV (384 kHz, 26 s, 20 MB) and
+19 MB text bodies holding one emoji (4 bytes a character in memory); the table shows the server's peak RSS
+above idle against the budget (aim: within 1.25x). Last, a bounded slowloris: ``--slow-sockets`` sockets
+to 127.0.0.1 trickle headers for ``--slow-seconds`` (each reopened when the server cuts it) while 4
+clients make ordinary requests; their throughput and 503s are shown beside the same clients alone.
+
+    python bench/service_load.py [DATA_DIR] [--seconds 5] [--rounds 8] [--part all|load|hostile]
 """
 
 from __future__ import annotations
@@ -32,9 +41,8 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-from PIL import Image
-
 from benchdata import load_samples  # bench/ is on sys.path when a bench runs as a script
+from PIL import Image
 
 CLIENTS = (1, 8, 32, 64)
 
@@ -169,12 +177,252 @@ def main(argv=None) -> int:
     parser.add_argument("data", nargs="?", default="/work/shared/benchdata/sign_digits")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=8, help="alternating bare/service rounds at 32 clients")
+    parser.add_argument("--part", choices=("all", "load", "hostile"), default="all")
+    parser.add_argument("--slow-sockets", type=int, default=300, help="slowloris sockets (127.0.0.1 only)")
+    parser.add_argument("--slow-seconds", type=float, default=10.0, help="how long the slowloris lasts")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="modeldesk-bench-load-"))
     try:
-        return run(args, work)
+        if args.part in ("all", "load"):
+            run(args, work)
+        if args.part in ("all", "hostile"):
+            hostile(args, work)
+        return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+BUDGET = 512 * 2**20  # the service's default decode budget (MODELDESK_MAX_DECODE_BYTES)
+
+
+def _save(work: Path, name: str, graph, card: dict) -> Path:
+    import onnx
+    from modeldesk.deploy import save_artifact
+    from onnx import helper
+
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    card = {
+        "labels": ["a", "b"],
+        "template": "standin",
+        "metrics": {},
+        "versions": {"onnx": onnx.__version__},
+        **card,
+    }
+    return save_artifact(work / name, model, card)
+
+
+def standin_models(work: Path) -> dict:
+    """Small stand-in artifacts for each input kind: the waves measure input handling, not a model."""
+    from modeldesk.deploy.preprocess import ImageSpec
+    from modeldesk.trainers.data import LabeledSample
+    from modeldesk.trainers.tasks import get_trainer
+    from onnx import TensorProto, helper, numpy_helper
+
+    def mean_classifier(name, shape, axes, features):
+        return helper.make_graph(
+            [
+                helper.make_node("ReduceMean", [name, "axes"], ["mean"], keepdims=0),
+                helper.make_node("MatMul", ["mean", "w"], ["logits"]),
+                helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1),
+            ],
+            "standin",
+            [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)],
+            [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["n", 2])],
+            [
+                numpy_helper.from_array(np.array(axes, np.int64), "axes"),
+                numpy_helper.from_array(np.ones((features, 2), np.float32), "w"),
+            ],
+        )
+
+    image = _save(
+        work,
+        "image",
+        mean_classifier("image", ["n", 3, 224, 224], [2, 3], 3),
+        {"task": "image-classification", "preprocessing": ImageSpec().to_dict()},
+    )
+    graph = mean_classifier("waveform", ["n", "samples"], [1], 1)
+    graph.node[0].attribute[0].i = 1  # keep (n, 1) for the MatMul
+    sound = _save(work, "sound", graph, {"task": "sound-classification", "preprocessing": {"kind": "audio"}})
+    texts = {
+        "a": ["good food, fast", "lovely and fresh", "great, will order again", "tasty"],
+        "b": ["cold and late", "terrible, refund", "never again", "wrong order"],
+    }
+    samples = [
+        LabeledSample(f"{label}{i}", text, label, "test" if i == 3 else "train")
+        for label, items in texts.items()
+        for i, text in enumerate(items)
+    ]
+    result = get_trainer("text-classification").train(
+        samples, "text-classification/fast", work / "text", work / "text-cache"
+    )
+    return {"image": image, "sound": sound, "text": Path(result.artifact_dir)}
+
+
+def webp_bomb(side: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (side, side)).save(buffer, "WEBP", lossless=True)
+    return buffer.getvalue()
+
+
+def wav(rate: int, seconds: float, *, frames_said: int | None = None) -> bytes:
+    """A 16-bit mono WAV of ``seconds`` of noise whose header says ``rate`` (and ``frames_said``)."""
+    import struct
+
+    frames = int(rate * seconds)
+    pcm = np.random.default_rng(0).integers(-8000, 8000, frames, dtype="<i2").tobytes()
+    size = 2 * (frames if frames_said is None else frames_said)
+    header = b"RIFF" + struct.pack("<I", 36 + size) + b"WAVE"
+    header += b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, (2 * rate) & 0xFFFFFFFF, 2, 16)
+    return header + b"data" + struct.pack("<I", size) + pcm
+
+
+def post_wave(port: int, body: bytes, content_type: str, clients: int, seconds: float) -> dict:
+    """``clients`` threads posting ``body`` for ``seconds``: counts by status."""
+    counts: dict = {}
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + seconds
+
+    def client():
+        while time.perf_counter() < stop_at:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            try:
+                conn.request("POST", "/v1/predict", body=body, headers={"Content-Type": content_type})
+                status = conn.getresponse().status
+            except OSError as exc:
+                status = type(exc).__name__
+            finally:
+                conn.close()
+            with lock:
+                counts[status] = counts.get(status, 0) + 1
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return counts
+
+
+def start_server(artifact: Path, work: Path) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    env = {**os.environ, "MODELDESK_WORKSPACE": str(work / "ws")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "modeldesk", "serve", str(artifact), "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(600):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return server, port
+        except OSError:
+            time.sleep(0.1)
+    server.terminate()
+    raise RuntimeError("the service did not start")
+
+
+def slowloris(port: int, sockets: int, seconds: float) -> dict:
+    """``sockets`` connections to 127.0.0.1 trickling one header byte every 0.5 s, reopened when cut."""
+    stop_at = time.monotonic() + seconds
+    opened = [0]
+
+    def attacker():
+        socks: list = []
+        while time.monotonic() < stop_at:
+            while len(socks) < sockets and time.monotonic() < stop_at:
+                try:
+                    sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+                    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                    socks.append(sock)
+                    opened[0] += 1
+                except OSError:
+                    break
+            alive = []
+            for sock in socks:
+                try:
+                    sock.sendall(b"X-a: b\r\n")
+                    alive.append(sock)
+                except OSError:
+                    sock.close()
+            socks = alive
+            time.sleep(0.5)
+        for sock in socks:
+            sock.close()
+
+    thread = threading.Thread(target=attacker)
+    thread.start()
+    time.sleep(1.0)  # let the sockets pile up first
+    return {"thread": thread, "opened": opened}
+
+
+def legit(port: int, body: bytes, clients: int, seconds: float) -> dict:
+    counts = post_wave(port, body, "image/jpeg", clients, seconds)
+    ok = counts.get(200, 0)
+    return {
+        "rps": ok / seconds,
+        "ok": ok,
+        "503": counts.get(503, 0),
+        "other": ", ".join(f"{k}: {v}" for k, v in counts.items() if k not in (200, 503)) or "0",
+    }
+
+
+def hostile(args, work: Path) -> None:
+    models = standin_models(work)
+    image = io.BytesIO()
+    Image.new("RGB", (640, 480), (200, 30, 30)).save(image, "JPEG")
+    waves = [
+        ("image", "WebP 4000x4000, lossless", webp_bomb(4000), "image/webp"),
+        ("image", "WebP 6324x6324, lossless", webp_bomb(6324), "image/webp"),
+        ("sound", "WAV header: 5,000,005 Hz", wav(5_000_005, 0.004), "audio/wav"),
+        ("sound", "WAV 384 kHz, 26 s (legitimate, largest)", wav(384_000, 26.0), "audio/wav"),
+        ("text", "text/plain 19 MB, one emoji", ("word " * 3_800_000 + "\U0001f600").encode(), "text/plain"),
+    ]
+    print(
+        f"\n## Hostile waves: 16 clients for {args.seconds:.0f} s each, decode budget {BUDGET / 2**20:.0f} MiB "
+        "(loaded machine)\n"
+    )
+    print("| wave | body | answers | server idle MiB | peak above idle MiB | / budget |")
+    print("|---|---:|---|---:|---:|---:|")
+    servers = {}
+    try:
+        for kind, name, body, ctype in waves:
+            if kind not in servers:
+                servers[kind] = start_server(models[kind], work)
+                post_wave(servers[kind][1], body[:0] or b"x", ctype, 1, 0.2)  # warm the process
+            server, port = servers[kind]
+            memory = PeakMemory(server.pid)
+            time.sleep(0.5)
+            idle = memory.reset()
+            counts = post_wave(port, body, ctype, 16, args.seconds)
+            time.sleep(0.3)
+            memory.stop()
+            above = max(0, memory.peak - idle)
+            answers = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=str))
+            print(
+                f"| {name} | {len(body) / 1024:,.0f} KB | {answers} | {idle / 2**20:.0f} | "
+                f"{above / 2**20:.0f} | {above / BUDGET:.2f} |"
+            )
+        server, port = servers["image"]
+        print(
+            f"\n## Slowloris: {args.slow_sockets} sockets to 127.0.0.1 trickling headers for "
+            f"{args.slow_seconds:.0f} s, 4 clients posting a 640x480 JPEG (loaded machine)\n"
+        )
+        print("| | requests/s answered 200 | 503 | other errors | attack sockets opened |")
+        print("|---|---:|---:|---:|---:|")
+        alone = legit(port, image.getvalue(), 4, args.slow_seconds)
+        print(f"| clients alone | {alone['rps']:.1f} | {alone['503']} | {alone['other']} | 0 |")
+        attack = slowloris(port, args.slow_sockets, args.slow_seconds + 1.0)
+        during = legit(port, image.getvalue(), 4, args.slow_seconds - 1.0)
+        attack["thread"].join()
+        print(
+            f"| during the slowloris | {during['rps']:.1f} | {during['503']} | {during['other']} | "
+            f"{attack['opened'][0]} |"
+        )
+    finally:
+        for server, _ in servers.values():
+            server.terminate()
+            server.wait(20)
 
 
 def run(args, work: Path) -> int:
@@ -263,7 +511,6 @@ def run(args, work: Path) -> int:
     finally:
         server.terminate()
         server.wait(20)
-    return 0
 
 
 if __name__ == "__main__":

@@ -49,6 +49,13 @@ _HALF_TAPS = 16  # sinc zero crossings on each side of a resampling filter
 _KAISER_BETA = 8.6
 _MAX_PHASES = 4096
 _CHUNK_FRAMES = 1 << 16
+_CHUNK_CELLS = 1 << 18  # resampler outputs x taps computed at once (bounds its temporaries)
+#: Sample rates read: from telephone-grade 1 kHz up to 384 kHz, the highest any audio interface
+#: records. A header outside says something else (a broken or hostile file): a rate of 5 MHz asked the
+#: resampler for gigabytes, a rate of 1 Hz divided by zero.
+MIN_SAMPLE_RATE = 1_000
+MAX_SAMPLE_RATE = 384_000
+_STREAMED_SIZE = 0xFFFFFFFF  # the data size a WAV written to a pipe carries: "unknown"
 
 
 class AudioDecodeError(InputError):
@@ -165,6 +172,7 @@ def read_wav(source, *, max_seconds: float | None = DEFAULT_MAX_SECONDS) -> tupl
                     f"{name}: unsupported WAV header ({channels} channels, "
                     f"{8 * width}-bit, {rate} Hz); {WORKS}"
                 )
+            check_sample_rate(rate, name)
             limit = frames if max_seconds is None else min(frames, int(math.ceil(max_seconds * rate)))
             chunks, read = [], 0
             while read < limit:
@@ -174,6 +182,14 @@ def read_wav(source, *, max_seconds: float | None = DEFAULT_MAX_SECONDS) -> tupl
                 chunk = _pcm_to_float(raw, width, channels)
                 chunks.append(chunk)
                 read += len(chunk)
+            streamed = frames * width * channels >= _STREAMED_SIZE - width * channels
+            if read < limit and read and not streamed:
+                raise AudioDecodeError(
+                    f"{name}: the WAV file is cut short: its header announces {frames / rate:.2f} s of "
+                    f"audio but it holds {read / rate:.2f} s; export or copy it again"
+                )
+            if streamed:
+                frames = read
     except AudioDecodeError:
         raise
     except (wave.Error, EOFError, ValueError) as exc:
@@ -182,6 +198,15 @@ def read_wav(source, *, max_seconds: float | None = DEFAULT_MAX_SECONDS) -> tupl
         raise AudioDecodeError(f"{name}: the WAV file holds no audio")
     samples = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
     return samples, rate, frames / rate
+
+
+def check_sample_rate(rate: int, name: str = "the sound") -> None:
+    """AudioDecodeError naming ``name`` for a rate outside MIN_SAMPLE_RATE..MAX_SAMPLE_RATE."""
+    if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
+        raise AudioDecodeError(
+            f"{name}: its header gives a sample rate of {rate:,} Hz, which no sound file has; "
+            f"sample rates from {MIN_SAMPLE_RATE:,} to {MAX_SAMPLE_RATE:,} Hz are read"
+        )
 
 
 def _pcm_to_float(raw: bytes, width: int, channels: int) -> np.ndarray:
@@ -215,6 +240,22 @@ def _phase_filters(up: int, down: int) -> tuple[np.ndarray, int]:
     return h.astype(np.float32), -half + 1
 
 
+def _ratio(from_rate: int, to_rate: int) -> tuple[int, int]:
+    """(up, down): the resampler's output phases and input step."""
+    step = Fraction(from_rate, to_rate)
+    if step.denominator > _MAX_PHASES:
+        step = step.limit_denominator(_MAX_PHASES)
+    return step.denominator, step.numerator
+
+
+def _taps(up: int, down: int) -> int:
+    return 2 * int(math.ceil(_HALF_TAPS / min(1.0, up / down)))
+
+
+def _chunk_outputs(taps: int) -> int:
+    return max(256, _CHUNK_CELLS // taps)
+
+
 def resample(samples: np.ndarray, from_rate: int, to_rate: int = SAMPLE_RATE) -> np.ndarray:
     """Band-limited sample-rate conversion (polyphase windowed sinc) of a mono float32 signal.
 
@@ -223,23 +264,35 @@ def resample(samples: np.ndarray, from_rate: int, to_rate: int = SAMPLE_RATE) ->
     samples = np.asarray(samples, np.float32)
     if from_rate == to_rate or len(samples) == 0:
         return samples
-    step = Fraction(from_rate, to_rate)
-    if step.denominator > _MAX_PHASES:
-        step = step.limit_denominator(_MAX_PHASES)
-    up, down = step.denominator, step.numerator
+    check_sample_rate(from_rate)
+    up, down = _ratio(from_rate, to_rate)
     filters, first = _phase_filters(up, down)
     taps = filters.shape[1]
     n_out = int(math.floor(len(samples) * to_rate / from_rate))
     pad = taps + 2
     padded = np.concatenate([np.zeros(pad, np.float32), samples, np.zeros(pad, np.float32)])
     out = np.empty(n_out, np.float32)
-    for start in range(0, n_out, 8192):
-        n = np.arange(start, min(start + 8192, n_out))
+    step = _chunk_outputs(taps)
+    for start in range(0, n_out, step):
+        n = np.arange(start, min(start + step, n_out))
         base = (n * down) // up + first + pad
         phase = n % up
         idx = base[:, None] + np.arange(taps)[None, :]
         out[start : start + len(n)] = np.einsum("ij,ij->i", padded[idx], filters[phase])
     return out
+
+
+def resample_bytes(n_in: int, from_rate: int, to_rate: int = SAMPLE_RATE) -> int:
+    """Peak bytes :func:`resample` holds for ``n_in`` samples: its input's padded copy, the output,
+    the filter bank while it is built (float64 temporaries) and one chunk's gathered taps."""
+    if from_rate == to_rate or n_in == 0:
+        return 0
+    up, down = _ratio(from_rate, to_rate)
+    taps = _taps(up, down)
+    n_out = n_in * to_rate // from_rate + 1
+    filters = 6 * 8 * up * taps
+    chunk = min(_chunk_outputs(taps), n_out) * taps * (8 + 4 + 4 + 8)
+    return 4 * (n_in + 2 * taps) + 4 * n_out + max(filters, chunk + 4 * up * taps)
 
 
 def fit_length(waveform: np.ndarray, spec: AudioSpec) -> np.ndarray:
@@ -303,16 +356,25 @@ class AudioInput(ModelInput):
         return np.zeros(self.spec.min_samples, np.float32)
 
     def cost(self, source) -> int:
-        """Bytes decoding holds at most: the read PCM, its float copy and the resampled clip (header only)."""
+        """Peak bytes :meth:`load` holds, from the header and the file's real size: the samples read
+        (at most ``max_seconds``, at most what the file holds), the resampling and the fitted clip.
+        A rate outside the sane range costs nothing: ``load`` refuses it before reading."""
         try:
             with wave.open(
                 io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source, "rb"
             ) as reader:
                 rate, channels, width = reader.getframerate(), reader.getnchannels(), reader.getsampwidth()
-                seconds = min(reader.getnframes() / max(rate, 1), self.spec.max_seconds)
+                frames = reader.getnframes()
+            size = len(source) if isinstance(source, (bytes, bytearray)) else os.path.getsize(source)
         except Exception:  # not a WAV: ``load`` will say why
             return len(source) if isinstance(source, (bytes, bytearray)) else 0
-        return int(seconds * (rate * channels * (width + 4) + rate * 4 + 3 * self.spec.sample_rate * 4))
+        if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE or channels <= 0 or width not in (1, 2, 3, 4):
+            return 0
+        frames = min(frames, size // (channels * width), int(math.ceil(self.spec.max_seconds * rate)))
+        chunk = min(frames, _CHUNK_FRAMES) * channels * (width + 4 + 8)  # one chunk's raw and float copies
+        read = 2 * 4 * frames + chunk  # the mono chunks and their concatenation
+        fitted = 4 * max(self.spec.max_samples, self.spec.min_samples)
+        return read + resample_bytes(frames, rate, self.spec.sample_rate) + fitted
 
     def collate(self, items: list) -> np.ndarray:
         if not items:

@@ -175,11 +175,10 @@ class DecodeBudget:
         self.in_use = 0
         self._cond = threading.Condition()
 
-    def acquire(self, n: int) -> None:
+    def acquire(self, n: int, what: str = "the input needs {} MB to decode") -> None:
         if n > self.max_bytes:
             raise GuardError(
-                f"the input needs {n / 1e6:.0f} MB to decode, over this service's limit of "
-                f"{self.max_bytes / 1e6:.0f} MB",
+                f"{what.format(f'{n / 1e6:.0f}')}, over this service's limit of {self.max_bytes / 1e6:.0f} MB",
                 413,
             )
         deadline = time.monotonic() + self.wait_s

@@ -8,22 +8,36 @@ import numpy as np
 from PIL import Image
 
 from .inputs import ModelInput
-from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image_sized
+from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image_sized, orientation
+
+#: Bytes a pixel takes in Pillow's memory; every other mode (RGB and YCbCr included) takes 4.
+_STORED_BYTES = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;16N": 2}
+#: Modes whose conversion to RGB goes through an intermediate image (4 bytes a pixel at most).
+_DIRECT_TO_RGB = {"1", "L", "P", "RGB", "RGBA", "LA", "PA", "I;16", "I;16L", "I;16B", "I;16N"}
+#: What a decoder holds beside the image, per pixel (measured): libwebp decodes into its own canvas and
+#: hands Pillow a copy of the frame as bytes.
+_DECODER_BYTES = {"WEBP": 12}
 
 
-_MODE_BYTES = {
-    "1": 1,
-    "L": 1,
-    "P": 1,
-    "LA": 2,
-    "I;16": 2,
-    "RGB": 3,
-    "YCbCr": 3,
-    "RGBA": 4,
-    "CMYK": 4,
-    "I": 4,
-    "F": 4,
-}
+def decode_bytes(
+    width: int, height: int, mode: str, image_format: str | None, *, turned: bool, animated: bool
+) -> int:
+    """The peak bytes of decoding an image to the RGB image ``preprocess.load_image_sized`` returns.
+
+    Measured against the process's peak RSS (tests/security/test_decode_budget.py): the decoded
+    image in Pillow's layout, the decoder's own buffers, the RGB conversion unless the image is RGB
+    already, the EXIF turn's copy, and the previous frame an animated GIF or PNG keeps.
+    """
+    pixels = width * height
+    stored = _STORED_BYTES.get(mode, 4)
+    per_pixel = stored + _DECODER_BYTES.get(image_format or "", 0)
+    if mode != "RGB":
+        per_pixel += 4 + (0 if mode in _DIRECT_TO_RGB else 4)
+    if turned:
+        per_pixel += 4
+    if animated:
+        per_pixel += stored
+    return pixels * per_pixel
 
 
 class ImageInput(ModelInput):
@@ -66,24 +80,29 @@ class ImageInput(ModelInput):
         return np.zeros((3, self.spec.size, self.spec.size), np.float32)
 
     def cost(self, source) -> int:
-        """Decoded bytes, read from the header only (JPEG decodes reduced, as ``load`` does)."""
+        """Peak bytes decoding and preprocessing ``source`` holds (see :func:`decode_bytes`), read from
+        the header only; a JPEG decodes reduced, as ``load`` does."""
         try:
             with Image.open(
                 io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
             ) as image:
                 width, height = image.size
-                decoded = _MODE_BYTES.get(image.mode, 4)
                 if width * height > self.max_pixels:
                     return 0  # refused by ``load`` before anything is decoded, with its own message
-                if image.format == "JPEG":
+                mode, image_format = image.mode, image.format
+                if image_format == "JPEG":
                     scale = 1
                     while scale < 8 and min(width, height) // (scale * 2) >= 2 * self.spec.size:
                         scale *= 2
-                    width, height = width // scale, height // scale
+                    width, height = -(-width // scale), -(-height // scale)
+                    mode = "RGB" if mode in ("RGB", "YCbCr", "CMYK") else mode
+                turned = orientation(image) in (2, 3, 4, 5, 6, 7, 8)
+                animated = bool(getattr(image, "is_animated", False)) and image_format in ("GIF", "PNG")
         except Exception:  # not an image: ``load`` will say why; it costs nothing to find out
             return len(source) if isinstance(source, (bytes, bytearray)) else 0
-        # the decoded image, its RGB copy, and the float tensor
-        return width * height * (decoded + 3) + 12 * self.spec.size**2
+        decoded = decode_bytes(width, height, mode, image_format, turned=turned, animated=animated)
+        # resizing passes through an image of size x the longer side; then the uint8 and float tensors
+        return decoded + 4 * self.spec.size * max(width, height) + 16 * self.spec.size**2
 
     def collate(self, items: list) -> np.ndarray:
         if not len(items):

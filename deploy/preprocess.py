@@ -78,8 +78,11 @@ def load_image_sized(
             if draft_size and image.format == "JPEG":
                 image.draft("RGB", (draft_size * 2, draft_size * 2))
             image.load()
-            image = ImageOps.exif_transpose(image)
-            return image.convert("RGB"), (width, height)
+            # No copy that changes nothing: a copy of a 40-megapixel image is 160 MB (Pillow keeps
+            # RGB in 4 bytes a pixel), and the service's decode budget counts each one.
+            if orientation(image) in _TURNS:
+                image = ImageOps.exif_transpose(image)
+            return (image if image.mode == "RGB" else image.convert("RGB")), (width, height)
     except ImageDecodeError:
         raise
     except Image.DecompressionBombError as exc:
@@ -92,12 +95,20 @@ def load_image_sized(
         raise ImageDecodeError(f"{name}: damaged image ({exc})") from None
 
 
+_TURNS = (2, 3, 4, 5, 6, 7, 8)  # EXIF orientations that flip or turn the image
+
+
+def orientation(image: Image.Image) -> int | None:
+    """The image's EXIF orientation (1-8), or None when it has none or its EXIF cannot be read."""
+    try:
+        return image.getexif().get(0x0112)
+    except Exception:  # unreadable EXIF: exif_transpose would leave the image as it is too
+        return None
+
+
 def _swaps_axes(image: Image.Image) -> bool:
     """Whether the EXIF orientation turns the image by 90 degrees (width and height swap)."""
-    try:
-        return image.getexif().get(0x0112) in (5, 6, 7, 8)
-    except Exception:  # unreadable EXIF: exif_transpose will leave the image as it is too
-        return False
+    return orientation(image) in (5, 6, 7, 8)
 
 
 def image_size(source) -> tuple[int, int]:

@@ -42,6 +42,13 @@ from .predictor import Predictor
 from .preprocess import ImageDecodeError
 from .server import check_bind, port_is_free, server_config
 
+try:
+    from modeldesk.safejson import JSONLimitError
+    from modeldesk.safejson import loads as safe_loads
+except ImportError:  # inside a deploy bundle, which ships safejson beside this module
+    from .safejson import JSONLimitError
+    from .safejson import loads as safe_loads
+
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
@@ -83,6 +90,15 @@ def _give_memory_back() -> None:
         pass
 
 
+def _held_bytes(prepared) -> int:
+    """Bytes the decoded items of a request hold (arrays, their (array, size) pairs, strings)."""
+    total = 0
+    for item in prepared:
+        for part in item if isinstance(item, tuple) else (item,):
+            total += getattr(part, "nbytes", 0) or (4 * len(part) if isinstance(part, str) else 0)
+    return total
+
+
 async def _read_inputs(request: Request, model_input: ModelInput, max_items: int) -> list[tuple[str, object]]:
     """The (name, source) items of a predict request, whatever its content type.
 
@@ -112,11 +128,9 @@ async def _read_inputs(request: Request, model_input: ModelInput, max_items: int
     elif ctype == "application/json":
         body = await request.body()
         try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ServiceError(f"malformed JSON ({exc})", 400) from None
-        except RecursionError:
-            raise ServiceError("JSON nested too deeply", 400) from None
+            payload = safe_loads(body)
+        except JSONLimitError as exc:
+            raise ServiceError(f"the JSON body cannot be read: {exc}", 400) from None
         if not isinstance(payload, dict) or (single not in payload) == (plural not in payload):
             raise ServiceError(f'JSON body must be an object with "{single}" or "{plural}" (a list)', 422)
         try:
@@ -150,6 +164,16 @@ async def _read_inputs(request: Request, model_input: ModelInput, max_items: int
     if empty:
         raise ServiceError(f"{empty[0]}: empty file", 422)
     return items
+
+
+def body_bytes(headers, max_request_bytes: int) -> int:
+    """Bytes reading and parsing a request body holds at most: the body twice (its chunks, then
+    joined) and, for JSON, what parsing makes of it (a string takes up to 4 bytes a character)."""
+    length = headers.get("content-length", "")
+    size = int(length) if length.isdigit() else max_request_bytes
+    size = min(size, max_request_bytes)
+    json_body = headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+    return size * (6 if json_body else 2)
 
 
 def _console_page() -> str:
@@ -245,34 +269,50 @@ def create_app(
         app.state.predictor = None
 
     def decode(active: Predictor, items) -> tuple[list, int]:
-        """Decoded items within the decode budget (the caller releases ``cost`` when done)."""
+        """Decoded items within the decode budget, and the bytes of the budget they still hold (the
+        caller releases those when done). The decoder's working set is handed back to the system
+        before the rest of the budget is released: glibc keeps a thread's freed heap otherwise, and
+        the next decode, on another thread, would come on top of it."""
         cost = sum(active.input.cost(source) for _, source in items)
         budget.acquire(cost)
         try:
-            return active.prepare([data for _, data in items], names=[name for name, _ in items]), cost
+            prepared = active.prepare([data for _, data in items], names=[name for name, _ in items])
         except BaseException:
             budget.release(cost)
             raise
+        finally:
+            if cost > BIG_DECODE_BYTES:
+                _give_memory_back()
+        held = min(cost, _held_bytes(prepared))
+        budget.release(cost - held)
+        return prepared, held
 
     async def predict(request: Request):
         active = getattr(request.app.state, "predictor", None)
         if active is None:
             raise ServiceError("the model is still loading", 503)
+        # The body and what parsing it makes are budgeted before a byte of it is read.
+        reserved = body_bytes(request.headers, max_request_bytes)
+        await run_in_threadpool(budget.acquire, reserved, "reading this request body takes {} MB")
+        try:
+            return await _predict(request, active)
+        finally:
+            budget.release(reserved)
+
+    async def _predict(request: Request, active: Predictor):
         items = await _read_inputs(request, active.input, max_images)
         start = time.perf_counter()
         batcher = request.app.state.batcher
         batcher.expect()  # so that requests arriving together wait for each other, briefly
         try:
-            prepared, cost = await run_in_threadpool(decode, active, items)
+            prepared, held = await run_in_threadpool(decode, active, items)
         except BaseException:
             batcher.forget()
             raise
         try:
             predictions = await asyncio.wrap_future(batcher.submit(prepared))
         finally:
-            budget.release(cost)
-            if cost > BIG_DECODE_BYTES:
-                _give_memory_back()
+            budget.release(held)
         latency = (time.perf_counter() - start) * 1000.0
         return StrictJSONResponse({"predictions": predictions, "latency_ms": round(latency, 3)})
 
@@ -379,4 +419,4 @@ def serve(
     )
     if on_ready is not None:
         on_ready()
-    uvicorn.Server(server_config(app, host, port, log_level=log_level)).run()
+    uvicorn.Server(server_config(app, host, port, log_level=log_level, token=token)).run()

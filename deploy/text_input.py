@@ -31,9 +31,36 @@ _encoder = None
 _encoder_lock = threading.Lock()
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_MARGIN = 256  # characters cleaned past max_chars, so that a cut in the raw text cannot show
+
+
+def _clean(text: str) -> str:
+    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
 def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """The form a text is read in: NFC, white space collapsed and trimmed, at most ``max_chars``."""
-    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()[:max_chars]
+    """The form a text is read in: NFC, white space collapsed and trimmed, at most ``max_chars``.
+
+    Only as much of the raw text is cleaned as it takes (a growing prefix): a 19 MB body must not
+    cost four copies of itself to keep its first 20,000 characters.
+    """
+    length = 4 * max_chars + _MARGIN
+    while length < len(text):
+        cleaned = _clean(text[:length])
+        if len(cleaned) > max_chars + _MARGIN:
+            return cleaned[:max_chars]
+        length *= 4
+    return _clean(text)[:max_chars]
+
+
+def text_bytes(source) -> int:
+    """Bytes a text ``source`` (str, or UTF-8 bytes) takes in memory as a Python str."""
+    if isinstance(source, str):
+        return len(source) * (1 if source.isascii() else 4)  # 4: the widest str layout, an upper bound
+    if isinstance(source, (bytes, bytearray)):
+        return len(source) * (1 if source.isascii() else 4)
+    return 0
 
 
 def decode_text(data, where: str) -> str:
@@ -48,12 +75,10 @@ def decode_text(data, where: str) -> str:
             ) from None
     if not isinstance(data, str):
         raise InputError(f"{where} must be a string")
-    try:
-        data.encode("utf-8")
-    except UnicodeEncodeError:
+    if not data.isascii() and _SURROGATES.search(data):  # a search, not a copy of the whole text
         raise InputError(
             f"{where} holds an unpaired surrogate (\\ud800-\\udfff), which is not text; send valid Unicode"
-        ) from None
+        )
     return data
 
 
@@ -123,6 +148,13 @@ class TextInput(ModelInput):
         if not text:
             raise InputError("the text is empty (or only white space)")
         return text
+
+    def cost(self, source) -> int:
+        """Peak bytes :meth:`load` holds: the text as a str (decoded from the bytes it came as) and
+        the cleaning of its first characters (a few copies of ``4 * max_chars`` characters)."""
+        decoded = text_bytes(source) if isinstance(source, (bytes, bytearray)) else 0
+        cleaning = 4 * 4 * (16 * self.max_chars + 4 * _MARGIN)  # up to 4 copies of the last prefix, UCS-4
+        return decoded + min(cleaning, 4 * 4 * max(text_bytes(source), 1))
 
     def from_json_value(self, value, where: str):
         return decode_text(value, where)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ipaddress
 import logging
 import os
 import platform
@@ -192,8 +193,14 @@ class DaskBackend:
             return self
         distributed = _distributed()
         if self.address is None:
-            # Everything it listens on stays on this machine (the default binds every interface).
-            local_only = {"host": "127.0.0.1"} if self.processes else {}
+            # Everything it listens on stays on this machine (the default binds every interface);
+            # worker processes talk over loopback TCP, which other local users can reach: TLS with a
+            # key made for this cluster alone.
+            local_only = (
+                {"host": "127.0.0.1", "protocol": "tls", "security": distributed.Security.temporary()}
+                if self.processes
+                else {}
+            )
             self.cluster_ = distributed.LocalCluster(
                 n_workers=self.local_workers,
                 threads_per_worker=self.threads_per_worker,
@@ -417,6 +424,31 @@ class DaskBackend:
         )
 
 
+def listen_host(scheduler_address: str) -> str:
+    """The address a worker listens on: the interface it reaches the scheduler through.
+
+    A loopback scheduler gets a loopback worker (nothing else on the network can reach it); for a
+    scheduler elsewhere, the interface the route to it leaves by (no packet is sent). Dask would
+    otherwise listen on every interface (``0.0.0.0`` and ``[::]``).
+    """
+    distributed = _distributed()
+    _, location = distributed.comm.parse_address(scheduler_address)
+    host, port = distributed.comm.parse_host_port(location, default_port=8786)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    except OSError as exc:
+        raise ClusterError(f"cannot resolve the scheduler's host {host!r} ({exc.strerror or exc})") from None
+    family, _, _, _, address = infos[0]
+    if ipaddress.ip_address(address[0]).is_loopback:
+        return "::1" if family == socket.AF_INET6 else "127.0.0.1"
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(address)
+            return probe.getsockname()[0]
+        except OSError as exc:
+            raise ClusterError(f"no route to the scheduler at {host} ({exc.strerror or exc})") from None
+
+
 def start_worker(
     scheduler_address: str,
     *,
@@ -424,16 +456,25 @@ def start_worker(
     name: str | None = None,
     resources: dict | None = None,
     security=None,
+    dashboard: bool = False,
 ) -> None:
     """Run a Dask worker for ``scheduler_address`` until it is stopped (blocks).
 
     The worker declares the cores it may use (``nthreads``, default: all usable), its GPUs and
     memory as Dask resources (``CPU``, ``GPU``, ``MEMORY``) so the planner can place work on it;
-    it runs one task per device at a time (a task uses all the cores). Behind
-    ``modeldesk worker SCHEDULER_ADDRESS``.
+    it runs one task per device at a time (a task uses all the cores). It listens only on the
+    interface that reaches the scheduler (:func:`listen_host`), with the scheduler's protocol and
+    TLS credentials (``security``), and its HTTP server (health, metrics; the dashboard when
+    ``dashboard``) on loopback only. Behind ``modeldesk worker SCHEDULER_ADDRESS``.
     """
     global _THIS_WORKER
     distributed = _distributed()
+    protocol = scheduler_address.split("://", 1)[0] if "://" in scheduler_address else "tcp"
+    if protocol == "tls" and security is None:
+        raise ClusterError(
+            f"{scheduler_address} uses TLS: give the cluster's credentials file (--credentials)"
+        )
+    host = listen_host(scheduler_address)
     if resources is None:
         from modeldesk.scheduler.resources import detect_resources
 
@@ -444,12 +485,22 @@ def start_worker(
     slots = 1 + int(declared.get("GPU", 0))
     name = name or f"{socket.gethostname()}-{os.getpid()}"
     _THIS_WORKER = {"identity": machine_identity(resources), "pid": os.getpid(), "resources": declared}
-    log.info("starting a Dask worker %s for %s: resources %s", name, scheduler_address, declared)
+    log.info("starting a Dask worker %s on %s for %s: resources %s", name, host, scheduler_address, declared)
+    loopback = "[::1]" if ":" in host else "127.0.0.1"
 
     async def serve() -> None:
         async with distributed.Worker(
-            scheduler_address, nthreads=slots, name=name, resources=declared, security=security
+            scheduler_address,
+            nthreads=slots,
+            name=name,
+            resources=declared,
+            security=security,
+            host=host,
+            protocol=protocol,
+            dashboard=dashboard,
+            dashboard_address=f"{loopback}:0",
         ) as worker:
+            log.info("worker listening on %s", worker.address)
             await worker.finished()
 
     asyncio.run(serve())

@@ -1,10 +1,13 @@
 """A Dask scheduler on this machine for other machines' workers: start, stop, credentials.
 
-Loopback by default (``tcp://127.0.0.1:8786``): only this machine can reach it. Listening on any
-other interface needs Dask's own TLS: ``create_credentials`` writes one self-signed key and
-certificate (Dask's ``Security.temporary``) to a file; the scheduler requires it from every peer
-(mutual TLS, encryption required), so a machine holding a copy of that file can join and no other
-can. The file is the cluster's password: copy it to the worker machines only.
+A Dask worker runs whatever function a peer sends it, and a scheduler hands work to its workers:
+whoever can talk to either runs code as the user who started them. So every cluster uses Dask's own
+TLS, mutual and with encryption required, on loopback too (another local user must not submit
+work): ``create_credentials`` writes one self-signed key and certificate (Dask's
+``Security.temporary``) to a file readable by its owner only (mode 600), and the scheduler and the
+workers require it from every peer. The file is the cluster's password: copy it to the worker
+machines only. Loopback by default (``tls://127.0.0.1:8786``): only this machine can reach it; the
+scheduler's HTTP server (health, metrics) listens on loopback whatever the host.
 
 Run in the background by ``modeldesk cluster start`` as
 ``python -m modeldesk.scheduler.cluster_service STATE_DIR HOST PORT [CREDENTIALS]``; the state file
@@ -20,6 +23,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -65,6 +69,7 @@ def load_security(path):
     """The ``distributed.Security`` for a credentials file (every role, encryption required)."""
     path = Path(path).expanduser()
     try:
+        mode = path.stat().st_mode
         text = path.read_text(encoding="ascii")
     except OSError as exc:
         raise ClusterError(
@@ -74,6 +79,11 @@ def load_security(path):
     cert_end = text.find("-----END CERTIFICATE-----")
     if cert_end < 0 or "PRIVATE KEY-----" not in text:
         raise ClusterError(f"{path}: not a cluster credentials file (a certificate and a key are expected)")
+    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ClusterError(
+            f"{path}: the cluster credentials can be read by other users of this machine, who could "
+            f"then run code on the cluster; run: chmod 600 {path}"
+        )
     cert_end += len("-----END CERTIFICATE-----\n")
     cert, key = text[:cert_end], text[cert_end:]
     return _distributed().Security(
@@ -108,7 +118,8 @@ def lan_address() -> str:
 
 
 def check_bind(host: str, credentials) -> str:
-    """The protocol for ``host``: ``tcp`` on loopback; elsewhere ``tls``, which needs credentials."""
+    """The protocol for ``host``: ``tls`` with credentials; without, ``tcp`` on loopback only (what
+    :func:`start` never chooses itself: any local user could run code through it)."""
     if is_loopback(host):
         return "tls" if credentials else "tcp"
     if not credentials:
@@ -134,7 +145,7 @@ def serve(state_dir, host: str, port: int, credentials=None) -> None:
             protocol=protocol,
             security=security,
             dashboard=False,
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",  # its HTTP server (health, metrics): this machine only
         ) as scheduler:
             listen_port = int(scheduler.address.rsplit(":", 1)[1])
             public = lan_address() if bind == "0.0.0.0" else host
@@ -196,17 +207,26 @@ def status(state_dir) -> dict | None:
 
 
 def start(
-    state_dir, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, credentials=None, timeout_s: float = 60.0
+    state_dir,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    *,
+    credentials=None,
+    tls: bool = True,
+    timeout_s: float = 60.0,
 ) -> dict:
     """Start the scheduler in a background process; returns its :func:`status` once it listens.
 
-    For a host that is not loopback, credentials are created in ``state_dir`` when none are given.
+    Credentials are created in ``state_dir`` when none are given (loopback included); ``tls=False``
+    runs a loopback scheduler without them, which every local user can submit code to.
     """
     state_dir = Path(state_dir)
     running = status(state_dir)
     if running:
         return {**running, "already_running": True}
-    if not is_loopback(host) and not credentials:
+    if credentials:
+        load_security(credentials)  # a broken or world-readable file is named before anything starts
+    elif tls or not is_loopback(host):
         credentials = state_dir / "credentials.pem"
         if not credentials.exists():
             create_credentials(credentials)

@@ -1,7 +1,9 @@
 """Serve this bundle's model on http://127.0.0.1:8000 (console at /, API at /v1/predict).
 
-Usage: python server.py [--host HOST] [--port PORT] [--token TOKEN] [--threads N]
-Binding an address other than 127.0.0.1 needs a token (or MODELDESK_TOKEN in the environment).
+Usage: python server.py [--host HOST] [--port PORT] [--token-file FILE] [--threads N]
+Binding an address other than 127.0.0.1 needs a token: --token-file FILE (the token on its first line,
+the file readable by you only), or MODELDESK_TOKEN in the environment. --token TOKEN works too, but
+every user of the machine can read it in the process list.
 """
 
 import argparse
@@ -12,14 +14,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from modeldesk_server.service import serve  # noqa: E402  (after the path setup above)
+from modeldesk_server.server import resolve_token  # noqa: E402  (after the path setup above)
+from modeldesk_server.service import serve  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Serve the bundled model.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--token", default=None, help="require 'Authorization: Bearer TOKEN'")
+    parser.add_argument(
+        "--token", default=None, help="require 'Authorization: Bearer TOKEN' (prefer --token-file)"
+    )
+    parser.add_argument("--token-file", default=None, help="read the token from FILE's first line")
     parser.add_argument("--threads", type=int, default=None, help="inference threads (default: all cores)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ...")
     parser.add_argument(
@@ -36,7 +42,7 @@ def main(argv=None) -> int:
             HERE / "model",
             host=args.host,
             port=args.port,
-            token=args.token,
+            token=resolve_token(args.token, args.token_file),
             threads=args.threads,
             allowed_origins=args.allow_origin,
             device=args.device,

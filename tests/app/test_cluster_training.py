@@ -56,17 +56,27 @@ def cluster(tmp_path, monkeypatch):
     """A scheduler started by `modeldesk cluster start` and two workers, one of them doomed."""
     monkeypatch.setenv("MODELDESK_WORKER_CACHE", str(tmp_path / "worker-cache"))
     workspace = tmp_path / "ws"
-    address = cli(workspace, "cluster", "start", "--port", "0")["address"]
-    assert address.startswith("tcp://127.0.0.1:")
-    common = [address, "--nthreads", "1", "--cache", str(tmp_path / "worker-cache")]
+    started = cli(workspace, "cluster", "start", "--port", "0")
+    address, credentials = started["address"], started["credentials"]
+    assert address.startswith("tls://127.0.0.1:")  # mutual TLS on loopback too
+    common = [
+        address,
+        "--credentials",
+        credentials,
+        "--nthreads",
+        "1",
+        "--cache",
+        str(tmp_path / "worker-cache"),
+    ]
     workers = [
         subprocess.Popen([sys.executable, "-m", "modeldesk", "worker", *common, "--name", "steady"]),
         subprocess.Popen([sys.executable, "-c", DIES_ON_SECOND_CHUNK, *common, "--name", "doomed"]),
     ]
     try:
         from modeldesk.scheduler.cluster import DaskBackend
+        from modeldesk.scheduler.cluster_service import load_security
 
-        with DaskBackend(address) as backend:
+        with DaskBackend(address, security=load_security(credentials)) as backend:
             deadline = time.monotonic() + 120
             while len(backend.workers()) < 2 and time.monotonic() < deadline:
                 time.sleep(0.2)

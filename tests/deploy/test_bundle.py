@@ -60,7 +60,7 @@ def test_bundle_zip(standin_artifact, tmp_path):
 @pytest.mark.parametrize("name", MODULES)
 def test_copied_modules_import_only_each_other_and_serving_packages(name):
     tree = ast.parse((DEPLOY / name).read_text())
-    siblings = {m[:-3] for m in MODULES} | {"devices"}  # the one device table is copied in too
+    siblings = {m[:-3] for m in MODULES} | {"devices", "safejson"}  # both are copied in too
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             assert node.module in siblings, f"{name} imports .{node.module}, which the bundle does not copy"
@@ -70,8 +70,11 @@ def test_copied_modules_import_only_each_other_and_serving_packages(name):
                 if isinstance(node, ast.Import)
                 else [node.module.split(".")[0]]
             )
-            if isinstance(node, ast.ImportFrom) and node.module == "modeldesk.devices":
-                continue  # guarded: the bundle falls back to its own copy (.devices)
+            if isinstance(node, ast.ImportFrom) and node.module in (
+                "modeldesk.devices",
+                "modeldesk.safejson",
+            ):
+                continue  # guarded: the bundle falls back to its own copy (.devices, .safejson)
             for root in roots:
                 assert root in ALLOWED_THIRD_PARTY or root in sys.stdlib_module_names, (
                     f"{name} imports {root}"

@@ -19,10 +19,11 @@ def test_another_interface_needs_tls_credentials(tmp_path):
 def test_loopback_scheduler_starts_says_its_address_and_stops(tmp_path):
     running = cluster_service.start(tmp_path, "127.0.0.1", 0)
     try:
-        assert running["address"].startswith("tcp://127.0.0.1:")
+        assert running["address"].startswith("tls://127.0.0.1:")  # mutual TLS on loopback too
         assert cluster_service.status(tmp_path)["pid"] == running["pid"]
         assert cluster_service.start(tmp_path, "127.0.0.1", 0)["already_running"]
-        with DaskBackend(running["address"]) as backend:
+        security = cluster_service.load_security(running["credentials"])
+        with DaskBackend(running["address"], security=security) as backend:
             assert backend.workers() == []
     finally:
         assert cluster_service.stop(tmp_path)
