@@ -1,6 +1,9 @@
 """COCO object detection: a JSON file with ``images``, ``annotations`` and ``categories``.
 
-Images are looked for next to the JSON, in an ``images/`` folder beside it, and one level up.
+Layouts read: the official one (``annotations/instances_val2017.json`` with the photos in a sibling
+``val2017/`` or in ``images/val2017/``), photos beside the JSON or in ``images/`` beside it, and
+Roboflow's ``<split>/_annotations.coco.json``. The split comes from the subset name (``val2017``)
+or the split folder (``valid``). Crowd regions (``iscrowd: 1``) are left out, with a warning.
 """
 
 from __future__ import annotations
@@ -8,81 +11,165 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .detect import iter_files
+from .. import safejson
+from .detect import iter_files, looks_like_coco
 from .items import ImportReport, Item
+from .limits import MAX_BOXES_PER_IMAGE, split_from_name
 from .records import Box
 from .safety import to_float
 
+# Official COCO annotation files that repeat the photos of ``instances_<subset>.json`` without boxes
+# of their own (captions) or with the person boxes only (keypoints): read once, through instances.
+_COMPANION_PREFIXES = ("captions_", "person_keypoints_", "image_info_")
 
-def _coco_files(root: Path) -> list[Path]:
+
+def _coco_files(root: Path, report: ImportReport) -> list[Path]:
     if root.is_file():
         return [root]
-    found = []
-    for path in iter_files(root):
-        if path.suffix.lower() == ".json":
-            try:
-                data = json.loads(path.read_bytes())
-            except (OSError, ValueError):
-                continue
-            if isinstance(data, dict) and "images" in data and "annotations" in data:
-                found.append(path)
-    return found
+    found = [p for p in iter_files(root) if p.suffix.lower() == ".json" and looks_like_coco(p)]
+    instances = {p.parent / p.name[len("instances_") :] for p in found if p.name.startswith("instances_")}
+    kept = []
+    for path in found:
+        prefix = next((x for x in _COMPANION_PREFIXES if path.name.startswith(x)), None)
+        if prefix and path.parent / path.name[len(prefix) :] in instances:
+            report.warn(
+                f"{path.name}: skipped, it lists the photos of instances_{path.name[len(prefix) :]} again "
+                "(its boxes, if any, are read from that file)"
+            )
+            continue
+        kept.append(path)
+    return kept
 
 
-def _locate(json_path: Path, file_name: str) -> Path | None:
+def _subset(json_path: Path) -> str:
+    """``instances_val2017.json`` -> ``val2017``; ``_annotations.coco.json`` -> its folder's name."""
+    stem = json_path.name.split(".")[0]
+    for prefix in ("instances_",) + _COMPANION_PREFIXES:
+        if stem.startswith(prefix):
+            return stem[len(prefix) :]
+    return json_path.parent.name if stem in ("_annotations", "annotations") else stem
+
+
+def _folders(json_path: Path, subset: str) -> list[Path]:
+    """Where the photos of ``json_path`` may be, most specific first (only those that exist)."""
+    here = json_path.parent
+    places = []
+    for base in (here, here.parent):
+        places += [base / subset, base / "images" / subset, base, base / "images"]
+    seen, folders = set(), []
+    for folder in places:
+        if folder not in seen and folder.is_dir():
+            seen.add(folder)
+            folders.append(folder)
+    return folders
+
+
+def _locate(folders: list[Path], file_name: str) -> Path | None:
     rel = Path(file_name.replace("\\", "/"))
     if rel.is_absolute() or ".." in rel.parts:
         rel = Path(rel.name)
-    here = json_path.parent
-    for folder in (here, here / "images", here.parent, here.parent / "images"):
+    for folder in folders:
         for candidate in (folder / rel, folder / rel.name):
             if candidate.is_file():
                 return candidate
     return None
 
 
+def _list_of(data: dict, key: str, name: str, required: bool = True) -> list:
+    value = data.get(key, None if required else [])
+    if value is None:
+        raise ValueError(f'{name} is not a COCO file: it has no "{key}" list')
+    if not isinstance(value, list):
+        raise ValueError(
+            f'{name} is not a valid COCO file: "{key}" is {json.dumps(value)[:40]}, where COCO has a '
+            f"list of {key}"
+        )
+    return value
+
+
+def load_coco(json_path: Path, name: str) -> tuple[dict, dict, list]:
+    """(categories id -> name, images id -> entry, annotations) of one COCO file.
+
+    ValueError, with a message naming the file, for a file that is not JSON, breaks a limit (depth,
+    a number too long) or does not have COCO's structure.
+    """
+    try:
+        data = safejson.load_file(json_path)
+    except safejson.JSONLimitError as exc:
+        raise ValueError(f"cannot read COCO file {name}: {str(exc).split(': ', 1)[-1]}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read COCO file {name} ({exc.strerror or exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{name} is not a COCO file: it holds a JSON {type(data).__name__}, not an object")
+    categories, images = {}, {}
+    for entry in _list_of(data, "categories", name, required=False):
+        if not isinstance(entry, dict) or "id" not in entry or "name" not in entry:
+            raise ValueError(f'{name}: a category without "id" and "name": {json.dumps(entry)[:60]}')
+        categories[entry["id"]] = str(entry["name"])
+    for entry in _list_of(data, "images", name):
+        if not isinstance(entry, dict) or "id" not in entry:
+            raise ValueError(f'{name}: an image entry without "id": {json.dumps(entry)[:60]}')
+        images[entry["id"]] = entry
+    return categories, images, _list_of(data, "annotations", name)
+
+
+def _boxes(annotations: list, categories: dict, images: dict, name: str, report: ImportReport) -> dict:
+    boxes: dict = {image_id: [] for image_id in images}
+    bad = crowd = 0
+    for ann in annotations:
+        try:
+            if ann.get("iscrowd") in (1, True):
+                crowd += 1
+                continue
+            x, y, w, h = (to_float(v) for v in ann["bbox"])  # a huge integer gives inf: refused later
+            boxes[ann["image_id"]].append(Box(categories[ann["category_id"]], x, y, x + w, y + h))
+        except (AttributeError, KeyError, TypeError, ValueError):
+            bad += 1
+    if bad:
+        report.warn(f"{name}: skipped {bad} annotation(s) without a valid bbox, category or image id")
+    if crowd:
+        report.warn(
+            f"{name}: {crowd} crowd region(s) (iscrowd=1) left out of training: they outline a group "
+            "of objects, not one, and would teach wrong boxes"
+        )
+    return boxes
+
+
 def read_coco(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
     """Items for every image listed in the COCO JSON file(s) under ``root``."""
     base = root.parent if root.is_file() else root
     items: list[Item] = []
-    for json_path in _coco_files(root):
+    for json_path in _coco_files(root, report):
         name = json_path.relative_to(base).as_posix()
         try:
-            data = json.loads(json_path.read_bytes())
-            categories = {c["id"]: str(c["name"]) for c in data.get("categories", [])}
-            images = {img["id"]: img for img in data["images"]}
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            items.append(Item(source=name, error=f"cannot read COCO file ({exc!r})"))
+            categories, images, annotations = load_coco(json_path, name)
+        except ValueError as exc:
+            items.append(Item(source=name, error=str(exc)))
             continue
-        boxes: dict = {image_id: [] for image_id in images}
-        bad = 0
-        for ann in data["annotations"]:
-            try:
-                x, y, w, h = (to_float(v) for v in ann["bbox"])  # a huge integer gives inf: refused later
-                label = categories[ann["category_id"]]
-                boxes[ann["image_id"]].append(Box(label, x, y, x + w, y + h))
-            except (KeyError, TypeError, ValueError):
-                bad += 1
-        if bad:
-            report.warn(f"{name}: skipped {bad} annotation(s) without a valid bbox, category or image id")
+        subset = _subset(json_path)
+        split = split_from_name(subset)
+        folders = _folders(json_path, subset)
+        boxes = _boxes(annotations, categories, images, name, report)
         for image_id, image in images.items():
             file_name = str(image.get("file_name", ""))
-            path = _locate(json_path, file_name) if file_name else None
+            path = _locate(folders, file_name) if file_name else None
             if path is None:
+                where = ", ".join(
+                    f.relative_to(base).as_posix() or "." for f in folders if f.is_relative_to(base)
+                )
                 items.append(
                     Item(
                         source=file_name or f"image id {image_id}",
-                        error=f"image listed in {name} was not found",
+                        error=f"image listed in {name} was not found (looked in {where or 'its folder'})",
                     )
                 )
                 continue
-            items.append(
-                Item(
-                    source=path.relative_to(base).as_posix() if path.is_relative_to(base) else path.name,
-                    path=path,
-                    boxes=boxes[image_id],
-                )
-            )
+            source = path.relative_to(base).as_posix() if path.is_relative_to(base) else path.name
+            if len(boxes[image_id]) > MAX_BOXES_PER_IMAGE:
+                error = f"{name} gives it {len(boxes[image_id]):,} boxes, more than the {MAX_BOXES_PER_IMAGE:,} read"
+                items.append(Item(source=source, error=error))
+                continue
+            items.append(Item(source=source, path=path, boxes=boxes[image_id], split=split))
     return len(items), items
 
 

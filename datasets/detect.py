@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,16 +41,20 @@ class Scan:
     root: Path
 
 
-def _is_coco(path: Path) -> bool:
+def looks_like_coco(path: Path) -> bool:
+    """Whether ``path`` starts like a COCO file: a JSON object naming an ``images`` list.
+
+    Only the first MiB is looked at and nothing is parsed, so a COCO file the reader must refuse (a
+    5,000-digit number, nesting 100,000 deep) is still taken for COCO and refused with a reason,
+    never mistaken for a plain folder with its boxes dropped.
+    """
     try:
         with path.open("rb") as handle:
             head = handle.read(1 << 20)
-        if path.stat().st_size > len(head):  # too big to parse just to look: trust the keys in the head
-            return b'"images"' in head or b'"annotations"' in head
-        data = json.loads(head)
-    except (OSError, ValueError):
+    except OSError:
         return False
-    return isinstance(data, dict) and "images" in data and "annotations" in data
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    return start == b"{" and b'"images"' in head and (b'"annotations"' in head or len(head) == 1 << 20)
 
 
 def _is_voc(path: Path) -> bool:
@@ -104,7 +107,7 @@ def scan(path) -> Scan:
             return Scan("jsonl", None, path)
         if ext == ".txt":
             return Scan("txt", None, path)
-        if ext == ".json" and _is_coco(path):
+        if ext == ".json" and looks_like_coco(path):
             return Scan("coco", "image", path)
         if ext == ".xml" and _is_voc(path):
             return Scan("voc", "image", path)
@@ -137,7 +140,7 @@ def scan(path) -> Scan:
             voc = voc or (xml <= 3 and _is_voc(file))
         elif ext == ".json":
             json_files += 1
-            coco = coco or (json_files <= 5 and _is_coco(file))
+            coco = coco or (json_files <= 5 and looks_like_coco(file))
         elif name in ("classes.txt", "obj.names", "data.yaml", "dataset.yaml") or ext == ".names":
             yolo_names = True
         elif ext == ".txt":

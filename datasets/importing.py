@@ -19,7 +19,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
-from . import archive, coco, csvpaths, csvtext, folders, textfiles, voc, yolo
+from . import archive, coco, csvpaths, csvtext, folders, merging, textfiles, voc, yolo
 from .detect import FORMATS, scan
 from .items import ImportReport, Item
 from .media import sha256_bytes, sha256_file
@@ -325,6 +325,7 @@ def _to_sample(kind: str, item: Item, stored, report: ImportReport) -> NewSample
         duration=duration,
         labels=list(item.labels),
         boxes=boxes,
+        split=item.split,
     )
 
 
@@ -434,7 +435,11 @@ def _ingest(
     def flush():
         if not batch:
             return
-        for new, is_new in _commit(store, project, batch, merge, report):
+        for new, sid, is_new in _commit(store, project, batch, merge, report):
+            if not is_new and new.boxes:
+                merging.merge_duplicate(
+                    store, sid, new.source, new.boxes, new.content_hash not in committed, report
+                )
             committed.add(new.content_hash)
             if is_new:
                 report.added += 1
@@ -493,6 +498,7 @@ def _ingest(
         remove_unreferenced(store, {h: e for h, e in created.items() if h not in committed})
     if progress is not None:
         progress(done, total if total is not None else done, "")
+    merging.summary(report)
     if conflicts:
         report.warn(
             f"{conflicts} duplicate item(s) carried a different label than their first copy; "
@@ -512,16 +518,16 @@ def _commit(store: Store, project: Project, batch: list[NewSample], merge: bool,
         except sqlite3.IntegrityError:
             results = None
         if results is not None:
-            yield from ((new, is_new) for new, (_sid, is_new) in zip(batch, results))
+            yield from ((new, sid, is_new) for new, (sid, is_new) in zip(batch, results))
             return
         for new in batch:
             try:
-                ((_sid, is_new),) = store.add_samples(project, [new], merge_labels=merge)
+                ((sid, is_new),) = store.add_samples(project, [new], merge_labels=merge)
             except sqlite3.IntegrityError as exc:
                 log.error("could not store %s: %s", new.source, exc)
                 report.fail(new.source, f"could not be stored ({exc})")
                 continue
-            yield new, is_new
+            yield new, sid, is_new
     except (sqlite3.Error, OSError) as exc:
         if is_write_failure(exc):
             raise write_error(exc, store.root, doing="save the import") from exc

@@ -28,6 +28,7 @@ class Item:
     boxes: list[Box] | None = None
     normalised: bool = False  # boxes are fractions of the image size (YOLO), not pixels
     error: str | None = None
+    split: str | None = None  # "train", "val" or "test" when the source says which
 
 
 @dataclass
@@ -43,6 +44,8 @@ class ImportReport:
     boxes: int = 0
     boxes_clipped: int = 0
     boxes_dropped: int = 0
+    merged: int = 0  # duplicates whose annotations were merged into the copy already there
+    updated: int = 0  # samples already in the project whose annotations a re-import corrected
     labels: dict[str, int] = field(default_factory=dict)
     stopped: bool = False
     _extra_warnings: int = 0
@@ -78,6 +81,8 @@ class ImportReport:
             "boxes": self.boxes,
             "boxes_clipped": self.boxes_clipped,
             "boxes_dropped": self.boxes_dropped,
+            "merged": self.merged,
+            "updated": self.updated,
             "labels": dict(sorted(self.labels.items())),
             "stopped": self.stopped,
         }
