@@ -87,16 +87,41 @@ def _list_of(data: dict, key: str, name: str, required: bool = True) -> list:
     return value
 
 
-def load_coco(json_path: Path, name: str) -> tuple[dict, dict, list]:
+def _long_number(text: str) -> float:
+    """A number past safejson's length limit, read as +-infinity: its box then fails its image alone."""
+    if len(text) > safejson.MAX_NUMBER_CHARS:
+        return float("-inf") if text.startswith("-") else float("inf")
+    return float(text) if any(c in text for c in ".eE") else int(text)
+
+
+def _read_json(json_path: Path, name: str, report: ImportReport):
+    """The document, read with safejson's limits; a document that breaks only the number limits (NaN,
+    a number of thousands of digits) is read again with those numbers as infinities, with a warning
+    naming the file, so that only the images whose boxes hold them fail (not the whole file)."""
+    try:
+        return safejson.load_file(json_path)
+    except safejson.JSONLimitError as exc:
+        reason = str(exc).split(": ", 1)[-1]
+        if "number" not in reason and "NaN" not in reason and "Infinity" not in reason:
+            raise ValueError(f"cannot read COCO file {name}: {reason}") from None
+    try:
+        data = json.loads(
+            json_path.read_bytes(), parse_int=_long_number, parse_float=_long_number, parse_constant=float
+        )
+    except (RecursionError, ValueError):
+        raise ValueError(f"cannot read COCO file {name}: {reason}") from None
+    report.warn(f"{name}: {reason}; the boxes holding such numbers fail their images")
+    return data
+
+
+def load_coco(json_path: Path, name: str, report: ImportReport) -> tuple[dict, dict, list]:
     """(categories id -> name, images id -> entry, annotations) of one COCO file.
 
     ValueError, with a message naming the file, for a file that is not JSON, breaks a limit (depth,
-    a number too long) or does not have COCO's structure.
+    size) or does not have COCO's structure.
     """
     try:
-        data = safejson.load_file(json_path)
-    except safejson.JSONLimitError as exc:
-        raise ValueError(f"cannot read COCO file {name}: {str(exc).split(': ', 1)[-1]}") from None
+        data = _read_json(json_path, name, report)
     except OSError as exc:
         raise ValueError(f"cannot read COCO file {name} ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
@@ -142,7 +167,7 @@ def read_coco(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
     for json_path in _coco_files(root, report):
         name = json_path.relative_to(base).as_posix()
         try:
-            categories, images, annotations = load_coco(json_path, name)
+            categories, images, annotations = load_coco(json_path, name, report)
         except ValueError as exc:
             items.append(Item(source=name, error=str(exc)))
             continue

@@ -2,7 +2,7 @@
 
 Formats: ``folder`` (media in one folder per class, unlabeled media at the top; text as ``data.csv``),
 ``csv`` (``text,label`` for text, ``path,label`` for media, one row per box for detection), ``voc``,
-``coco`` and ``yolo`` (detection). Media files are copied byte for byte; names come from the original
+``coco`` and ``yolo`` (detection, each with the train/val/test split in that format's own way). Media files are copied byte for byte; names come from the original
 file names, made unique with a piece of the content hash where two collide.
 """
 
@@ -215,31 +215,45 @@ def _csv(store, project, out: Path, samples) -> tuple[int, int]:
     return count, files
 
 
+def _split_of(sample: Sample) -> str:
+    return sample.split or "unassigned"
+
+
 def _voc(store, project, out: Path, samples) -> tuple[int, int]:
-    namer, count = _Namer(), 0
+    """``JPEGImages/``, ``Annotations/`` and ``ImageSets/Main/<split>.txt`` (VOC's own split lists)."""
+    namer, count, splits = _Namer(), 0, {}
     for sample in samples:
         name = namer(sample)
         _copy(sample, out / "JPEGImages" / name)
         xml = voc_xml(name, sample.width, sample.height, sample.boxes)
         _write_text(out / "Annotations" / f"{Path(name).stem}.xml", xml)
+        splits.setdefault(_split_of(sample), []).append(Path(name).stem)
         count += 1
-    return count, 2 * count
+    for split, stems in splits.items():
+        if split != "unassigned":
+            _write_text(out / "ImageSets" / "Main" / f"{split}.txt", "".join(f"{s}\n" for s in stems))
+    return count, 2 * count + len(set(splits) - {"unassigned"})
 
 
 def _coco(store, project, out: Path, samples) -> tuple[int, int]:
+    """The official layout: ``annotations/instances_<split>.json`` and ``images/<split>/``."""
     labels = store.labels(project)
     category = {name: i + 1 for i, name in enumerate(labels)}
-    namer, images, annotations = _Namer(), [], []
+    namer, parts, count = _Namer(), {}, 0
+    next_box = 1
     for sample in samples:
+        split = _split_of(sample)
+        images, annotations = parts.setdefault(split, ([], []))
         name = namer(sample)
-        _copy(sample, out / "images" / name)
-        image_id = len(images) + 1
+        _copy(sample, out / "images" / split / name)
+        count += 1
+        image_id = count  # unique across the split files, as in the official sets
         images.append({"id": image_id, "file_name": name, "width": sample.width, "height": sample.height})
         for b in sample.boxes:
             w, h = b.x1 - b.x0, b.y1 - b.y0
             annotations.append(
                 {
-                    "id": len(annotations) + 1,
+                    "id": next_box,
                     "image_id": image_id,
                     "category_id": category[b.label],
                     "bbox": [b.x0, b.y0, w, h],
@@ -247,22 +261,30 @@ def _coco(store, project, out: Path, samples) -> tuple[int, int]:
                     "iscrowd": 0,
                 }
             )
-    _write_text(out / "annotations.json", coco_document(images, annotations, labels))
-    return len(images), len(images) + 1
+            next_box += 1
+    for split, (images, annotations) in parts.items():
+        _write_text(
+            out / "annotations" / f"instances_{split}.json", coco_document(images, annotations, labels)
+        )
+    return count, count + len(parts)
 
 
 def _yolo(store, project, out: Path, samples) -> tuple[int, int]:
+    """Ultralytics: ``images/<split>/``, ``labels/<split>/`` and a ``data.yaml`` naming the splits."""
     labels = store.labels(project)
     index = {name: i for i, name in enumerate(labels)}
     (out / "labels").mkdir()
-    namer, count = _Namer(), 0
+    namer, count, splits = _Namer(), 0, set()
     for sample in samples:
+        split = _split_of(sample)
+        splits.add(split)
         name = namer(sample)
-        _copy(sample, out / "images" / name)
+        _copy(sample, out / "images" / split / name)
         lines = [yolo_line(index[b.label], b, sample.width, sample.height) for b in sample.boxes]
-        _write_text(out / "labels" / f"{Path(name).stem}.txt", "".join(f"{line}\n" for line in lines))
+        _write_text(out / "labels" / split / f"{Path(name).stem}.txt", "".join(f"{line}\n" for line in lines))
         count += 1
     _write_text(out / "classes.txt", "".join(f"{n}\n" for n in labels))
     names = "".join(f"  {i}: {json.dumps(n, ensure_ascii=False)}\n" for i, n in enumerate(labels))
-    _write_text(out / "data.yaml", f"path: .\ntrain: images\nval: images\nnc: {len(labels)}\nnames:\n{names}")
+    lists = "".join(f"{s}: images/{s}\n" for s in ("train", "val", "test") if s in splits)
+    _write_text(out / "data.yaml", f"path: .\n{lists}nc: {len(labels)}\nnames:\n{names}")
     return count, 2 * count + 2

@@ -37,20 +37,36 @@ def test_huge_class_count_in_data_yaml_is_refused_before_allocating(tmp_path, wr
     assert "data.yaml" in done.stdout and "999,999,999 classes" in done.stdout
 
 
-def test_coco_file_with_a_5000_digit_number_is_refused_naming_the_file(store, tmp_path, write, gen):
+def test_coco_file_with_a_5000_digit_number_is_read_and_says_what_is_wrong(store, tmp_path, write, gen):
     root = tmp_path / "c"
     write(root / "x.jpg", gen.jpeg(64, 48))
+    write(root / "y.jpg", gen.jpeg(64, 48, color=(0, 0, 80)))
     write(
         root / "instances.json",
-        '{"images": [{"id": 1, "file_name": "x.jpg", "width": 64, "height": 48}], "annotations": '
-        '[{"id": 1, "image_id": 1, "category_id": 1, "bbox": [' + "9" * 5000 + ", 1, 2, 3]}], "
+        '{"images": [{"id": 1, "file_name": "x.jpg"}, {"id": 2, "file_name": "y.jpg"}], "annotations": '
+        '[{"id": 1, "image_id": 1, "category_id": 1, "bbox": [' + "9" * 5000 + ", 1, 2, 3]}, "
+        '{"id": 2, "image_id": 2, "category_id": 1, "bbox": [1, 1, 2, 3]}], '
         '"categories": [{"id": 1, "name": "bird"}]}',
     )
     assert detect_format(root) == "coco"  # not a plain folder whose boxes vanish
     report = import_path(store, _detection(store), root)
-    assert report.added == 0
+    assert (report.added, report.boxes) == (1, 1)
+    assert any(w.startswith("instances.json:") and "5,000 digits" in w for w in report.warnings)
     (failure,) = report.failed
-    assert failure["file"] == "instances.json" and "5,000 digits" in failure["reason"]
+    assert failure["file"] == "x.jpg" and "not a finite number" in failure["reason"]
+
+
+def test_coco_file_with_a_long_number_and_deep_nesting_is_refused_naming_it(store, tmp_path, write, gen):
+    root = tmp_path / "c"
+    write(root / "x.jpg", gen.jpeg(64, 48))
+    deep = "[" * 100_000 + "]" * 100_000
+    write(
+        root / "instances.json",
+        '{"images": [], "annotations": [], "n": ' + "9" * 5000 + ', "d": ' + deep + "}",
+    )
+    report = import_path(store, _detection(store), root)
+    (failure,) = report.failed
+    assert failure["file"] == "instances.json" and "digits" in failure["reason"]
 
 
 def test_coco_annotations_that_are_not_a_list_get_a_clear_message(store, tmp_path, write, gen):
