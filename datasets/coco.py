@@ -80,7 +80,7 @@ def _list_of(data: dict, key: str, name: str, required: bool = True) -> list:
     if value is None:
         raise ValueError(f'{name} is not a COCO file: it has no "{key}" list')
     if not isinstance(value, list):
-        raise ValueError(
+        raise ValueError(  # noqa: TRY004 - a file's content: the importers catch ValueError
             f'{name} is not a valid COCO file: "{key}" is {json.dumps(value)[:40]}, where COCO has a '
             f"list of {key}"
         )
@@ -125,7 +125,7 @@ def load_coco(json_path: Path, name: str, report: ImportReport) -> tuple[dict, d
     except OSError as exc:
         raise ValueError(f"cannot read COCO file {name} ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{name} is not a COCO file: it holds a JSON {type(data).__name__}, not an object")
+        raise ValueError(f"{name} is not a COCO file: it holds a JSON {type(data).__name__}, not an object")  # noqa: TRY004 - a file's content: the importers catch ValueError
     categories, images = {}, {}
     for entry in _list_of(data, "categories", name, required=False):
         if not isinstance(entry, dict) or "id" not in entry or "name" not in entry:

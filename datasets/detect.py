@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from .csvpaths import table_media
 from .verify import media_kind
 
 #: Formats import_path understands; "folder" is folder-per-class, "flat" is unlabeled media files.
-FORMATS = ("folder", "flat", "voc", "coco", "yolo", "csv", "jsonl", "txt", "zip")
+FORMATS = (
+    "folder",
+    "flat",
+    "voc",
+    "coco",
+    "yolo",
+    "cvat",
+    "labelme",
+    "labelstudio",
+    "createml",
+    "multiclass",
+    "csv",
+    "jsonl",
+    "txt",
+    "zip",
+)
 _IGNORED_NAMES = {"thumbs.db", "desktop.ini", "__macosx"}
 _TEXT_TABLE_EXTS = {".csv", ".tsv"}
 _JSONL_EXTS = {".jsonl", ".ndjson"}
@@ -57,13 +73,49 @@ def looks_like_coco(path: Path) -> bool:
     return start == b"{" and b'"images"' in head and (b'"annotations"' in head or len(head) == 1 << 20)
 
 
-def _is_voc(path: Path) -> bool:
+def _head(path: Path, size: int = 1 << 20) -> bytes:
     try:
         with path.open("rb") as handle:
-            head = handle.read(4096)
+            return handle.read(size)
     except OSError:
-        return False
-    return b"<annotation" in head
+        return b""
+
+
+def sniff_json(path: Path) -> str | None:
+    """Which labeling tool's JSON ``path`` looks like, from its first MiB (nothing is parsed):
+    "coco", "labelme", "labelstudio", "createml" or None."""
+    head = _head(path)
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if start == b"{":
+        if looks_like_coco(path):
+            return "coco"
+        if b'"shapes"' in head and b'"imagePath"' in head:
+            return "labelme"
+    elif start == b"[":
+        if b'"coordinates"' in head and b'"annotations"' in head:
+            return "createml"
+        if b'"result"' in head or b'"annotation_id"' in head or b'"annotator"' in head:
+            return "labelstudio"
+    return None
+
+
+def looks_like_labelme(path: Path) -> bool:
+    """Whether ``path`` starts like a LabelMe file (an object with ``shapes`` and ``imagePath``)."""
+    return sniff_json(path) == "labelme"
+
+
+def _xml_kind(path: Path) -> str | None:
+    """ "cvat" (``<annotations>``), "voc" (``<annotation>``) or None."""
+    head = _head(path, 4096)
+    if re.search(rb"<annotations[\s>]", head):
+        return "cvat"
+    if re.search(rb"<annotation[\s>]", head):
+        return "voc"
+    return None
+
+
+def _is_voc(path: Path) -> bool:
+    return _xml_kind(path) == "voc"
 
 
 def _is_yolo_txt(path: Path) -> bool:
@@ -107,10 +159,12 @@ def scan(path) -> Scan:
             return Scan("jsonl", None, path)
         if ext == ".txt":
             return Scan("txt", None, path)
-        if ext == ".json" and looks_like_coco(path):
-            return Scan("coco", "image", path)
-        if ext == ".xml" and _is_voc(path):
-            return Scan("voc", "image", path)
+        if ext == ".json" and sniff_json(path):
+            return Scan(sniff_json(path), _json_media(path), path)  # type: ignore[arg-type]
+        if ext == ".xml" and _xml_kind(path):
+            return Scan(_xml_kind(path), "image", path)  # type: ignore[arg-type]
+        if path.name.lower() == "_classes.csv":
+            return Scan("multiclass", "image", path)
         kind = media_kind(ext)
         if kind:
             return Scan("flat", kind, path)
@@ -124,7 +178,7 @@ def scan(path) -> Scan:
     tables, jsonl = [], []
     sub_files: list[Path] = []
     yolo_names = False
-    coco = voc = False
+    found: set[str] = set()
     for file in iter_files(path):
         ext = file.suffix.lower()
         name = file.name.lower()
@@ -137,11 +191,13 @@ def scan(path) -> Scan:
             target[kind] = target.get(kind, 0) + 1
         elif ext == ".xml":
             xml += 1
-            voc = voc or (xml <= 3 and _is_voc(file))
+            found.add((xml <= 3 and _xml_kind(file)) or "")
         elif ext == ".json":
             json_files += 1
-            coco = coco or (json_files <= 5 and looks_like_coco(file))
-        elif name in ("classes.txt", "obj.names", "data.yaml", "dataset.yaml") or ext == ".names":
+            found.add((json_files <= 5 and sniff_json(file)) or "")
+        elif name == "_classes.csv":
+            found.add("multiclass")
+        elif name in ("classes.txt", "obj.names", "obj.data", "data.yaml", "dataset.yaml") or ext == ".names":
             yolo_names = True
         elif ext == ".txt":
             txt += 1 if txt or _is_yolo_txt(file) else 0
@@ -153,10 +209,9 @@ def scan(path) -> Scan:
     media = _majority(
         {k: root_media.get(k, 0) + sub_media.get(k, 0) for k in set(root_media) | set(sub_media)}
     )
-    if coco:
-        return Scan("coco", "image", path)
-    if voc:
-        return Scan("voc", "image", path)
+    for fmt in ("coco", "cvat", "voc", "labelstudio", "createml", "labelme", "multiclass"):
+        if fmt in found:
+            return Scan(fmt, _json_media(path) if fmt == "labelstudio" else "image", path)
     if yolo_names and txt:
         return Scan("yolo", "image", path)
     class_dirs = {f.relative_to(path).parts[0] for f in sub_files}
@@ -178,6 +233,14 @@ def scan(path) -> Scan:
     if texts["root"]:
         return Scan("flat", "text", path)
     raise ValueError(f"no supported files found in {path}")
+
+
+def _json_media(path: Path) -> str:
+    """ "text" for a Label Studio export of texts, else "image"."""
+    if path.is_dir():
+        path = next((f for f in iter_files(path) if f.suffix.lower() == ".json" and sniff_json(f)), path)
+    head = _head(path) if path.is_file() else b""
+    return "text" if b'"text"' in head and b'"image"' not in head else "image"
 
 
 def detect_format(path) -> str:

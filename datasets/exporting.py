@@ -14,12 +14,13 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+
+from modeldesk.fileio import atomic_open, atomic_write
 
 from .coco import coco_document
-from modeldesk.fileio import atomic_open, atomic_write
 from .records import Sample
 from .safety import escape_cell
 from .store import Store

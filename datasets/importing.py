@@ -19,7 +19,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
-from . import archive, coco, csvpaths, csvtext, folders, merging, textfiles, voc, yolo
+from . import archive, coco, csvpaths, csvtext, folders, merging, readers, textfiles, voc, yolo
 from .detect import FORMATS, scan
 from .items import ImportReport, Item
 from .media import sha256_bytes, sha256_file
@@ -54,9 +54,10 @@ _FORMAT_NAMES = {
     "csv": "CSV text",
     "jsonl": "JSON Lines",
     "txt": "text",
+    **readers.NAMES,
 }
 _TEXT_ONLY_FORMATS = {"jsonl", "txt"}
-_DETECTION_FORMATS = {"voc", "coco", "yolo"}
+_DETECTION_FORMATS = {"voc", "coco", "yolo", *readers.BOXES_ONLY}
 _SPACES = re.compile(r"\s+")
 
 Progress = Callable[[int, int | None, str], None]
@@ -177,13 +178,14 @@ def import_path(
     if nested:  # sub-folders of photos to label with boxes: their names are not classes
         fmt = "flat"
     _check_task(project, fmt, media, path)
+    readers.check_target(fmt, project.target, path, project.name)
     report = ImportReport(format=fmt)
     if nested:
         report.warn(
             f"{path}: sub-folder names are not used as labels in a project that finds objects; "
             "the images import without boxes"
         )
-    total, items = _read(path, fmt, report, project.kind, text_column, label_column, project.target == "tags")
+    total, items = _read(path, fmt, report, project, text_column, label_column)
     if total == 0:
         raise ValueError(f"no supported files found in {path}")
     _ingest(store, project, items, total, report, progress, should_stop, on_commit)
@@ -202,7 +204,10 @@ def _single_table(path: Path) -> Path:
     return tables[0]
 
 
-def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, label_column, multi: bool):
+def _read(path: Path, fmt: str, report: ImportReport, project: Project, text_column, label_column):
+    kind, multi = project.kind, project.target == "tags"
+    if fmt in readers.READERS:
+        return readers.read(fmt, path, report, project.target)
     if fmt in ("folder", "flat") and kind == "text":
         return textfiles.read_text_folders(path, report)
     if fmt == "folder":

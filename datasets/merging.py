@@ -9,7 +9,7 @@ boxes replace the old ones: that is a correction.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .items import ImportReport
 from .records import Box
@@ -40,7 +40,7 @@ def new_boxes(existing: Iterable[Box], incoming: Iterable[Box]) -> list[Box]:
 
 
 def _same(a: list[Box], b: list[Box]) -> bool:
-    key = lambda box: (box.label, round(box.x0, 3), round(box.y0, 3), round(box.x1, 3), round(box.y1, 3))  # noqa: E731
+    key = lambda box: (box.label, round(box.x0, 3), round(box.y0, 3), round(box.x1, 3), round(box.y1, 3))
     return sorted(map(key, a)) == sorted(map(key, b))
 
 
