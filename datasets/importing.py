@@ -447,6 +447,7 @@ def _ingest(
                 )
             committed.add(new.content_hash)
             if is_new:
+                report.splits_kept += new.split is not None
                 report.added += 1
                 report.boxes += len(new.boxes)
                 report.count_labels([b.label for b in new.boxes] if new.boxes else new.labels)

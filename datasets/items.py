@@ -46,6 +46,7 @@ class ImportReport:
     boxes_dropped: int = 0
     merged: int = 0  # duplicates whose annotations were merged into the copy already there
     updated: int = 0  # samples already in the project whose annotations a re-import corrected
+    splits_kept: int = 0  # added samples that kept the train/val/test split their source gives
     labels: dict[str, int] = field(default_factory=dict)
     stopped: bool = False
     _extra_warnings: int = 0
@@ -83,6 +84,7 @@ class ImportReport:
             "boxes_dropped": self.boxes_dropped,
             "merged": self.merged,
             "updated": self.updated,
+            "splits_kept": self.splits_kept,
             "labels": dict(sorted(self.labels.items())),
             "stopped": self.stopped,
         }

@@ -66,7 +66,12 @@ def merge_duplicate(
 
 
 def summary(report: ImportReport) -> None:
-    """One warning each for merged and updated annotations."""
+    """One line each for merged and updated annotations and for the splits the source gave."""
+    if report.splits_kept:
+        report.warn(
+            f"{report.splits_kept} item(s) kept the train/val/test split their source gives "
+            "(the Data page's split filter shows them); the others are split 70/15/15"
+        )
     if report.merged:
         report.warn(
             f"{report.merged} photo(s) came twice with different boxes (same picture, another name): "
