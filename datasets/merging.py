@@ -68,9 +68,10 @@ def merge_duplicate(
 def summary(report: ImportReport) -> None:
     """One line each for merged and updated annotations and for the splits the source gave."""
     if report.splits_kept:
+        others = "; the others are split 70/15/15" if report.splits_kept < report.added else ""
         report.warn(
             f"{report.splits_kept} item(s) kept the train/val/test split their source gives "
-            "(the Data page's split filter shows them); the others are split 70/15/15"
+            f"(the Data page's split filter shows them){others}"
         )
     if report.merged:
         report.warn(
