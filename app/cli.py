@@ -34,7 +34,7 @@ IMPORT_FORMATS = (
     "jsonl",
     "txt",
 )
-EXPORT_FORMATS = ("folder", "voc", "coco", "yolo", "csv")
+EXPORT_FORMATS = ("folder", "voc", "coco", "yolo", "csv", "cvat", "labelme", "createml", "multiclass")
 
 
 class CommandError(Exception):

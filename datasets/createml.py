@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .. import safejson
@@ -64,3 +65,29 @@ def read_createml(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
                 continue
             items.append(Item(source=index.source(path), path=path, boxes=boxes, split=split))
     return len(items), items
+
+
+def createml_document(entries) -> str:
+    """A Create ML annotations file; ``entries`` are (image name, boxes in pixels)."""
+    return json.dumps(
+        [
+            {
+                "image": name,
+                "annotations": [
+                    {
+                        "label": b.label,
+                        "coordinates": {
+                            "x": (b.x0 + b.x1) / 2,
+                            "y": (b.y0 + b.y1) / 2,
+                            "width": b.x1 - b.x0,
+                            "height": b.y1 - b.y0,
+                        },
+                    }
+                    for b in boxes
+                ],
+            }
+            for name, boxes in entries
+        ],
+        ensure_ascii=False,
+        indent=1,
+    )

@@ -8,6 +8,7 @@ file); the ``subset`` attribute (``Train``, ``Validation``, ``Test``) gives the 
 from __future__ import annotations
 
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from .detect import iter_files
 from .items import ImportReport, Item
@@ -86,3 +87,31 @@ def read_cvat(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
                 "(ModelDesk finds objects with boxes; outlines are not kept)"
             )
     return len(items), items
+
+
+_SUBSETS = {"train": "Train", "val": "Validation", "test": "Test"}
+
+
+def cvat_document(entries, labels: list[str]) -> str:
+    """A CVAT for images 1.1 document; ``entries`` are (name, width, height, split, boxes, tags)."""
+    from xml.sax.saxutils import quoteattr
+
+    head = "".join(f"<label><name>{escape(n)}</name><type>any</type></label>" for n in labels)
+    parts = [
+        '<?xml version="1.0" encoding="utf-8"?>\n<annotations>\n  <version>1.1</version>\n'
+        f"  <meta><task><name>ModelDesk export</name><labels>{head}</labels></task></meta>\n"
+    ]
+    for index, (name, width, height, split, boxes, tags) in enumerate(entries):
+        subset = f" subset={quoteattr(_SUBSETS[split])}" if split in _SUBSETS else ""
+        parts.append(
+            f'  <image id="{index}" name={quoteattr(name)} width="{width}" height="{height}"{subset}>\n'
+        )
+        for b in boxes:
+            parts.append(
+                f'    <box label={quoteattr(b.label)} occluded="0" source="manual" xtl="{b.x0!r}" '
+                f'ytl="{b.y0!r}" xbr="{b.x1!r}" ybr="{b.y1!r}" z_order="0"></box>\n'
+            )
+        parts += [f'    <tag label={quoteattr(t)} source="manual"></tag>\n' for t in tags]
+        parts.append("  </image>\n")
+    parts.append("</annotations>\n")
+    return "".join(parts)

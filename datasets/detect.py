@@ -92,10 +92,10 @@ def sniff_json(path: Path) -> str | None:
         if b'"shapes"' in head and b'"imagePath"' in head:
             return "labelme"
     elif start == b"[":
-        if b'"coordinates"' in head and b'"annotations"' in head:
-            return "createml"
-        if b'"result"' in head or b'"annotation_id"' in head or b'"annotator"' in head:
+        if any(key in head for key in (b'"result"', b'"annotation_id"', b'"annotator"', b'"data"')):
             return "labelstudio"
+        if b'"image"' in head and b'"annotations"' in head:  # Create ML; a photo without boxes too
+            return "createml"
     return None
 
 

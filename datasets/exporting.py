@@ -21,13 +21,19 @@ from pathlib import Path
 from modeldesk.fileio import atomic_open, atomic_write
 
 from .coco import coco_document
+from .createml import createml_document
+from .cvat import cvat_document
+from .labelme import labelme_document
+from .multiclass import TABLE_NAME, multiclass_table
 from .records import Sample
 from .safety import escape_cell
 from .store import Store
 from .voc import voc_xml
 from .yolo import yolo_line
 
-EXPORT_FORMATS = ("folder", "csv", "voc", "coco", "yolo")
+EXPORT_FORMATS = ("folder", "csv", "voc", "coco", "yolo", "cvat", "labelme", "createml", "multiclass")
+_BOX_FORMATS = ("voc", "coco", "yolo", "createml")
+_PHOTO_FORMATS = ("cvat", "labelme", "multiclass", *_BOX_FORMATS)
 log = logging.getLogger(__name__)
 _PAGE = 500
 
@@ -84,12 +90,16 @@ def export_project(
     if format not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {format!r}; use one of: {', '.join(EXPORT_FORMATS)}")
     detection = project.target == "boxes"
-    if format in ("voc", "coco", "yolo") and not detection:
+    if format in _PHOTO_FORMATS and project.kind != "image":
+        raise ValueError(
+            f"{format} export is for photos; project {project.name!r} holds {project.kind}: use folder or csv"
+        )
+    if format in _BOX_FORMATS and not detection:
         raise ValueError(
             f"{format.upper()} export is for projects with boxes; project "
             f"{project.name!r} is {project.task}: use folder or csv"
         )
-    if format == "folder" and detection:
+    if format in ("folder", "multiclass") and detection:
         raise ValueError(
             f"project {project.name!r} has boxes, which a folder per class cannot hold; "
             "use voc, coco, yolo or csv"
@@ -98,7 +108,17 @@ def export_project(
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty; export into a new or empty folder")
     total = store.stats(project)["samples"]
-    writer = {"folder": _folder, "csv": _csv, "voc": _voc, "coco": _coco, "yolo": _yolo}[format]
+    writer = {
+        "folder": _folder,
+        "csv": _csv,
+        "voc": _voc,
+        "coco": _coco,
+        "yolo": _yolo,
+        "cvat": _cvat,
+        "labelme": _labelme,
+        "createml": _createml,
+        "multiclass": _multiclass,
+    }[format]
     skipped: list[dict] = []
     with _staging(out) as staging:
         samples, files = writer(
@@ -289,3 +309,67 @@ def _yolo(store, project, out: Path, samples) -> tuple[int, int]:
     lists = "".join(f"{s}: images/{s}\n" for s in ("train", "val", "test") if s in splits)
     _write_text(out / "data.yaml", f"path: .\n{lists}nc: {len(labels)}\nnames:\n{names}")
     return count, 2 * count + 2
+
+
+def _cvat(store, project, out: Path, samples) -> tuple[int, int]:
+    """``annotations.xml`` (CVAT for images 1.1, the split as each image's subset) and ``images/``."""
+    namer, entries = _Namer(), []
+    for sample in samples:
+        name = f"images/{namer(sample)}"
+        _copy(sample, out / name)
+        tags = [] if project.target == "boxes" else sample.labels
+        entries.append((name, sample.width, sample.height, sample.split, sample.boxes, tags))
+    _write_text(out / "annotations.xml", cvat_document(entries, store.labels(project)))
+    return len(entries), len(entries) + 1
+
+
+def _by_split_folder(out: Path, samples, write_folder) -> tuple[int, int]:
+    """Photos copied into ``<split>/`` folders (``valid`` for val, as Roboflow and Create ML name it),
+    then ``write_folder(folder, [(name, sample)])`` writes each folder's annotation file."""
+    folders: dict[str, list] = {}
+    namer, count = _Namer(), 0
+    for sample in samples:
+        folder = {"val": "valid", None: "unassigned"}.get(sample.split, sample.split)
+        name = namer(sample)
+        _copy(sample, out / folder / name)
+        folders.setdefault(folder, []).append((name, sample))
+        count += 1
+    for folder, entries in folders.items():
+        write_folder(out / folder, entries)
+    return count, count + len(folders)
+
+
+def _createml(store, project, out: Path, samples) -> tuple[int, int]:
+    """``<split>/annotations.json`` (Create ML, centre-based boxes) beside each split's photos."""
+    return _by_split_folder(
+        out,
+        samples,
+        lambda folder, entries: _write_text(
+            folder / "annotations.json", createml_document([(n, s.boxes) for n, s in entries])
+        ),
+    )
+
+
+def _multiclass(store, project, out: Path, samples) -> tuple[int, int]:
+    """``<split>/_classes.csv`` (Roboflow multiclass: one 0/1 column per class) beside the photos."""
+    labels = store.labels(project)
+    return _by_split_folder(
+        out,
+        samples,
+        lambda folder, entries: _write_text(
+            folder / TABLE_NAME, multiclass_table([(n, s.labels) for n, s in entries], labels)
+        ),
+    )
+
+
+def _labelme(store, project, out: Path, samples) -> tuple[int, int]:
+    """One LabelMe JSON beside each photo, in ``<split>/`` folders (LabelMe itself has no splits)."""
+
+    def write_folder(folder: Path, entries) -> None:
+        for name, s in entries:
+            tags = [] if project.target == "boxes" else s.labels
+            document = labelme_document(name, s.width, s.height, s.boxes, tags)
+            _write_text(folder / f"{Path(name).stem}.json", document)
+
+    count, _files = _by_split_folder(out, samples, write_folder)
+    return count, 2 * count

@@ -8,12 +8,13 @@ true are the photo's tags.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .. import safejson
 from .detect import iter_files, looks_like_labelme
 from .items import ImportReport, Item
-from .limits import MAX_BOXES_PER_IMAGE
+from .limits import MAX_BOXES_PER_IMAGE, split_from_name
 from .locate import ImageIndex
 from .records import Box
 from .safety import to_float
@@ -91,9 +92,14 @@ def read_labelme(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
             )
             continue
         used.add(path)
-        items.append(Item(source=index.source(path), path=path, boxes=boxes, labels=tags))
+        split = split_from_name(json_path.parent.name)  # LabelMe has no splits; the folder may say
+        items.append(Item(source=index.source(path), path=path, boxes=boxes, labels=tags, split=split))
     for paths in index.by_name.values():
-        items.extend(Item(source=index.source(p), path=p, boxes=[]) for p in paths if p not in used)
+        for p in paths:
+            if p not in used:
+                items.append(
+                    Item(source=index.source(p), path=p, boxes=[], split=split_from_name(p.parent.name))
+                )
     if outlines:
         report.warn(
             f"{outlines} polygon(s) or circle(s) became the boxes around them (ModelDesk finds objects "
@@ -102,3 +108,31 @@ def read_labelme(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
     if skipped:
         report.warn(f"{skipped} line(s) or point(s) mark no object and were left out")
     return len(items), items
+
+
+def labelme_document(image_name: str, width: int, height: int, boxes, tags) -> str:
+    """One LabelMe file: rectangles for the boxes, true flags for the tags."""
+    shapes = [
+        {
+            "label": b.label,
+            "points": [[b.x0, b.y0], [b.x1, b.y1]],
+            "group_id": None,
+            "description": "",
+            "shape_type": "rectangle",
+            "flags": {},
+        }
+        for b in boxes
+    ]
+    return json.dumps(
+        {
+            "version": "5.4.1",
+            "flags": {t: True for t in tags},
+            "shapes": shapes,
+            "imagePath": image_name,
+            "imageData": None,
+            "imageHeight": height,
+            "imageWidth": width,
+        },
+        ensure_ascii=False,
+        indent=1,
+    )

@@ -4,6 +4,7 @@ column then one 0/1 column per class (``filename, cat, dog``)."""
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 from .detect import iter_files
@@ -61,3 +62,13 @@ def read_multiclass(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
                 tags = [c for c, v in zip(classes, values) if v == "1"]
                 items.append(Item(source=index.source(path), path=path, labels=tags, split=split))
     return len(items), items
+
+
+def multiclass_table(rows, classes: list[str]) -> str:
+    """A ``_classes.csv``: ``rows`` are (file name, tags); one 0/1 column per class."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["filename", *classes])
+    for name, tags in rows:
+        writer.writerow([name, *(int(c in tags) for c in classes)])
+    return buffer.getvalue()

@@ -26,7 +26,7 @@ def _splits(store, project) -> dict:
     }
 
 
-@pytest.mark.parametrize("fmt", ["voc", "coco", "yolo"])
+@pytest.mark.parametrize("fmt", ["voc", "coco", "yolo", "cvat", "labelme", "createml"])
 def test_export_keeps_splits_and_reimports_them(store, tmp_path, split_project, fmt):
     before = _splits(store, split_project)
     assert {"train", "val", "test"} <= {s for s, _ in before.values()}
@@ -68,3 +68,19 @@ def test_yolo_and_voc_exports_list_the_splits(store, tmp_path, split_project):
     lists = {p.stem: p.read_text().split() for p in (tmp_path / "v" / "ImageSets" / "Main").iterdir()}
     assert set(lists) == {"train", "val", "test"} and sum(map(len, lists.values())) == 12
     assert json.dumps(sorted(lists)) == '["test", "train", "val"]'
+
+
+@pytest.mark.parametrize("fmt", ["cvat", "labelme", "multiclass"])
+def test_tag_exports_keep_tags_and_splits(store, tmp_path, make_images, fmt):
+    project = store.create_project("tags", "image-multilabel", kind="image", target="tags")
+    make_images(tmp_path / "src", {"": 13}, size=(40, 30))
+    import_path(store, project, tmp_path / "src")
+    for k, sample in enumerate(store.samples(project)[:12]):
+        store.set_tags(sample.id, ["beach"] + (["sun, set"] if k % 3 == 0 else []))
+    before = {s.content_hash: (s.split, sorted(s.labels)) for s in store.samples(project)}
+    assert {"train", "val", "test"} <= {split for split, _ in before.values()}
+    export_project(store, project, tmp_path / "out", fmt)
+    again = store.create_project("again", "image-multilabel", kind="image", target="tags")
+    report = import_path(store, again, tmp_path / "out")
+    assert report.format == fmt and not report.failed
+    assert {s.content_hash: (s.split, sorted(s.labels)) for s in store.samples(again)} == before
