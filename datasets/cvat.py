@@ -8,7 +8,7 @@ file); the ``subset`` attribute (``Train``, ``Validation``, ``Test``) gives the 
 from __future__ import annotations
 
 from pathlib import Path
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, quoteattr
 
 from .detect import iter_files
 from .items import ImportReport, Item
@@ -94,12 +94,10 @@ _SUBSETS = {"train": "Train", "val": "Validation", "test": "Test"}
 
 def cvat_document(entries, labels: list[str]) -> str:
     """A CVAT for images 1.1 document; ``entries`` are (name, width, height, split, boxes, tags)."""
-    from xml.sax.saxutils import quoteattr
-
     head = "".join(f"<label><name>{escape(n)}</name><type>any</type></label>" for n in labels)
     parts = [
-        '<?xml version="1.0" encoding="utf-8"?>\n<annotations>\n  <version>1.1</version>\n'
-        f"  <meta><task><name>ModelDesk export</name><labels>{head}</labels></task></meta>\n"
+        '<?xml version="1.0" encoding="utf-8"?>\n<annotations>\n  <version>1.1</version>\n',
+        f"  <meta><task><name>ModelDesk export</name><labels>{head}</labels></task></meta>\n",
     ]
     for index, (name, width, height, split, boxes, tags) in enumerate(entries):
         subset = f" subset={quoteattr(_SUBSETS[split])}" if split in _SUBSETS else ""
