@@ -9,6 +9,7 @@ or the split folder (``valid``). Crowd regions (``iscrowd: 1``) are left out, wi
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import safejson
@@ -65,12 +66,19 @@ def _folders(json_path: Path, subset: str) -> list[Path]:
 
 
 def _locate(folders: list[Path], file_name: str) -> Path | None:
+    """The photo ``file_name`` in the first of ``folders`` that has it; the folder that had the last
+    photo is tried first (a COCO file keeps its photos in one folder: one stat per photo, not eight)."""
     rel = Path(file_name.replace("\\", "/"))
     if rel.is_absolute() or ".." in rel.parts:
         rel = Path(rel.name)
+    names = [rel] if len(rel.parts) == 1 else [rel, Path(rel.name)]
     for folder in folders:
-        for candidate in (folder / rel, folder / rel.name):
+        for name in names:
+            candidate = folder / name
             if candidate.is_file():
+                if folder is not folders[0]:
+                    folders.remove(folder)
+                    folders.insert(0, folder)
                 return candidate
     return None
 
@@ -160,42 +168,49 @@ def _boxes(annotations: list, categories: dict, images: dict, name: str, report:
     return boxes
 
 
-def read_coco(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
-    """Items for every image listed in the COCO JSON file(s) under ``root``."""
+def read_coco(root: Path, report: ImportReport) -> tuple[int, Iterator[Item]]:
+    """Items for every image listed in the COCO JSON file(s) under ``root``.
+
+    The files are read first (their image count is the total); the items are then made one by one as
+    the import asks for them, so the first photos are stored while later ones are still looked up.
+    """
     base = root.parent if root.is_file() else root
-    items: list[Item] = []
+    loaded: list[tuple[Path, str, tuple | str]] = []
     for json_path in _coco_files(root, report):
         name = json_path.relative_to(base).as_posix()
         try:
-            categories, images, annotations = load_coco(json_path, name, report)
+            loaded.append((json_path, name, load_coco(json_path, name, report)))
         except ValueError as exc:
-            items.append(Item(source=name, error=str(exc)))
+            loaded.append((json_path, name, str(exc)))
+    total = sum(1 if isinstance(doc, str) else len(doc[1]) for _path, _name, doc in loaded)
+    return total, _coco_items(base, loaded, report)
+
+
+def _coco_items(base: Path, loaded: list, report: ImportReport) -> Iterator[Item]:
+    for json_path, name, document in loaded:
+        if isinstance(document, str):
+            yield Item(source=name, error=document)
             continue
+        categories, images, annotations = document
         subset = _subset(json_path)
         split = split_from_name(subset)
         folders = _folders(json_path, subset)
+        where = ", ".join(f.relative_to(base).as_posix() or "." for f in folders if f.is_relative_to(base))
         boxes = _boxes(annotations, categories, images, name, report)
         for image_id, image in images.items():
             file_name = str(image.get("file_name", ""))
             path = _locate(folders, file_name) if file_name else None
             if path is None:
-                where = ", ".join(
-                    f.relative_to(base).as_posix() or "." for f in folders if f.is_relative_to(base)
-                )
-                items.append(
-                    Item(
-                        source=file_name or f"image id {image_id}",
-                        error=f"image listed in {name} was not found (looked in {where or 'its folder'})",
-                    )
-                )
+                error = f"image listed in {name} was not found (looked in {where or 'its folder'})"
+                yield Item(source=file_name or f"image id {image_id}", error=error)
                 continue
             source = path.relative_to(base).as_posix() if path.is_relative_to(base) else path.name
-            if len(boxes[image_id]) > MAX_BOXES_PER_IMAGE:
-                error = f"{name} gives it {len(boxes[image_id]):,} boxes, more than the {MAX_BOXES_PER_IMAGE:,} read"
-                items.append(Item(source=source, error=error))
+            count = len(boxes[image_id])
+            if count > MAX_BOXES_PER_IMAGE:
+                error = f"{name} gives it {count:,} boxes, more than the {MAX_BOXES_PER_IMAGE:,} read"
+                yield Item(source=source, error=error)
                 continue
-            items.append(Item(source=source, path=path, boxes=boxes[image_id], split=split))
-    return len(items), items
+            yield Item(source=source, path=path, boxes=boxes[image_id], split=split)
 
 
 def coco_document(images: list[dict], annotations: list[dict], labels: list[str]) -> str:

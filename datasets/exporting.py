@@ -33,7 +33,6 @@ from .yolo import yolo_line
 
 EXPORT_FORMATS = ("folder", "csv", "voc", "coco", "yolo", "cvat", "labelme", "createml", "multiclass")
 _BOX_FORMATS = ("voc", "coco", "yolo", "createml")
-_PHOTO_FORMATS = ("cvat", "labelme", "multiclass", *_BOX_FORMATS)
 log = logging.getLogger(__name__)
 _PAGE = 500
 
@@ -90,7 +89,7 @@ def export_project(
     if format not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {format!r}; use one of: {', '.join(EXPORT_FORMATS)}")
     detection = project.target == "boxes"
-    if format in _PHOTO_FORMATS and project.kind != "image":
+    if format in ("cvat", "labelme", "multiclass") and project.kind != "image":
         raise ValueError(
             f"{format} export is for photos; project {project.name!r} holds {project.kind}: use folder or csv"
         )
