@@ -151,3 +151,22 @@ def test_corrected_voc_file_updates_the_photo_already_imported(store, tmp_path, 
     assert [(b.label, b.x1) for b in store.samples(project)[0].boxes] == [("cat", 30)]
     third = import_path(store, project, root)  # the same file again changes nothing
     assert (third.updated, third.merged) == (0, 0)
+
+
+def test_voc_imagesets_give_the_split_and_segmentation_masks_are_not_photos(store, tmp_path, write, gen):
+    root = tmp_path / "VOC2012"
+    for k, stem in enumerate(["2008_000001", "2008_000002"]):
+        write(root / "JPEGImages" / f"{stem}.jpg", gen.jpeg(100, 80, color=(k * 90, 0, 0)))
+        write(
+            root / "Annotations" / f"{stem}.xml",
+            f"<annotation><filename>{stem}.jpg</filename><object><name>cat</name><bndbox><xmin>1</xmin>"
+            "<ymin>2</ymin><xmax>30</xmax><ymax>40</ymax></bndbox></object></annotation>",
+        )
+        write(root / "SegmentationClass" / f"{stem}.png", gen.png(100, 80, color=(k, 0, 0)))
+    write(root / "ImageSets" / "Main" / "train.txt", "2008_000001\n")
+    write(root / "ImageSets" / "Main" / "val.txt", "2008_000002\n")
+    write(root / "ImageSets" / "Main" / "trainval.txt", "2008_000001\n2008_000002\n")
+    report = import_path(store, _detection(store), root)
+    assert (report.format, report.added, report.boxes, report.splits_kept) == ("voc", 2, 2, 2)
+    splits = {s.source: s.split for s in store.samples(_detection_of(store))}
+    assert splits == {"JPEGImages/2008_000001.jpg": "train", "JPEGImages/2008_000002.jpg": "val"}
