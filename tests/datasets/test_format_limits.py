@@ -6,7 +6,9 @@ import subprocess
 import sys
 import textwrap
 
-from modeldesk.datasets import detect_format, import_path
+import pytest
+
+from modeldesk.datasets import detect_format, flatyaml, import_path
 
 
 def _detection(store):
@@ -108,3 +110,35 @@ def test_yolo_names_and_boxes_over_the_limits_fail_per_file(store, tmp_path, wri
     assert report.added == 1
     (failure,) = report.failed
     assert failure["file"] == "many.jpg" and "more than 10,000 boxes" in failure["reason"]
+
+
+FLAT_YAML = [
+    "path: ../datasets/coco8\ntrain: images/train\nval: images/val\ntest:  # optional\nnames:\n  0: person\n  1: bicycle\n",
+    "train: ../train/images\nval: ../valid/images\n\nnc: 2\nnames: ['cat', 'hot dog']\n",
+    "names:\n  - 'a, b'\n  - \"c # not a comment\"\n  - d  # a comment\n",
+    "names: {0: person, 1: 'traffic light'}\ntrain: [images/a, images/b]\n",
+]
+
+
+@pytest.mark.parametrize("text", FLAT_YAML)
+def test_flat_yaml_reader_agrees_with_pyyaml(text):
+    yaml = pytest.importorskip("yaml")  # not a dependency; present with the test tools
+    expected = yaml.safe_load(text)
+    got = flatyaml.parse(text)
+    normalise = lambda v: {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else v  # noqa: E731
+    for key, value in expected.items():
+        if value is None:
+            assert got[key] == ""
+        elif isinstance(value, (dict, list)):
+            assert normalise(got[key]) == normalise(value if isinstance(value, list) else value)
+        else:
+            assert got[key] == str(value)
+
+
+def test_flat_yaml_refuses_what_it_does_not_read():
+    with pytest.raises(ValueError, match="line 1"):
+        flatyaml.parse("- a\n- b\n")
+    with pytest.raises(ValueError, match="never closed"):
+        flatyaml.parse("names: [a, b\n")
+    with pytest.raises(ValueError, match="larger than"):
+        flatyaml.parse("names: [" + "a, " * 400_000 + "]\n")
