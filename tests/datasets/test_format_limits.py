@@ -129,7 +129,7 @@ def test_flat_yaml_reader_agrees_with_pyyaml(text):
         if value is None:
             assert got[key] == ""
         elif isinstance(value, (dict, list)):
-            assert normalise(got[key]) == normalise(value if isinstance(value, list) else value)
+            assert normalise(got[key]) == normalise(value)
         else:
             assert got[key] == str(value)
 
