@@ -225,7 +225,8 @@ def read_yolo(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
     labels = {p for p in files if p.suffix.lower() == ".txt" and p.name.lower() not in ("classes.txt",)}
     matched = {image: _label_file(image, root) for image in images}
     used = {p for p in matched.values() if p is not None}
-    listed = {p for p in labels if p.parent.name.lower() in {f.lower() for f in _LABEL_FOLDERS}}
+    folders = {f.lower() for f in _LABEL_FOLDERS}
+    listed = {p for p in labels if folders & {part.lower() for part in p.relative_to(root).parts[:-1]}}
     unmatched = sorted(listed - used)
     if unmatched:
         shown = ", ".join(p.relative_to(root).as_posix() for p in unmatched[:3])

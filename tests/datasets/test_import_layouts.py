@@ -170,3 +170,16 @@ def test_voc_imagesets_give_the_split_and_segmentation_masks_are_not_photos(stor
     assert (report.format, report.added, report.boxes, report.splits_kept) == ("voc", 2, 2, 2)
     splits = {s.source: s.split for s in store.samples(_detection_of(store))}
     assert splits == {"JPEGImages/2008_000001.jpg": "train", "JPEGImages/2008_000002.jpg": "val"}
+
+
+def test_yolo_label_files_that_match_no_image_are_said(store, tmp_path, write, gen):
+    root = tmp_path / "y"
+    write(root / "obj.names", "ball\n")
+    write(root / "images" / "train" / "a.jpg", gen.jpeg(40, 40))
+    write(root / "labels" / "train" / "a.txt", "0 0.5 0.5 0.5 0.5\n")
+    write(root / "labels" / "train" / "renamed.txt", "0 0.5 0.5 0.5 0.5\n")
+    report = import_path(store, _detection(store), root)
+    assert report.boxes == 1
+    assert any(
+        "1 label file(s) match no image" in w and "labels/train/renamed.txt" in w for w in report.warnings
+    )
