@@ -442,9 +442,7 @@ def _ingest(
             return
         for new, sid, is_new in _commit(store, project, batch, merge, report):
             if not is_new and new.boxes:
-                merging.merge_duplicate(
-                    store, sid, new.source, new.boxes, new.content_hash not in committed, report
-                )
+                merging.merge_duplicate(store, sid, new.boxes, new.content_hash not in committed, report)
             committed.add(new.content_hash)
             if is_new:
                 report.splits_kept += new.split is not None

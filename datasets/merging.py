@@ -1,10 +1,11 @@
 """Two sets of boxes for the same photo: merged, never one dropped without a word.
 
 The same bytes can come twice in one import (a photo under two names, each with its annotations), or
-again in a later import (a corrected annotation file). Within one import, or from a file of another
-name, the boxes are merged: a box is dropped only when one of the same label already overlaps it
-almost exactly (IoU above :data:`SAME_BOX_IOU`). From the same file name in a later import, the file's
-boxes replace the old ones: that is a correction.
+again in a later import (a corrected annotation file). A photo already imported without boxes gets the
+file's boxes (``updated``: the file was broken or empty the first time). Otherwise the boxes are
+merged (``merged``): a box is dropped only when one of the same label already overlaps it almost
+exactly (IoU above :data:`SAME_BOX_IOU`). Boxes already there are never replaced: they may be
+corrections made in the app since the first import.
 """
 
 from __future__ import annotations
@@ -39,30 +40,23 @@ def new_boxes(existing: Iterable[Box], incoming: Iterable[Box]) -> list[Box]:
     return added
 
 
-def _same(a: list[Box], b: list[Box]) -> bool:
-    key = lambda box: (box.label, round(box.x0, 3), round(box.y0, 3), round(box.x1, 3), round(box.y1, 3))
-    return sorted(map(key, a)) == sorted(map(key, b))
-
-
-def merge_duplicate(
-    store, sample_id: int, source: str, boxes: list[Box], earlier: bool, report: ImportReport
-) -> None:
+def merge_duplicate(store, sample_id: int, boxes: list[Box], earlier: bool, report: ImportReport) -> None:
     """Fold the boxes a duplicate item brought into the sample already stored.
 
     ``earlier`` is True when the sample was stored by an earlier import (not this one).
     """
     sample = store.get_sample(sample_id)
-    if earlier and sample.source == source:
-        if not _same(sample.boxes, boxes):
-            store.set_boxes(sample_id, boxes)
-            report.updated += 1
-        return
-    added = new_boxes(sample.boxes, boxes)
-    if added:
-        store.set_boxes(sample_id, list(sample.boxes) + added)
+    if earlier and not sample.boxes:
+        store.set_boxes(sample_id, boxes)
+        report.updated += 1
+    else:
+        boxes = new_boxes(sample.boxes, boxes)
+        if not boxes:
+            return
+        store.set_boxes(sample_id, list(sample.boxes) + boxes)
         report.merged += 1
-        report.boxes += len(added)
-        report.count_labels(b.label for b in added)
+    report.boxes += len(boxes)
+    report.count_labels(b.label for b in boxes)
 
 
 def summary(report: ImportReport) -> None:
@@ -75,8 +69,9 @@ def summary(report: ImportReport) -> None:
         )
     if report.merged:
         report.warn(
-            f"{report.merged} photo(s) came twice with different boxes (same picture, another name): "
-            f"their boxes were merged, leaving out boxes that repeat one already there (IoU > {SAME_BOX_IOU})"
+            f"{report.merged} photo(s) already imported (under this or another name) came with other "
+            "boxes: the new boxes were added beside the old ones, leaving out those that repeat one "
+            f"(IoU > {SAME_BOX_IOU}); check them on the Label page"
         )
     if report.updated:
-        report.warn(f"{report.updated} photo(s) already in the project got the corrected boxes of their file")
+        report.warn(f"{report.updated} photo(s) imported earlier without boxes got the boxes of their file")

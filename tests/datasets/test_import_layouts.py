@@ -129,7 +129,7 @@ def test_same_photo_under_two_names_merges_its_boxes(store, tmp_path, write, gen
     )
     report = import_path(store, _detection(store), root)
     assert (report.added, report.duplicates, report.merged, report.boxes) == (1, 1, 1, 2)
-    assert any("merged" in w for w in report.warnings)
+    assert any("added beside the old ones" in w for w in report.warnings)
     (sample,) = store.samples(_detection_of(store))
     assert sorted((b.x0, b.y0) for b in sample.boxes) == [(0, 0), (30, 20)]
 
@@ -183,3 +183,20 @@ def test_yolo_label_files_that_match_no_image_are_said(store, tmp_path, write, g
     assert any(
         "1 label file(s) match no image" in w and "labels/train/renamed.txt" in w for w in report.warnings
     )
+
+
+def test_reimport_with_moved_boxes_adds_beside_the_old_ones_and_says_so(store, tmp_path, write, gen):
+    root = tmp_path / "voc"
+    write(root / "a.jpg", gen.jpeg(100, 80))
+    xml = (
+        "<annotation><filename>a.jpg</filename><object><name>cat</name><bndbox><xmin>{}</xmin>"
+        "<ymin>2</ymin><xmax>30</xmax><ymax>40</ymax></bndbox></object></annotation>"
+    )
+    write(root / "a.xml", xml.format(1))
+    project = _detection(store)
+    import_path(store, project, root)
+    write(root / "a.xml", xml.format(15))  # a box moved: the one there may be a correction made in the app
+    report = import_path(store, project, root)
+    assert (report.added, report.merged, report.updated) == (0, 1, 0)
+    assert any("check them on the Label page" in w for w in report.warnings)
+    assert sorted(b.x0 for b in store.samples(project)[0].boxes) == [1, 15]
