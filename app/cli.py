@@ -34,7 +34,18 @@ IMPORT_FORMATS = (
     "jsonl",
     "txt",
 )
-EXPORT_FORMATS = ("folder", "voc", "coco", "yolo", "csv", "cvat", "labelme", "createml", "multiclass")
+EXPORT_FORMATS = (
+    "folder",
+    "voc",
+    "coco",
+    "yolo",
+    "csv",
+    "cvat",
+    "labelme",
+    "labelstudio",
+    "createml",
+    "multiclass",
+)
 
 
 class CommandError(Exception):

@@ -24,6 +24,7 @@ from .coco import coco_document
 from .createml import createml_document
 from .cvat import cvat_document
 from .labelme import labelme_document
+from .labelstudio import labelstudio_document
 from .multiclass import TABLE_NAME, multiclass_table
 from .records import Sample
 from .safety import escape_cell
@@ -31,7 +32,18 @@ from .store import Store
 from .voc import voc_xml
 from .yolo import yolo_line
 
-EXPORT_FORMATS = ("folder", "csv", "voc", "coco", "yolo", "cvat", "labelme", "createml", "multiclass")
+EXPORT_FORMATS = (
+    "folder",
+    "csv",
+    "voc",
+    "coco",
+    "yolo",
+    "cvat",
+    "labelme",
+    "labelstudio",
+    "createml",
+    "multiclass",
+)
 _BOX_FORMATS = ("voc", "coco", "yolo", "createml")
 log = logging.getLogger(__name__)
 _PAGE = 500
@@ -89,7 +101,7 @@ def export_project(
     if format not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {format!r}; use one of: {', '.join(EXPORT_FORMATS)}")
     detection = project.target == "boxes"
-    if format in ("cvat", "labelme", "multiclass") and project.kind != "image":
+    if format in ("cvat", "labelme", "labelstudio", "multiclass") and project.kind != "image":
         raise ValueError(
             f"{format} export is for photos; project {project.name!r} holds {project.kind}: use folder or csv"
         )
@@ -115,6 +127,7 @@ def export_project(
         "yolo": _yolo,
         "cvat": _cvat,
         "labelme": _labelme,
+        "labelstudio": _labelstudio,
         "createml": _createml,
         "multiclass": _multiclass,
     }[format]
@@ -372,3 +385,18 @@ def _labelme(store, project, out: Path, samples) -> tuple[int, int]:
 
     count, _files = _by_split_folder(out, samples, write_folder)
     return count, 2 * count
+
+
+def _labelstudio(store, project, out: Path, samples) -> tuple[int, int]:
+    """Label Studio JSON, one file per split (``train.json``...) over ``images/``."""
+    namer, parts, count = _Namer(), {}, 0
+    for sample in samples:
+        name = f"images/{namer(sample)}"
+        _copy(sample, out / name)
+        tags = [] if project.target == "boxes" else sample.labels
+        entry = (name, sample.width, sample.height, sample.boxes, tags)
+        parts.setdefault(_split_of(sample), []).append(entry)
+        count += 1
+    for split, entries in parts.items():
+        _write_text(out / f"{split}.json", labelstudio_document(entries, project.target))
+    return count, count + len(parts)

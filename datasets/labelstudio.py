@@ -3,16 +3,19 @@
 
 Read: ``choices`` (tags or a class, for photos and texts) and ``rectanglelabels`` (boxes, given in
 percent of the photo). Regions of other kinds (polygons, brushes, keypoints) are left out, said once.
+Label Studio has no splits; a file named ``train.json``, ``val.json`` or ``test.json`` (as ModelDesk
+exports them) gives its tasks that split.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .. import safejson
 from .detect import iter_files, sniff_json
 from .items import ImportReport, Item
-from .limits import MAX_BOXES_PER_IMAGE
+from .limits import MAX_BOXES_PER_IMAGE, split_from_name
 from .locate import ImageIndex
 from .records import Box
 from .safety import to_float
@@ -112,15 +115,65 @@ def read_labelstudio(root: Path, report: ImportReport) -> tuple[int, list[Item]]
                 continue
             left_out += other
             if key == "text":
-                items.append(Item(source=f"{name}#{number}", text=value, labels=tags))
+                items.append(
+                    Item(
+                        source=f"{name}#{number}",
+                        text=value,
+                        labels=tags,
+                        split=split_from_name(json_path.stem),
+                    )
+                )
                 continue
             path = index.find(value, near=json_path.parent)
             if path is None:
                 items.append(Item(source=value, error=f"image of task {number} in {name} was not found"))
                 continue
+            source = index.source(path)
+            split = split_from_name(json_path.stem)  # Label Studio has no splits; ModelDesk's export files do
             items.append(
-                Item(source=index.source(path), path=path, boxes=boxes, labels=tags, normalised=True)
+                Item(source=source, path=path, boxes=boxes, labels=tags, normalised=True, split=split)
             )
     if left_out:
         report.warn(f"{left_out} region(s) other than rectangles and choices were left out")
     return len(items), items
+
+
+def labelstudio_document(entries, target: str) -> str:
+    """A Label Studio JSON export: one task per photo, ``entries`` being (path, width, height, boxes,
+    tags); boxes as ``rectanglelabels`` in percent, tags as ``choices``."""
+    tasks = []
+    for number, (path, width, height, boxes, tags) in enumerate(entries, 1):
+        result = [
+            {
+                "id": f"r{number}-{k}",
+                "type": "rectanglelabels",
+                "from_name": "label",
+                "to_name": "image",
+                "original_width": width,
+                "original_height": height,
+                "image_rotation": 0,
+                "value": {
+                    "x": b.x0 / width * 100,
+                    "y": b.y0 / height * 100,
+                    "width": (b.x1 - b.x0) / width * 100,
+                    "height": (b.y1 - b.y0) / height * 100,
+                    "rotation": 0,
+                    "rectanglelabels": [b.label],
+                },
+            }
+            for k, b in enumerate(boxes)
+        ]
+        if tags:
+            result.append(
+                {
+                    "id": f"r{number}-tags",
+                    "type": "choices",
+                    "from_name": "choice" if target == "label" else "tags",
+                    "to_name": "image",
+                    "value": {"choices": list(tags)},
+                }
+            )
+        tasks.append(
+            {"id": number, "data": {"image": path}, "annotations": [{"id": number, "result": result}]}
+        )
+    return json.dumps(tasks, ensure_ascii=False, indent=1)

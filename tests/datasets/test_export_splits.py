@@ -26,7 +26,7 @@ def _splits(store, project) -> dict:
     }
 
 
-@pytest.mark.parametrize("fmt", ["voc", "coco", "yolo", "cvat", "labelme", "createml"])
+@pytest.mark.parametrize("fmt", ["voc", "coco", "yolo", "cvat", "labelme", "labelstudio", "createml"])
 def test_export_keeps_splits_and_reimports_them(store, tmp_path, split_project, fmt):
     before = _splits(store, split_project)
     assert {"train", "val", "test"} <= {s for s, _ in before.values()}
@@ -70,7 +70,7 @@ def test_yolo_and_voc_exports_list_the_splits(store, tmp_path, split_project):
     assert json.dumps(sorted(lists)) == '["test", "train", "val"]'
 
 
-@pytest.mark.parametrize("fmt", ["cvat", "labelme", "multiclass"])
+@pytest.mark.parametrize("fmt", ["cvat", "labelme", "labelstudio", "multiclass"])
 def test_tag_exports_keep_tags_and_splits(store, tmp_path, make_images, fmt):
     project = store.create_project("tags", "image-multilabel", kind="image", target="tags")
     make_images(tmp_path / "src", {"": 13}, size=(40, 30))
