@@ -231,6 +231,11 @@ def read_yolo(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
     if unmatched:
         shown = ", ".join(p.relative_to(root).as_posix() for p in unmatched[:3])
         report.warn(f"{len(unmatched)} label file(s) match no image and were not read: {shown}")
+    if images and not used:
+        report.warn(
+            f"none of the {len(images)} photos has a label file (looked for NAME.txt beside each photo and "
+            "in labels/ or Annotations/ mirroring images/): they import without boxes"
+        )
     return len(images), _yolo_items(root, images, matched, layout)
 
 

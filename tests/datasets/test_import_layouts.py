@@ -200,3 +200,13 @@ def test_reimport_with_moved_boxes_adds_beside_the_old_ones_and_says_so(store, t
     assert (report.added, report.merged, report.updated) == (0, 1, 0)
     assert any("check them on the Label page" in w for w in report.warnings)
     assert sorted(b.x0 for b in store.samples(project)[0].boxes) == [1, 15]
+
+
+def test_yolo_photos_without_any_label_file_are_said(store, tmp_path, write, gen):
+    root = tmp_path / "y"
+    write(root / "obj.names", "ball\n")
+    write(root / "Images" / "a.jpg", gen.jpeg(40, 40))
+    write(root / "Labels-elsewhere" / "a.txt", "0 0.5 0.5 0.5 0.5\n")
+    report = import_path(store, _detection(store), root)
+    assert report.added == 1 and report.boxes == 0
+    assert any("none of the 1 photos has a label file" in w for w in report.warnings)
