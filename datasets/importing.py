@@ -476,6 +476,9 @@ def _ingest(
                 seen = first_labels.setdefault(new.content_hash, labels)
                 if seen != labels and not merge:
                     conflicts += 1
+                elif merge and not set(labels) <= set(seen):  # the same photo with other tags
+                    report.merged += 1
+                    first_labels[new.content_hash] = tuple(sorted(set(seen) | set(labels)))
                 batch.append(new)
                 batch_items.append(item)
             now = time.monotonic()

@@ -70,8 +70,8 @@ def summary(report: ImportReport) -> None:
     if report.merged:
         report.warn(
             f"{report.merged} photo(s) already imported (under this or another name) came with other "
-            "boxes: the new boxes were added beside the old ones, leaving out those that repeat one "
-            f"(IoU > {SAME_BOX_IOU}); check them on the Label page"
+            "boxes or tags: the new ones were added beside the old ones, leaving out tags already there "
+            f"and boxes that repeat one (IoU > {SAME_BOX_IOU}); check them on the Label page"
         )
     if report.updated:
         report.warn(f"{report.updated} photo(s) imported earlier without boxes got the boxes of their file")

@@ -210,3 +210,15 @@ def test_yolo_photos_without_any_label_file_are_said(store, tmp_path, write, gen
     report = import_path(store, _detection(store), root)
     assert report.added == 1 and report.boxes == 0
     assert any("none of the 1 photos has a label file" in w for w in report.warnings)
+
+
+def test_same_photo_under_two_names_in_a_tag_project_merges_and_counts_tags(store, tmp_path, write, gen):
+    photo = gen.jpeg(40, 40)
+    write(tmp_path / "d" / "beach" / "a.jpg", photo)
+    write(tmp_path / "d" / "sunset" / "a_copy.jpg", photo)
+    write(tmp_path / "d" / "sunset" / "b.jpg", gen.jpeg(40, 40, color=(1, 2, 3)))
+    write(tmp_path / "d" / "sunset" / "b_again.jpg", gen.jpeg(40, 40, color=(1, 2, 3)))  # same tag again
+    project = store.create_project("tags", "image-multilabel", kind="image", target="tags")
+    report = import_path(store, project, tmp_path / "d")
+    assert (report.added, report.duplicates, report.merged) == (2, 2, 1)
+    assert sorted(s.labels for s in store.samples(project)) == [["beach", "sunset"], ["sunset"]]
