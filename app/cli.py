@@ -20,8 +20,33 @@ from modeldesk.app.progress import TerminalProgress
 
 log = logging.getLogger(__name__)
 
-IMPORT_FORMATS = ("auto", "folder", "voc", "coco", "yolo", "csv", "jsonl", "txt")
-EXPORT_FORMATS = ("folder", "voc", "coco", "yolo", "csv")
+IMPORT_FORMATS = (
+    "auto",
+    "folder",
+    "voc",
+    "coco",
+    "yolo",
+    "cvat",
+    "labelme",
+    "labelstudio",
+    "createml",
+    "multiclass",
+    "csv",
+    "jsonl",
+    "txt",
+)
+EXPORT_FORMATS = (
+    "folder",
+    "voc",
+    "coco",
+    "yolo",
+    "csv",
+    "cvat",
+    "labelme",
+    "labelstudio",
+    "createml",
+    "multiclass",
+)
 
 
 class CommandError(Exception):

@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
-
-from modeldesk import safejson
+from typing import Callable
 
 from .csvpaths import table_media
 from .safety import special_file_problem
 from .verify import media_kind
 
 #: Formats import_path understands; "folder" is folder-per-class, "flat" is unlabeled media files.
-FORMATS = ("folder", "flat", "voc", "coco", "yolo", "csv", "jsonl", "txt", "zip")
+FORMATS = (
+    "folder",
+    "flat",
+    "voc",
+    "coco",
+    "yolo",
+    "cvat",
+    "labelme",
+    "labelstudio",
+    "createml",
+    "multiclass",
+    "csv",
+    "jsonl",
+    "txt",
+    "zip",
+)
 _IGNORED_NAMES = {"thumbs.db", "desktop.ini", "__macosx"}
 _TEXT_TABLE_EXTS = {".csv", ".tsv"}
 _JSONL_EXTS = {".jsonl", ".ndjson"}
@@ -53,25 +68,65 @@ class Scan:
     root: Path
 
 
-def _is_coco(path: Path) -> bool:
+def looks_like_coco(path: Path) -> bool:
+    """Whether ``path`` starts like a COCO file: a JSON object naming an ``images`` list.
+
+    Only the first MiB is looked at and nothing is parsed, so a COCO file the reader must refuse (a
+    5,000-digit number, nesting 100,000 deep) is still taken for COCO and refused with a reason,
+    never mistaken for a plain folder with its boxes dropped.
+    """
     try:
         with path.open("rb") as handle:
             head = handle.read(1 << 20)
-        if path.stat().st_size > len(head):  # too big to parse just to look: trust the keys in the head
-            return b'"images"' in head or b'"annotations"' in head
-        data = safejson.loads(head)
-    except (OSError, ValueError):  # safejson's limits (100,000 levels deep) raise ValueError too
+    except OSError:
         return False
-    return isinstance(data, dict) and "images" in data and "annotations" in data
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    return start == b"{" and b'"images"' in head and (b'"annotations"' in head or len(head) == 1 << 20)
+
+
+def _head(path: Path, size: int = 1 << 20) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(size)
+    except OSError:
+        return b""
+
+
+def sniff_json(path: Path) -> str | None:
+    """Which labeling tool's JSON ``path`` looks like, from its first MiB (nothing is parsed):
+    "coco", "labelme", "labelstudio", "createml" or None."""
+    head = _head(path)
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if start == b"{":
+        if looks_like_coco(path):
+            return "coco"
+        if b'"shapes"' in head and b'"imagePath"' in head:
+            return "labelme"
+    elif start == b"[":
+        if any(key in head for key in (b'"result"', b'"annotation_id"', b'"annotator"', b'"data"')):
+            return "labelstudio"
+        if b'"image"' in head and b'"annotations"' in head:  # Create ML; a photo without boxes too
+            return "createml"
+    return None
+
+
+def looks_like_labelme(path: Path) -> bool:
+    """Whether ``path`` starts like a LabelMe file (an object with ``shapes`` and ``imagePath``)."""
+    return sniff_json(path) == "labelme"
+
+
+def _xml_kind(path: Path) -> str | None:
+    """ "cvat" (``<annotations>``), "voc" (``<annotation>``) or None."""
+    head = _head(path, 4096)
+    if re.search(rb"<annotations[\s>]", head):
+        return "cvat"
+    if re.search(rb"<annotation[\s>]", head):
+        return "voc"
+    return None
 
 
 def _is_voc(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return False
-    return b"<annotation" in head
+    return _xml_kind(path) == "voc"
 
 
 def _is_yolo_txt(path: Path) -> bool:
@@ -118,10 +173,12 @@ def scan(path) -> Scan:
             return Scan("jsonl", None, path)
         if ext == ".txt":
             return Scan("txt", None, path)
-        if ext == ".json" and _is_coco(path):
-            return Scan("coco", "image", path)
-        if ext == ".xml" and _is_voc(path):
-            return Scan("voc", "image", path)
+        if ext == ".json" and sniff_json(path):
+            return Scan(sniff_json(path), _json_media(path), path)  # type: ignore[arg-type]
+        if ext == ".xml" and _xml_kind(path):
+            return Scan(_xml_kind(path), "image", path)  # type: ignore[arg-type]
+        if path.name.lower() == "_classes.csv":
+            return Scan("multiclass", "image", path)
         kind = media_kind(ext)
         if kind:
             return Scan("flat", kind, path)
@@ -135,7 +192,7 @@ def scan(path) -> Scan:
     tables, jsonl = [], []
     sub_files: list[Path] = []
     yolo_names = False
-    coco = voc = False
+    found: set[str] = set()
     for file in iter_files(path):
         ext = file.suffix.lower()
         name = file.name.lower()
@@ -148,11 +205,13 @@ def scan(path) -> Scan:
             target[kind] = target.get(kind, 0) + 1
         elif ext == ".xml":
             xml += 1
-            voc = voc or (xml <= 3 and _is_voc(file))
+            found.add((xml <= 3 and _xml_kind(file)) or "")
         elif ext == ".json":
             json_files += 1
-            coco = coco or (json_files <= 5 and _is_coco(file))
-        elif name in ("classes.txt", "obj.names", "data.yaml", "dataset.yaml") or ext == ".names":
+            found.add((json_files <= 5 and sniff_json(file)) or "")
+        elif name == "_classes.csv":
+            found.add("multiclass")
+        elif name in ("classes.txt", "obj.names", "obj.data", "data.yaml", "dataset.yaml") or ext == ".names":
             yolo_names = True
         elif ext == ".txt":
             txt += 1 if txt or _is_yolo_txt(file) else 0
@@ -164,10 +223,9 @@ def scan(path) -> Scan:
     media = _majority(
         {k: root_media.get(k, 0) + sub_media.get(k, 0) for k in set(root_media) | set(sub_media)}
     )
-    if coco:
-        return Scan("coco", "image", path)
-    if voc:
-        return Scan("voc", "image", path)
+    for fmt in ("coco", "cvat", "voc", "labelstudio", "createml", "labelme", "multiclass"):
+        if fmt in found:
+            return Scan(fmt, _json_media(path) if fmt == "labelstudio" else "image", path)
     if yolo_names and txt:
         return Scan("yolo", "image", path)
     class_dirs = {f.relative_to(path).parts[0] for f in sub_files}
@@ -189,6 +247,14 @@ def scan(path) -> Scan:
     if texts["root"]:
         return Scan("flat", "text", path)
     raise ValueError(f"no supported files found in {path}")
+
+
+def _json_media(path: Path) -> str:
+    """ "text" for a Label Studio export of texts, else "image"."""
+    if path.is_dir():
+        path = next((f for f in iter_files(path) if f.suffix.lower() == ".json" and sniff_json(f)), path)
+    head = _head(path) if path.is_file() else b""
+    return "text" if b'"text"' in head and b'"image"' not in head else "image"
 
 
 def detect_format(path) -> str:

@@ -2,7 +2,7 @@
 
 Formats: ``folder`` (media in one folder per class, unlabeled media at the top; text as ``data.csv``),
 ``csv`` (``text,label`` for text, ``path,label`` for media, one row per box for detection), ``voc``,
-``coco`` and ``yolo`` (detection). Media files are copied byte for byte; names come from the original
+``coco`` and ``yolo`` (detection, each with the train/val/test split in that format's own way). Media files are copied byte for byte; names come from the original
 file names, made unique with a piece of the content hash where two collide.
 """
 
@@ -14,19 +14,37 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+
+from modeldesk.fileio import atomic_open, atomic_write
 
 from .coco import coco_document
-from modeldesk.fileio import atomic_open, atomic_write
+from .createml import createml_document
+from .cvat import cvat_document
+from .labelme import labelme_document
+from .labelstudio import labelstudio_document
+from .multiclass import TABLE_NAME, multiclass_table
 from .records import Sample
 from .safety import escape_cell
 from .store import Store
 from .voc import voc_xml
 from .yolo import yolo_line
 
-EXPORT_FORMATS = ("folder", "csv", "voc", "coco", "yolo")
+EXPORT_FORMATS = (
+    "folder",
+    "csv",
+    "voc",
+    "coco",
+    "yolo",
+    "cvat",
+    "labelme",
+    "labelstudio",
+    "createml",
+    "multiclass",
+)
+_BOX_FORMATS = ("voc", "coco", "yolo", "createml")
 log = logging.getLogger(__name__)
 _PAGE = 500
 
@@ -83,12 +101,16 @@ def export_project(
     if format not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {format!r}; use one of: {', '.join(EXPORT_FORMATS)}")
     detection = project.target == "boxes"
-    if format in ("voc", "coco", "yolo") and not detection:
+    if format in ("cvat", "labelme", "labelstudio", "multiclass") and project.kind != "image":
+        raise ValueError(
+            f"{format} export is for photos; project {project.name!r} holds {project.kind}: use folder or csv"
+        )
+    if format in _BOX_FORMATS and not detection:
         raise ValueError(
             f"{format.upper()} export is for projects with boxes; project "
             f"{project.name!r} is {project.task}: use folder or csv"
         )
-    if format == "folder" and detection:
+    if format in ("folder", "multiclass") and detection:
         raise ValueError(
             f"project {project.name!r} has boxes, which a folder per class cannot hold; "
             "use voc, coco, yolo or csv"
@@ -97,7 +119,18 @@ def export_project(
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty; export into a new or empty folder")
     total = store.stats(project)["samples"]
-    writer = {"folder": _folder, "csv": _csv, "voc": _voc, "coco": _coco, "yolo": _yolo}[format]
+    writer = {
+        "folder": _folder,
+        "csv": _csv,
+        "voc": _voc,
+        "coco": _coco,
+        "yolo": _yolo,
+        "cvat": _cvat,
+        "labelme": _labelme,
+        "labelstudio": _labelstudio,
+        "createml": _createml,
+        "multiclass": _multiclass,
+    }[format]
     skipped: list[dict] = []
     with _staging(out) as staging:
         samples, files = writer(
@@ -215,31 +248,45 @@ def _csv(store, project, out: Path, samples) -> tuple[int, int]:
     return count, files
 
 
+def _split_of(sample: Sample) -> str:
+    return sample.split or "unassigned"
+
+
 def _voc(store, project, out: Path, samples) -> tuple[int, int]:
-    namer, count = _Namer(), 0
+    """``JPEGImages/``, ``Annotations/`` and ``ImageSets/Main/<split>.txt`` (VOC's own split lists)."""
+    namer, count, splits = _Namer(), 0, {}
     for sample in samples:
         name = namer(sample)
         _copy(sample, out / "JPEGImages" / name)
         xml = voc_xml(name, sample.width, sample.height, sample.boxes)
         _write_text(out / "Annotations" / f"{Path(name).stem}.xml", xml)
+        splits.setdefault(_split_of(sample), []).append(Path(name).stem)
         count += 1
-    return count, 2 * count
+    for split, stems in splits.items():
+        if split != "unassigned":
+            _write_text(out / "ImageSets" / "Main" / f"{split}.txt", "".join(f"{s}\n" for s in stems))
+    return count, 2 * count + len(set(splits) - {"unassigned"})
 
 
 def _coco(store, project, out: Path, samples) -> tuple[int, int]:
+    """The official layout: ``annotations/instances_<split>.json`` and ``images/<split>/``."""
     labels = store.labels(project)
     category = {name: i + 1 for i, name in enumerate(labels)}
-    namer, images, annotations = _Namer(), [], []
+    namer, parts, count = _Namer(), {}, 0
+    next_box = 1
     for sample in samples:
+        split = _split_of(sample)
+        images, annotations = parts.setdefault(split, ([], []))
         name = namer(sample)
-        _copy(sample, out / "images" / name)
-        image_id = len(images) + 1
+        _copy(sample, out / "images" / split / name)
+        count += 1
+        image_id = count  # unique across the split files, as in the official sets
         images.append({"id": image_id, "file_name": name, "width": sample.width, "height": sample.height})
         for b in sample.boxes:
             w, h = b.x1 - b.x0, b.y1 - b.y0
             annotations.append(
                 {
-                    "id": len(annotations) + 1,
+                    "id": next_box,
                     "image_id": image_id,
                     "category_id": category[b.label],
                     "bbox": [b.x0, b.y0, w, h],
@@ -247,22 +294,109 @@ def _coco(store, project, out: Path, samples) -> tuple[int, int]:
                     "iscrowd": 0,
                 }
             )
-    _write_text(out / "annotations.json", coco_document(images, annotations, labels))
-    return len(images), len(images) + 1
+            next_box += 1
+    for split, (images, annotations) in parts.items():
+        _write_text(
+            out / "annotations" / f"instances_{split}.json", coco_document(images, annotations, labels)
+        )
+    return count, count + len(parts)
 
 
 def _yolo(store, project, out: Path, samples) -> tuple[int, int]:
+    """Ultralytics: ``images/<split>/``, ``labels/<split>/`` and a ``data.yaml`` naming the splits."""
     labels = store.labels(project)
     index = {name: i for i, name in enumerate(labels)}
     (out / "labels").mkdir()
-    namer, count = _Namer(), 0
+    namer, count, splits = _Namer(), 0, set()
     for sample in samples:
+        split = _split_of(sample)
+        splits.add(split)
         name = namer(sample)
-        _copy(sample, out / "images" / name)
+        _copy(sample, out / "images" / split / name)
         lines = [yolo_line(index[b.label], b, sample.width, sample.height) for b in sample.boxes]
-        _write_text(out / "labels" / f"{Path(name).stem}.txt", "".join(f"{line}\n" for line in lines))
+        _write_text(out / "labels" / split / f"{Path(name).stem}.txt", "".join(f"{line}\n" for line in lines))
         count += 1
     _write_text(out / "classes.txt", "".join(f"{n}\n" for n in labels))
     names = "".join(f"  {i}: {json.dumps(n, ensure_ascii=False)}\n" for i, n in enumerate(labels))
-    _write_text(out / "data.yaml", f"path: .\ntrain: images\nval: images\nnc: {len(labels)}\nnames:\n{names}")
+    lists = "".join(f"{s}: images/{s}\n" for s in ("train", "val", "test") if s in splits)
+    _write_text(out / "data.yaml", f"path: .\n{lists}nc: {len(labels)}\nnames:\n{names}")
     return count, 2 * count + 2
+
+
+def _cvat(store, project, out: Path, samples) -> tuple[int, int]:
+    """``annotations.xml`` (CVAT for images 1.1, the split as each image's subset) and ``images/``."""
+    namer, entries = _Namer(), []
+    for sample in samples:
+        name = f"images/{namer(sample)}"
+        _copy(sample, out / name)
+        tags = [] if project.target == "boxes" else sample.labels
+        entries.append((name, sample.width, sample.height, sample.split, sample.boxes, tags))
+    _write_text(out / "annotations.xml", cvat_document(entries, store.labels(project)))
+    return len(entries), len(entries) + 1
+
+
+def _by_split_folder(out: Path, samples, write_folder) -> tuple[int, int]:
+    """Photos copied into ``<split>/`` folders (``valid`` for val, as Roboflow and Create ML name it),
+    then ``write_folder(folder, [(name, sample)])`` writes each folder's annotation file."""
+    folders: dict[str, list] = {}
+    namer, count = _Namer(), 0
+    for sample in samples:
+        folder = {"val": "valid", None: "unassigned"}.get(sample.split, sample.split)
+        name = namer(sample)
+        _copy(sample, out / folder / name)
+        folders.setdefault(folder, []).append((name, sample))
+        count += 1
+    for folder, entries in folders.items():
+        write_folder(out / folder, entries)
+    return count, count + len(folders)
+
+
+def _createml(store, project, out: Path, samples) -> tuple[int, int]:
+    """``<split>/annotations.json`` (Create ML, centre-based boxes) beside each split's photos."""
+    return _by_split_folder(
+        out,
+        samples,
+        lambda folder, entries: _write_text(
+            folder / "annotations.json", createml_document([(n, s.boxes) for n, s in entries])
+        ),
+    )
+
+
+def _multiclass(store, project, out: Path, samples) -> tuple[int, int]:
+    """``<split>/_classes.csv`` (Roboflow multiclass: one 0/1 column per class) beside the photos."""
+    labels = store.labels(project)
+    return _by_split_folder(
+        out,
+        samples,
+        lambda folder, entries: _write_text(
+            folder / TABLE_NAME, multiclass_table([(n, s.labels) for n, s in entries], labels)
+        ),
+    )
+
+
+def _labelme(store, project, out: Path, samples) -> tuple[int, int]:
+    """One LabelMe JSON beside each photo, in ``<split>/`` folders (LabelMe itself has no splits)."""
+
+    def write_folder(folder: Path, entries) -> None:
+        for name, s in entries:
+            tags = [] if project.target == "boxes" else s.labels
+            document = labelme_document(name, s.width, s.height, s.boxes, tags)
+            _write_text(folder / f"{Path(name).stem}.json", document)
+
+    count, _files = _by_split_folder(out, samples, write_folder)
+    return count, 2 * count
+
+
+def _labelstudio(store, project, out: Path, samples) -> tuple[int, int]:
+    """Label Studio JSON, one file per split (``train.json``...) over ``images/``."""
+    namer, parts, count = _Namer(), {}, 0
+    for sample in samples:
+        name = f"images/{namer(sample)}"
+        _copy(sample, out / name)
+        tags = [] if project.target == "boxes" else sample.labels
+        entry = (name, sample.width, sample.height, sample.boxes, tags)
+        parts.setdefault(_split_of(sample), []).append(entry)
+        count += 1
+    for split, entries in parts.items():
+        _write_text(out / f"{split}.json", labelstudio_document(entries, project.target))
+    return count, count + len(parts)

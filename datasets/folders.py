@@ -1,4 +1,5 @@
-"""Readers for plain folders: folder-per-class (``<label>/<file>``) and flat folders of unlabeled files."""
+"""Readers for plain folders: folder-per-class (``<label>/<file>``, or ImageNet's
+``<split>/<label>/<file>``) and flat folders of unlabeled files."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 from .detect import iter_files
 from .items import ImportReport, Item
+from .limits import split_from_name
 from .verify import media_kind
 
 
@@ -27,15 +29,34 @@ def read_class_folders(root: Path, report: ImportReport, kind: str) -> tuple[int
     ignored with one warning. Files of the other media kind (a sound in an image project) are too.
     """
     items, ignored = [], []
+    by_split = _split_folders(root)
+    if by_split:
+        report.warn(
+            f"{root}: the folders {', '.join(by_split)} are kept as the splits; the folders in them are the classes"
+        )
     for file in iter_files(root, refuse_special(report, root)):
         rel = file.relative_to(root)
         if media_kind(file.suffix.lower()) != kind:
             ignored.append(rel.as_posix())
             continue
-        labels = [rel.parts[0]] if len(rel.parts) > 1 else []
-        items.append(Item(source=rel.as_posix(), path=file, labels=labels))
+        parts = rel.parts[1:] if by_split and len(rel.parts) > 1 else rel.parts
+        labels = [parts[0]] if len(parts) > 1 else []
+        split = split_from_name(rel.parts[0]) if by_split and len(rel.parts) > 1 else None
+        items.append(Item(source=rel.as_posix(), path=file, labels=labels, split=split))
     _ignored_note(report, root, ignored, kind)
     return len(items), items
+
+
+def _split_folders(root: Path) -> list[str]:
+    """The top folders when every one is a split (``train``, ``val``...) holding class folders (ImageNet's
+    layout), else []."""
+    if not root.is_dir():
+        return []
+    tops = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not tops or not all(split_from_name(name) for name in tops):
+        return []
+    nested = all(any(q.is_dir() for q in (root / name).iterdir()) for name in tops)
+    return tops if nested else []
 
 
 def read_flat(root: Path, report: ImportReport, kind: str) -> tuple[int, list[Item]]:

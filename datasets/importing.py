@@ -19,7 +19,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
-from . import archive, coco, csvpaths, csvtext, folders, textfiles, voc, yolo
+from . import archive, coco, csvpaths, csvtext, folders, merging, readers, textfiles, voc, yolo
 from .detect import FORMATS, scan
 from .items import ImportReport, Item
 from .media import sha256_bytes, sha256_file
@@ -55,9 +55,10 @@ _FORMAT_NAMES = {
     "csv": "CSV text",
     "jsonl": "JSON Lines",
     "txt": "text",
+    **readers.NAMES,
 }
 _TEXT_ONLY_FORMATS = {"jsonl", "txt"}
-_DETECTION_FORMATS = {"voc", "coco", "yolo"}
+_DETECTION_FORMATS = {"voc", "coco", "yolo", *readers.BOXES_ONLY}
 _SPACES = re.compile(r"\s+")
 
 Progress = Callable[[int, int | None, str], None]
@@ -178,13 +179,14 @@ def import_path(
     if nested:  # sub-folders of photos to label with boxes: their names are not classes
         fmt = "flat"
     _check_task(project, fmt, media, path)
+    readers.check_target(fmt, project.target, path, project.name)
     report = ImportReport(format=fmt)
     if nested:
         report.warn(
             f"{path}: sub-folder names are not used as labels in a project that finds objects; "
             "the images import without boxes"
         )
-    total, items = _read(path, fmt, report, project.kind, text_column, label_column, project.target == "tags")
+    total, items = _read(path, fmt, report, project, text_column, label_column)
     if total == 0:
         raise ValueError(f"no supported files found in {path}")
     _ingest(store, project, items, total, report, progress, should_stop, on_commit)
@@ -203,7 +205,10 @@ def _single_table(path: Path) -> Path:
     return tables[0]
 
 
-def _read(path: Path, fmt: str, report: ImportReport, kind: str, text_column, label_column, multi: bool):
+def _read(path: Path, fmt: str, report: ImportReport, project: Project, text_column, label_column):
+    kind, multi = project.kind, project.target == "tags"
+    if fmt in readers.READERS:
+        return readers.read(fmt, path, report, project.target)
     if fmt in ("folder", "flat") and kind == "text":
         return textfiles.read_text_folders(path, report)
     if fmt == "folder":
@@ -328,6 +333,7 @@ def _to_sample(kind: str, item: Item, stored, report: ImportReport) -> NewSample
         duration=duration,
         labels=list(item.labels),
         boxes=boxes,
+        split=item.split,
     )
 
 
@@ -437,9 +443,12 @@ def _ingest(
     def flush():
         if not batch:
             return
-        for new, is_new in _commit(store, project, batch, merge, report):
+        for new, sid, is_new in _commit(store, project, batch, merge, report):
+            if not is_new and new.boxes:
+                merging.merge_duplicate(store, sid, new.boxes, new.content_hash not in committed, report)
             committed.add(new.content_hash)
             if is_new:
+                report.splits_kept += new.split is not None
                 report.added += 1
                 report.boxes += len(new.boxes)
                 report.count_labels([b.label for b in new.boxes] if new.boxes else new.labels)
@@ -470,6 +479,9 @@ def _ingest(
                 seen = first_labels.setdefault(new.content_hash, labels)
                 if seen != labels and not merge:
                     conflicts += 1
+                elif merge and not set(labels) <= set(seen):  # the same photo with other tags
+                    report.merged += 1
+                    first_labels[new.content_hash] = tuple(sorted(set(seen) | set(labels)))
                 batch.append(new)
                 batch_items.append(item)
             now = time.monotonic()
@@ -496,6 +508,7 @@ def _ingest(
         remove_unreferenced(store, {h: e for h, e in created.items() if h not in committed})
     if progress is not None:
         progress(done, total if total is not None else done, "")
+    merging.summary(report)
     if conflicts:
         report.warn(
             f"{conflicts} duplicate item(s) carried a different label than their first copy; "
@@ -515,16 +528,16 @@ def _commit(store: Store, project: Project, batch: list[NewSample], merge: bool,
         except sqlite3.IntegrityError:
             results = None
         if results is not None:
-            yield from ((new, is_new) for new, (_sid, is_new) in zip(batch, results))
+            yield from ((new, sid, is_new) for new, (sid, is_new) in zip(batch, results))
             return
         for new in batch:
             try:
-                ((_sid, is_new),) = store.add_samples(project, [new], merge_labels=merge)
+                ((sid, is_new),) = store.add_samples(project, [new], merge_labels=merge)
             except sqlite3.IntegrityError as exc:
                 log.error("could not store %s: %s", new.source, exc)
                 report.fail(new.source, f"could not be stored ({exc})")
                 continue
-            yield new, is_new
+            yield new, sid, is_new
     except (sqlite3.Error, OSError) as exc:
         if is_write_failure(exc):
             raise write_error(exc, store.root, doing="save the import") from exc

@@ -32,6 +32,7 @@ class Item:
     boxes: list[Box] | None = None
     normalised: bool = False  # boxes are fractions of the image size (YOLO), not pixels
     error: str | None = None
+    split: str | None = None  # "train", "val" or "test" when the source says which
 
 
 @dataclass
@@ -51,6 +52,9 @@ class ImportReport:
     boxes: int = 0
     boxes_clipped: int = 0
     boxes_dropped: int = 0
+    merged: int = 0  # duplicates whose annotations were merged into the copy already there
+    updated: int = 0  # samples already in the project whose annotations a re-import corrected
+    splits_kept: int = 0  # added samples that kept the train/val/test split their source gives
     labels: dict[str, int] = field(default_factory=dict)
     stopped: bool = False
     failed_total: int = 0
@@ -126,6 +130,9 @@ class ImportReport:
             "boxes": self.boxes,
             "boxes_clipped": self.boxes_clipped,
             "boxes_dropped": self.boxes_dropped,
+            "merged": self.merged,
+            "updated": self.updated,
+            "splits_kept": self.splits_kept,
             "labels": dict(sorted(self.labels.items())),
             "stopped": self.stopped,
         }

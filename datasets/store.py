@@ -46,6 +46,7 @@ class NewSample:
     duration: float | None = None
     labels: list[str] = field(default_factory=list)
     boxes: list[Box] = field(default_factory=list)
+    split: str | None = None  # the split the source gave it (kept); None: assigned 70/15/15
 
 
 class Store:
@@ -464,7 +465,7 @@ class Store:
             for item in items:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO samples(project_id, content_hash, kind, ext, text, source, "
-                    "width, height, duration, added) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "width, height, duration, added, split) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         project.id,
                         item.content_hash,
@@ -476,6 +477,7 @@ class Store:
                         item.height,
                         item.duration,
                         now,
+                        item.split if item.split in SPLITS else None,
                     ),
                 )
                 if cur.rowcount == 1:

@@ -1,14 +1,19 @@
-"""Pascal VOC: one XML file per image, beside it or in ``Annotations/`` next to ``JPEGImages/``."""
+"""Pascal VOC: one XML file per image, beside it or in ``Annotations/`` next to ``JPEGImages/``.
+
+The split comes from ``ImageSets/Main/{train,val,test}.txt``; the masks of ``SegmentationClass/`` and
+``SegmentationObject/`` are not photos and are not imported.
+"""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 from .detect import iter_files
 from .items import ImportReport, Item
+from .limits import MAX_BOXES_PER_IMAGE
 from .records import Box
+from .safexml import parse_file
 from .verify import IMAGE_EXTS
 
 
@@ -43,11 +48,7 @@ def _number(node, tag: str) -> float:
 
 def parse_voc(xml_path: Path) -> tuple[str | None, list[Box]]:
     """The ``<filename>`` and the boxes of one VOC annotation file (ValueError if malformed)."""
-    try:
-        tree = ET.parse(xml_path)
-    except ET.ParseError as exc:
-        raise ValueError(f"not valid XML ({exc})") from None
-    node = tree.getroot()
+    node = parse_file(xml_path)
     if node.tag != "annotation":
         raise ValueError(f"not a Pascal VOC annotation (root element <{node.tag}>)")
     boxes = []
@@ -56,17 +57,42 @@ def parse_voc(xml_path: Path) -> tuple[str | None, list[Box]]:
         bnd = obj.find("bndbox")
         if not name or bnd is None:
             raise ValueError("an <object> lacks <name> or <bndbox>")
+        if len(boxes) >= MAX_BOXES_PER_IMAGE:
+            raise ValueError(f"it holds more than {MAX_BOXES_PER_IMAGE:,} objects")
         boxes.append(
             Box(name, _number(bnd, "xmin"), _number(bnd, "ymin"), _number(bnd, "xmax"), _number(bnd, "ymax"))
         )
     return node.findtext("filename"), boxes
 
 
+_SEGMENTATION = {"segmentationclass", "segmentationobject", "segmentationclassaug"}
+
+
+class _SplitLists:
+    """``ImageSets/Main/<split>.txt`` beside ``Annotations/``: which image stem is in which split."""
+
+    def __init__(self):
+        self._by_root: dict[Path, dict[str, str]] = {}
+
+    def split(self, xml_path: Path) -> str | None:
+        voc_root = xml_path.parent.parent
+        if voc_root not in self._by_root:
+            found: dict[str, str] = {}
+            for split in ("train", "val", "test"):
+                listed = voc_root / "ImageSets" / "Main" / f"{split}.txt"
+                if listed.is_file() and listed.stat().st_size < (64 << 20):
+                    for line in listed.read_text(encoding="utf-8-sig", errors="replace").splitlines():
+                        if line.split():
+                            found.setdefault(line.split()[0], split)
+            self._by_root[voc_root] = found
+        return self._by_root[voc_root].get(xml_path.stem)
+
+
 def read_voc(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
     """Items for every VOC XML under ``root`` (or one XML file); images without XML come unlabeled."""
     xml_files = [root] if root.is_file() else [p for p in iter_files(root) if p.suffix.lower() == ".xml"]
     base = root.parent if root.is_file() else root
-    items, used = [], set()
+    items, used, splits = [], set(), _SplitLists()
     for xml_path in xml_files:
         source = xml_path.relative_to(base).as_posix()
         try:
@@ -89,10 +115,13 @@ def read_voc(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
                 source=image.relative_to(base).as_posix() if image.is_relative_to(base) else image.name,
                 path=image,
                 boxes=boxes,
+                split=splits.split(xml_path),
             )
         )
     if root.is_dir():
         for image in iter_files(root):
+            if _SEGMENTATION & {p.lower() for p in image.relative_to(root).parts[:-1]}:
+                continue
             if image.suffix.lower() in IMAGE_EXTS and image.resolve() not in used:
                 items.append(Item(source=image.relative_to(root).as_posix(), path=image, boxes=[]))
     return len(items), items
