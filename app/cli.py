@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from modeldesk.app import about, cli_cluster, formatting
+from modeldesk.app import about, cli_cluster, cli_edge, formatting
 from modeldesk.app.paths import ENV_WORKSPACE
 from modeldesk.app.progress import TerminalProgress
 
@@ -169,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     command("recover", "set a damaged workspace database aside, restore its backup and bring back media")
 
     cli_cluster.add_commands(command, common)
+    cli_edge.add_commands(command, common)
     return parser
 
 
@@ -313,6 +314,8 @@ def _dispatch_workspace(ws, args):
         return cli_cluster.run_devices(ws, args)
     if command == "cluster":
         return cli_cluster.run_cluster(ws, args)
+    if command == "edge":
+        return cli_edge.run_edge(ws, args)
     raise CommandError(f"unknown command {command}")
 
 
