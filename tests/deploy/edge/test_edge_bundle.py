@@ -11,7 +11,6 @@ import time
 import urllib.request
 
 import pytest
-
 from modeldesk.app.service_handle import free_port
 from modeldesk.deploy.edge.bundle import build_edge_bundle, edge_requirements
 from modeldesk.deploy.predictor import Predictor
@@ -144,3 +143,21 @@ def _multipart(path) -> tuple[bytes, str]:
         "Content-Type: image/png\r\n\r\n"
     ).encode()
     return head + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode(), boundary
+
+
+def test_export_edge_from_the_command_line(standin_artifact, tmp_path, capsys):
+    from modeldesk.app.cli import main
+
+    workspace = ["--workspace", str(tmp_path / "ws")]
+    out = tmp_path / "box"
+    code = main(
+        [*workspace, "--json", "export", str(standin_artifact), str(standin_artifact), str(out), "--edge"]
+    )
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["path"] == str(out) and result["size_bytes"] > 0
+    assert [m["name"] for m in result["models"]] == ["standin", "standin-2"]  # one name each
+    assert sorted(p.name for p in (out / "models").iterdir()) == ["standin", "standin-2"]
+    # several models without --edge are refused, and nothing is written
+    code = main([*workspace, "export", str(standin_artifact), str(standin_artifact), str(tmp_path / "no")])
+    assert code != 0 and "--edge" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
