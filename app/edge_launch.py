@@ -8,7 +8,6 @@ a random token that the console's address carries once.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -16,10 +15,9 @@ import secrets
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+from modeldesk.app.edge import EdgeClient, EdgeClientError
 from modeldesk.app.service_handle import free_port
 
 log = logging.getLogger(__name__)
@@ -28,8 +26,8 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 60.0
 
 
-class EdgeError(RuntimeError):
-    """The edge server refused a call or did not start; the message says what to do."""
+class EdgeError(EdgeClientError):
+    """The edge server did not start, or what to run is incomplete; the message says what to do."""
 
 
 class EdgeProcess:
@@ -67,7 +65,7 @@ class EdgeProcess:
             try:
                 if edge.call("GET", "healthz", timeout=2.0).get("ok"):
                     break
-            except (EdgeError, OSError):
+            except EdgeClientError:
                 pass
             if time.monotonic() > deadline:
                 edge.stop()
@@ -93,23 +91,8 @@ class EdgeProcess:
         return lines[-1].replace(self.token, "***") if lines else "no log was written"
 
     def call(self, method: str, path: str, body: dict | None = None, *, timeout: float = 30.0) -> dict:
-        """One API call; a refusal raises :class:`EdgeError` with the server's message."""
-        from modeldesk.safejson import loads
-
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(self.url + path.lstrip("/"), data=data, method=method)
-        request.add_header("Authorization", f"Bearer {self.token}")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                return loads(response.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            try:
-                message = loads(exc.read()).get("error") or exc.reason
-            except ValueError:
-                message = exc.reason
-            raise EdgeError(f"The edge server refused {method} /{path.lstrip('/')}: {message}") from None
+        """One API call; a refusal raises :class:`EdgeClientError` with the server's message."""
+        return EdgeClient(self.url, self.token, timeout=timeout).call(method, "/" + path.lstrip("/"), body)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Ask the server to finish (SIGTERM), then kill it if it has not within ``timeout``."""

@@ -101,7 +101,7 @@
   function num(x, digits) { return typeof x === "number" ? x.toFixed(digits || 0) : "—"; }
   function when(iso) {
     if (!iso) return "—";
-    var d = new Date(iso);
+    var d = new Date(typeof iso === "number" ? iso * 1000 : iso);  // ISO text, or seconds since 1970
     if (isNaN(d)) return String(iso);
     var today = new Date().toDateString() === d.toDateString();
     return (today ? "" : d.toLocaleDateString() + " ") + d.toLocaleTimeString();
@@ -277,7 +277,7 @@
       ]));
     });
     var names = state.models.map(function (m) { return [m.name, m.name + " (version " + m.live_version + ")"]; });
-    fillSelect($("pipeline-model"), names);
+    fillSelect($("pipeline-model"), names.length ? names : [["", "Add a model first (the form above)"]]);
     pipelineModelChanged();
   }
   function pipelineModelChanged() {
@@ -310,7 +310,8 @@
         el("td", { cls: "src", title: p.source, text: (KIND_WORDS[p.source_kind] || p.source_kind || "") + ": " + p.source }),
         el("td", { text: p.model + (p.model_version ? " v" + p.model_version : "") }),
         stateCell,
-        el("td", { cls: "num", text: num(p.fps, 1) + " of " + (p.fps_cap || "—") }),
+        el("td", { cls: "num", title: p.source_kind === "file" ? "A video file is read as fast as the model answers; the cap is per second of video" : "",
+                   text: num(p.fps, 1) + (p.source_kind === "file" ? "" : " of " + (p.fps_cap || "—")) }),
         el("td", { cls: "num", text: String(p.frames || 0) }),
         el("td", { cls: "num", title: "Frames skipped because the model was still busy", text: String(p.dropped || 0) }),
         el("td", { text: answerWords(p.last_answer) }),
@@ -338,7 +339,8 @@
       var metric = m.metrics || {};
       var score = typeof metric.accuracy === "number" ? ", accuracy " + pct(metric.accuracy)
         : typeof metric.map50 === "number" ? ", mAP " + metric.map50.toFixed(2) : "";
-      return [m.id, (m.project || "?") + " · " + (m.template || m.task || "") + score + " · " + String(m.created || "").replace("T", " ").slice(0, 16)];
+      var template = String(m.template || m.task || "").split("/").pop();
+      return [m.id, (m.project || "?") + " · " + template + " template" + score + " · trained " + when(m.created)];
     });
     fillSelect($("ws-model"), items);
     $("ws-hint").textContent = items.length ? "Models trained in the workspace this server was started with."
@@ -396,7 +398,9 @@
     var w = STATE_WORDS[p.state] || ["off", p.state];
     $("live-pill").className = "pill pill-" + w[0];
     $("live-state").textContent = w[1];
-    $("live-fps").textContent = num(p.fps, 1) + " frames a second (at most " + p.fps_cap + ")";
+    // a file is read as fast as the model goes; the cap counts frames per second of video there
+    $("live-fps").textContent = num(p.fps, 1) + " frames a second" + (p.fps_cap ? (p.source_kind === "file"
+      ? " (up to " + p.fps_cap + " from each second of video)" : " (at most " + p.fps_cap + ")") : "");
     $("live-facts").innerHTML = "";
     [["Source", (KIND_WORDS[p.source_kind] || "") + ": " + p.source], ["Model", p.model + " v" + p.model_version],
      ["Frames", String(p.frames || 0)], ["Skipped", String(p.dropped || 0)]].forEach(function (f) {
@@ -492,12 +496,13 @@
     return node;
   }
   function chart(title, now, series, opts) {
-    // series: [[values...], [values...]?]; the first is filled, the second dashed
+    // series: lists of [time ms, value or null] over opts.start..opts.end; the first is filled, the
+    // second dashed; a null leaves a gap, a lone point is a dot
     var W = 300, H = 90, L = 30, B = 14;
-    var all = [].concat.apply([], series).filter(function (v) { return typeof v === "number"; });
+    var all = [];
+    series.forEach(function (points) { points.forEach(function (p) { if (typeof p[1] === "number") all.push(p[1]); }); });
     var max = Math.max(opts.min || 1, Math.max.apply(null, all.concat([0])) * 1.15);
-    var n = Math.max(2, series[0].length);
-    var x = function (i) { return L + (W - L - 4) * i / (n - 1); };
+    var x = function (t) { return L + (W - L - 4) * Math.max(0, Math.min(1, (t - opts.start) / (opts.end - opts.start))); };
     var y = function (v) { return H - B - (H - B - 6) * v / max; };
     var svg = svgEl("svg", { viewBox: "0 0 " + W + " " + H, preserveAspectRatio: "none", role: "img", "aria-label": title });
     [0, max / 2, max].forEach(function (v) {
@@ -506,12 +511,19 @@
       t.textContent = v >= 100 ? Math.round(v) : v.toFixed(v >= 10 ? 0 : 1);
       svg.appendChild(t);
     });
-    series.forEach(function (values, k) {
-      var points = values.map(function (v, i) { return [x(i), y(typeof v === "number" ? v : 0)]; });
-      if (!points.length) return;
-      var d = points.map(function (p, i) { return (i ? "L" : "M") + p[0].toFixed(1) + " " + p[1].toFixed(1); }).join(" ");
-      if (k === 0 && opts.area) svg.appendChild(svgEl("path", { d: d + " L" + x(values.length - 1) + " " + y(0) + " L" + x(0) + " " + y(0) + " Z", class: "area" }));
-      svg.appendChild(svgEl("path", { d: d, class: k ? "line2" : "line1" }));
+    series.forEach(function (points, k) {
+      var runs = [], run = [];
+      points.forEach(function (p) {
+        if (typeof p[1] === "number") run.push([x(p[0]), y(p[1])]);
+        else if (run.length) { runs.push(run); run = []; }
+      });
+      if (run.length) runs.push(run);
+      runs.forEach(function (r) {
+        if (r.length === 1) { svg.appendChild(svgEl("circle", { cx: r[0][0], cy: r[0][1], r: 2.5, class: k ? "dot2" : "dot1" })); return; }
+        var d = r.map(function (p, i) { return (i ? "L" : "M") + p[0].toFixed(1) + " " + p[1].toFixed(1); }).join(" ");
+        if (k === 0 && opts.area) svg.appendChild(svgEl("path", { d: d + " L" + r[r.length - 1][0].toFixed(1) + " " + y(0) + " L" + r[0][0].toFixed(1) + " " + y(0) + " Z", class: "area" }));
+        svg.appendChild(svgEl("path", { d: d, class: k ? "line2" : "line1" }));
+      });
     });
     var t0 = svgEl("text", { x: L, y: H - 2, class: "tick" }); t0.textContent = opts.from || "";
     var t1 = svgEl("text", { x: W - 2, y: H - 2, "text-anchor": "end", class: "tick" }); t1.textContent = "now";
@@ -521,47 +533,65 @@
     if (opts.legend) box.appendChild(el("div", { cls: "legend" }, [el("i"), opts.legend[0], el("i", { cls: "l2" }), opts.legend[1]]));
     return box;
   }
+  var BUCKET_S = 10;  // the server's stats interval (EDGE_API.md: a minute or 10 s)
   function bucketWords(series) {
-    // "a minute" or "per 10 s", from the spacing of the series' times
-    var a = Date.parse(series.length > 1 && series[0].t), b = Date.parse(series.length > 1 && series[1].t);
-    if (isNaN(a) || isNaN(b) || b <= a) return "per interval";
-    var s = Math.round((b - a) / 1000);
+    var s = bucketSeconds(series);
     return s === 60 ? "a minute" : s % 60 === 0 ? "per " + s / 60 + " minutes" : "per " + s + " s";
+  }
+  function bucketSeconds(series) {
+    var best = null;
+    for (var i = 1; i < series.length; i++) {
+      var d = (Date.parse(series[i].t) - Date.parse(series[i - 1].t)) / 1000;
+      if (d > 0 && (best === null || d < best)) best = d;
+    }
+    return best && (best === 60 || best === 10) ? best : BUCKET_S;
+  }
+  function grid(series, key, step, start, end, missing) {
+    // every interval from start to end: the server lists only those with data
+    var byTime = {};
+    series.forEach(function (p) { var t = Date.parse(p.t); if (!isNaN(t)) byTime[Math.round(t / 1000 / step)] = p[key]; });
+    var out = [];
+    for (var b = Math.ceil(start / 1000 / step); b * step * 1000 <= end; b++) {
+      out.push([b * step * 1000, b in byTime ? byTime[b] : missing]);
+    }
+    return out;
   }
   function last(values) { for (var i = values.length - 1; i >= 0; i--) if (typeof values[i] === "number") return values[i]; return null; }
   function refreshCharts() {
-    var minutes = $("chart-minutes").value;
+    var minutes = Number($("chart-minutes").value);
     return api("v1/edge/stats?minutes=" + minutes).then(function (answer) {
       var box = $("charts");
       box.innerHTML = "";
       var models = (answer.models || []).filter(function (m) { return (m.series || []).length; });
       var pipes = (answer.pipelines || []).filter(function (p) { return (p.series || []).length; });
       $("charts-empty").hidden = models.length + pipes.length > 0;
-      var from = "-" + (minutes >= 60 ? minutes / 60 + " h" : minutes + " min");
+      var end = Date.now(), start = end - minutes * 60000;
+      var span = { start: start, end: end, from: "-" + (minutes >= 60 ? minutes / 60 + " h" : minutes + " min") };
+      var opts = function (extra) { return Object.assign({}, span, extra || {}); };
       models.forEach(function (m) {
-        var s = m.series;
+        var s = m.series, step = bucketSeconds(s), every = bucketWords(s);
         var pick = function (k) { return s.map(function (p) { return p[k]; }); };
-        var req = pick("requests"), p50 = pick("p50_ms"), p95 = pick("p95_ms"), err = pick("errors");
-        var total = Math.round(req.reduce(function (a, b) { return a + (b || 0); }, 0));
-        var errors = Math.round(err.reduce(function (a, b) { return a + (b || 0); }, 0));
-        var every = bucketWords(s);
+        var total = Math.round(pick("requests").reduce(function (a, b) { return a + (b || 0); }, 0));
+        var errors = Math.round(pick("errors").reduce(function (a, b) { return a + (b || 0); }, 0));
         box.appendChild(el("div", { cls: "chart-row" }, [
-          el("h4", { text: m.name + (m.version ? " · version " + m.version : "") + " · " + total + " answers" }),
+          el("h4", { text: m.name + (m.version ? " · version " + m.version : "") + " · " + total + " answers in the last " + (minutes >= 60 ? "hour" : minutes + " minutes") }),
           el("div", { cls: "trio" }, [
-            chart("Answers " + every, num(last(req) || 0), [req], { area: true, from: from }),
-            chart("Time to answer (ms)", num(last(p50), 1) + " / " + num(last(p95), 1), [p50, p95], { from: from, legend: ["half are faster (p50)", "95 in 100 are faster (p95)"] }),
-            chart("Errors " + every, errors ? errors + " of " + total + " answers" : "none", [err], { area: true, from: from })
+            chart("Answers " + every, num(last(pick("requests")) || 0), [grid(s, "requests", step, start, end, 0)], opts({ area: true })),
+            chart("Time to answer (ms)", num(last(pick("p50_ms")), 1) + " / " + num(last(pick("p95_ms")), 1),
+              [grid(s, "p50_ms", step, start, end, null), grid(s, "p95_ms", step, start, end, null)],
+              opts({ legend: ["half are faster (p50)", "95 in 100 are faster (p95)"] })),
+            chart("Errors " + every, errors ? errors + " of " + total + " answers" : "none", [grid(s, "errors", step, start, end, 0)], opts({ area: true }))
           ])
         ]));
       });
       pipes.forEach(function (p) {
         var pipe = state.pipelines.filter(function (x) { return x.id === p.id; })[0];
-        var fps = p.series.map(function (v) { return v.fps; }), dropped = p.series.map(function (v) { return v.dropped; });
+        var step = bucketSeconds(p.series);
         box.appendChild(el("div", { cls: "chart-row" }, [
           el("h4", { text: "Pipeline " + (pipe ? pipe.name || pipe.id : p.id) }),
           el("div", { cls: "trio" }, [
-            chart("Frames a second", num(last(fps), 1), [fps], { area: true, from: from }),
-            chart("Frames skipped " + bucketWords(p.series), num(last(dropped) || 0), [dropped], { area: true, from: from })
+            chart("Frames a second", num(last(p.series.map(function (v) { return v.fps; })), 1), [grid(p.series, "fps", step, start, end, null)], opts({ area: true })),
+            chart("Frames skipped " + bucketWords(p.series), num(last(p.series.map(function (v) { return v.dropped; })) || 0), [grid(p.series, "dropped", step, start, end, 0)], opts({ area: true }))
           ])
         ]));
       });
