@@ -28,7 +28,9 @@ from .store import now_iso
 
 log = logging.getLogger(__name__)
 
-QUEUE_FRAMES = 2
+QUEUE_FRAMES = 2  # a live source: the frame being analysed, one waiting, the rest dropped
+FILE_QUEUE_FRAMES = 8  # a file or folder waits for the model: a batch's worth decoded ahead
+MAX_BATCH = 8
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 10.0
 FPS_WINDOW = 30
@@ -95,6 +97,7 @@ class Pipeline:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._queue: queue.Queue = queue.Queue(QUEUE_FRAMES)
+        self._batch = MAX_BATCH
 
     @property
     def id(self) -> str:
@@ -108,7 +111,7 @@ class Pipeline:
         if any(t.is_alive() for t in self._threads):
             return
         self._stop = threading.Event()
-        self._queue = queue.Queue(QUEUE_FRAMES)
+        self._queue = queue.Queue(QUEUE_FRAMES if self.live else FILE_QUEUE_FRAMES)
         self.state, self.last_error = "starting", None
         self._threads = [
             threading.Thread(target=self._read, name=f"edge-read-{self.id}", daemon=True),
@@ -214,52 +217,86 @@ class Pipeline:
                     return
 
     # working
-    def _work(self) -> None:
+    def _next_batch(self) -> list | None:
+        """Up to ``batch`` frames: the first waits, the others are only those already queued (a file
+        source keeps its queue full, so the model runs on batches; a live one rarely waits in line).
+        None once the source is done and nothing is left."""
         while True:
             try:
-                frame = self._queue.get(timeout=0.5)
+                first = self._queue.get(timeout=0.5)
+                break
             except queue.Empty:
                 if self._stop.is_set():
+                    return None
+        batch = [first]
+        while first is not None and len(batch) < self._batch:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+            if batch[-1] is None:
+                break
+        return batch
+
+    def _work(self) -> None:
+        while True:
+            batch = self._next_batch()
+            if batch is None or self._stop.is_set():
+                return
+            done = batch[-1] is None
+            frames = [f for f in batch if f is not None]
+            try:
+                if frames:
+                    self._process(frames)
+            except Exception as exc:  # frames that cannot be analysed are shown and skipped
+                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                log.warning("pipeline %s: frame %d: %s", self.id, frames[0].index, self.last_error)
+                if isinstance(exc, SourceError):
+                    self.state = "failed"
+                    self._stop.set()
                     return
-                continue
-            if frame is None:
+            if done:
                 if self.state == "running" and not self.live and not self._stop.is_set():
                     self.state = "finished"
                     log.info(
                         "pipeline %s: %s ended after %d frames", self.id, self.config["source"], self.frames
                     )
                 return
-            if self._stop.is_set():
-                return
-            try:
-                self._process(frame)
-            except Exception as exc:  # a frame that cannot be analysed is shown and skipped
-                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
-                log.warning("pipeline %s: frame %d: %s", self.id, frame.index, self.last_error)
-                if isinstance(exc, SourceError):
-                    self.state = "failed"
-                    self._stop.set()
-                    return
 
-    def _process(self, frame: Frame) -> None:
+    def _answers(self, predictor, frames: list[Frame]) -> list[tuple]:
+        """(image or None, answer) per frame: decoded frames in one batch, files one by one."""
+        if all(f.image is not None for f in frames):
+            items = [frame_item(predictor, f.image) for f in frames]
+            return list(zip([f.image for f in frames], predictor.run_items(items)))
+        out = []
+        for frame in frames:
+            image = frame.image
+            if image is not None:
+                out.append((image, predictor.run_items([frame_item(predictor, image)])[0]))
+            elif predictor.input.kind == "image" and Path(frame.path).suffix.lower() in IMAGE_SUFFIXES:
+                image = load_image(frame.path, max_pixels=predictor.max_pixels)
+                out.append((image, predictor.run_items([frame_item(predictor, image)])[0]))
+            else:
+                out.append((None, predictor.predict([frame.path])[0]))
+        return out
+
+    def _process(self, frames: list[Frame]) -> None:
         model = self.config["model"]
         predictor, version = self.registry.predictor(model)
         self.model_version = version
-        image = frame.image
         started = time.perf_counter()
-        ok = False
         try:
-            if image is not None:
-                answer = predictor.run_items([frame_item(predictor, image)])[0]
-            else:
-                if predictor.input.kind == "image" and Path(frame.path).suffix.lower() in IMAGE_SUFFIXES:
-                    image = load_image(frame.path, max_pixels=predictor.max_pixels)
-                    answer = predictor.run_items([frame_item(predictor, image)])[0]
-                else:
-                    answer = predictor.predict([frame.path])[0]
-            ok = True
-        finally:
-            self.metrics.observe(model, version, "pipeline", time.perf_counter() - started, ok)
+            answers = self._answers(predictor, frames)
+        except Exception:
+            self.metrics.observe(model, version, "pipeline", time.perf_counter() - started, False)
+            raise
+        share = (time.perf_counter() - started) / len(frames)
+        for frame, (image, answer) in zip(frames, answers):
+            self.metrics.observe(model, version, "pipeline", share)
+            self._after(frame, image, answer, version)
+
+    def _after(self, frame: Frame, image, answer: dict, version: int) -> None:
+        """Count a frame, keep it for the live view, feed its answer to the rules."""
         self.frames += 1
         now_wall = time.monotonic()
         self._times.append(now_wall)
@@ -277,9 +314,7 @@ class Pipeline:
         for state in self._rules:
             fired, label, score = state.update(answer, rule_time)
             if fired:
-                self._fire(
-                    state.rule, image, answer, version, label, score, getattr(frame, "captured", now_wall)
-                )
+                self._fire(state.rule, image, answer, version, label, score, frame.captured or now_wall)
 
     def _fire(self, rule, image, answer, version, label, score, captured) -> None:
         event = {
