@@ -122,3 +122,30 @@ def test_a_bad_rule_or_an_absent_server_is_said_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1 and "no edge server answers at http://127.0.0.1:9" in err and "edge serve" in err
     assert edge.default_url(tmp_path / "nowhere") == f"http://127.0.0.1:{edge.DEFAULT_PORT}"
+
+
+def test_a_workspace_model_is_added_by_its_id_and_listed(tmp_path, shapes_folder, capsys):
+    from modeldesk.deploy.edge.server import EdgeServer
+
+    root = tmp_path / "ws"
+    ws = ["--workspace", str(root)]
+    run(capsys, *ws, "project", "create", "shapes", "--task", "image-classification")
+    run(capsys, *ws, "import", "shapes", str(shapes_folder))
+    model_id = run(capsys, *ws, "train", "shapes", "--template", "image-classification/fast")["model"]
+    server = EdgeServer(
+        edge.edge_folder(root),
+        resolve=edge.workspace_resolver(root),
+        workspace_models=edge.workspace_lister(root),
+    )
+    try:
+        listed = server.list_workspace_models()
+        assert [(m["id"], m["project"], m["task"]) for m in listed] == [
+            (model_id, "shapes", "image-classification")
+        ]
+        assert server.add_model(model_id, "shapes") == {"name": "shapes", "version": 1}
+        (model,) = server.registry.describe()
+        assert model["versions"][0]["model_id"] == model_id and model["versions"][0]["source"] == model_id
+        with pytest.raises(ValueError, match="no model .m-does-not-exist."):
+            server.add_model("m-does-not-exist", "x")
+    finally:
+        server.close()
