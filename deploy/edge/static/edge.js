@@ -312,9 +312,9 @@
         stateCell,
         el("td", { cls: "num", title: p.source_kind === "file" ? "A video file is read as fast as the model answers; the cap is per second of video" : "",
                    text: num(p.fps, 1) + (p.source_kind === "file" ? "" : " of " + (p.fps_cap || "—")) }),
-        el("td", { cls: "num", text: String(p.frames || 0) }),
-        el("td", { cls: "num", title: "Frames skipped because the model was still busy", text: String(p.dropped || 0) }),
-        el("td", { text: answerWords(p.last_answer) }),
+        el("td", { cls: "num opt", text: String(p.frames || 0) }),
+        el("td", { cls: "num opt", title: "Frames skipped because the model was still busy", text: String(p.dropped || 0) }),
+        el("td", { cls: "opt", text: answerWords(p.last_answer) }),
         el("td", { cls: "btns" }, [view, toggle, del])
       ]));
     });
