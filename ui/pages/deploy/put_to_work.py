@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSlider,
 )
 
@@ -24,8 +25,8 @@ from ...widgets import camera
 SOURCES = (
     ("camera", "The webcam", ""),
     ("file", "A video file", "Choose a video (MP4, AVI, MKV, MOV…)"),
-    ("folder", "A folder (each new picture)", "Choose a folder"),
-    ("stream", "A stream address", "rtsp://192.168.1.20/stream1 or http://…/video.mjpg"),
+    ("folder", "A folder", "Choose a folder: each new picture in it is looked at once"),
+    ("stream", "A stream", "rtsp://192.168.1.20/stream1 or http://…/video.mjpg"),
 )
 VIDEO_FILTER = "Videos (*.mp4 *.avi *.mkv *.mov *.webm *.m4v);;All files (*)"
 
@@ -59,12 +60,14 @@ class PutToWorkCard(QObject):
             if kind != "camera" or self.has_camera:
                 self.kind.addItem(words, kind)
         self.kind.currentIndexChanged.connect(self._kind_changed)
+        self.kind.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Fixed)  # the address takes the room
         self.address = QLineEdit()
         self.address.setClearButtonEnabled(True)
         self.choose = QPushButton("Choose…")
         self.choose.clicked.connect(self.choose_source)
         self.label = QComboBox()
         self.label.setMinimumContentsLength(12)
+        self.label.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Fixed)
         self.score = QSlider(Qt.Horizontal)
         self.score.setRange(5, 100)
         self.score.setSingleStep(5)
