@@ -50,7 +50,9 @@ class EdgeProcess:
         log_dir = Path(log_dir or Path(workspace_root) / "logs")
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / "edge-server.log"
-        command = [sys.executable, "-m", "modeldesk", "--workspace", str(workspace_root), "edge", "serve"]
+        # a frozen app's executable is the modeldesk command itself (packaging/entry.py)
+        program = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "modeldesk"]
+        command = [*program, "--workspace", str(workspace_root), "edge", "serve"]
         command += ["--host", "127.0.0.1", "--port", str(port)]
         env = dict(os.environ, MODELDESK_TOKEN=token)  # not on the command line, where `ps` shows it
         with open(log_path, "ab") as out:
