@@ -342,6 +342,13 @@ def test_the_console_adds_a_model_and_watches_a_video_with_a_rule_from_the_form(
         )
         assert shown == len(events)
         browser.screenshot(tmp_path / "events.png")
+        # filters: a label the rule never fired on lists nothing; the last 15 minutes list them all again
+        browser.js(_set("document.getElementById('f-label')", "square"))
+        browser.wait("!document.getElementById('events-empty').hidden")
+        assert browser.js("document.querySelectorAll('#events .event').length") == 0
+        browser.js(_set("document.getElementById('f-label')", "circle"))
+        browser.js(_set("document.getElementById('f-since')", "15"))
+        assert browser.wait("document.querySelectorAll('#events .event').length") == len(events)
         # the rule's action wrote one line per event
         _wait_lines = time.monotonic() + 10
         while len(journal.read_text().splitlines()) < len(events) and time.monotonic() < _wait_lines:

@@ -324,6 +324,9 @@
     fillSelect($("live-pipeline"), state.pipelines.map(function (p) { return [p.id, p.name || p.id]; }), state.live || undefined);
     fillSelect($("f-pipeline"), [["", "All"]].concat(state.pipelines.map(function (p) { return [p.id, p.name || p.id]; })));
     fillSelect($("f-model"), [["", "All"]].concat(state.models.map(function (m) { return [m.name, m.name]; })));
+    var labels = {};
+    state.models.forEach(function (m) { (m.labels || []).forEach(function (l) { labels[l] = true; }); });
+    fillSelect($("f-label"), [["", "Any"]].concat(Object.keys(labels).sort().map(function (l) { return [l, l]; })));
   }
 
   // add a model
@@ -463,8 +466,9 @@
     var params = new URLSearchParams({ limit: "60" });
     if ($("f-pipeline").value) params.set("pipeline", $("f-pipeline").value);
     if ($("f-model").value) params.set("model", $("f-model").value);
-    if ($("f-label").value.trim()) params.set("label", $("f-label").value.trim());
-    if ($("f-since").value) params.set("since", new Date(Date.now() - Number($("f-since").value) * 60000).toISOString());
+    if ($("f-label").value) params.set("label", $("f-label").value);
+    // the server keeps times as ISO text with "+00:00" and compares them as text
+    if ($("f-since").value) params.set("since", new Date(Date.now() - Number($("f-since").value) * 60000).toISOString().replace("Z", "+00:00"));
     return api("v1/edge/events?" + params).then(function (answer) {
       var events = answer.events || [];
       var box = $("events");
@@ -485,7 +489,7 @@
     }).catch(function (error) { notice(error.message); });
   }
   $("event-filters").addEventListener("submit", function (e) { e.preventDefault(); refreshEvents(); });
-  ["f-pipeline", "f-model", "f-since"].forEach(function (id) { $(id).addEventListener("change", refreshEvents); });
+  ["f-pipeline", "f-model", "f-label", "f-since"].forEach(function (id) { $(id).addEventListener("change", refreshEvents); });
   $("viewer").addEventListener("click", function () { $("viewer").hidden = true; });
 
   // -- charts (small SVG line charts, drawn here) ------------------------------------------------------------
