@@ -141,7 +141,8 @@ def put_to_work(
     """Run ``model_id`` on ``source`` with the rule "``label`` at ``score`` or more".
 
     ``edge``: a server started before and still running (it is reused); else one is started. The
-    model is added under its project's name unless its live version is already this model. Returns
+    model is added under its project's name unless its live version is already this model; a pipeline
+    of this model on the same source is replaced. Returns
     ``{"edge", "name", "version", "pipeline", "console"}``.
     """
     if not source.strip():
@@ -173,6 +174,10 @@ def put_to_work(
         "cooldown_s": float(cooldown_s),
         "actions": [],
     }
+    # "Put to work" again on the same source replaces its pipeline (its events stay); one is enough
+    for old in edge.call("GET", "v1/edge/pipelines").get("pipelines", []):
+        if old.get("source") == source.strip() and old.get("model") == name:
+            edge.call("DELETE", f"v1/edge/pipelines/{old['id']}")
     pipeline = edge.call(
         "POST",
         "v1/edge/pipelines",

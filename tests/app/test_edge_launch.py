@@ -115,6 +115,10 @@ def test_put_to_work_runs_the_model_on_a_video_and_the_rule_fires_on_its_label(t
         )
         assert again["version"] == 1
         assert [len(m["versions"]) for m in edge.call("GET", "v1/edge/models")["models"]] == [1]
+        # ... and replaces the pipeline on the same source, keeping its events
+        (only,) = [p for p in edge.call("GET", "v1/edge/pipelines")["pipelines"] if p["source"] == str(video)]
+        assert only["id"] == again["pipeline"]["id"] and only["rules"][0]["when"]["label"] == "square"
+        assert len(edge.call("GET", f"v1/edge/events?pipeline={pipeline}&limit=100")["events"]) == len(events)
         with pytest.raises(EdgeError, match="source"):
             put_to_work(ws, model, project="Shapes", source="  ", label="circle", score=0.7, edge=edge)
     finally:

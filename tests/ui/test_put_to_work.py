@@ -35,6 +35,7 @@ class FakeEdge:
         self.calls: list[tuple[str, str, dict | None]] = []
         self.threads: set[str] = set()
         self.models: dict[str, dict] = {}
+        self.pipelines: list[dict] = []
         self.url = "http://127.0.0.1:9999/"
         self.token = "t0ken-for-the-test-only"
         self.stopped = False
@@ -55,7 +56,10 @@ class FakeEdge:
             model["versions"].append({"version": version, "model_id": body["source"]})
             return {"name": body["name"], "version": version}
         if (method, path) == ("POST", "v1/edge/pipelines"):
-            return dict(body, id=f"p{len(self.calls)}", state="running")
+            self.pipelines.append(dict(body, id=f"p{len(self.calls)}", state="running"))
+            return self.pipelines[-1]
+        if (method, path) == ("GET", "v1/edge/pipelines"):
+            return {"pipelines": list(self.pipelines)}
         raise AssertionError(f"unexpected call {method} {path}")
 
     def stop(self, timeout=5.0):
@@ -113,7 +117,9 @@ def test_put_to_work_starts_the_pipeline_with_the_rule_and_opens_the_console(
     assert "MainThread" not in edge.threads  # the UI thread never waited on the server
     added = [body for method, path, body in edge.calls if path == "v1/edge/models" and method == "POST"]
     assert added == [{"source": model, "name": "hand-signs"}]
-    (pipeline,) = [body for method, path, body in edge.calls if path == "v1/edge/pipelines"]
+    (pipeline,) = [
+        body for method, path, body in edge.calls if (method, path) == ("POST", "v1/edge/pipelines")
+    ]
     assert pipeline["source"] == str(video) and pipeline["model"] == "hand-signs" and pipeline["start"]
     (rule,) = pipeline["rules"]
     assert rule["when"] == {"kind": "label", "label": "palm", "score": 0.65}
