@@ -200,8 +200,10 @@
       read: function () {
         var kind = q("kind").value;
         var rule = { when: { kind: kind, score: Number(q("score").value) },
-                     hold_frames: Math.max(1, parseInt(q("hold").value, 10) || 1), hold_s: 0,
+                     hold_frames: 1, hold_s: 0,
                      cooldown_s: Math.max(0, Number(q("cooldown").value) || 0), actions: [] };
+        if (q("hold-unit").value === "seconds") rule.hold_s = Math.max(0, Number(q("hold").value) || 0);
+        else rule.hold_frames = Math.max(1, parseInt(q("hold").value, 10) || 1);
         if (kind === "label" || kind === "count") {
           if (!q("label").value) throw new Error("Pick the label the rule looks for (the model's labels are listed).");
           rule.when.label = q("label").value;
