@@ -23,7 +23,15 @@ import numpy as np
 from ..preprocess import image_to_tensor, load_image
 from .drawing import annotated_jpeg
 from .rules import RuleState, check_rule
-from .sources import IMAGE_SUFFIXES, Frame, SourceError, folder_files, source_kind, video_frames
+from .sources import (
+    IMAGE_SUFFIXES,
+    READ_TIMEOUT_S,
+    Frame,
+    SourceError,
+    folder_files,
+    source_kind,
+    video_frames,
+)
 from .store import now_iso
 
 log = logging.getLogger(__name__)
@@ -34,6 +42,10 @@ MAX_BATCH = 8
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 10.0
 FPS_WINDOW = 30
+
+
+class PipelineBusy(RuntimeError):
+    """A pipeline asked to start while its previous run is still ending."""
 
 
 def frame_item(predictor, image):
@@ -108,8 +120,13 @@ class Pipeline:
         return self.config["source_kind"] in ("camera", "stream")
 
     def start(self) -> None:
-        if any(t.is_alive() for t in self._threads):
+        """Start reading and analysing (a running pipeline is left as it is)."""
+        if not self._stop.is_set() and any(t.is_alive() for t in self._threads):
             return
+        for thread in self._threads:  # a stopped run still inside a blocking open or read ends first
+            thread.join(READ_TIMEOUT_S + 2.0)
+        if any(t.is_alive() for t in self._threads):
+            raise PipelineBusy("the previous run of this pipeline has not ended yet; try again in a moment")
         self._stop = threading.Event()
         self._queue = queue.Queue(QUEUE_FRAMES if self.live else FILE_QUEUE_FRAMES)
         self.state, self.last_error = "starting", None
@@ -213,7 +230,7 @@ class Pipeline:
                 self._queue.put(item, timeout=0.2)
                 return
             except queue.Full:
-                if self._stop.is_set() and item is not None:
+                if self._stop.is_set():  # the worker stops on its own: nothing needs the item
                     return
 
     # working

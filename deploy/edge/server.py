@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .actions import ActionRunner
 from .metrics import EdgeMetrics
-from .pipeline import Pipeline, check_config
+from .pipeline import Pipeline, PipelineBusy, check_config
 from .registry import ModelRegistry, RegistryError
 from .rules import RuleError, check_rule
 from .store import DEFAULT_MAX_EVENTS, EdgeStore, now_iso
@@ -155,7 +155,10 @@ class EdgeServer:
         pipeline.stop()
         pipeline.config["running"] = True
         self.store.save_pipeline(pipeline.config)
-        pipeline.start()
+        try:
+            pipeline.start()
+        except PipelineBusy as exc:
+            raise EdgeError(str(exc), 409) from None
         return pipeline.describe()
 
     def stop_pipeline(self, pipeline_id: str) -> dict:

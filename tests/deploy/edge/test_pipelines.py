@@ -4,6 +4,7 @@ a stream that drops its connection is reconnected."""
 from __future__ import annotations
 
 import io
+import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -75,6 +76,19 @@ def test_a_frame_rate_cap_samples_the_video_and_actions_run(edge_factory, standi
     _, client = edge_factory()
     client.post("/v1/edge/models", json={"source": str(standin_artifact), "name": "colors"})
     jsonl, csv_file, frames = tmp_path / "events.jsonl", tmp_path / "events.csv", tmp_path / "frames"
+    posted = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self):
+            posted.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    hook = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
     rule = {
         "when": {"kind": "label", "label": "red", "score": 0.8},
         "cooldown_s": 0,
@@ -82,6 +96,7 @@ def test_a_frame_rate_cap_samples_the_video_and_actions_run(edge_factory, standi
             {"type": "jsonl", "path": str(jsonl)},
             {"type": "csv", "path": str(csv_file)},
             {"type": "save_frame", "folder": str(frames)},
+            {"type": "webhook", "url": f"http://127.0.0.1:{hook.server_address[1]}/events"},
         ],
     }
     pipeline = client.post(
@@ -94,6 +109,11 @@ def test_a_frame_rate_cap_samples_the_video_and_actions_run(edge_factory, standi
     wait_for(lambda: frames.exists() and len(list(frames.glob("*.jpg"))) == len(expected))
     lines = csv_file.read_text().splitlines()
     assert lines[0].startswith("id,time,source") and len(lines) == 1 + len(expected)
+    wait_for(lambda: len(posted) == len(expected))
+    hook.shutdown()
+    hook.server_close()
+    assert sorted(p["answer"]["frame"] for p in posted) == expected
+    assert all(p["label"] == "red" and p["snapshot"].endswith("/snapshot.jpg") for p in posted)
 
 
 def test_events_models_and_pipelines_survive_a_restart(edge_factory, standin_artifact, video, tmp_path):
