@@ -29,6 +29,7 @@ from .sources import (
     Frame,
     SourceError,
     folder_files,
+    shown_source,
     source_kind,
     video_frames,
 )
@@ -116,6 +117,11 @@ class Pipeline:
         return self.config["id"]
 
     @property
+    def shown(self) -> str:
+        """The source as status, events, metrics and logs show it (a URL's password masked)."""
+        return shown_source(self.config["source"])
+
+    @property
     def live(self) -> bool:
         return self.config["source_kind"] in ("camera", "stream")
 
@@ -136,7 +142,7 @@ class Pipeline:
         ]
         for thread in self._threads:
             thread.start()
-        log.info("pipeline %s started on %s", self.id, self.config["source"])
+        log.info("pipeline %s started on %s", self.id, self.shown)
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
@@ -144,7 +150,7 @@ class Pipeline:
             thread.join(timeout)
         if self.state not in ("finished", "failed"):
             self.state = "stopped"
-        self.metrics.source_fps.labels(self.id, self.config["source"]).set(0)
+        self.metrics.source_fps.labels(self.id, self.shown).set(0)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until both threads end (a file source ends on its own); True if they did."""
@@ -193,9 +199,11 @@ class Pipeline:
                 except Exception as exc:  # any failure of a source is shown, never raised to the server
                     if self._stop.is_set():
                         return
-                    self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                    # PyAV's messages name the URL: never show its password
+                    error = f"{type(exc).__name__}: {exc}".replace(self.config["source"], self.shown)
+                    self.last_error = error[:300]
                     if not self.live:
-                        log.error("pipeline %s: source %s failed: %s", self.id, self.config["source"], exc)
+                        log.error("pipeline %s: source %s failed: %s", self.id, self.shown, exc)
                         self.state = "failed"
                         return
                     log.warning("pipeline %s: %s; reconnecting in %.1f s", self.id, self.last_error, backoff)
@@ -275,9 +283,7 @@ class Pipeline:
             if done:
                 if self.state == "running" and not self.live and not self._stop.is_set():
                     self.state = "finished"
-                    log.info(
-                        "pipeline %s: %s ended after %d frames", self.id, self.config["source"], self.frames
-                    )
+                    log.info("pipeline %s: %s ended after %d frames", self.id, self.shown, self.frames)
                 return
 
     def _answers(self, predictor, frames: list[Frame]) -> list[tuple]:
@@ -319,7 +325,7 @@ class Pipeline:
         self._times.append(now_wall)
         fps = self.fps
         self.metrics.frames.labels(self.id).inc()
-        self.metrics.source_fps.labels(self.id, self.config["source"]).set(fps)
+        self.metrics.source_fps.labels(self.id, self.shown).set(fps)
         self.metrics.pipeline_sample(self.id, fps, self.dropped)
         answer = {**answer, "frame": frame.index, "media_time": round(frame.media_time, 3)}
         if frame.path:
@@ -336,7 +342,7 @@ class Pipeline:
     def _fire(self, rule, image, answer, version, label, score, captured) -> None:
         event = {
             "time": now_iso(),
-            "source": self.config["source"],
+            "source": self.shown,
             "pipeline": self.id,
             "model": self.config["model"],
             "version": version,
@@ -379,7 +385,7 @@ class Pipeline:
         return {
             "id": config["id"],
             "name": config["name"],
-            "source": config["source"],
+            "source": self.shown,
             "source_kind": config["source_kind"],
             "model": config["model"],
             "model_version": self.model_version,

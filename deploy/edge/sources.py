@@ -13,6 +13,7 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from PIL import Image
 
@@ -35,6 +36,17 @@ class Frame:
     media_time: float  # seconds into the video (files), else seconds since the source opened
     path: str | None = None
     captured: float = 0.0  # time.monotonic() when it left the decoder
+
+
+def shown_source(source: str) -> str:
+    """``source`` as it may be shown (status, events, metrics, logs): a URL's password masked."""
+    text = str(source)
+    if "://" in text and "@" in text:
+        parts = urlsplit(text)
+        if parts.password:
+            netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+            return urlunsplit(parts._replace(netloc=netloc))
+    return text
 
 
 def source_kind(source: str) -> str:

@@ -185,7 +185,7 @@ class MJPEGServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/stream.mjpg"
+        self.url = f"http://viewer:s3cret-pass@127.0.0.1:{self.httpd.server_address[1]}/stream.mjpg"
 
     def close(self):
         self.httpd.shutdown()
@@ -212,6 +212,8 @@ def test_a_stream_that_dies_is_reconnected_and_shows_it(edge_factory, standin_ar
         assert "reconnecting" in states or found["last_error"]
         assert found["state"] in ("running", "reconnecting")
         assert client.get("/healthz").json() == {"ok": True}  # the server is fine
+        shown = [client.get(p).text for p in ("/v1/edge/status", "/metrics", "/v1/edge/logs")]
+        assert all("s3cret-pass" not in text for text in shown) and "viewer:***@" in shown[0]
         assert 'edge_source_reconnects_total{pipeline="%s"}' % pipeline["id"] in client.get("/metrics").text
         assert client.post(f"/v1/edge/pipelines/{pipeline['id']}/stop").json()["state"] == "stopped"
     finally:

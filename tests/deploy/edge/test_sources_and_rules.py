@@ -8,7 +8,7 @@ import time
 import pytest
 
 from modeldesk.deploy.edge.rules import RuleError, RuleState, check_rule, condition, parse_when
-from modeldesk.deploy.edge.sources import SourceError, source_kind
+from modeldesk.deploy.edge.sources import SourceError, shown_source, source_kind
 
 
 def wait_for(check, timeout: float = 60.0):
@@ -64,6 +64,8 @@ def test_sources_are_named_by_what_they_are(tmp_path):
     assert source_kind("http://cam.local/video.mjpg") == "stream"
     assert source_kind(str(tmp_path)) == "folder"
     assert source_kind(str(video)) == "file"
+    assert shown_source("rtsp://admin:s3cret@10.0.0.5:554/stream1") == "rtsp://admin:***@10.0.0.5:554/stream1"
+    assert shown_source("http://cam.local/video.mjpg") == "http://cam.local/video.mjpg"
     for bad in ("camera:front", str(tmp_path / "missing.mp4")):
         with pytest.raises(SourceError):
             source_kind(bad)
