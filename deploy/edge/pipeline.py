@@ -205,6 +205,7 @@ class Pipeline:
                     if not self.live:
                         log.error("pipeline %s: source %s failed: %s", self.id, self.shown, exc)
                         self.state = "failed"
+                        self._ended()
                         return
                     log.warning("pipeline %s: %s; reconnecting in %.1f s", self.id, self.last_error, backoff)
                     self.state = "reconnecting"
@@ -279,12 +280,19 @@ class Pipeline:
                 if isinstance(exc, SourceError):
                     self.state = "failed"
                     self._stop.set()
+                    self._ended()
                     return
             if done:
                 if self.state == "running" and not self.live and not self._stop.is_set():
                     self.state = "finished"
                     log.info("pipeline %s: %s ended after %d frames", self.id, self.shown, self.frames)
+                    self._ended()
                 return
+
+    def _ended(self) -> None:
+        """A file that was read to its end is not read again when the server restarts."""
+        self.config["running"] = False
+        self.store.save_pipeline(self.config)
 
     def _answers(self, predictor, frames: list[Frame]) -> list[tuple]:
         """(image or None, answer) per frame: decoded frames in one batch, files one by one."""

@@ -131,11 +131,12 @@ def test_events_models_and_pipelines_survive_a_restart(edge_factory, standin_art
     assert len(before) == len(red) and {e["version"] for e in before} == {2}
     server.close()
 
-    _, again = edge_factory(tmp_path / "kept", server_options={"start_pipelines": False})
+    _, again = edge_factory(tmp_path / "kept")  # a file read to its end is not read again
     models = again.get("/v1/edge/models").json()["models"]
     assert [(m["name"], m["live_version"], len(m["versions"])) for m in models] == [("colors", 2, 2)]
     (kept,) = again.get("/v1/edge/pipelines").json()["pipelines"]
     assert kept["id"] == pipeline["id"] and kept["rules"] == pipeline["rules"] and kept["source"] == path
+    assert kept["state"] == "stopped" and kept["frames"] == 0
     after = again.get("/v1/edge/events", params={"limit": 1000}).json()["events"]
     assert after == before
     assert again.get(after[-1]["snapshot"]).status_code == 200
