@@ -123,3 +123,22 @@ def test_bodies_over_the_limit_are_refused(edge_factory, standin_artifact):
         "/v2/models/colors/infer", content=b"x" * 20_000, headers={"content-type": "application/json"}
     )
     assert response.status_code == 413
+
+
+def test_a_deploy_bundle_or_a_model_json_path_is_a_model_source(edge_factory, standin_artifact, tmp_path):
+    from modeldesk.deploy.bundle import build_bundle
+
+    bundle = build_bundle(standin_artifact, tmp_path / "bundle")
+    _, client = edge_factory()
+    assert client.post("/v1/edge/models", json={"source": str(bundle), "name": "b"}).json() == {
+        "name": "b",
+        "version": 1,
+    }
+    card = (
+        standin_artifact.path / "model.json"
+        if hasattr(standin_artifact, "path")
+        else standin_artifact / "model.json"
+    )
+    assert client.post("/v1/edge/models", json={"source": str(card), "name": "b"}).json()["version"] == 2
+    (model,) = client.get("/v1/edge/models").json()["models"]
+    assert [v["source"] for v in model["versions"]] == [str(bundle), str(card)]
