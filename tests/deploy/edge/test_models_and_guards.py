@@ -134,11 +134,7 @@ def test_a_deploy_bundle_or_a_model_json_path_is_a_model_source(edge_factory, st
         "name": "b",
         "version": 1,
     }
-    card = (
-        standin_artifact.path / "model.json"
-        if hasattr(standin_artifact, "path")
-        else standin_artifact / "model.json"
-    )
+    card = standin_artifact / "model.json"
     assert client.post("/v1/edge/models", json={"source": str(card), "name": "b"}).json()["version"] == 2
     (model,) = client.get("/v1/edge/models").json()["models"]
     assert [v["source"] for v in model["versions"]] == [str(bundle), str(card)]
