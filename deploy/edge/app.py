@@ -101,19 +101,16 @@ def create_edge_app(
         except ValueError:
             raise EdgeError(f"version {raw!r} is not a number", 404) from None
 
-    async def run_model(name: str, version, items: list, protocol: str):
-        """Predictions of (name, version) for decoded-on-the-way items, counted in the metrics."""
-        predictor, version = await run_in_threadpool(server.registry.predictor, name, version)
+    async def run_model(predictor, name: str, version: int, items: list, names: list, protocol: str):
+        """Predictions of one model version for encoded items, within the decode budget, counted in the
+        metrics (the predictor is the one taken when the request arrived: a switch does not touch it)."""
         started = time.perf_counter()
 
         def work():
             cost = sum(predictor.input.cost(source) for source in items)
             budget.acquire(cost)
             try:
-                prepared = predictor.prepare(
-                    items, names=[f"{predictor.input.noun} {i + 1}" for i in range(len(items))]
-                )
-                return predictor.run_items(prepared)
+                return predictor.run_items(predictor.prepare(items, names=names))
             finally:
                 budget.release(cost)
 
@@ -125,7 +122,7 @@ def create_edge_app(
         elapsed = time.perf_counter() - started
         for _ in predictions:
             server.metrics.observe(name, version, protocol, elapsed / max(1, len(predictions)))
-        return predictor, version, predictions, elapsed
+        return predictions, elapsed
 
     # server and device
     async def healthz(request):
@@ -166,34 +163,15 @@ def create_edge_app(
 
     async def predict(request):
         name = request.path_params["name"]
-        version = version_of(request)
-        predictor, _ = await run_in_threadpool(server.registry.predictor, name, version)
+        predictor, version = await run_in_threadpool(server.registry.predictor, name, version_of(request))
         items = await _read_inputs(request, predictor.input, DEFAULT_MAX_IMAGES)
-        names = [item_name for item_name, _ in items]
-        sources = [source for _, source in items]
-        predictor, version = await run_in_threadpool(server.registry.predictor, name, version)
-        started = time.perf_counter()
-
-        def work():
-            cost = sum(predictor.input.cost(source) for source in sources)
-            budget.acquire(cost)
-            try:
-                return predictor.run_items(predictor.prepare(sources, names=names))
-            finally:
-                budget.release(cost)
-
-        try:
-            predictions = await run_in_threadpool(work)
-        except BaseException:
-            server.metrics.observe(name, version, "v1", time.perf_counter() - started, ok=False)
-            raise
-        latency = time.perf_counter() - started
-        for _ in predictions:
-            server.metrics.observe(name, version, "v1", latency / max(1, len(predictions)))
+        predictions, elapsed = await run_model(
+            predictor, name, version, [source for _, source in items], [n for n, _ in items], "v1"
+        )
         return ok(
             {
                 "predictions": predictions,
-                "latency_ms": round(latency * 1000, 3),
+                "latency_ms": round(elapsed * 1000, 3),
                 "model": name,
                 "version": version,
             }
@@ -226,11 +204,11 @@ def create_edge_app(
 
     async def v2_infer(request):
         name = request.path_params["name"]
-        body = await request.body()
-        parsed, chunks = oip.parse_infer(body, request.headers.get(oip.HEADER))
-        predictor, _ = await run_in_threadpool(server.registry.predictor, name, version_of(request))
+        parsed, chunks = oip.parse_infer(await request.body(), request.headers.get(oip.HEADER))
+        predictor, version = await run_in_threadpool(server.registry.predictor, name, version_of(request))
         items = oip.input_items(parsed, chunks, predictor.input)
-        predictor, version, predictions, _ = await run_model(name, version_of(request), items, "v2")
+        names = [f"{predictor.input.noun} {i + 1}" for i in range(len(items))]
+        predictions, _ = await run_model(predictor, name, version, items, names, "v2")
         payload, headers = oip.infer_response(
             parsed, name, version, oip.output_tensors(predictions, predictor.labels)
         )
