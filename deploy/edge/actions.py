@@ -43,7 +43,12 @@ class ActionRunner:
                 )
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._queue.put((None, None, None))
+        """Let the queued actions run for up to ``timeout`` seconds, then leave (the thread is a daemon)."""
+        try:
+            self._queue.put((None, None, None), timeout=timeout)
+        except queue.Full:
+            log.warning("%d actions were still waiting when the server stopped", self._queue.qsize())
+            return
         self._thread.join(timeout)
 
     def _run(self) -> None:
