@@ -5,7 +5,8 @@ on them. A live source (camera, stream) never waits for the model: when the queu
 frame is dropped and counted. A file or a folder waits instead (nothing is lost by waiting). The
 cap is in video time for files (a 30 fps file at a cap of 5 has every sixth frame analysed, as fast
 as the machine can), in wall time for live sources. A failing live source is reopened with
-back-off (0.5 s doubling to 10 s) and shows ``reconnecting``; nothing it does reaches the server.
+back-off (0.5 s doubling to 10 s) and shows ``reconnecting``, and so is a watched folder that goes
+away; a damaged file fails. Nothing a source does reaches the server.
 """
 
 from __future__ import annotations
@@ -167,6 +168,8 @@ class Pipeline:
     def _frames(self):
         kind, source = self.config["source_kind"], self.config["source"]
         if kind == "folder":
+            if Path(source).expanduser().is_dir():
+                self.state = "running"  # watching: an empty folder is not still "starting"
             seen = self.store.seen(self.id)
             for frame in folder_files(source, seen, self._stop.is_set):
                 self.store.mark_seen(self.id, Path(frame.path).name)
@@ -202,7 +205,7 @@ class Pipeline:
                     # PyAV's messages name the URL: never show its password
                     error = f"{type(exc).__name__}: {exc}".replace(self.config["source"], self.shown)
                     self.last_error = error[:300]
-                    if not self.live:
+                    if self.config["source_kind"] == "file":  # a folder may come back (a share remounted)
                         log.error("pipeline %s: source %s failed: %s", self.id, self.shown, exc)
                         self.state = "failed"
                         self._ended()

@@ -129,3 +129,25 @@ def test_console_reads_device_logs_and_stats(edge_factory, standin_artifact, dep
     metrics = client.get("/metrics").text
     assert 'edge_request_errors_total{model="colors",protocol="v1",version="1"} 1.0' in metrics
     assert 'edge_request_latency_seconds_count{model="colors",protocol="v1",version="1"} 1.0' in metrics
+
+
+def test_a_watched_folder_that_goes_away_is_waited_for(
+    edge_factory, standin_artifact, deploy_helpers, tmp_path
+):
+    inbox = tmp_path / "share"
+    inbox.mkdir()
+    _, client = edge_factory()
+    client.post("/v1/edge/models", json={"source": str(standin_artifact), "name": "colors"})
+    client.post("/v1/edge/pipelines", json={"source": str(inbox), "model": "colors", "fps": 0})
+
+    def state():
+        return client.get("/v1/edge/pipelines").json()["pipelines"][0]
+
+    wait_for(lambda: state()["state"] == "running")  # watching, with no file yet
+    inbox.rmdir()
+    found = wait_for(lambda: state()["state"] == "reconnecting" and state())
+    assert "gone" in found["last_error"]
+    inbox.mkdir()
+    (inbox / "back.png").write_bytes(deploy_helpers.color_image_bytes("red", 7))
+    found = wait_for(lambda: state()["frames"] == 1 and state())
+    assert found["last_answer"]["file"] == "back.png" and found["state"] == "running"
