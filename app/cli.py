@@ -14,7 +14,7 @@ import sqlite3
 import sys
 import time
 
-from modeldesk.app import about, cli_cluster, cli_models, formatting
+from modeldesk.app import about, cli_cluster, cli_edge, cli_models, formatting
 from modeldesk.app.paths import ENV_WORKSPACE
 from modeldesk.app.progress import TerminalProgress
 
@@ -168,11 +168,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="a text to classify (text models; repeat for several)",
     )
 
-    export = command("export", "export a model as ONNX, compressed, or as a deploy bundle")
+    export = command("export", "export a model as ONNX, compressed, or as a deploy or edge bundle")
     export.add_argument("model")
-    export.add_argument("out")
+    export.add_argument(
+        "out", nargs="+", metavar="OUT", help="the output (with --edge: more models, then OUT)"
+    )
     export.add_argument("--compress", action="store_true")
     export.add_argument("--bundle", action="store_true")
+    export.add_argument(
+        "--edge",
+        action="store_true",
+        help="a folder that runs the edge server with these models (no ModelDesk)",
+    )
 
     serve = command("serve", "serve a model locally with a browser console")
     serve.add_argument("model")
@@ -205,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_cluster.add_commands(command, common)
     cli_models.add_commands(command, common)
+    cli_edge.add_commands(command, common)
     return parser
 
 
@@ -334,6 +342,14 @@ def _dispatch_workspace(ws, args):
             predictions += ws.predict(args.model, args.files)
         return {"predictions": predictions}, formatting.predictions_text(predictions)
     if command == "export":
+        *more, args.out = args.out
+        if args.edge:
+            from modeldesk.app.edge_export import export_edge
+
+            result = export_edge(ws, [args.model, *more], args.out)
+            return result, formatting.export_text(result)
+        if more:
+            raise CommandError("export takes one model and OUT (several models only with --edge)")
         bar = _progress(args, "exporting")
 
         def on_progress(done, total=0, message="", eta_s=None):
@@ -358,6 +374,8 @@ def _dispatch_workspace(ws, args):
         return cli_cluster.run_cluster(ws, args)
     if command == "model":
         return cli_models.run_model(ws, args)
+    if command == "edge":
+        return cli_edge.run_edge(ws, args)
     raise CommandError(f"unknown command {command}")
 
 

@@ -16,6 +16,7 @@ from ...widgets.clip_player import load_peaks
 from ...widgets.model_picker import ModelPicker
 from ...wording import template_title
 from .export_card import ExportCard
+from .put_to_work import PutToWorkCard
 from .service_card import ServiceCard
 from .try_it import TryIt
 
@@ -50,11 +51,18 @@ class DeployPage(Page):
         self.service_card.changed.connect(self._used)
         self.export_card = ExportCard(workspace, self.run, self)
         self.export_card.exported.connect(self._used)
+        self.put_to_work = PutToWorkCard(workspace, self.run, self.report_error, self)
+        self.put_to_work.changed.connect(self._used)
         content = QWidget()
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 8, 0)
         layout.setSpacing(12)
-        for frame in (self.try_it.frame, self.service_card.frame, self.export_card.frame):
+        for frame in (
+            self.try_it.frame,
+            self.service_card.frame,
+            self.put_to_work.frame,
+            self.export_card.frame,
+        ):
             layout.addWidget(frame)
         layout.addStretch(1)
         scroll = QScrollArea()
@@ -175,13 +183,14 @@ class DeployPage(Page):
 
     def _used(self, *_args) -> None:
         """The model was served or exported: the Deploy step is done for this project."""
-        if self.service is not None or self.last_export is not None:
+        if self.service is not None or self.last_export is not None or self.put_to_work.last is not None:
             mark_deployed(self.project)
         self.status_changed.emit()
 
     def _model_changed(self) -> None:
         self.service_card.set_model(self.project, self.model_id)
         self.export_card.set_model(self.project, self.model_id)
+        self.put_to_work.set_model(self.project, self.model_id)
 
     # -- try it ---------------------------------------------------------------------------------------
 
@@ -246,4 +255,5 @@ class DeployPage(Page):
     def shutdown(self) -> None:
         """Stop the service now (the app is closing), then the page's background work."""
         self.service_card.shutdown()
+        self.put_to_work.shutdown()
         super().shutdown()
