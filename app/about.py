@@ -44,6 +44,8 @@ COMPONENTS = (
     ("protobuf", "Protocol Buffers", "https://protobuf.dev"),
     ("ml_dtypes", "ml_dtypes", "https://github.com/jax-ml/ml_dtypes"),
     ("threadpoolctl", "threadpoolctl", "https://github.com/joblib/threadpoolctl"),
+    ("av", "PyAV (with FFmpeg's libraries), the edge server's video", "https://pyav.org"),
+    ("prometheus-client", "Prometheus Python client", "https://github.com/prometheus/client_python"),
 )
 #: Licences of components whose metadata does not state one in a short form.
 KNOWN_LICENCES = {
@@ -57,6 +59,8 @@ KNOWN_LICENCES = {
     "numpy": "BSD-3-Clause",
     "Pillow": "MIT-CMU",
     "psutil": "BSD-3-Clause",
+    "av": "BSD-3-Clause (the FFmpeg libraries in its wheels: LGPL-2.1-or-later)",
+    "prometheus-client": "Apache-2.0",
 }
 QT_NOTICE = (
     "Qt is used under the GNU Lesser General Public License v3 (LGPL-3.0). ModelDesk links it "

@@ -2,7 +2,7 @@
 to it, a pipeline started on a source with a rule, and the console's address.
 
 The server is a subprocess (``python -m modeldesk edge serve``) so that its sources, decoding and
-models never share the app's interpreter; it is reached only through its HTTP API (EDGE_API.md), with
+models never share the app's interpreter; it is reached only through its HTTP API (docs/EDGE_API.md), with
 a random token that the console's address carries once.
 """
 

@@ -1,4 +1,4 @@
-"""The edge server's HTTP API (``EDGE_API.md``): Starlette routes over an :class:`EdgeServer`.
+"""The edge server's HTTP API (``docs/EDGE_API.md``): Starlette routes over an :class:`EdgeServer`.
 
 The guards are the service's: Host and Origin checks, a cap on bodies and on decoded bytes
 (``deploy/guards.py``); with a token, every state-changing call (POST, PUT, DELETE) needs

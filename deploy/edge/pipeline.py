@@ -386,7 +386,7 @@ class Pipeline:
         return annotated_jpeg(latest[0], latest[1])
 
     def describe(self) -> dict:
-        """The pipeline object of ``EDGE_API.md``."""
+        """The pipeline object of ``docs/EDGE_API.md``."""
         config = self.config
         if self.model_version is None:
             try:

@@ -1,6 +1,6 @@
 """Rules: a condition on a model's answer, held for k frames or s seconds, with a cool-down.
 
-A rule is the object of ``EDGE_API.md``: ``{"id", "when": {"kind", "label", "score", "count"},
+A rule is the object of ``docs/EDGE_API.md``: ``{"id", "when": {"kind", "label", "score", "count"},
 "hold_frames", "hold_s", "cooldown_s", "actions": [...]}``.
 """
 
