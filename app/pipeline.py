@@ -11,6 +11,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from modeldesk.datasets.kinds import sample_kind
+from modeldesk.deploy.inputs import input_class
 from modeldesk.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -21,9 +23,10 @@ def labeled_samples(store, project) -> list:
     from modeldesk.trainers.data import LabeledSample
 
     store.assign_splits(project)
+    kind = sample_kind(project.kind)
     samples = []
     for s in store.samples(project):
-        source = s.text if project.kind == "text" else (str(s.path) if s.path is not None else None)
+        source = kind.source(s)
         if source is None:
             continue
         if project.target == "label":
@@ -155,7 +158,8 @@ def text_lines(files) -> tuple[list[str], list[str]]:
 
 
 def _sources(project, samples) -> list:
-    return [s.text if project.kind == "text" else str(s.path) for s in samples]
+    kind = sample_kind(project.kind)
+    return [kind.source(s) for s in samples]
 
 
 def prelabel(ws, project, model_id, artifact_dir, ctx, progress=None) -> None:
@@ -418,15 +422,10 @@ def compression_metric(artifact):
 def _compression_data(ws, artifact):
     """Calibration images, labeled validation images and labeled training images (for re-fitted
     heads), from the model's project."""
-    if artifact.input_kind == "text":
-        # The graph is an n-gram table and one matrix: int8 would shrink the matrix, but the time goes
-        # to tokenizing and counting strings, which quantization does not touch.
-        size = artifact.size_bytes() / 1e6
-        raise UserError(
-            f"a text model is already small ({size:.1f} MB) and answers in about a "
-            "millisecond; compression has nothing to gain for it: export it without --compress"
-        )
-    if artifact.input_kind not in ("image", "audio") or artifact.target not in ("label", "boxes"):
+    model_input = input_class(artifact.input_kind)
+    if model_input.not_compressible:
+        raise UserError(model_input.not_compressible.format(size_mb=artifact.size_bytes() / 1e6))
+    if model_input.inline or artifact.target not in ("label", "boxes"):
         raise UserError(
             "making this kind of model smaller is not available yet; export it without compression"
         )

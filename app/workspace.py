@@ -292,7 +292,7 @@ class Workspace(UiCalls):
         (``file`` is then ``name:line``, and ``text`` is added).
         """
         predictor = self._predictor(model)
-        if predictor.input.kind == "text":
+        if predictor.input.inline:
             return self.predict_texts(model, *pipeline.text_lines(files))
         files = [str(f) for f in files]
         results = []

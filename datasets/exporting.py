@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .coco import coco_document
+from .kinds import sample_kind
 from modeldesk.fileio import atomic_open, atomic_write
 from .records import Sample
 from .safety import escape_cell
@@ -174,7 +175,7 @@ def _write_text_csv(out: Path, samples) -> tuple[int, int]:
 
 
 def _folder(store, project, out: Path, samples) -> tuple[int, int]:
-    if project.kind == "text":
+    if sample_kind(project.kind).inline:
         return _write_text_csv(out, samples)
     namers: dict[str, _Namer] = {}
     count = files = 0
@@ -188,7 +189,7 @@ def _folder(store, project, out: Path, samples) -> tuple[int, int]:
 
 
 def _csv(store, project, out: Path, samples) -> tuple[int, int]:
-    if project.kind == "text":
+    if sample_kind(project.kind).inline:
         return _write_text_csv(out, samples)
     namer, count, files = _Namer(), 0, 1
     detection = project.target == "boxes"

@@ -86,6 +86,13 @@ class TextInput(ModelInput):
 
     kind = "text"
     batch_size = 64
+    inline = True
+    # The graph is an n-gram table and one matrix: int8 would shrink the matrix, but the time goes to
+    # tokenizing and counting strings, which quantization does not touch.
+    not_compressible = (
+        "a text model is already small ({size_mb:.1f} MB) and answers in about a millisecond; "
+        "compression has nothing to gain for it: export it without --compress"
+    )
     json_fields = ("text", "texts")
     upload_types = ("text/plain",)
     noun = "text"
@@ -98,6 +105,12 @@ class TextInput(ModelInput):
         self.embedding = pre.get("embedding")
 
     example_file = "review.txt"
+    console = {"widget": "text", "hint": "Type or paste a text", "record": False}
+
+    def words(self) -> str:
+        script = (self.card.get("preprocessing") or {}).get("script")
+        how = "characters" if script == "cjk" else "words + characters"
+        return f"text ({how}, up to {self.max_chars} chars)"
 
     def readme_text(self) -> str:
         extra = (

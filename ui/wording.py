@@ -42,13 +42,12 @@ VERDICTS = {
 }
 
 
-#: What a sample is called, by input kind: (one, many).
-NOUNS = {"image": ("photo", "photos"), "text": ("text", "texts"), "audio": ("clip", "clips")}
-
-
 def nouns(input_kind: str | None) -> tuple[str, str]:
-    """``("photo", "photos")`` for images, ``("clip", "clips")`` for sounds..."""
-    return NOUNS.get(input_kind or "image", NOUNS["image"])
+    """``("photo", "photos")`` for images, ``("clip", "clips")`` for sounds... (``ui/kinds.py``)."""
+    from .kinds import ui_kind
+
+    kind = ui_kind(input_kind)
+    return kind.one, kind.many
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:

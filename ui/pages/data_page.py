@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
+from ..kinds import data_bars, ui_kind
 from ..page import Page
 from .data_bars import DataBars
 from ..widgets.confirm import confirm
@@ -289,9 +290,9 @@ class DataPage(DataBars, Page):
     def show_data(self, data: dict) -> None:
         self.show_empty(False)
         info, stats, rows, model_id = data["info"], data["stats"], data["rows"], data["model_id"]
-        self._show_recorder(info.get("input_kind") == "audio", list(stats["labels"]))
-        self._show_text_adder(info.get("input_kind") == "text", list(stats["labels"]))
-        self._show_capture(info.get("input_kind") == "image", list(stats["labels"]))
+        bar = ui_kind(info.get("input_kind")).data_bar
+        for method in sorted(data_bars()):  # the kind's own bar shows, the others hide
+            getattr(self, method)(method == bar, list(stats["labels"]))
         self._set_noun(nouns(info.get("input_kind"))[1])
         self._set_label_filter_items(list(stats["labels"]))
         self.model.set_rows(rows)
