@@ -12,7 +12,6 @@ from collections import Counter
 from pathlib import Path
 
 from modeldesk.datasets.kinds import sample_kind
-from modeldesk.deploy.inputs import input_class
 from modeldesk.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -286,7 +285,7 @@ def box_proposals(ws, project, model_id) -> dict:
 def move_threshold(ws, model, threshold: float) -> dict:
     """Set a detector's score threshold; returns its test figures recomputed at the new threshold."""
     from modeldesk.deploy import load_artifact, save_artifact
-    from modeldesk.trainers.detection_metrics import counts_at, image_errors
+    from modeldesk.trainers.detection.metrics import counts_at, image_errors
 
     if not 0.0 < float(threshold) < 1.0:
         raise UserError(f"the score threshold must be between 0 and 1, not {threshold}")
@@ -411,10 +410,10 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
 def compression_metric(artifact):
     """What compression keeps within 1 point: label accuracy (None: the default), or for a detector
     mAP50 with a refusal of copies that do not reproduce the original's boxes
-    (``trainers.detection_compression``)."""
+    (``trainers.detection.compression``)."""
     if artifact.target != "boxes":
         return None
-    from modeldesk.trainers.detection_compression import DetectionJudge
+    from modeldesk.trainers.detection.compression import DetectionJudge
 
     return DetectionJudge(artifact.labels, artifact.card.get("score_threshold", 0.5))
 
@@ -422,6 +421,8 @@ def compression_metric(artifact):
 def _compression_data(ws, artifact):
     """Calibration images, labeled validation images and labeled training images (for re-fitted
     heads), from the model's project."""
+    from modeldesk.deploy.inputs import input_class
+
     model_input = input_class(artifact.input_kind)
     if model_input.not_compressible:
         raise UserError(model_input.not_compressible.format(size_mb=artifact.size_bytes() / 1e6))
@@ -441,7 +442,7 @@ def _compression_data(ws, artifact):
     training = [(s.path, s.target) for s in samples if s.split == "train"]
     validation = [(s.path, s.target) for s in samples if s.split in ("val", "test")]
     if artifact.target == "boxes":  # a detector's copy is judged against the original on every labeled photo
-        from modeldesk.trainers.detection_compression import judging_photos
+        from modeldesk.trainers.detection.compression import judging_photos
 
         validation = judging_photos(samples)
     if not validation:
