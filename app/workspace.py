@@ -17,8 +17,12 @@ from modeldesk.app.recovery import open_paths, start_cleanup
 from modeldesk.app.settings import Settings
 from modeldesk.app.ui_calls import UiCalls
 from modeldesk.datasets import Store, export_project, import_path
+from modeldesk.trainers.tasks import FEW_EXAMPLES
 
 log = logging.getLogger(__name__)
+
+#: the names other layers take from here: the facade, and the task registry's "too few examples" rule
+__all__ = ["FEW_EXAMPLES", "Workspace"]
 
 TRAINING_TARGET = "modeldesk.app.training_job:run_training"
 #: Every job kind the app runs: the job queue runs nothing else, whatever the database says.

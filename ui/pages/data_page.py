@@ -28,7 +28,7 @@ from ..widgets.confirm import confirm
 from ..widgets.import_summary import ImportSummaryDialog
 from ..widgets.label_counts import LabelCountsChart
 from ..widgets.progress_panel import ProgressPanel
-from ..wording import merge_reports, nouns, plural, small_class_warning, summary_line
+from ..wording import few_examples, merge_reports, nouns, plural, small_class_warning, summary_line
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +304,7 @@ class DataPage(DataBars, Page):
         )
         self.count_label.setText(f"Showing {len(rows.ids):,}")
         self.gallery_stack.setCurrentWidget(self.gallery if stats["samples"] else self.drop_hint)
-        few = info.get("few_examples") or 10
+        few = few_examples(info)
         self.chart.minimum = few
         self.chart.set_counts(stats["labels"])
         noun = "boxes" if info.get("target") == "boxes" else many

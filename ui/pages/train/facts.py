@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QPushButton
 
-from ...wording import describe_hardware, plural
+from ...wording import describe_hardware, few_examples, plural
 
 
 class FactsBanner(QFrame):
@@ -39,7 +39,7 @@ class FactsBanner(QFrame):
         text = (
             f"{labeled:,} labeled of {stats.get('samples', 0):,} in {plural(len(counts), 'class', 'classes')}"
         )
-        few = info.get("few_examples") or 10
+        few = few_examples(info)
         if counts and not readiness:
             smallest = min(counts, key=counts.get)
             if counts[smallest] < few:
