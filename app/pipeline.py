@@ -216,37 +216,22 @@ def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) ->
     return len(samples)
 
 
-PROPOSALS_FILE = "proposals.json"
-
-
-def box_confidence(boxes: list, threshold: float) -> float:
-    """How sure a detector is about a photo, 0..1: the distance of its most borderline box score
-    (any box over 0.05) from the threshold, relative to the room on that side; 1 without any box."""
-    distances = [
-        abs(b["score"] - threshold) / max(threshold if b["score"] < threshold else 1 - threshold, 1e-6)
-        for b in boxes
-        if b["score"] >= 0.05
-    ]
-    return float(min(min(distances), 1.0)) if distances else 1.0
-
-
 def prelabel_boxes(ws, project, model_id, artifact_dir, ctx, progress=None) -> int:
-    """Propose a detector's boxes on the photos that have none yet.
+    """Propose a detector's boxes on the photos that have none yet (``trainers/detection/proposals.py``).
 
-    The boxes at or above the model's threshold go to ``proposals.json`` in the model folder; the
-    predictions table gets each photo's best label and :func:`box_confidence`, so that the least
+    The boxes at or above the model's threshold go to the proposals file in the model folder; the
+    predictions table gets each photo's best label and how sure the detector is, so that the least
     confident photos can be labeled first.
     """
-    import json
-
     from modeldesk.deploy import Predictor
+    from modeldesk.trainers.detection.proposals import FLOOR, proposal_rows, write_proposals
 
     samples = [s for s in ws.store.samples(project) if s.path is not None and not s.boxes]
     if not samples:
         return 0
     predictor = Predictor(artifact_dir)
     threshold = predictor.output.threshold
-    predictor.output.threshold = min(0.05, threshold)
+    predictor.output.threshold = min(FLOOR, threshold)
     rows, proposals = [], {}
     for start in range(0, len(samples), 16):
         if ctx.should_stop():
@@ -254,38 +239,26 @@ def prelabel_boxes(ws, project, model_id, artifact_dir, ctx, progress=None) -> i
         if progress is not None and start:
             progress(start, len(samples))
         chunk = samples[start : start + 16]
-        for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
-            if prediction is None:
-                continue
-            boxes = prediction["boxes"]
-            kept = [b for b in boxes if b["score"] >= threshold]
-            proposals[str(sample.id)] = kept
-            rows.append((sample.id, kept[0]["label"] if kept else "", box_confidence(boxes, threshold)))
-    path = Path(artifact_dir) / PROPOSALS_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(proposals), encoding="utf-8")
-    tmp.replace(path)
+        predictions = _predict_tolerant(predictor, _sources(project, chunk))
+        chunk_rows, chunk_proposals = proposal_rows([s.id for s in chunk], predictions, threshold)
+        rows += chunk_rows
+        proposals.update(chunk_proposals)
+    write_proposals(artifact_dir, proposals)
     ws.store.save_predictions(model_id, rows)
     return len(samples)
 
 
 def box_proposals(ws, project, model_id) -> dict:
     """sample id -> proposed boxes (``{"label", "score", "box"}``) for the project's photos still without boxes."""
-    import json
+    from modeldesk.trainers.detection.proposals import read_proposals
 
-    path = ws.model_path(model_id) / PROPOSALS_FILE
-    try:
-        proposals = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return {}
-    unlabeled = set(ws.store.sample_ids(project, unlabeled=True))
-    return {int(sid): boxes for sid, boxes in proposals.items() if int(sid) in unlabeled}
+    return read_proposals(ws.model_path(model_id), set(ws.store.sample_ids(project, unlabeled=True)))
 
 
 def move_threshold(ws, model, threshold: float) -> dict:
     """Set a detector's score threshold; returns its test figures recomputed at the new threshold."""
     from modeldesk.deploy import load_artifact, save_artifact
-    from modeldesk.trainers.detection.metrics import counts_at, image_errors
+    from modeldesk.trainers.detection.metrics import metrics_at_threshold
 
     if not 0.0 < float(threshold) < 1.0:
         raise UserError(f"the score threshold must be between 0 and 1, not {threshold}")
@@ -293,19 +266,8 @@ def move_threshold(ws, model, threshold: float) -> dict:
     if artifact.target != "boxes":
         raise UserError("only detectors have a score threshold to move")
     card = dict(artifact.card)
-    metrics = dict(card.get("metrics") or {})
-    images = metrics.get("images") or []
-    if images:
-        truths = [[(t[4], *t[:4]) for t in m["truth"]] for m in images]
-        counts = counts_at(truths, [m["boxes"] for m in images], float(threshold))
-        metrics.update({k: counts[k] for k in ("precision", "recall", "f1", "misses", "false_boxes")})
-        images = [
-            {**m, **image_errors(truth, m["boxes"], float(threshold))} for m, truth in zip(images, truths)
-        ]
-        images.sort(key=lambda m: -(len(m["misses"]) + len(m["false_boxes"])))  # the photos' errors follow
-        metrics["images"] = images
-        metrics["mistakes"] = [m for m in images if m["misses"] or m["false_boxes"]]
-    metrics["threshold"] = card["score_threshold"] = float(threshold)
+    metrics = metrics_at_threshold(card.get("metrics") or {}, float(threshold))
+    card["score_threshold"] = float(threshold)
     card["metrics"] = metrics
     save_artifact(artifact.path, artifact.model_bytes(), card)
     return metrics
