@@ -29,6 +29,8 @@ class UiKind:
     try_hint : the "Try it" card's subtitle.
     looking : what the answer line says while the model reads a file.
     plays : True when a sample is played (a click on a mistake plays it).
+    label_view : the Label page's view of one sample, ``".module:Class"`` relative to ``ui/``
+        (loaded when a project of the kind is first labeled).
     """
 
     one: str
@@ -39,6 +41,7 @@ class UiKind:
     try_hint: str = ""
     looking: str = "Looking…"
     plays: bool = False
+    label_view: str = ".pages.label.views:ImageView"
 
 
 #: photo files "Try it" accepts
@@ -67,6 +70,7 @@ UI_KINDS: dict[str, UiKind] = {
         try_hint="Record a clip or choose a WAV file to see what the model says.",
         looking="Listening…",
         plays=True,
+        label_view=".pages.label.audio_view:AudioView",
     ),
     "text": UiKind(
         "text",
@@ -74,6 +78,7 @@ UI_KINDS: dict[str, UiKind] = {
         data_bar="_show_text_adder",
         try_parts=frozenset({"text"}),
         try_hint="Type or paste a text to see what the model says.",
+        label_view=".pages.label.text_view:TextView",
     ),
 }
 
@@ -81,6 +86,18 @@ UI_KINDS: dict[str, UiKind] = {
 def ui_kind(name: str | None) -> UiKind:
     """The entry for an input kind (images for None or a kind this version does not know)."""
     return UI_KINDS.get(name or "image", UI_KINDS["image"])
+
+
+def label_view(name: str | None):
+    """The Label page's view class for an input kind (one registered with ``register_view`` first)."""
+    import importlib
+
+    from .pages.label.views import VIEWS
+
+    if name in VIEWS:
+        return VIEWS[name]
+    module, _, attribute = ui_kind(name).label_view.partition(":")
+    return getattr(importlib.import_module(module, __package__), attribute)
 
 
 def data_bars() -> set[str]:
