@@ -5,7 +5,8 @@ bundle give the app's answers, and that bad input gets a sentence naming it.
 A new task gets these checks for free: its templates are read from the task registry. Only the data
 is per (input kind, target), in ``MAKERS``; a task whose pair has no maker fails
 ``test_every_task_has_data_to_check_with`` until one is added. Each template is trained once per module
-(``trained``) and shared by its checks, so the suite stays small enough for CI on 2 cores.
+(``trained``) and shared by its checks, so the suite stays small enough for CI on 2 cores; the first
+template of each task is also stopped once and resumed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import site
 import subprocess
 import sys
+import time
 import wave
 from pathlib import Path
 
@@ -215,3 +217,24 @@ def test_bad_input_gets_a_sentence_naming_it(trained, workspace, task, template)
         workspace.predict(model, [bad])
     message = str(caught.value)
     assert bad.name in message and len(message.splitlines()) == 1, message
+
+
+FIRST = [(task, task_templates(task.name)[0].name) for task in TASKS]
+
+
+@pytest.mark.parametrize("task, template", FIRST, ids=[name for _task, name in FIRST])
+def test_a_stopped_run_resumes_and_finishes(trained, workspace, task, template):
+    """Stopped once it has started (or, on a fast machine, before), the run is resumed and gives a model."""
+    _model, _path, probes, _ = trained(task, template)  # the project, its data and the feature cache
+    job_id = workspace.submit_training(template.replace("/", "-"), template, time_budget=TIME_BUDGET)
+    deadline = time.monotonic() + 120
+    while not workspace.job_events(job_id) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workspace.cancel_job(job_id)
+    stopped = workspace.jobs.wait(job_id, timeout=300)
+    assert stopped["state"] in ("cancelled", "done"), stopped
+    if stopped["state"] == "cancelled":
+        workspace.resume_job(job_id)
+    result = workspace.wait_job(job_id)
+    answers = workspace.predict(result["model"], probes)
+    assert answers and all("label" in a or "boxes" in a for a in answers)
