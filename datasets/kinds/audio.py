@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..verify import AUDIO_EXTS, UNSUPPORTED_AUDIO_EXTS
 from . import SampleKind
 
 
@@ -21,4 +22,12 @@ def _thumbnail(sample, dest: Path, size: int) -> Path:
     return dest if dest.exists() else waveform_thumbnail(sample.path, dest, size)
 
 
-AUDIO = SampleKind("audio", "clip", "clips", "a sound", verify=_verify, thumbnail=_thumbnail)
+AUDIO = SampleKind(
+    "audio",
+    "clip",
+    "clips",
+    "a sound",
+    extensions=AUDIO_EXTS | UNSUPPORTED_AUDIO_EXTS,
+    verify=_verify,
+    thumbnail=_thumbnail,
+)

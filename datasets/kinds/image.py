@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..verify import IMAGE_EXTS
 from . import SampleKind
 
 
@@ -22,4 +23,6 @@ def _thumbnail(sample, dest: Path, size: int) -> Path:
     return dest if dest.exists() else make_thumbnail(sample.path, dest, size)
 
 
-IMAGE = SampleKind("image", "image", "images", "an image", verify=_verify, thumbnail=_thumbnail)
+IMAGE = SampleKind(
+    "image", "image", "images", "an image", extensions=IMAGE_EXTS, verify=_verify, thumbnail=_thumbnail
+)
