@@ -11,6 +11,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from modeldesk.datasets.kinds import sample_kind
 from modeldesk.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -21,9 +22,10 @@ def labeled_samples(store, project) -> list:
     from modeldesk.trainers.data import LabeledSample
 
     store.assign_splits(project)
+    kind = sample_kind(project.kind)
     samples = []
     for s in store.samples(project):
-        source = s.text if project.kind == "text" else (str(s.path) if s.path is not None else None)
+        source = kind.source(s)
         if source is None:
             continue
         if project.target == "label":
@@ -155,7 +157,8 @@ def text_lines(files) -> tuple[list[str], list[str]]:
 
 
 def _sources(project, samples) -> list:
-    return [s.text if project.kind == "text" else str(s.path) for s in samples]
+    kind = sample_kind(project.kind)
+    return [kind.source(s) for s in samples]
 
 
 def prelabel(ws, project, model_id, artifact_dir, ctx, progress=None) -> None:
@@ -213,37 +216,22 @@ def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) ->
     return len(samples)
 
 
-PROPOSALS_FILE = "proposals.json"
-
-
-def box_confidence(boxes: list, threshold: float) -> float:
-    """How sure a detector is about a photo, 0..1: the distance of its most borderline box score
-    (any box over 0.05) from the threshold, relative to the room on that side; 1 without any box."""
-    distances = [
-        abs(b["score"] - threshold) / max(threshold if b["score"] < threshold else 1 - threshold, 1e-6)
-        for b in boxes
-        if b["score"] >= 0.05
-    ]
-    return float(min(min(distances), 1.0)) if distances else 1.0
-
-
 def prelabel_boxes(ws, project, model_id, artifact_dir, ctx, progress=None) -> int:
-    """Propose a detector's boxes on the photos that have none yet.
+    """Propose a detector's boxes on the photos that have none yet (``trainers/detection/proposals.py``).
 
-    The boxes at or above the model's threshold go to ``proposals.json`` in the model folder; the
-    predictions table gets each photo's best label and :func:`box_confidence`, so that the least
+    The boxes at or above the model's threshold go to the proposals file in the model folder; the
+    predictions table gets each photo's best label and how sure the detector is, so that the least
     confident photos can be labeled first.
     """
-    import json
-
     from modeldesk.deploy import Predictor
+    from modeldesk.trainers.detection.proposals import FLOOR, proposal_rows, write_proposals
 
     samples = [s for s in ws.store.samples(project) if s.path is not None and not s.boxes]
     if not samples:
         return 0
     predictor = Predictor(artifact_dir)
     threshold = predictor.output.threshold
-    predictor.output.threshold = min(0.05, threshold)
+    predictor.output.threshold = min(FLOOR, threshold)
     rows, proposals = [], {}
     for start in range(0, len(samples), 16):
         if ctx.should_stop():
@@ -251,38 +239,26 @@ def prelabel_boxes(ws, project, model_id, artifact_dir, ctx, progress=None) -> i
         if progress is not None and start:
             progress(start, len(samples))
         chunk = samples[start : start + 16]
-        for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
-            if prediction is None:
-                continue
-            boxes = prediction["boxes"]
-            kept = [b for b in boxes if b["score"] >= threshold]
-            proposals[str(sample.id)] = kept
-            rows.append((sample.id, kept[0]["label"] if kept else "", box_confidence(boxes, threshold)))
-    path = Path(artifact_dir) / PROPOSALS_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(proposals), encoding="utf-8")
-    tmp.replace(path)
+        predictions = _predict_tolerant(predictor, _sources(project, chunk))
+        chunk_rows, chunk_proposals = proposal_rows([s.id for s in chunk], predictions, threshold)
+        rows += chunk_rows
+        proposals.update(chunk_proposals)
+    write_proposals(artifact_dir, proposals)
     ws.store.save_predictions(model_id, rows)
     return len(samples)
 
 
 def box_proposals(ws, project, model_id) -> dict:
     """sample id -> proposed boxes (``{"label", "score", "box"}``) for the project's photos still without boxes."""
-    import json
+    from modeldesk.trainers.detection.proposals import read_proposals
 
-    path = ws.model_path(model_id) / PROPOSALS_FILE
-    try:
-        proposals = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return {}
-    unlabeled = set(ws.store.sample_ids(project, unlabeled=True))
-    return {int(sid): boxes for sid, boxes in proposals.items() if int(sid) in unlabeled}
+    return read_proposals(ws.model_path(model_id), set(ws.store.sample_ids(project, unlabeled=True)))
 
 
 def move_threshold(ws, model, threshold: float) -> dict:
     """Set a detector's score threshold; returns its test figures recomputed at the new threshold."""
     from modeldesk.deploy import load_artifact, save_artifact
-    from modeldesk.trainers.detection_metrics import counts_at, image_errors
+    from modeldesk.trainers.detection.metrics import metrics_at_threshold
 
     if not 0.0 < float(threshold) < 1.0:
         raise UserError(f"the score threshold must be between 0 and 1, not {threshold}")
@@ -290,19 +266,8 @@ def move_threshold(ws, model, threshold: float) -> dict:
     if artifact.target != "boxes":
         raise UserError("only detectors have a score threshold to move")
     card = dict(artifact.card)
-    metrics = dict(card.get("metrics") or {})
-    images = metrics.get("images") or []
-    if images:
-        truths = [[(t[4], *t[:4]) for t in m["truth"]] for m in images]
-        counts = counts_at(truths, [m["boxes"] for m in images], float(threshold))
-        metrics.update({k: counts[k] for k in ("precision", "recall", "f1", "misses", "false_boxes")})
-        images = [
-            {**m, **image_errors(truth, m["boxes"], float(threshold))} for m, truth in zip(images, truths)
-        ]
-        images.sort(key=lambda m: -(len(m["misses"]) + len(m["false_boxes"])))  # the photos' errors follow
-        metrics["images"] = images
-        metrics["mistakes"] = [m for m in images if m["misses"] or m["false_boxes"]]
-    metrics["threshold"] = card["score_threshold"] = float(threshold)
+    metrics = metrics_at_threshold(card.get("metrics") or {}, float(threshold))
+    card["score_threshold"] = float(threshold)
     card["metrics"] = metrics
     save_artifact(artifact.path, artifact.model_bytes(), card)
     return metrics
@@ -407,25 +372,22 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
 def compression_metric(artifact):
     """What compression keeps within 1 point: label accuracy (None: the default), or for a detector
     mAP50 with a refusal of copies that do not reproduce the original's boxes
-    (``trainers.detection_compression``)."""
+    (``trainers.detection.compression``)."""
     if artifact.target != "boxes":
         return None
-    from modeldesk.trainers.detection_compression import DetectionJudge
+    from modeldesk.trainers.detection.compression import DetectionJudge
 
     return DetectionJudge(artifact.labels, artifact.card.get("score_threshold", 0.5))
 
 
 def compression_refusal(artifact) -> str:
     """Why making ``artifact`` smaller is not offered ("" when it is), in one sentence."""
-    if artifact.input_kind == "text":
-        # The graph is an n-gram table and one matrix: int8 would shrink the matrix, but the time goes
-        # to tokenizing and counting strings, which quantization does not touch.
-        size = artifact.size_bytes() / 1e6
-        return (
-            f"A text model is already small ({size:.1f} MB) and answers in about a millisecond: making it "
-            "smaller has nothing to gain."
-        )
-    if artifact.input_kind not in ("image", "audio") or artifact.target not in ("label", "boxes"):
+    from modeldesk.deploy.inputs import input_class
+
+    model_input = input_class(artifact.input_kind)
+    if model_input.not_compressible:
+        return model_input.not_compressible.format(size_mb=artifact.size_bytes() / 1e6)
+    if model_input.inline or artifact.target not in ("label", "boxes"):
         return "Making this kind of model smaller is not available yet."
     return ""
 
@@ -448,7 +410,7 @@ def _compression_data(ws, artifact):
     training = [(s.path, s.target) for s in samples if s.split == "train"]
     validation = [(s.path, s.target) for s in samples if s.split in ("val", "test")]
     if artifact.target == "boxes":  # a detector's copy is judged against the original on every labeled photo
-        from modeldesk.trainers.detection_compression import judging_photos
+        from modeldesk.trainers.detection.compression import judging_photos
 
         validation = judging_photos(samples)
     if not validation:

@@ -8,6 +8,7 @@ import time
 from modeldesk.app import pipeline
 from modeldesk.app.run_time import RunProgress, scoring_count, scoring_seconds, whole_run
 from modeldesk.app.workspace import Workspace
+from modeldesk.datasets.kinds import sample_kind
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def run_training(params: dict, ctx) -> dict:
         bar = RunProgress(
             ctx.progress,
             scoring_seconds(pipeline.feature_cache_dir(ws), project, scored, template=template.name),
-            noun={"text": "texts", "audio": "clips"}.get(project.kind, "images"),
+            noun=sample_kind(project.kind).many,
             counted=bool(getattr(trainer, "counts_scoring", False)),
         )
         options = {"cluster": params["cluster"]} if params.get("cluster") else {}

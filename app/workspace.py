@@ -15,20 +15,28 @@ from modeldesk.app.logs import fallback_log_file, setup_logging
 from modeldesk.app.paths import default_workspace
 from modeldesk.app.recovery import open_paths, start_cleanup
 from modeldesk.app.settings import Settings
-from modeldesk.app.ui_calls import UiCalls
+from modeldesk.app.projects import ProjectCalls
+from modeldesk.app.serving import ServingCalls
+from modeldesk.app.training import TrainingCalls
 from modeldesk.datasets import Store, export_project, import_path
+from modeldesk.trainers.tasks import FEW_EXAMPLES
 
 log = logging.getLogger(__name__)
+
+#: the names other layers take from here: the facade, and the task registry's "too few examples" rule
+__all__ = ["FEW_EXAMPLES", "Workspace"]
 
 TRAINING_TARGET = "modeldesk.app.training_job:run_training"
 #: Every job kind the app runs: the job queue runs nothing else, whatever the database says.
 APP_JOB_KINDS = {"train": TRAINING_TARGET}
 
 
-class Workspace(UiCalls):
+class Workspace(ProjectCalls, TrainingCalls, ServingCalls):
     """One workspace folder: the data store, the models, the caches and the job queue.
 
-    The calls the desktop app needs beyond the command line's come from :class:`UiCalls`.
+    A thin facade: the calls on projects and samples are ``app/projects.py``'s, on training runs
+    ``app/training.py``'s, on serving ``app/serving.py``'s (mixins); the rest is here or in
+    ``app/pipeline.py``.
 
     Parameters
     ----------
@@ -321,7 +329,7 @@ class Workspace(UiCalls):
         (``file`` is then ``name:line``, and ``text`` is added).
         """
         predictor = self._predictor(model)
-        if predictor.input.kind == "text":
+        if predictor.input.inline:
             return self.predict_texts(model, *pipeline.text_lines(files))
         files = [str(f) for f in files]
         results = []

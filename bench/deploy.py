@@ -15,7 +15,7 @@ prints
 
 With ``--template object-detection/fast`` (or ``/accurate``) the same is done for a detector on
 /work/shared/benchdata/raccoon_voc: it is judged as the app judges it (mAP50 within 1 point and the
-original's boxes reproduced, ``trainers.detection_compression``) on every labeled photo, as the app does
+original's boxes reproduced, ``trainers.detection.compression``) on every labeled photo, as the app does
 (the held-out quarter, 26 photos, is too few to tell a 1-point loss); the kept copy's mAP50 on that quarter
 is printed next to the original's.
 
@@ -150,10 +150,10 @@ def run(args, work: Path) -> int:
     from modeldesk.app.pipeline import compression_metric
     from modeldesk.deploy import compress_artifact, load_artifact
     from modeldesk.trainers.compression import head_refitter
-    from modeldesk.trainers.detection_compression import judging_photos
-    from modeldesk.trainers.detection_evaluation import evaluate_boxes
-    from modeldesk.trainers.image_classification import train_image_classifier
-    from modeldesk.trainers.object_detection import ObjectDetectionTrainer
+    from modeldesk.trainers.detection.compression import judging_photos
+    from modeldesk.trainers.detection.evaluation import evaluate_boxes
+    from modeldesk.trainers.image.classification import train_image_classifier
+    from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
     from train_detect import load_voc
 
     detector = args.template.startswith("object-detection/")

@@ -426,7 +426,7 @@ def hostile(args, work: Path) -> None:
 
 
 def run(args, work: Path) -> int:
-    from modeldesk.trainers.image_classification import train_image_classifier
+    from modeldesk.trainers.image.classification import train_image_classifier
 
     samples = load_samples(Path(args.data))
     training = [s for s in samples if s.split == "train"][:300]

@@ -72,10 +72,10 @@ def latency_ms(artifact_dir, path: str, threads: int, runs: int = 20) -> float:
 
 def all_boxes(artifact_dir, photos) -> list:
     """The exported graph's boxes for ``photos``, down to its score floor (what mAP needs)."""
-    from modeldesk.trainers.detection_evaluation import predict_all
-    from modeldesk.trainers.detection_graph import MIN_SCORE
+    from modeldesk.trainers.detection.evaluation import predict_boxes
+    from modeldesk.trainers.detection.graph import MIN_SCORE
 
-    return [p["boxes"] for p in predict_all(artifact_dir, photos, threshold=MIN_SCORE)]
+    return [p["boxes"] for p in predict_boxes(artifact_dir, photos, threshold=MIN_SCORE)]
 
 
 def intervals(artifact_dir, test, boots: int = 1000) -> dict:
@@ -87,7 +87,7 @@ def intervals(artifact_dir, test, boots: int = 1000) -> dict:
 
 def pooled(test, predictions, labels, boots: int = 1000) -> dict:
     """mAP50 and COCO mAP of ``predictions`` on ``test`` with 90% bootstrap intervals over the photos."""
-    from modeldesk.trainers.detection_metrics import IOU_THRESHOLDS, average_precision, match_image
+    from modeldesk.trainers.detection.metrics import IOU_THRESHOLDS, average_precision, match_image
 
     truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in s.target] for s in test]
     per_iou = []  # per IoU threshold and label: each photo's (tp flags, scores, true boxes)
@@ -134,7 +134,7 @@ def cross_validate(name, template, samples, folds: int, tmp: Path) -> dict:
     mAP pooled over all photos with 90% bootstrap intervals."""
     import dataclasses as dc
 
-    from modeldesk.trainers.object_detection import ObjectDetectionTrainer
+    from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
 
     fold = [int(hashlib.sha1(Path(s.path).name.encode()).hexdigest(), 16) % folds for s in samples]
     predictions = [None] * len(samples)
@@ -162,7 +162,7 @@ def cross_validate(name, template, samples, folds: int, tmp: Path) -> dict:
 
 
 def train_row(name, template, samples, threads, tmp: Path) -> dict:
-    from modeldesk.trainers.object_detection import ObjectDetectionTrainer
+    from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
 
     cache = tmp / f"cache-{name.replace('/', '-')}"
     started = time.perf_counter()
@@ -190,11 +190,11 @@ def train_row(name, template, samples, threads, tmp: Path) -> dict:
 
 def compress_row(row, samples, threads) -> dict:
     """Compress a trained row as the app does: int8 candidates judged against the original on every
-    labeled photo (``trainers.detection_compression``); the kept copy is then scored on the test photos."""
+    labeled photo (``trainers.detection.compression``); the kept copy is then scored on the test photos."""
     from modeldesk.app.pipeline import compression_metric
     from modeldesk.deploy import compress_artifact, load_artifact
-    from modeldesk.trainers.detection_compression import judging_photos
-    from modeldesk.trainers.detection_evaluation import evaluate_boxes
+    from modeldesk.trainers.detection.compression import judging_photos
+    from modeldesk.trainers.detection.evaluation import evaluate_boxes
 
     calibration = [s.path for s in samples if s.split == "train"][:64]
     judge = compression_metric(load_artifact(row["artifact"]))
@@ -242,8 +242,8 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from modeldesk.trainers.detection_features import DetectionNeck
-    from modeldesk.trainers.object_detection_templates import TEMPLATES
+    from modeldesk.trainers.detection.features import DetectionNeck
+    from modeldesk.trainers.detection.templates import TEMPLATES
 
     samples = load_voc(Path(args.data))
     counts = {name: sum(s.split == name for s in samples) for name in ("train", "val", "test")}

@@ -85,7 +85,7 @@ def interval(correct: np.ndarray) -> str:
 
 
 def run_set(name: str, root: Path, threads: int, budget: float | None, tmp: Path) -> None:
-    from modeldesk.trainers.image_classification import train_image_classifier
+    from modeldesk.trainers.image.classification import train_image_classifier
     from modeldesk.trainers.templates import list_templates
 
     samples = load_samples(root)

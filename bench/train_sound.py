@@ -27,7 +27,7 @@ def reference(samples) -> tuple[float, float, float]:
     from modeldesk.deploy.audio_input import AudioSpec, load_waveform
     from modeldesk.deploy.runtime import create_session
     from modeldesk.trainers.heads import LogisticRegressionHead
-    from modeldesk.trainers.sound_backbone import LOGMEL, backbone_nodes, make_model
+    from modeldesk.trainers.backbones.sound import LOGMEL, backbone_nodes, make_model
 
     started = time.perf_counter()
     nodes, inits = backbone_nodes()
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
 
-    from modeldesk.trainers.sound_classification import SoundClassificationTrainer
+    from modeldesk.trainers.sound.trainer import SoundClassificationTrainer
     from modeldesk.trainers.templates import list_templates
 
     samples = load_samples(Path(args.data), suffixes=(".wav",))

@@ -52,7 +52,7 @@ def reference(samples) -> dict:
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import accuracy_score, f1_score
 
-    from modeldesk.trainers.text_features import choose_branches
+    from modeldesk.trainers.text.features import choose_branches
 
     fit = [s for s in samples if s.split != "test"]
     test = [s for s in samples if s.split == "test"]

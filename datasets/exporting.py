@@ -26,6 +26,7 @@ from .cvat import cvat_document
 from .labelme import labelme_document
 from .labelstudio import labelstudio_document
 from .multiclass import TABLE_NAME, multiclass_table
+from .kinds import sample_kind
 from .records import Sample
 from .safety import escape_cell
 from .store import Store
@@ -207,7 +208,7 @@ def _write_text_csv(out: Path, samples) -> tuple[int, int]:
 
 
 def _folder(store, project, out: Path, samples) -> tuple[int, int]:
-    if project.kind == "text":
+    if sample_kind(project.kind).inline:
         return _write_text_csv(out, samples)
     namers: dict[str, _Namer] = {}
     count = files = 0
@@ -221,7 +222,7 @@ def _folder(store, project, out: Path, samples) -> tuple[int, int]:
 
 
 def _csv(store, project, out: Path, samples) -> tuple[int, int]:
-    if project.kind == "text":
+    if sample_kind(project.kind).inline:
         return _write_text_csv(out, samples)
     namer, count, files = _Namer(), 0, 1
     detection = project.target == "boxes"

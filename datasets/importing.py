@@ -37,7 +37,8 @@ from .safety import (
 )
 from .records import Box, Project
 from .store import NewSample, Store
-from .verify import MediaError, media_kind, verify_image, verify_wav
+from .kinds import sample_kind
+from .verify import MediaError, media_kind
 
 BATCH_SIZE = 200  # rows per transaction
 BATCH_SECONDS = 1.0  # ... or whatever was read in this long
@@ -72,6 +73,7 @@ def normalise_text(text: str) -> str:
 
 def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> None:
     kind = project.kind
+    inline = sample_kind(kind).inline
     what = _FORMAT_NAMES.get(fmt, fmt)
     if fmt in _DETECTION_FORMATS and project.target != "boxes":
         raise ValueError(
@@ -79,7 +81,7 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
             f"{project.task}: import it into a project that finds objects with boxes"
         )
     if fmt == "csv":
-        if media is None and kind != "text":
+        if media is None and not inline:
             columns = csvtext.table_columns(path)
             if columns is not None and csvtext.find_column(columns, None, csvtext.TEXT_COLUMNS) is None:
                 shown = ", ".join(columns[:6]) + (", ..." if len(columns) > 6 else "")
@@ -94,14 +96,14 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
             )
         if media is None or kind == media:
             return
-    if fmt in _TEXT_ONLY_FORMATS or media == "text":
-        if kind == "text":
+    if fmt in _TEXT_ONLY_FORMATS or (media is not None and sample_kind(media).inline):
+        if inline:
             return
         raise ValueError(
             f"{path} holds texts ({what}), but project {project.name!r} is {project.task}, "
             f"which holds {kind} files: import {kind} files, or make a text project"
         )
-    if kind == "text":
+    if inline:
         raise ValueError(
             f"{path} holds {media or 'media'} files ({what}), but project {project.name!r} "
             "holds texts: import CSV, JSON Lines or .txt files of texts"
@@ -209,8 +211,9 @@ def _read(path: Path, fmt: str, report: ImportReport, project: Project, text_col
     kind, multi = project.kind, project.target == "tags"
     if fmt in readers.READERS:
         return readers.read(fmt, path, report, project.target)
-    if fmt in ("folder", "flat") and kind == "text":
-        return textfiles.read_text_folders(path, report)
+    kind_readers = sample_kind(kind)
+    if fmt in ("folder", "flat") and kind_readers.read_folders is not None:
+        return kind_readers.read_folders(path, report)
     if fmt == "folder":
         return folders.read_class_folders(path, report, kind)
     if fmt == "flat":
@@ -229,8 +232,8 @@ def _read(path: Path, fmt: str, report: ImportReport, project: Project, text_col
         return coco.read_coco(path, report)
     if fmt == "yolo":
         return yolo.read_yolo(path, report)
-    if fmt == "csv" and kind == "text":
-        return csvtext.read_csv(path, report, text_column=text_column, label_column=label_column)
+    if fmt == "csv" and kind_readers.read_table is not None:
+        return kind_readers.read_table(path, report, text_column, label_column, multi)
     if fmt == "csv":
         return csvpaths.read_path_table(_single_table(path), report, label_column=label_column, multi=multi)
     raise ValueError(f"unknown format {fmt!r}")
@@ -270,17 +273,10 @@ def _store_media(store: Store, kind: str, item: Item) -> tuple:
         raise MediaError(problem)
     ext = item.path.suffix.lower()
     if media_kind(ext) != kind:
-        raise MediaError(
-            f"not {('an image' if kind == 'image' else 'a sound')} file ({ext or 'no extension'})"
-        )
+        raise MediaError(f"not {sample_kind(kind).article} file ({ext or 'no extension'})")
     try:  # a large file is read from disk as it goes, never whole into memory
         source = item.path.read_bytes() if item.path.stat().st_size <= STREAM_ABOVE else item.path
-        width = height = duration = None
-        if kind == "image":
-            ext, width, height = verify_image(source)
-        else:
-            duration = verify_wav(source, ext)
-            ext = ".wav"
+        ext, width, height, duration = sample_kind(kind).verify(source, ext)
         content_hash = sha256_bytes(source) if isinstance(source, bytes) else sha256_file(source)
     except OSError as exc:
         raise MediaError(f"cannot read the file ({exc.strerror or exc})") from None
@@ -308,14 +304,14 @@ def _check_room(store: Store, size: int) -> None:
 
 def _to_sample(kind: str, item: Item, stored, report: ImportReport) -> NewSample:
     """The row for one item (text is normalised here; media was stored by :func:`_store_media`)."""
-    if kind == "text":
+    if sample_kind(kind).inline:
         if item.error:
             raise MediaError(item.error)
         text = normalise_text(item.text or "")
         if not text:
             raise MediaError("empty text")
         return NewSample(
-            kind="text",
+            kind=kind,
             content_hash=sha256_bytes(text.encode("utf-8")),
             source=item.source,
             text=text,
@@ -354,7 +350,7 @@ def _stored(
             return True
         return False
 
-    if kind == "text":
+    if sample_kind(kind).inline:  # nothing to read or verify: handed out as they come
         for item in items:
             if poll():
                 return

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: What a sample is.
-KINDS = ("image", "audio", "text")
+from .kinds import SAMPLE_KINDS
+
+#: What a sample is (the registered sample kinds, ``datasets/kinds/``).
+KINDS = tuple(SAMPLE_KINDS)
 #: What a sample's annotation is: one class label, a set of tags, or labeled boxes.
 TARGETS = ("label", "tags", "boxes")
 

@@ -23,9 +23,9 @@ from . import splits as _splits
 from .cleanup import cleanup_workspace
 from .media import MediaStore
 from .records import KINDS, SPLITS, TARGETS, Box, Project, Sample
-from .salvage import salvage_rows
 from .dbfile import ReadOnlyWorkspaceError, connect_uri, is_writable, open_database, quick_check
-from .thumbs import make_thumbnail, text_thumbnail, waveform_thumbnail
+from .kinds import thumbnail as kind_thumbnail
+from .salvage import salvage_rows
 
 log = logging.getLogger(__name__)
 
@@ -711,17 +711,11 @@ class Store:
 
     # ------------------------------------------------------------------ thumbnails
     def thumbnail(self, sample_id: int, size: int = 160) -> Path:
-        """A JPEG thumbnail (longest side ``size``) of an image sample, or a picture of a sound
-        sample's waveform, made once and cached."""
+        """A JPEG thumbnail (longest side ``size``) of a sample, drawn by its kind (``datasets/kinds/``),
+        made once and cached."""
         sample = self.get_sample(sample_id)
         dest = self.thumbs_dir / sample.content_hash[:2] / f"{sample.content_hash}_{int(size)}.jpg"
-        if sample.kind == "text" and sample.text is not None:
-            return dest if dest.exists() else text_thumbnail(sample.text, dest, int(size))
-        if sample.kind not in ("image", "audio") or sample.path is None:
-            raise ValueError(f"sample {sample_id} is {sample.kind}: no thumbnail")
-        if not dest.exists():
-            (make_thumbnail if sample.kind == "image" else waveform_thumbnail)(sample.path, dest, int(size))
-        return dest
+        return kind_thumbnail(sample, dest, int(size))
 
     # ------------------------------------------------------------------ models and predictions
     def add_model(self, project, model_id: str, path, template: str, metrics: dict) -> None:

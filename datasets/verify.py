@@ -56,11 +56,13 @@ class MediaError(ValueError):
 
 
 def media_kind(ext: str) -> str | None:
-    """``"image"``, ``"audio"`` or None for a lower-case extension such as ``".jpg"``."""
-    if ext in IMAGE_EXTS:
-        return "image"
-    if ext in AUDIO_EXTS or ext in UNSUPPORTED_AUDIO_EXTS:
-        return "audio"
+    """The sample kind whose files end in ``ext`` (lower case, such as ``".jpg"``), or None
+    (the kinds' ``extensions``, ``datasets/kinds/``)."""
+    from .kinds import SAMPLE_KINDS, sample_kind
+
+    for name in SAMPLE_KINDS:
+        if ext in sample_kind(name).extensions:
+            return name
     return None
 
 

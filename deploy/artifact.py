@@ -155,19 +155,6 @@ def _new_folder(parent: Path, prefix: str) -> Path:
             continue
 
 
-def _check_image_preprocessing(path: Path, preprocessing: dict) -> None:
-    try:
-        spec = ImageSpec.from_dict(preprocessing)
-        sane = 8 <= int(spec.size) <= 4096 and float(spec.std) > 0 and abs(float(spec.mean)) < 1e6
-    except (TypeError, ValueError):
-        sane = False
-    if not sane:
-        raise ArtifactError(
-            f"{path / CARD_FILE}: the model card's image preprocessing is invalid "
-            "(size 8-4096 pixels, std above 0)"
-        )
-
-
 def load_artifact(path) -> ModelArtifact:
     """Load an artifact from its directory, its ``model.json`` or its ``model.onnx`` path."""
     if isinstance(path, ModelArtifact):
@@ -193,18 +180,19 @@ def load_artifact(path) -> ModelArtifact:
     absent = [key for key in REQUIRED_KEYS if key not in card]
     if absent:
         raise ArtifactError(f"{path / CARD_FILE}: the model card lacks {', '.join(absent)}")
-    from .inputs import INPUT_KINDS, OUTPUT_KINDS
+    from .inputs import INPUT_KINDS, OUTPUT_KINDS, input_class
 
     if not isinstance(card["preprocessing"], dict):
         raise ArtifactError(f"{path / CARD_FILE}: the model card's preprocessing is missing")
     kind = card["preprocessing"].get("kind", "image")
-    if kind == "image":
-        _check_image_preprocessing(path, card["preprocessing"])
     if kind not in INPUT_KINDS:
         raise ArtifactError(
             f"{path}: this model takes {kind!r} inputs, which this version of the app "
             f"cannot read (it reads {', '.join(INPUT_KINDS)})"
         )
+    problem = input_class(kind).check_preprocessing(card["preprocessing"])
+    if problem:
+        raise ArtifactError(f"{path / CARD_FILE}: {problem}")
     target = card.get("target", "label")
     if target not in OUTPUT_KINDS:
         raise ArtifactError(

@@ -332,8 +332,25 @@ class AudioInput(ModelInput):
     json_fields = ("audio", "audios")
     upload_types = ("audio/",)
     noun = "clip"
+    console = {
+        "widget": "file",
+        "preview": "clip",
+        "accept": "audio/wav,audio/x-wav,.wav",
+        "types": ["wav"],
+        "suffixes": [".wav"],
+        "untyped": False,
+        "refused": "is not a WAV file: record a clip here, or convert it to WAV (PCM) first.",
+        "hint": "Drop or choose a WAV clip, or record one",
+        "drop_title": "Drag a sound clip here",
+        "drop_formats": "WAV (PCM), any sample rate",
+        "record": True,
+    }
 
     example_file = "clip.wav"
+
+    def words(self) -> str:
+        spec = self.spec
+        return f"{spec.sample_rate / 1000:g} kHz clip, {spec.min_seconds:g}–{spec.max_seconds:g} s"
 
     def readme_text(self) -> str:
         return (

@@ -26,7 +26,7 @@ import onnx
 
 from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
 from .graph import prune_unused
-from .inputs import input_for, output_for
+from .inputs import input_class, input_for, output_for
 from .preprocess import ImageSpec
 from .quantize import Quantizer
 from .resize import ResizeError, resize_input
@@ -314,7 +314,7 @@ def compress_artifact(
         the metric's ``__name__``, e.g. ``"map50"``).
     """
     artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
-    if artifact.input_kind != "image":  # inputs that run one item at a time (sound clips)
+    if not input_class(artifact.input_kind).compress_in_batches:  # one item at a time (sound clips)
         from .compress_clips import compress_item_artifact
 
         return compress_item_artifact(

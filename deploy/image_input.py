@@ -51,6 +51,32 @@ class ImageInput(ModelInput):
     json_fields = ("image", "images")
     upload_types = ("image/",)
     noun = "image"
+    compress_in_batches = True
+    console = {
+        "widget": "file",
+        "preview": "image",
+        "accept": "image/*",
+        "types": ["image/"],
+        "suffixes": [],
+        "untyped": True,
+        "refused": "is not an image.",
+        "hint": "Drop, paste or choose an image",
+        "drop_title": "Drag an image here",
+        "drop_formats": "JPEG, PNG, WebP, BMP",
+        "record": False,
+    }
+
+    @classmethod
+    def check_preprocessing(cls, preprocessing: dict) -> str | None:
+        """The card's size, mean and std must be sane before anything is resized with them."""
+        try:
+            spec = ImageSpec.from_dict(preprocessing)
+            sane = 8 <= int(spec.size) <= 4096 and float(spec.std) > 0 and abs(float(spec.mean)) < 1e6
+        except (TypeError, ValueError):
+            sane = False
+        if sane:
+            return None
+        return "the model card's image preprocessing is invalid (size 8-4096 pixels, std above 0)"
 
     def __init__(self, card: dict, *, max_pixels: int = MAX_PIXELS, **options):
         super().__init__(card, **options)
@@ -59,6 +85,10 @@ class ImageInput(ModelInput):
         self.size_input = card.get("size_input")
 
     example_file = "photo.jpg"
+
+    def words(self) -> str:
+        size = self.spec.size
+        return f"{size} × {size} px" + (" (aspect kept)" if self.spec.resize == "letterbox" else "")
 
     def readme_text(self) -> str:
         how = (

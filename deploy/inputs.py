@@ -51,6 +51,12 @@ class ModelInput:
     noun : what one item is called in messages ("image", "text", "clip").
     json_encoding : how a file goes into a JSON body: ``"base64"`` (its bytes) or ``"text"`` (as it is).
     json_example : what a JSON value looks like, for the bundle's README.
+
+    inline : True when a ``str`` source is the item itself (a text), not the path of a file.
+    compress_in_batches : True when compression measures the graph on stacked batches
+        (``deploy/compress.py``); False: one item at a time (``deploy/compress_clips.py``).
+    not_compressible : when set, why compression has nothing to gain for this input (one sentence;
+        ``{size_mb}`` is the model's size).
     """
 
     kind = ""
@@ -60,6 +66,14 @@ class ModelInput:
     noun = "input"
     json_encoding = "base64"
     json_example = "<base64 of the file>"
+    inline = False
+    compress_in_batches = False
+    not_compressible = ""
+
+    @classmethod
+    def check_preprocessing(cls, preprocessing: dict) -> str | None:
+        """What is wrong with a card's ``preprocessing`` for this input (None: nothing)."""
+        return None
 
     def __init__(self, card: dict, **options):
         self.card = card
@@ -93,6 +107,16 @@ class ModelInput:
 
     example_file = "input.bin"
 
+    #: how the browser console (``static/console.js``) takes this input: ``widget`` ("file" or
+    #: "text"), ``preview`` of a chosen file ("image" or "clip"), ``accept`` (the file dialog's filter),
+    #: ``types``/``suffixes``/``untyped`` (which files it takes) and ``refused`` (said of the others),
+    #: ``hint``, ``drop_title``, ``drop_formats``, and ``record`` (whether it can record a clip).
+    console: dict = {"widget": "file", "preview": "image", "accept": "*/*", "untyped": True, "record": False}
+
+    def words(self) -> str:
+        """What an input is, in a few words, for the console's facts ("224 × 224 px")."""
+        return self.noun
+
     def readme_text(self) -> str:
         """One sentence for the deploy bundle's README: what an input is and how it is prepared."""
         return f"one {self.noun} per item."
@@ -102,6 +126,8 @@ class ModelInput:
         return {
             "kind": self.kind,
             "noun": self.noun,
+            "words": self.words(),
+            "console": self.console,
             "json_fields": list(self.json_fields),
             "upload_types": list(self.upload_types),
         }
@@ -145,15 +171,19 @@ def output_kind(card: dict) -> str:
     return card.get("target", "label")
 
 
-def input_for(card: dict, **options) -> ModelInput:
-    """The input of a model card; ``options`` go to the input class (e.g. ``max_pixels``)."""
-    kind = input_kind(card)
+def input_class(kind: str) -> type[ModelInput]:
+    """The :class:`ModelInput` subclass registered for an input kind (InputError for an unknown one)."""
     if kind not in INPUT_KINDS:
         raise InputError(
             f"this model takes {kind!r} inputs, which this version cannot read "
             f"(it reads: {', '.join(INPUT_KINDS)})"
         )
-    return _resolve(INPUT_KINDS[kind])(card, **options)
+    return _resolve(INPUT_KINDS[kind])
+
+
+def input_for(card: dict, **options) -> ModelInput:
+    """The input of a model card; ``options`` go to the input class (e.g. ``max_pixels``)."""
+    return input_class(input_kind(card))(card, **options)
 
 
 def output_for(card: dict):

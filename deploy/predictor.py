@@ -143,7 +143,7 @@ class Predictor:
             if (
                 names is None
                 or isinstance(sources[index], os.PathLike)
-                or (isinstance(sources[index], str) and self.input.kind != "text")
+                or (isinstance(sources[index], str) and not self.input.inline)
             ):
                 raise
             error = type(exc) if getattr(exc, "user_error", False) else InputError

@@ -36,7 +36,7 @@ from starlette.routing import Route
 from .artifact import ArtifactError, ModelArtifact, load_artifact
 from .batching import MicroBatcher
 from .guards import LOCAL_NAMES, DecodeBudget, GuardError, RequestGuard, error_response
-from .inputs import InputError, ModelInput
+from .inputs import InputError, ModelInput, input_for
 from .openapi import docs_page, openapi_document
 from .predictor import Predictor
 from .preprocess import ImageDecodeError
@@ -252,6 +252,8 @@ def create_app(
     threads = threads or _env_int("MODELDESK_THREADS", None)
     card = artifact.card
     document = openapi_document(card, token_required=bool(token))
+    # the card, and what the console needs to take this model's input (``ModelInput.describe``)
+    described = {**card, "input": input_for(card).describe()}
     console, docs = _console_page(), docs_page(document)
 
     @contextlib.asynccontextmanager
@@ -317,7 +319,7 @@ def create_app(
         return StrictJSONResponse({"predictions": predictions, "latency_ms": round(latency, 3)})
 
     async def model(request: Request):
-        return StrictJSONResponse(card)
+        return StrictJSONResponse(described)
 
     async def healthz(request: Request):
         return JSONResponse({"status": "ok"})

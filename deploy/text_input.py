@@ -111,6 +111,13 @@ class TextInput(ModelInput):
 
     kind = "text"
     batch_size = 64
+    inline = True
+    # The graph is an n-gram table and one matrix: int8 would shrink the matrix, but the time goes to
+    # tokenizing and counting strings, which quantization does not touch.
+    not_compressible = (
+        "A text model is already small ({size_mb:.1f} MB) and answers in about a millisecond: making it "
+        "smaller has nothing to gain."
+    )
     json_fields = ("text", "texts")
     upload_types = ("text/plain",)
     noun = "text"
@@ -125,6 +132,12 @@ class TextInput(ModelInput):
         self.embedding = pre.get("embedding")
 
     example_file = "review.txt"
+    console = {"widget": "text", "hint": "Type or paste a text", "record": False}
+
+    def words(self) -> str:
+        script = (self.card.get("preprocessing") or {}).get("script")
+        how = "characters" if script == "cjk" else "words + characters"
+        return f"text ({how}, up to {self.max_chars} chars)"
 
     def readme_text(self) -> str:
         extra = (

@@ -132,3 +132,57 @@ def test_pages_never_test_a_task_name():
         if f'"{name}"' in path.read_text(encoding="utf-8")
     ]
     assert not found, "\n".join(found)
+
+
+#: the files that belong to one input kind (or are a layer's registry of kinds): only they may name one
+KIND_FILES = (
+    "datasets/kinds/*.py",
+    "deploy/inputs.py",
+    "deploy/*_input.py",
+    "ui/kinds.py",
+    "ui/pages/label/*_view.py",
+)
+KIND_TEST = r"""kind\b["')\]]*\s*(?:===?|!==?)\s*["']({names})["']|["']({names})["']\s*(?:===?|!==?)\s*[\w.]*kind\b|kind\b["')\]]*\s+(?:not\s+)?in\s*[(\[{{]\s*["']({names})["']"""
+
+
+def kind_tests(text: str, names) -> list[str]:
+    """The places in ``text`` that test an input kind's name (``kind == "audio"``, ``kind in ("text", ...)``)."""
+    pattern = re.compile(KIND_TEST.format(names="|".join(map(re.escape, names))), re.IGNORECASE)
+    return [match.group(0) for match in pattern.finditer(text)]
+
+
+def test_the_kind_pattern_catches_each_form():
+    names = ("image", "audio", "text")
+    caught = [
+        'if project.kind == "text":',
+        "if kind != 'audio':",
+        'x = info.get("input_kind") == "audio"',
+        'if artifact.input_kind not in ("image", "audio"):',
+        'var audio = inputKind === "audio";',
+        'if "text" == sample.kind:',
+    ]
+    assert [bool(kind_tests(line, names)) for line in caught] == [True] * len(caught)
+    assert not kind_tests('kind = card.get("kind", "image")', names)
+    assert not kind_tests('if task == "text-classification":', names)
+
+
+def test_no_module_outside_a_kind_tests_its_name():
+    """Input kinds are registries (datasets/kinds/, deploy/inputs.py, ui/kinds.py): the rest asks them."""
+    from modeldesk.datasets.kinds import SAMPLE_KINDS
+
+    owned = {path for pattern in KIND_FILES for path in ROOT.glob(pattern)}
+    # the database's own CHECK on the kind column: a new kind is a schema migration there
+    owned.add(ROOT / "datasets" / "schema.py")
+    files = [
+        path
+        for package in PACKAGES
+        for suffix in ("*.py", "*.js")
+        for path in sorted((ROOT / package).rglob(suffix))
+        if path not in owned and "bundle_template" not in path.parts
+    ]
+    found = [
+        f"{path.relative_to(ROOT)}: {test}"
+        for path in files
+        for test in kind_tests(path.read_text(encoding="utf-8"), SAMPLE_KINDS)
+    ]
+    assert not found, "\n".join(found)

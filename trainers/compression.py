@@ -3,7 +3,7 @@ features a compressed candidate computes (deploy cannot build heads: it imports 
 
 from __future__ import annotations
 
-from modeldesk.trainers.image_selection import HEADS
+from modeldesk.trainers.image.selection import HEADS
 from modeldesk.trainers.novelty import HeadWithNovelty, NoveltyReference
 
 

@@ -11,13 +11,14 @@ from modeldesk.trainers.metrics import classification_report, mean_average_preci
 BATCH = 32
 
 
-def _predict_all(predictor, samples, progress=None) -> list[dict]:
+def predict_all(predictor, samples, *, batch: int = BATCH, progress=None) -> list[dict]:
+    """The predictor's output for every sample's source, ``batch`` at a time (``progress(done, total, "")``)."""
     results = []
-    for start in range(0, len(samples), BATCH):
-        chunk = samples[start : start + BATCH]
+    for start in range(0, len(samples), batch):
+        chunk = samples[start : start + batch]
         results += predictor.predict([s.source for s in chunk])
         if progress is not None:
-            progress(min(start + BATCH, len(samples)), len(samples), "")
+            progress(min(start + batch, len(samples)), len(samples), "")
     return results
 
 
@@ -35,7 +36,7 @@ def evaluate_labels(artifact_path, samples, *, progress=None) -> dict:
     if not samples:
         raise UserError("no labeled samples found to evaluate on")
     _unknown(samples, labels, lambda s: [s.label])
-    predictions = _predict_all(Predictor(artifact), samples, progress)
+    predictions = predict_all(Predictor(artifact), samples, progress=progress)
     index = {label: i for i, label in enumerate(labels)}
     y_true = [index[s.label] for s in samples]
     proba = [[p["scores"][label] for label in labels] for p in predictions]
@@ -50,7 +51,7 @@ def evaluate_tags(artifact_path, samples, *, progress=None) -> dict:
     if not samples:
         raise UserError("no tagged samples found to evaluate on")
     _unknown(samples, labels, lambda s: s.target)
-    predictions = _predict_all(Predictor(artifact), samples, progress)
+    predictions = predict_all(Predictor(artifact), samples, progress=progress)
     Y = np.array([[label in s.target for label in labels] for s in samples], dtype=int)
     proba = np.array([[p["scores"][label] for label in labels] for p in predictions])
     thresholds = artifact.card.get("thresholds") or {}

@@ -136,8 +136,8 @@ _BUILTIN = (
         "Each image gets one label, e.g. 'cat' or 'dog', 'ripe' or 'unripe'.",
         "image",
         "label",
-        trainer="modeldesk.trainers.image_classification:ImageClassificationTrainer",
-        templates="modeldesk.trainers.image_classification_templates:TEMPLATES",
+        trainer="modeldesk.trainers.image.classification:ImageClassificationTrainer",
+        templates="modeldesk.trainers.image.classification_templates:TEMPLATES",
     ),
     Task(
         "image-multilabel",
@@ -145,8 +145,8 @@ _BUILTIN = (
         "Each image gets any number of tags, e.g. 'outdoor', 'person', 'dog'.",
         "image",
         "tags",
-        trainer="modeldesk.trainers.image_multilabel:ImageMultilabelTrainer",
-        templates="modeldesk.trainers.image_multilabel_templates:TEMPLATES",
+        trainer="modeldesk.trainers.image.multilabel:ImageMultilabelTrainer",
+        templates="modeldesk.trainers.image.multilabel_templates:TEMPLATES",
     ),
     Task(
         "object-detection",
@@ -154,8 +154,8 @@ _BUILTIN = (
         "Draw boxes around things: the model finds and counts them in new images.",
         "image",
         "boxes",
-        trainer="modeldesk.trainers.object_detection:ObjectDetectionTrainer",
-        templates="modeldesk.trainers.object_detection_templates:TEMPLATES",
+        trainer="modeldesk.trainers.detection.trainer:ObjectDetectionTrainer",
+        templates="modeldesk.trainers.detection.templates:TEMPLATES",
         min_classes=1,
     ),
     Task(
@@ -164,8 +164,8 @@ _BUILTIN = (
         "Each text gets one label, e.g. 'spam' or 'not spam', a review's sentiment.",
         "text",
         "label",
-        trainer="modeldesk.trainers.text_classification:TextClassificationTrainer",
-        templates="modeldesk.trainers.text_classification_templates:TEMPLATES",
+        trainer="modeldesk.trainers.text.trainer:TextClassificationTrainer",
+        templates="modeldesk.trainers.text.templates:TEMPLATES",
     ),
     Task(
         "sound-classification",
@@ -173,8 +173,8 @@ _BUILTIN = (
         "Each clip gets one label, e.g. a spoken word or a machine noise.",
         "audio",
         "label",
-        trainer="modeldesk.trainers.sound_classification:SoundClassificationTrainer",
-        templates="modeldesk.trainers.sound_classification_templates:TEMPLATES",
+        trainer="modeldesk.trainers.sound.trainer:SoundClassificationTrainer",
+        templates="modeldesk.trainers.sound.templates:TEMPLATES",
     ),
 )
 

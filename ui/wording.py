@@ -8,8 +8,11 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-#: Below this many examples a class is "too small to learn from" (a warning, not a refusal).
-MIN_PER_CLASS = 10
+from modeldesk.app.workspace import FEW_EXAMPLES
+
+#: Below this many examples a class is "too small to learn from" (a warning, not a refusal): the task
+#: registry's rule (``trainers.tasks.FEW_EXAMPLES``); a project's own is its info's ``few_examples``.
+MIN_PER_CLASS = FEW_EXAMPLES
 
 TIME_LIMITS = (
     (None, "Recipe default"),
@@ -42,13 +45,12 @@ VERDICTS = {
 }
 
 
-#: What a sample is called, by input kind: (one, many).
-NOUNS = {"image": ("photo", "photos"), "text": ("text", "texts"), "audio": ("clip", "clips")}
-
-
 def nouns(input_kind: str | None) -> tuple[str, str]:
-    """``("photo", "photos")`` for images, ``("clip", "clips")`` for sounds..."""
-    return NOUNS.get(input_kind or "image", NOUNS["image"])
+    """``("photo", "photos")`` for images, ``("clip", "clips")`` for sounds... (``ui/kinds.py``)."""
+    from .kinds import ui_kind
+
+    kind = ui_kind(input_kind)
+    return kind.one, kind.many
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
@@ -145,6 +147,11 @@ def template_title(template: dict) -> str:
 
 
 # -- data ---------------------------------------------------------------------------------------------
+
+
+def few_examples(info: dict) -> int:
+    """The project's "too few examples" count (its task's, else the registry's)."""
+    return int(info.get("few_examples") or MIN_PER_CLASS)
 
 
 def small_classes(labels: dict[str, int], minimum: int = MIN_PER_CLASS) -> list[tuple[str, int]]:

@@ -3,7 +3,8 @@
   var $ = function (id) { return document.getElementById(id); };
   var token = sessionStorage.getItem("modeldesk-token") || "";  // sent as a header, never in a URL
   var labelsCount = 0;
-  var inputKind = "image";
+  // how this model's input is taken (the service's ModelInput.describe()["console"]): no kind names here
+  var input = { widget: "file", preview: "image", accept: "image/*", types: ["image/"], suffixes: [], untyped: true };
   var labelsOrder = [];
   $("token").value = token;
 
@@ -48,7 +49,7 @@
     var comp = card.compression;
     var title = card.name || card.template || "Image classifier";
     $("model-name").textContent = title;
-    setInputKind(pre.kind || "image");
+    setInput(card.input || {});
     $("model-id").textContent = card.id;
     document.title = title + " · ModelDesk";
     labelsCount = (card.labels || []).length;
@@ -59,8 +60,7 @@
     var facts = [
       ["Task", (card.task || "").replace(/-/g, " ")],
       ["Labels", String(labelsCount)],
-      ["Input", pre.kind === "text" ? "text (" + (pre.script === "cjk" ? "characters" : "words + characters") + ", up to " + (pre.max_chars || 20000) + " chars)" : pre.kind === "audio" ? (pre.sample_rate / 1000) + " kHz clip, " + pre.min_seconds + "–" + pre.max_seconds + " s"
-                                      : (pre.size || "?") + " × " + (pre.size || "?") + " px" + (pre.resize === "letterbox" ? " (aspect kept)" : "")],
+      ["Input", (card.input && card.input.words) || (pre.size || "?") + " × " + (pre.size || "?") + " px"],
       ["Template", card.template || "—"],
     ];
     if (typeof metrics.accuracy === "number") facts.push(["Accuracy", pct(metrics.accuracy)]);
@@ -91,7 +91,7 @@
   function renderCurl() {
     var base = window.location.origin;
     var auth = token ? " \\\n  -H 'Authorization: Bearer " + token.replace(/./g, "•") + "'" : "";
-    $("curl").textContent = inputKind === "text"
+    $("curl").textContent = input.widget === "text"
       ? "curl -H 'Content-Type: application/json'" + auth + " \\\n  -d '{\"text\": \"your text\"}' " + base + "/v1/predict"
       : "curl -F file=@photo.jpg" + auth + " \\\n  " + base + "/v1/predict";
     $("docs-link").href = "docs";
@@ -156,19 +156,20 @@
     $("latency").textContent = latency.toFixed(1) + " ms inference · " + roundTrip.toFixed(0) + " ms total";
   }
 
-  // --- the input widget follows the card's input kind: images, or sound clips (WAV) -------------
-  function setInputKind(kind) {
-    inputKind = kind;
-    var audio = kind === "audio", text = kind === "text";
+  // --- the input widget follows what the service says the model takes: a file (an image, a WAV clip) or a text
+  function setInput(described) {
+    var shown = described.console || {};
+    Object.keys(shown).forEach(function (key) { input[key] = shown[key]; });
+    var text = input.widget === "text";
     $("drop").hidden = text;
     $("text-tools").hidden = !text;
-    if (text) { $("try-hint").textContent = "Type or paste a text"; renderCurl(); return; }
-    $("file").accept = audio ? "audio/wav,audio/x-wav,.wav" : "image/*";
-    $("try-hint").textContent = audio ? "Drop or choose a WAV clip, or record one" : "Drop, paste or choose an image";
-    $("drop-title").textContent = audio ? "Drag a sound clip here" : "Drag an image here";
-    $("drop-formats").textContent = audio ? "WAV (PCM), any sample rate" : "JPEG, PNG, WebP, BMP";
-    $("replace-noun").textContent = audio ? "clip" : "image";
-    $("audio-tools").hidden = !audio;
+    if (text) { $("try-hint").textContent = input.hint || "Type or paste a text"; renderCurl(); return; }
+    $("file").accept = input.accept || "*/*";
+    if (input.hint) $("try-hint").textContent = input.hint;
+    if (input.drop_title) $("drop-title").textContent = input.drop_title;
+    if (input.drop_formats) $("drop-formats").textContent = input.drop_formats;
+    $("replace-noun").textContent = described.noun || "image";
+    $("audio-tools").hidden = !input.record;
     var canRecord = !!(navigator.mediaDevices && navigator.mediaDevices.getUserMedia && window.AudioContext);
     $("record").disabled = !canRecord;
     if (!canRecord) $("record-text").textContent = "No microphone access here: open the console as 127.0.0.1 or over HTTPS";
@@ -273,15 +274,19 @@
   }
   $("record").addEventListener("click", record);
 
+  function takes(file) {
+    // a file the model takes: by its type, by its name's ending, or (where allowed) one without a type
+    var name = file.name.toLowerCase();
+    if ((input.suffixes || []).some(function (s) { return name.slice(-s.length) === s; })) return true;
+    if (!file.type) return !!input.untyped;
+    return (input.types || []).some(function (t) { return file.type.indexOf(t) >= 0; });
+  }
+
   function predict(file) {
     if (!file) return;
-    var audio = inputKind === "audio";
-    if (audio && !/\.wav$/i.test(file.name) && file.type.indexOf("wav") < 0) {
-      showError(file.name + " is not a WAV file: record a clip here, or convert it to WAV (PCM) first."); return;
-    }
-    if (!audio && file.type && file.type.indexOf("image/") !== 0) { showError(file.name + " is not an image."); return; }
+    if (!takes(file)) { showError(file.name + " " + (input.refused || "cannot be read by this model.")); return; }
     showError("");
-    if (audio) { showClip(file); sendFile(file); return; }
+    if (input.preview === "clip") { showClip(file); sendFile(file); return; }
     var url = URL.createObjectURL(file);
     var img = $("preview");
     img.onload = function () {

@@ -1,4 +1,4 @@
-"""The Workspace calls the desktop app uses (app/ui_calls.py), headless."""
+"""The Workspace calls the desktop app uses (app/projects.py, app/training.py, app/serving.py), headless."""
 
 from __future__ import annotations
 

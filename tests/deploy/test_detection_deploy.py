@@ -25,8 +25,8 @@ from modeldesk.deploy.bundle import bundled_modules
 from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.openapi import openapi_document
 from modeldesk.deploy.service import create_app
-from modeldesk.trainers.detection_features import CELLS, DetectionNeck
-from modeldesk.trainers.detection_graph import SIZE_INPUT, decode_nodes
+from modeldesk.trainers.detection.features import CELLS, DetectionNeck
+from modeldesk.trainers.detection.graph import SIZE_INPUT, decode_nodes
 
 NECK = DetectionNeck(size=64, stride=16, levels=("stride16",), context=0, global_context=False)
 

@@ -7,7 +7,7 @@ import pytest
 
 from modeldesk.deploy import Predictor, compress_artifact, load_artifact
 from modeldesk.trainers.compression import head_refitter
-from modeldesk.trainers.image_classification import train_image_classifier
+from modeldesk.trainers.image.classification import train_image_classifier
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_a_grid_pooled_model_with_views_shrinks_and_keeps_its_meaning(tmp_path, 
 
     from modeldesk.deploy.compress import parse_candidate
     from modeldesk.deploy.resize import fixed_grid_pooling
-    from modeldesk.trainers.image_classification_templates import GRID_S16X4_S32X3
+    from modeldesk.trainers.image.classification_templates import GRID_S16X4_S32X3
     from modeldesk.trainers.templates import Template
 
     template = Template(

@@ -11,10 +11,10 @@ from modeldesk.datasets.records import Box
 from modeldesk.deploy import compress_artifact, load_artifact
 from modeldesk.errors import UserError
 from modeldesk.trainers.data import LabeledSample
-from modeldesk.trainers.detection_compression import MIN_PHOTOS, DetectionJudge, judging_photos
-from modeldesk.trainers.detection_features import DetectionNeck
-from modeldesk.trainers.object_detection import ObjectDetectionTrainer
-from modeldesk.trainers.object_detection_templates import TEMPLATES
+from modeldesk.trainers.detection.compression import MIN_PHOTOS, DetectionJudge, judging_photos
+from modeldesk.trainers.detection.features import DetectionNeck
+from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
+from modeldesk.trainers.detection.templates import TEMPLATES
 
 from .detection_data import make_detection_samples
 

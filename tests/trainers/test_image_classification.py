@@ -14,7 +14,7 @@ from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import extract_feature_views
 from modeldesk.trainers.heads import LogisticRegressionHead
-from modeldesk.trainers.image_classification import (
+from modeldesk.trainers.image.classification import (
     build_classifier_graph,
     check_samples,
     train_image_classifier,
@@ -151,7 +151,7 @@ def test_unreadable_image_is_skipped_and_named(tmp_path, shared_cache_dir, synth
 
 
 def test_estimate_counts_only_uncached_features(tmp_path, shared_cache_dir, synthetic_samples):
-    from modeldesk.trainers.image_classification import estimate_training
+    from modeldesk.trainers.image.classification import estimate_training
 
     template = get_template("image-classification/fast")
     cold = estimate_training(synthetic_samples, template, tmp_path / "empty", device="cpu")
@@ -185,7 +185,7 @@ def test_templates_registry():
 
 def test_head_fitting_time_is_learned_from_a_real_run_per_template(tmp_path, synthetic_samples):
     from modeldesk.scheduler import CostModel
-    from modeldesk.trainers.image_classification import HEAD_PRIOR, HEAD_PRIORS, _head_key, _head_seconds
+    from modeldesk.trainers.image.classification import HEAD_PRIOR, HEAD_PRIORS, _head_key, _head_seconds
 
     cache_dir = tmp_path / "cache"
     fast, best = get_template("image-classification/fast"), get_template("image-classification/best")

@@ -7,7 +7,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from modeldesk.app.workspace import Workspace
-from modeldesk.trainers.image_multilabel import best_thresholds
+from modeldesk.trainers.image.multilabel import best_thresholds
 
 
 def _scene(rng, disc: bool, bar: bool) -> Image.Image:

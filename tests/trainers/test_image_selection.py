@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeldesk.trainers import image_selection
+from modeldesk.trainers.image import selection as image_selection
 from modeldesk.trainers.heads import LogisticRegressionHead
-from modeldesk.trainers.image_selection import Features, select_evaluate_refit
+from modeldesk.trainers.image.selection import Features, select_evaluate_refit
 from modeldesk.trainers.templates import Template
 from modeldesk.trainers.features import EMBEDDING
 

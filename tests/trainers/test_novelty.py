@@ -19,7 +19,7 @@ from modeldesk.trainers.compression import head_refitter
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import extract_feature_views
 from modeldesk.trainers.heads import LogisticRegressionHead
-from modeldesk.trainers.image_classification import build_classifier_graph, train_image_classifier
+from modeldesk.trainers.image.classification import build_classifier_graph, train_image_classifier
 from modeldesk.trainers.novelty import FAMILIARITY_OUTPUT, NoveltyReference
 from modeldesk.trainers.templates import get_template
 

@@ -11,10 +11,10 @@ from PIL import Image
 from modeldesk.deploy import Predictor, load_artifact
 from modeldesk.deploy.preprocess import ImageSpec, image_size, preprocess_image
 from modeldesk.errors import UserError
-from modeldesk.trainers.detection_features import DetectionNeck
-from modeldesk.trainers.detection_metrics import average_precision, best_threshold, box_iou, detection_report
-from modeldesk.trainers.object_detection import PARITY_TOLERANCE, ObjectDetectionTrainer
-from modeldesk.trainers.object_detection_templates import TEMPLATES
+from modeldesk.trainers.detection.features import DetectionNeck
+from modeldesk.trainers.detection.metrics import average_precision, best_threshold, box_iou, detection_report
+from modeldesk.trainers.detection.trainer import PARITY_TOLERANCE, ObjectDetectionTrainer
+from modeldesk.trainers.detection.templates import TEMPLATES
 
 from .detection_data import make_detection_samples
 
@@ -146,7 +146,7 @@ def test_compressed_detector_keeps_its_boxes(trained, tmp_path):
     a few pixels; 0.78 worst seen)."""
     from modeldesk.app.pipeline import compression_metric
     from modeldesk.deploy import compress_artifact
-    from modeldesk.trainers.detection_compression import judging_photos
+    from modeldesk.trainers.detection.compression import judging_photos
 
     samples, result = trained
     artifact = load_artifact(result.artifact_dir)
@@ -175,8 +175,8 @@ def test_compressed_detector_keeps_its_boxes(trained, tmp_path):
 
 def test_box_voting_averages_the_overlapping_cells_boxes():
     """Two cells see the same object: the kept box is their score-weighted mean; a far cell stays apart."""
-    from modeldesk.trainers.detection_head import cell_points
-    from modeldesk.trainers.object_detection import detect_numpy
+    from modeldesk.trainers.detection.head import cell_points
+    from modeldesk.trainers.detection.trainer import detect_numpy
 
     points = cell_points(4, 16)  # a 64 px letterbox, 4 x 4 cells
     scores = np.zeros((16, 1))

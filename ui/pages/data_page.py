@@ -22,13 +22,14 @@ from PySide6.QtWidgets import (
 
 from ..file_filters import file_filter
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
+from ..kinds import data_bars, ui_kind
 from ..page import Page
 from .data_bars import DataBars
 from ..widgets.confirm import confirm
 from ..widgets.import_summary import ImportSummaryDialog
 from ..widgets.label_counts import LabelCountsChart
 from ..widgets.progress_panel import ProgressPanel
-from ..wording import merge_reports, nouns, plural, small_class_warning, summary_line
+from ..wording import few_examples, merge_reports, nouns, plural, small_class_warning, summary_line
 
 log = logging.getLogger(__name__)
 
@@ -290,9 +291,9 @@ class DataPage(DataBars, Page):
     def show_data(self, data: dict) -> None:
         self.show_empty(False)
         info, stats, rows, model_id = data["info"], data["stats"], data["rows"], data["model_id"]
-        self._show_recorder(info.get("input_kind") == "audio", list(stats["labels"]))
-        self._show_text_adder(info.get("input_kind") == "text", list(stats["labels"]))
-        self._show_capture(info.get("input_kind") == "image", list(stats["labels"]))
+        bar = ui_kind(info.get("input_kind")).data_bar
+        for method in sorted(data_bars()):  # the kind's own bar shows, the others hide
+            getattr(self, method)(method == bar, list(stats["labels"]))
         self.input_kind = info.get("input_kind")
         self._set_noun(nouns(info.get("input_kind"))[1])
         self._set_label_filter_items(list(stats["labels"]))
@@ -305,7 +306,7 @@ class DataPage(DataBars, Page):
         )
         self.count_label.setText(f"Showing {len(rows.ids):,}")
         self.gallery_stack.setCurrentWidget(self.gallery if stats["samples"] else self.drop_hint)
-        few = info.get("few_examples") or 10
+        few = few_examples(info)
         self.chart.minimum = few
         self.chart.set_counts(stats["labels"])
         noun = "boxes" if info.get("target") == "boxes" else many

@@ -14,6 +14,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from ..charts import BarChart, ConfusionMatrixView
+from ..kinds import ui_kind
 from ..page import LatestTask, Page, card
 from ..widgets.clip_player import load_peaks
 from ..widgets.columns import Columns
@@ -143,7 +144,7 @@ class EvaluatePage(Page):
         """Show the project's models; keep the picked one if it still exists, else the newest."""
         self.models = data["models"]
         self.noun = nouns(data["info"].get("input_kind"))[1]
-        self.sound = data["info"].get("input_kind") == "audio"
+        self.sound = ui_kind(data["info"].get("input_kind")).plays
         self.mistakes_card.noun = self.noun
         target = self.picker.set_models(self.models, self.model_id, data["titles"])
         self.show_empty(not self.models)

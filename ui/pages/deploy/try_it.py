@@ -10,14 +10,13 @@ from PySide6.QtGui import QFont, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from ...canvas import label_color
+from ...kinds import IMAGE_SUFFIXES, ui_kind
 from ...charts import BarChart
 from ...page import card
 from ...widgets import camera
 from ...widgets.clip_player import ClipPlayer
 from ...widgets.text_try import TextTry
 from ...wording import found_words, top_scores
-
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
 
 class DropArea(QLabel):
@@ -105,6 +104,7 @@ class TryIt:
     def __init__(self, on_file, on_error, recorder, on_text=None):
         self.on_file, self.on_error = on_file, on_error
         self.sound = False
+        self.kind = ui_kind("image")
         self.noun = "photo"
         self.frame, layout = card("Try it", "Drop a photo to see what the model says.")
         self.subtitle = self.frame.findChildren(QLabel)[-1]
@@ -151,40 +151,25 @@ class TryIt:
         layout.addLayout(row)
 
     def set_input_kind(self, kind: str | None) -> None:
-        """Switch between photos, sound clips and texts."""
-        self.sound = sound = kind == "audio"
-        text = kind == "text"
-        self.drop.setVisible(not sound and not text)
-        self.camera_button.setVisible(not sound and not text and bool(camera.cameras()))
-        self.clip_player.setVisible(sound)
-        self.recorder.setVisible(sound)
-        self.text_try.setVisible(text)
-        self.choose_button.setVisible(not text)
-        self.choose_button.setText("Choose a WAV clip…" if sound else "Choose a photo…")
-        self.subtitle.setText(
-            "Record a clip or choose a WAV file to see what the model says."
-            if sound
-            else "Type or paste a text to see what the model says."
-            if text
-            else "Drop a photo to see what the model says."
-        )
-        self.noun = noun = "clip" if sound else "text" if text else "photo"
+        """Show the parts of the card that the input kind uses (``ui/kinds.py``)."""
+        self.kind = entry = ui_kind(kind)
+        parts = entry.try_parts
+        self.sound = entry.plays
+        self.drop.setVisible("drop" in parts)
+        self.camera_button.setVisible("camera" in parts and bool(camera.cameras()))
+        self.clip_player.setVisible("player" in parts)
+        self.recorder.setVisible("recorder" in parts)
+        self.text_try.setVisible("text" in parts)
+        self.choose_button.setVisible("choose" in parts)
+        if entry.choose:
+            self.choose_button.setText(entry.choose[0])
+        self.subtitle.setText(entry.try_hint)
+        self.noun = noun = entry.one
         self.scores.empty_text = f"The model's answer for your {noun} appears here."
 
     def _choose(self) -> None:
-        if self.sound:
-            path, _ = QFileDialog.getOpenFileName(
-                self.frame, "Choose a sound clip", str(Path.home()), "WAV sound clips (*.wav *.wave)"
-            )
-            if path:
-                self.on_file(path)
-            return
-        path, _ = QFileDialog.getOpenFileName(
-            self.frame,
-            "Choose a photo",
-            str(Path.home()),
-            "Images (" + " ".join(f"*{s}" for s in IMAGE_SUFFIXES) + ")",
-        )
+        _text, title, filters = self.kind.choose or ("", "Choose a file", "")
+        path, _ = QFileDialog.getOpenFileName(self.frame, title, str(Path.home()), filters)
         if path:
             self.on_file(path)
 
@@ -193,9 +178,9 @@ class TryIt:
             self._camera = camera.CameraDialog(self.frame, self.on_file, self.on_error)
 
     def looking(self, path: str | None) -> None:
-        if path and not self.sound:
+        if path and "drop" in self.kind.try_parts:
             self.drop.show_image(path)
-        self.answer.setText("Reading…" if path is None else "Listening…" if self.sound else "Looking…")
+        self.answer.setText("Reading…" if path is None else self.kind.looking)
         self.scores.set_rows([])
 
     def clear(self) -> None:

@@ -3,8 +3,6 @@
 from .annotators import ANNOTATORS, Annotator, register_annotator
 from .page import LabelPage
 from .views import VIEWS, SampleView, register_view
-from . import audio_view  # noqa: F401,E402  (registers the view of sound clips)
-from . import text_view  # noqa: F401,E402  (registers the view of texts)
 
 __all__ = [
     "ANNOTATORS",

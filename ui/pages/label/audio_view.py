@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...widgets.clip_player import ClipPlayer, load_peaks
-from .views import SampleView, register_view
+from .views import SampleView
 
 
 class AudioView(SampleView):
@@ -25,6 +25,3 @@ class AudioView(SampleView):
 
     def clear(self) -> None:
         self.player.clear()
-
-
-register_view("audio", AudioView)

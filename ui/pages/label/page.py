@@ -33,7 +33,8 @@ from .annotators import ANNOTATORS
 from .class_edit import ClassEditor
 from .class_panel import KEYS
 from .side_panel import SidePanel
-from .views import VIEWS, PayloadCache
+from ...kinds import label_view
+from .views import PayloadCache
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ class LabelPage(Page):
         """Pick the view for the input kind and the annotator for the target."""
         kind, target = info.get("input_kind", "image"), info.get("target", "label")
         if kind not in self.views:
-            self.views[kind] = VIEWS[kind]()
+            self.views[kind] = label_view(kind)()
             self.view_stack.addWidget(self.views[kind].widget)
         view = self.views[kind]
         if (kind, target) not in self.annotators:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QTextBrowser
 
-from .views import SampleView, register_view
+from .views import SampleView
 
 FONT_FAMILIES = ["Noto Sans CJK SC", "Noto Sans", "Microsoft YaHei", "PingFang SC", "sans-serif"]
 MAX_SHOWN = 20_000  # characters on screen: the rest of a huge text is noted, not drawn
@@ -38,6 +38,3 @@ class TextView(SampleView):
 
     def clear(self) -> None:
         self.browser.clear()
-
-
-register_view("text", TextView)

@@ -2,7 +2,7 @@
 
 A view is a widget plus two steps: :meth:`SampleView.load` reads what the sample needs on a worker
 thread (a decoded image, a text), :meth:`SampleView.show` puts it on screen on the UI thread. A new
-input kind adds a view class and one entry in :data:`VIEWS` (or :func:`register_view`).
+input kind adds a view class, named by its entry in ``ui/kinds.py`` (or given to :func:`register_view`).
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ class ImageView(SampleView):
         self.canvas.set_image(None)
 
 
-#: input kind -> view class.
-VIEWS: dict[str, type[SampleView]] = {"image": ImageView}
+#: input kind -> view class, for views registered from outside (``ui/kinds.py`` names the built-in ones).
+VIEWS: dict[str, type[SampleView]] = {}
 
 
 def register_view(input_kind: str, view: type[SampleView]) -> None:

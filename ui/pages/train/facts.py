@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QPushButton
 
-from ...wording import describe_hardware, plural
+from ...wording import describe_hardware, few_examples, plural
 
 
 class FactsBanner(QFrame):
@@ -43,7 +43,7 @@ class FactsBanner(QFrame):
             else plural(len(counts), "class", "classes")
         )
         text = f"{labeled:,} labeled of {stats.get('samples', 0):,} in {kinds}"
-        few = info.get("few_examples") or 10
+        few = few_examples(info)
         if counts and not readiness:
             smallest = min(counts, key=counts.get)
             if counts[smallest] < few:

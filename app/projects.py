@@ -1,8 +1,9 @@
-"""The Workspace calls the desktop app needs beyond the command line's: samples, labels, runs.
+"""Projects, classes and samples: the Workspace calls that read and change a project's data.
 
-:class:`UiCalls` is mixed into :class:`~modeldesk.app.workspace.Workspace`, so ``ui/`` reaches all of
-it through the one facade and never the store or the job queue directly. Everything here is Qt-free
-and safe to call from a worker thread (the UI never calls it on its own thread).
+:class:`ProjectCalls` is mixed into :class:`~modeldesk.app.workspace.Workspace` (with the training
+and serving calls of ``app/training.py`` and ``app/serving.py``), so ``ui/`` reaches all of it through
+the one facade and never the store or the job queue directly. Everything here is Qt-free and safe to
+call from a worker thread (the UI never calls it on its own thread).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ def _box_records(boxes):
     return out
 
 
-class UiCalls:
-    """Workspace calls for the desktop app (mixed into ``Workspace``; uses its ``store`` and ``jobs``)."""
+class ProjectCalls:
+    """Workspace calls on projects, classes and samples (mixed into ``Workspace``; uses its ``store``)."""
 
     # -- tasks and projects ---------------------------------------------------------------------
 
@@ -39,31 +40,6 @@ class UiCalls:
         for key in ("title", "min_classes", "few_examples", "trainable", "missing"):
             info.setdefault(key, task.get(key))
         return info
-
-    def check_training(self, project, template: str) -> None:
-        """Raise UserError with one sentence when ``project`` cannot train with ``template`` yet."""
-        from modeldesk.app import pipeline
-
-        pipeline.check_trainable(self, self.project(project), template)
-
-    def training_readiness(self, project) -> str:
-        """Why ``project`` cannot train yet, as one sentence ("" when it can).
-
-        The rules (how many classes, what the task's trainer needs) live with training; the UI only
-        shows the sentence.
-        """
-        from modeldesk.app import pipeline
-        from modeldesk.errors import describe
-
-        record = self.project(project)
-        task = self.task(record.task)
-        if not task["trainable"] or not task["templates"]:
-            return task.get("missing") or "This kind of project cannot be trained yet."
-        try:
-            pipeline.check_trainable(self, record, task["templates"][0])
-        except ValueError as exc:
-            return describe(exc)
-        return ""
 
     def rename_project(self, old: str, new: str) -> dict:
         """Rename a project (its samples, labels and models stay)."""
@@ -256,100 +232,3 @@ class UiCalls:
             log.warning("could not read the evaluation of %s: %s", model_id, exc)
             return {}
         return {m["sample_id"]: m.get("predicted") for m in mistakes if m.get("sample_id") is not None}
-
-    # -- which copy of a model is used (the original, or its smaller and faster copy) ----------------
-
-    def serving_path(self, model) -> Path:
-        """The artifact tried, served and bundled for ``model``: its compressed copy when one was kept
-        and is in use (:meth:`use_compressed`), else the model itself."""
-        in_use = self.compressed_in_use(model)
-        return Path(in_use) if in_use else self.model_path(model)
-
-    def compression_refusal(self, model) -> str:
-        """Why the app does not offer to make ``model`` smaller ("" when it does)."""
-        from modeldesk.app.pipeline import compression_refusal
-        from modeldesk.deploy import load_artifact
-
-        return compression_refusal(load_artifact(self.model_path(model)))
-
-    def compressed_in_use(self, model) -> str | None:
-        """The path of ``model``'s compressed copy in use, or None (the original is used)."""
-        import json
-
-        try:
-            path = json.loads((self.paths.root / "models_in_use.json").read_text(encoding="utf-8")).get(
-                str(model)
-            )
-        except (OSError, ValueError, AttributeError):
-            return None
-        return path if path and Path(path).exists() else None
-
-    def use_compressed(self, model_id: str, path=None) -> None:
-        """Use the compressed copy at ``path`` for ``model_id`` when it is tried, served and bundled;
-        ``None`` goes back to the original."""
-        import json
-
-        from modeldesk.fileio import atomic_write
-
-        file = self.paths.root / "models_in_use.json"
-        try:
-            choices = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            choices = {}
-        if path is None:
-            choices.pop(str(model_id), None)
-        else:
-            choices[str(model_id)] = str(Path(path).resolve())
-        atomic_write(file, json.dumps(choices, indent=1).encode("utf-8"))
-        log.info("model %s now uses %s", model_id, path or "its original")
-
-    # -- the local service ------------------------------------------------------------------------
-
-    def serve_model(self, model_id: str, host: str = "127.0.0.1", token=None, port: int | None = None):
-        """Start the service for ``model_id`` on ``port``, else the port it had last time (the
-        workspace's default port the first time); the handle's ``note`` says when that port was taken."""
-        from modeldesk.app import service_ports
-
-        port, note = service_ports.choose_port(
-            self.paths.root, model_id, host, self.settings.service_port, wanted=port
-        )
-        handle = self.start_service(model_id, host=host, port=port, token=token)
-        service_ports.remember(self.paths.root, model_id, port)
-        handle.note = note
-        return handle
-
-    def service_port(self, model_id: str) -> int:
-        """The port ``model_id`` will be served on (the one it had last time, else the default)."""
-        from modeldesk.app import service_ports
-
-        return service_ports.port_for(self.paths.root, model_id, self.settings.service_port)
-
-    # -- training runs -----------------------------------------------------------------------------
-
-    def training_runs(self, project) -> list[dict]:
-        """The project's training jobs, newest first."""
-        name = self.project(project).name
-        rows = [
-            job
-            for job in self.jobs.jobs(kind="train", limit=200)
-            if (job.get("params") or {}).get("project") == name
-        ]
-        return sorted(rows, key=lambda j: j.get("id", 0), reverse=True)
-
-    def job(self, job_id: int) -> dict:
-        """One job as a dict (``state``, ``result``, ``error``, ``log_path``...)."""
-        return self.jobs.get(int(job_id))
-
-    def job_events(self, job_id: int, after_seq: int = 0) -> list[dict]:
-        """A job's events after ``after_seq`` (progress, stages, metrics), oldest first."""
-        return self.jobs.events(int(job_id), int(after_seq))
-
-    def cancel_job(self, job_id: int) -> bool:
-        """Ask a job to stop (it keeps its finished work, so it can be resumed)."""
-        return self.jobs.cancel(int(job_id))
-
-    def resume_job(self, job_id: int) -> int:
-        """Queue a cancelled or failed job again; returns the seq of its last event so far."""
-        events = self.jobs.events(int(job_id), 0)
-        self.jobs.resume(int(job_id))
-        return events[-1]["seq"] if events else 0

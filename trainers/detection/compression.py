@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from modeldesk.errors import UserError
-from modeldesk.trainers.detection_metrics import mean_ap
+from modeldesk.trainers.detection.metrics import mean_ap
 
 MIN_PHOTOS = 30
 MIN_AGREEMENT = 0.95

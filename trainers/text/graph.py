@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from modeldesk.deploy.runtime import create_session
 from modeldesk.deploy.text_input import EMBEDDING_INPUT
-from modeldesk.trainers.text_features import gram_tokens
+from modeldesk.trainers.text.features import gram_tokens
 
 INPUT_NAME = "text"
 OUTPUT_NAME = "probabilities"

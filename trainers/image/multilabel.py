@@ -20,8 +20,10 @@ from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import extract_feature_views
-from modeldesk.trainers.image_classification import TrainResult, _versions, estimate_training
-from modeldesk.trainers.image_graph import build_classifier_graph
+from modeldesk.trainers.base import TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.image.classification import TrainResult, estimate_training
+from modeldesk.trainers.versions import versions
+from modeldesk.trainers.image.graph import build_classifier_graph
 from modeldesk.trainers.metrics import mean_average_precision, multilabel_report
 from modeldesk.trainers.templates import get_template
 
@@ -64,8 +66,10 @@ def best_thresholds(Y: np.ndarray, proba: np.ndarray) -> np.ndarray:
     return thresholds
 
 
-class ImageMultilabelTrainer:
+class ImageMultilabelTrainer(TaskTrainer):
     """The image tagging task's trainer (see ``trainers.tasks.Trainer``)."""
+
+    evaluator = "modeldesk.trainers.evaluation:evaluate_tags"
 
     def check(self, samples) -> None:
         check_tag_samples(samples)
@@ -76,11 +80,6 @@ class ImageMultilabelTrainer:
         return estimate_training(
             samples, template, cache_dir, device=device, time_budget=time_budget, cluster=cluster
         )
-
-    def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
-        from modeldesk.trainers.evaluation import evaluate_tags
-
-        return evaluate_tags(artifact_path, samples, progress=progress)
 
     def train(
         self,
@@ -141,7 +140,7 @@ class ImageMultilabelTrainer:
         thresholds = best_thresholds(Y[tune], head.predict_proba(X[tune]))
 
         report("Evaluating", 0.93)
-        evaluated, where = (test, "test") if len(test) else (val, "val") if len(val) else (train, "train")
+        evaluated, where = evaluation_split(test, val, train)
         proba = head.predict_proba(X[evaluated])
         metrics = multilabel_report(Y[evaluated].astype(int), proba, tags, thresholds)
         metrics.update(mean_average_precision(Y[evaluated], proba, tags))
@@ -162,12 +161,12 @@ class ImageMultilabelTrainer:
             "views": ["identity"],
             "head": {"kind": "sigmoid", "params": dict(template.head_params)},
             "metrics": metrics,
-            "versions": _versions(),
+            "versions": versions(),
             "input_name": backbone.input_name,
             "output_name": "probabilities",
             "warnings": warnings,
             "training": {
-                "samples": {"train": int(len(train)), "val": int(len(val)), "test": int(len(test))},
+                "samples": split_counts(train, val, test),
                 "seconds": round(time.monotonic() - started, 2),
                 "skipped": result.skipped,
             },

@@ -30,7 +30,13 @@ from modeldesk.scheduler import CostModel
 from modeldesk.scheduler.partition import Cancelled
 from modeldesk.trainers.backbones.registry import write_atomically
 from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.sound_backbone import FEATURES, INPUT_NAME, SoundFeatures, backbone_key, feature_model
+from modeldesk.trainers.backbones.sound import (
+    FEATURES,
+    INPUT_NAME,
+    SoundFeatures,
+    backbone_key,
+    feature_model,
+)
 
 log = logging.getLogger(__name__)
 

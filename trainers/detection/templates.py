@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from modeldesk.trainers.detection_features import DetectionNeck
+from modeldesk.trainers.detection.features import DetectionNeck
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class DetectionTemplate:
     neck : input size, grid stride and context of the per-cell features.
     views : training views (``"hflip"`` adds mirrored copies of every training image, ``"shrink"``
         copies at 75% of the size: scale jitter; see ``trainers.views``).
-    head_params : fixed :class:`~modeldesk.trainers.detection_head.CellHead` parameters.
+    head_params : fixed :class:`~modeldesk.trainers.detection.head.CellHead` parameters.
     search_space : head parameter -> candidates, scored by mAP50 on the validation images while
         the time budget lasts (the first candidate is the default).
     encode : target parameters (``sigma``, ``positive``; see ``detection_head.encode``).

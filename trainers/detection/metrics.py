@@ -205,3 +205,20 @@ def detection_report(truths, predictions, labels, threshold: float) -> dict:
 
 def _num(value) -> float | None:
     return None if value is None or np.isnan(value) else float(value)
+
+
+def metrics_at_threshold(metrics: dict, threshold: float) -> dict:
+    """A detector's test figures (``card["metrics"]``) recomputed at another score threshold: precision,
+    recall, F1, misses and false boxes, each photo's errors (most first) and the mistakes."""
+    metrics = dict(metrics)
+    images = metrics.get("images") or []
+    if images:
+        truths = [[(t[4], *t[:4]) for t in m["truth"]] for m in images]
+        counts = counts_at(truths, [m["boxes"] for m in images], threshold)
+        metrics.update({k: counts[k] for k in ("precision", "recall", "f1", "misses", "false_boxes")})
+        images = [{**m, **image_errors(truth, m["boxes"], threshold)} for m, truth in zip(images, truths)]
+        images.sort(key=lambda m: -(len(m["misses"]) + len(m["false_boxes"])))  # the photos' errors follow
+        metrics["images"] = images
+        metrics["mistakes"] = [m for m in images if m["misses"] or m["false_boxes"]]
+    metrics["threshold"] = threshold
+    return metrics

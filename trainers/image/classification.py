@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-import onnx
-import onnxruntime
 
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
@@ -28,7 +26,7 @@ from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.heads.optim import one_blas_thread
-from modeldesk.trainers.image_selection import Features, make_head, planned_work, select_evaluate_refit
+from modeldesk.trainers.image.selection import Features, make_head, planned_work, select_evaluate_refit
 from modeldesk.trainers.novelty import NoveltyReference
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
@@ -38,7 +36,9 @@ from modeldesk.trainers.features import (
     extract_feature_views,
     plan_feature_extraction,
 )
-from modeldesk.trainers.image_graph import OUTPUT_NAME, build_classifier_graph, check_parity
+from modeldesk.trainers.image.graph import OUTPUT_NAME, build_classifier_graph, check_parity
+from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer
+from modeldesk.trainers.versions import versions
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
 
@@ -46,7 +46,6 @@ log = logging.getLogger(__name__)
 
 # Seconds per image and view for feature extraction on a CPU, used before anything was measured.
 DEFAULT_SECONDS_PER_IMAGE = 0.006
-PARITY_TOLERANCE = 1e-4
 CACHE_TOLERANCE = 1e-3
 
 Progress = Callable[[str, float, "float | None", "dict | None"], None]
@@ -87,21 +86,6 @@ def _evaluation(chosen, y, labels, keys, warnings) -> dict:
             "label more images or move more of them to the test split"
         )
     return metrics
-
-
-def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        modeldesk_version = version("modeldesk")
-    except PackageNotFoundError:
-        modeldesk_version = "unknown"
-    return {
-        "modeldesk": modeldesk_version,
-        "onnxruntime": onnxruntime.__version__,
-        "onnx": onnx.__version__,
-        "numpy": np.__version__,
-    }
 
 
 HEAD_WORK = "head-fitting"  # cost-model key: thousands of (sample x feature x trial) per second
@@ -370,7 +354,7 @@ def train_image_classifier(
         "head": {"kind": chosen.config["head"], "params": make_head(template, chosen.config).get_params()},
         "novelty": novelty.card(),  # the "not sure" rule; compression re-fits it with the head
         "metrics": metrics,
-        "versions": _versions(),
+        "versions": versions(),
         "input_name": backbone.input_name,
         "output_name": OUTPUT_NAME,
         "warnings": warnings,
@@ -417,7 +401,7 @@ def train_image_classifier(
     )
 
 
-class ImageClassificationTrainer:
+class ImageClassificationTrainer(TaskTrainer):
     """The image classification task's trainer (see ``trainers.tasks.Trainer``)."""
 
     def check(self, samples) -> None:
@@ -432,8 +416,3 @@ class ImageClassificationTrainer:
 
     def train(self, samples, template, out_dir, cache_dir, **options) -> TrainResult:
         return train_image_classifier(samples, template, out_dir, cache_dir, **options)
-
-    def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
-        from modeldesk.trainers.evaluation import evaluate_labels
-
-        return evaluate_labels(artifact_path, samples, progress=progress)

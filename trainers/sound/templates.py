@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from modeldesk.trainers.sound_backbone import SoundFeatures
+from modeldesk.trainers.backbones.sound import SoundFeatures
 
 MEAN_MAX_STD = SoundFeatures("mean-max-std", ("mean", "max", "std"))
 ALL_STATS = SoundFeatures("mean-max-std-min", ("mean", "max", "std", "min"))
@@ -25,7 +25,7 @@ class SoundTemplate:
     head_params : fixed parameters of the logistic regression head.
     search_space : ``{"l2": [...]}``, scored by cross-validation on the training clips.
     augment : ``"auto"`` (augmented copies when a class has fewer than ``augment_below`` training
-        clips), ``"always"`` or ``"never"``; the views are listed in ``trainers.sound_features``.
+        clips), ``"always"`` or ``"never"``; the views are listed in ``trainers.sound.features``.
     augment_below : see ``augment``.
     cv_folds : folds of the search.
     time_budget_s : default training time budget in seconds.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from modeldesk.trainers.image_classification_templates import GRID_S16X4_S32X3
+from modeldesk.trainers.image.classification_templates import GRID_S16X4_S32X3
 from modeldesk.trainers.templates import Template
 
 TEMPLATES = (

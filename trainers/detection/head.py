@@ -107,7 +107,7 @@ def decode_boxes(sides: np.ndarray, points: np.ndarray, stride: int) -> np.ndarr
 
 def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float, limit: int) -> np.ndarray:
     """Indices kept by greedy non-maximum suppression, best score first."""
-    from modeldesk.trainers.detection_metrics import box_iou
+    from modeldesk.trainers.detection.metrics import box_iou
 
     order = np.argsort(-scores, kind="stable")
     keep = []

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from modeldesk.trainers.heads import stratified_folds, usable_folds
-from modeldesk.trainers.text_head import SparseLogisticRegression
+from modeldesk.trainers.text.head import SparseLogisticRegression
 
 MIN_FIT_S = 0.5  # no fit is given less (a fit that has no time left still takes a few steps)
 

@@ -1,7 +1,7 @@
 """The sound classification trainer: frozen speech embeddings pooled over time, a linear head, one graph.
 
 Clips are decoded and resampled to 16 kHz by ``deploy.audio_input`` (the exported model's users run
-the same module), turned into feature vectors by ``trainers.sound_backbone``'s graph (with augmented
+the same module), turned into feature vectors by ``trainers.backbones.sound``'s graph (with augmented
 copies of the training clips when there are few), a logistic regression head is tuned by
 cross-validation and fitted, and the head is appended to the feature graph: ``model.onnx`` maps a
 float32 16 kHz waveform (1, samples) straight to ``probabilities`` (1, classes).
@@ -27,13 +27,14 @@ from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
 from modeldesk.trainers.report import write_html_report
-from modeldesk.trainers.sound_backbone import FEATURES, INPUT_NAME, MIN_SAMPLES, feature_nodes, make_model
-from modeldesk.trainers.sound_features import PLAIN_VIEWS, SoundFeatureExtractor, estimate_seconds, noise_view
+from modeldesk.trainers.backbones.sound import FEATURES, INPUT_NAME, MIN_SAMPLES, feature_nodes, make_model
+from modeldesk.trainers.sound.features import PLAIN_VIEWS, SoundFeatureExtractor, estimate_seconds, noise_view
+from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.tasks import TrainResult
+from modeldesk.trainers.versions import versions
 from modeldesk.trainers.templates import get_template
 
 OUTPUT_NAME = "probabilities"
-PARITY_TOLERANCE = 1e-4
 BACKGROUND_WORDS = ("background", "noise", "silence")
 
 
@@ -117,7 +118,7 @@ def build_graph(template, head):
     )
 
 
-class SoundClassificationTrainer:
+class SoundClassificationTrainer(TaskTrainer):
     """The sound classification task's trainer (see ``trainers.tasks.Trainer``)."""
 
     def check(self, samples) -> None:
@@ -147,11 +148,6 @@ class SoundClassificationTrainer:
                 "features_to_compute": todo,
             },
         }
-
-    def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
-        from modeldesk.trainers.evaluation import evaluate_labels
-
-        return evaluate_labels(artifact_path, samples, progress=progress)
 
     def train(
         self,
@@ -258,10 +254,13 @@ class SoundClassificationTrainer:
 
         # 4. evaluation on the test clips, else the validation clips (0.95)
         report("Evaluating", 0.95)
-        eval_idx, eval_split = (test_idx, "test") if len(test_idx) else (val_idx, "val")
-        if not len(eval_idx):
-            warnings.append("no validation or test clips: the metrics are measured on the training clips")
-            eval_idx, eval_split = train_idx, "train"
+        eval_idx, eval_split = evaluation_split(
+            test_idx,
+            val_idx,
+            train_idx,
+            warnings,
+            "no validation or test clips: the metrics are measured on the training clips",
+        )
         proba = head.predict_proba(X_views["identity"][eval_idx])
         metrics = classification_report(y[eval_idx], proba, labels)
         metrics["split"] = eval_split
@@ -307,17 +306,12 @@ class SoundClassificationTrainer:
             "output_name": OUTPUT_NAME,
             "warnings": warnings,
             "training": {
-                "samples": {
-                    name: int(len(idx))
-                    for name, idx in (("train", train_idx), ("val", val_idx), ("test", test_idx))
-                },
+                "samples": split_counts(train_idx, val_idx, test_idx),
                 "seconds": round(time.monotonic() - started, 2),
                 "skipped": result.skipped,
             },
         }
-        from modeldesk.trainers.image_classification import _versions
-
-        card["versions"] = _versions()
+        card["versions"] = versions()
         artifact_dir = save_artifact(out_dir, model, card)
         write_html_report(
             Path(artifact_dir) / "report.html",

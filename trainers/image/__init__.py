@@ -1,0 +1,1 @@
+"""Image tasks: classification (one label) and multi-label (tags): trainers, templates, the exported graph."""

@@ -1,0 +1,105 @@
+"""What the pages show for each input kind (an image, a sound clip, a text), as a registry.
+
+The pages ask this registry, keyed by the project's ``input_kind`` (the same names as the data
+layer's ``datasets/kinds/`` and deploy's ``deploy/inputs.py``); none of them tests a kind's name.
+The Label page's sample views register themselves by kind too (``pages/label/views.py``).
+
+A new input kind is one :class:`UiKind` entry in ``UI_KINDS`` (and, when it needs them, its own
+widgets: a Data-page bar in ``pages/data_bars.py``, a Label view).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UiKind:
+    """The words and widgets of one input kind.
+
+    Attributes
+    ----------
+    one, many : what a sample is called ("photo", "photos").
+    data_bar : the Data page's bar for adding samples of this kind without importing (the
+        :class:`~modeldesk.ui.pages.data_bars.DataBars` method that shows it), or None.
+    try_parts : which parts of Deploy's "Try it" card the kind uses: ``"drop"`` (a drop area that
+        shows the file), ``"camera"``, ``"choose"`` (a file dialog), ``"player"`` and ``"recorder"``
+        (a clip is played and can be recorded), ``"text"`` (a text box).
+    choose : (button text, dialog title, file filter) of the "choose a file" button.
+    try_hint : the "Try it" card's subtitle.
+    looking : what the answer line says while the model reads a file.
+    plays : True when a sample is played (a click on a mistake plays it).
+    label_view : the Label page's view of one sample, ``".module:Class"`` relative to ``ui/``
+        (loaded when a project of the kind is first labeled).
+    """
+
+    one: str
+    many: str
+    data_bar: str | None = None
+    try_parts: frozenset = frozenset()
+    choose: tuple[str, str, str] | None = None
+    try_hint: str = ""
+    looking: str = "Looking…"
+    plays: bool = False
+    label_view: str = ".pages.label.views:ImageView"
+
+
+#: photo files "Try it" accepts
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+
+
+UI_KINDS: dict[str, UiKind] = {
+    "image": UiKind(
+        "photo",
+        "photos",
+        data_bar="_show_capture",
+        try_parts=frozenset({"drop", "camera", "choose"}),
+        choose=(
+            "Choose a photo…",
+            "Choose a photo",
+            "Images (" + " ".join(f"*{s}" for s in IMAGE_SUFFIXES) + ")",
+        ),
+        try_hint="Drop a photo to see what the model says.",
+    ),
+    "audio": UiKind(
+        "clip",
+        "clips",
+        data_bar="_show_recorder",
+        try_parts=frozenset({"player", "recorder", "choose"}),
+        choose=("Choose a WAV clip…", "Choose a sound clip", "WAV sound clips (*.wav *.wave)"),
+        try_hint="Record a clip or choose a WAV file to see what the model says.",
+        looking="Listening…",
+        plays=True,
+        label_view=".pages.label.audio_view:AudioView",
+    ),
+    "text": UiKind(
+        "text",
+        "texts",
+        data_bar="_show_text_adder",
+        try_parts=frozenset({"text"}),
+        try_hint="Type or paste a text to see what the model says.",
+        label_view=".pages.label.text_view:TextView",
+    ),
+}
+
+
+def ui_kind(name: str | None) -> UiKind:
+    """The entry for an input kind (images for None or a kind this version does not know)."""
+    return UI_KINDS.get(name or "image", UI_KINDS["image"])
+
+
+def label_view(name: str | None):
+    """The Label page's view class for an input kind (one registered with ``register_view`` first)."""
+    import importlib
+
+    from .pages.label.views import VIEWS
+
+    if name in VIEWS:
+        return VIEWS[name]
+    module, _, attribute = ui_kind(name).label_view.partition(":")
+    return getattr(importlib.import_module(module, __package__), attribute)
+
+
+def data_bars() -> set[str]:
+    """Every Data-page bar method the registered kinds use."""
+    return {kind.data_bar for kind in UI_KINDS.values() if kind.data_bar}
