@@ -19,7 +19,7 @@ from modeldesk.app.progress import TerminalProgress
 
 log = logging.getLogger(__name__)
 
-IMPORT_FORMATS = ("auto", "folder", "voc", "coco", "yolo", "csv", "jsonl", "txt")
+IMPORT_FORMATS = ("auto", "folder", "inspection", "voc", "coco", "yolo", "csv", "jsonl", "txt")
 EXPORT_FORMATS = ("folder", "voc", "coco", "yolo", "csv")
 
 

@@ -11,6 +11,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from modeldesk.app.anomaly_formatting import HEADLINE_KEYS as ANOMALY_KEYS
 from modeldesk.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -130,6 +131,7 @@ def headline(metrics: dict) -> dict:
         "misses",
         "false_boxes",
         "threshold",
+        *ANOMALY_KEYS,
     )
     return {k: metrics[k] for k in keys if k in metrics}
 
@@ -327,21 +329,24 @@ def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None
     """Evaluate an artifact on labeled data that is not in any project of this workspace."""
     from modeldesk.datasets import Store, import_path
     from modeldesk.deploy import load_artifact
-    from modeldesk.trainers.tasks import get_trainer
+    from modeldesk.datasets.anomaly_folders import mask_files
+    from modeldesk.trainers.tasks import get_task, get_trainer
 
     artifact = load_artifact(artifact_dir)
     scratch = Path(tempfile.mkdtemp(prefix="evaluate-", dir=ws.paths.tmp))
     store = Store(scratch)
     try:
-        project = store.create_project(
-            "evaluation", artifact.card["task"], kind=artifact.input_kind, target=artifact.target
-        )
+        task = get_task(artifact.card["task"])  # the project's target is the task's, not the card's output
+        project = store.create_project("evaluation", task.name, kind=task.input_kind, target=task.target)
         report = import_path(store, project, path, format=format, progress=progress)
         samples = labeled_samples(store, project)
         if not samples:
             raise UserError(f"{path}: no labeled samples found to evaluate on")
+        hashes = {s.source: s.content_hash for s in store.samples(project)}
+        masks = {hashes[source]: mask for source, mask in mask_files(path, hashes).items()}
+        options = {"masks": masks} if masks else {}  # defect masks beside the photos: pixel AUROC
         try:
-            metrics = get_trainer(project.task).evaluate(artifact.path, samples)
+            metrics = get_trainer(project.task).evaluate(artifact.path, samples, **options)
         except UserError as exc:
             raise UserError(f"{path}: {exc}") from None
         metrics["failed"] = report.failed

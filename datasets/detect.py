@@ -12,7 +12,7 @@ from .csvpaths import table_media
 from .verify import media_kind
 
 #: Formats import_path understands; "folder" is folder-per-class, "flat" is unlabeled media files.
-FORMATS = ("folder", "flat", "voc", "coco", "yolo", "csv", "jsonl", "txt", "zip")
+FORMATS = ("folder", "flat", "voc", "coco", "yolo", "csv", "jsonl", "txt", "zip", "inspection")
 _IGNORED_NAMES = {"thumbs.db", "desktop.ini", "__macosx"}
 _TEXT_TABLE_EXTS = {".csv", ".tsv"}
 _JSONL_EXTS = {".jsonl", ".ndjson"}
@@ -162,6 +162,11 @@ def scan(path) -> Scan:
             listed = table_media(table)
             if listed:
                 return Scan("csv", listed, path)
+    if sub_media and media == "image":
+        from .anomaly_folders import is_inspection_folder
+
+        if is_inspection_folder(path):  # good/ + defect/<kind>/ (+ masks/): anomaly detection's layout
+            return Scan("inspection", "image", path)
     if sub_media:
         return Scan("folder", media, path)
     if root_media:

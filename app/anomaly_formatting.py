@@ -1,0 +1,44 @@
+"""Plain words for anomaly detection results: "catches N of M defects, raises a false alarm on K of L"."""
+
+from __future__ import annotations
+
+#: the keys of an anomaly model's metrics that the train and evaluate commands report
+HEADLINE_KEYS = (
+    "auroc",
+    "pixel_auroc",
+    "catch_rate",
+    "false_alarm_rate",
+    "caught",
+    "defects",
+    "false_alarms",
+    "good",
+    "per_kind",
+    "best_f1_threshold",
+)
+
+
+def _rate(value) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def catch_sentence(m: dict) -> str:
+    """One sentence at the model's threshold, in the words the Evaluate page uses."""
+    parts = []
+    if m.get("defects"):
+        parts.append(f"catches {m['caught']} of {m['defects']} defects")
+    if m.get("good"):
+        parts.append(f"raises a false alarm on {m['false_alarms']} of {m['good']} good parts")
+    return ", ".join(parts) or "no labeled photos to measure on"
+
+
+def anomaly_metrics_text(m: dict) -> str:
+    """The CLI's text for an anomaly model's metrics."""
+    lines = [catch_sentence(m)]
+    scores = [f"image AUROC {m['auroc']:.3f}" if m.get("auroc") is not None else "image AUROC n/a"]
+    if m.get("pixel_auroc") is not None:
+        scores.append(f"pixel AUROC {m['pixel_auroc']:.3f}")
+    scores.append(f"catch rate {_rate(m.get('catch_rate'))}, false alarms {_rate(m.get('false_alarm_rate'))}")
+    lines.append(", ".join(scores))
+    for kind, c in (m.get("per_kind") or {}).items():
+        lines.append(f"  {kind}: caught {c['caught']} of {c['defects']}")
+    return "\n".join(lines)

@@ -1,0 +1,151 @@
+"""Patch features for anomaly detection: the backbone's stride-8 and stride-16 maps, locally averaged.
+
+The photo is squashed to ``size`` x ``size`` (the whole photo, so heatmap pixel (u, v) is photo pixel
+(u * width / size, v * height / size)); the backbone's raw stride maps are cached per photo (the same
+cache as detection, under their own name). Each stride-8 cell gets its 3x3 neighbourhood average
+(PatchCore's "locally aware" features) of the stride-8 map, concatenated with the same of the
+stride-16 map upsampled to the stride-8 grid, optionally projected to fewer dimensions. These few
+nodes are the same in training (run on cached maps) and in the exported graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from modeldesk.deploy.preprocess import ImageSpec
+from modeldesk.deploy.runtime import create_session
+from modeldesk.trainers.backbones import Backbone
+from modeldesk.trainers.detection_features import DetectionNeck, extract_maps, split_maps
+
+PATCHES = "patches"
+
+
+@dataclass(frozen=True)
+class AnomalyNeck(DetectionNeck):
+    """The stride-8 grid of patch features (``patch``: side of the neighbourhood averaged)."""
+
+    size: int = 256
+    stride: int = 8
+    levels: tuple = ("stride8", "stride16")
+    context: int = 0
+    global_context: bool = False
+    patch: int = 3
+
+    @property
+    def spec(self) -> ImageSpec:
+        """The preprocessing: the whole photo squashed to ``size`` (no padding: every heatmap pixel is photo)."""
+        return ImageSpec(size=self.size, resize="squash")
+
+    @property
+    def maps_name(self) -> str:
+        return f"anomaps-{self.size}"
+
+    def dim(self, backbone: Backbone) -> int:
+        return sum(backbone.outputs[level] for level in self.levels)
+
+
+def _const(inits: list, name: str, value, dtype=np.float32) -> str:
+    inits.append(numpy_helper.from_array(np.asarray(value, dtype), name))
+    return name
+
+
+def patch_nodes(
+    neck: AnomalyNeck, projection: np.ndarray | None, prefix: str = "patch/"
+) -> tuple[list, list]:
+    """Nodes from the backbone's level outputs to ``patches`` (N, G*G, D): one row per stride-8 cell."""
+    nodes, inits, pieces = [], [], []
+    k = neck.patch
+    for level in neck.levels:
+        pooled = f"{prefix}{level}/pool"
+        nodes.append(
+            helper.make_node(
+                "AveragePool",
+                [level],
+                [pooled],
+                name=pooled,
+                kernel_shape=[k, k],
+                pads=[k // 2] * 4,
+                strides=[1, 1],
+                count_include_pad=0,
+            )
+        )
+        factor = {"stride8": 1, "stride16": 2, "stride32": 4}[level] * 8 // neck.stride
+        if factor > 1:
+            up = f"{prefix}{level}/up"
+            scales = _const(inits, f"{prefix}{level}/scales", [1, 1, factor, factor])
+            nodes.append(
+                helper.make_node(
+                    "Resize",
+                    [pooled, "", scales],
+                    [up],
+                    name=up,
+                    mode="linear",
+                    coordinate_transformation_mode="half_pixel",
+                )
+            )
+            pooled = up
+        pieces.append(pooled)
+    grid = neck.grid
+    nodes.append(helper.make_node("Concat", pieces, [prefix + "concat"], name=prefix + "concat", axis=1))
+    shape = _const(inits, prefix + "shape", [0, 0, grid * grid], np.int64)
+    nodes.append(
+        helper.make_node("Reshape", [prefix + "concat", shape], [prefix + "flat"], name=prefix + "flat")
+    )
+    rows = PATCHES if projection is None else prefix + "rows"
+    nodes.append(
+        helper.make_node("Transpose", [prefix + "flat"], [rows], name=prefix + "rows", perm=[0, 2, 1])
+    )
+    if projection is not None:
+        matrix = _const(inits, prefix + "projection", projection)
+        nodes.append(helper.make_node("MatMul", [rows, matrix], [PATCHES], name=prefix + "project"))
+    return nodes, inits
+
+
+def random_projection(dim: int, out: int | None, seed: int = 0) -> np.ndarray | None:
+    """A fixed Gaussian random projection ``dim -> out`` (None when ``out`` is None or not smaller)."""
+    if out is None or out >= dim:
+        return None
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((dim, out)) / np.sqrt(out)).astype(np.float32)
+
+
+def patch_model(neck: AnomalyNeck, backbone: Backbone, projection) -> onnx.ModelProto:
+    """A standalone graph from the cached maps (fixed shapes) to ``patches``."""
+    nodes, inits = patch_nodes(neck, projection)
+    shapes = neck.map_shapes(backbone)
+    inputs = [
+        helper.make_tensor_value_info(level, TensorProto.FLOAT, ["N", *shapes[level]])
+        for level in neck.levels
+    ]
+    output = helper.make_tensor_value_info(PATCHES, TensorProto.FLOAT, ["N", neck.grid**2, "D"])
+    graph = helper.make_graph(nodes, "anomaly_patches", inputs, [output], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="modeldesk")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+class PatchComputer:
+    """Runs the patch graph on cached flat maps, a few photos at a time: (N, G*G, D) float32."""
+
+    def __init__(self, neck: AnomalyNeck, backbone: Backbone, projection=None, threads: int | None = None):
+        self.neck, self.backbone = neck, backbone
+        self.session = create_session(
+            patch_model(neck, backbone, projection).SerializeToString(), device="cpu", threads=threads
+        )
+
+    def __call__(self, flat: np.ndarray, batch: int = 16) -> np.ndarray:
+        out = []
+        for start in range(0, len(flat), batch):
+            maps = split_maps(self.neck, self.backbone, np.asarray(flat[start : start + batch], np.float32))
+            out.append(self.session.run([PATCHES], maps)[0])
+        if not out:
+            return np.zeros((0, self.neck.grid**2, 0), np.float32)
+        return np.concatenate(out)
+
+
+__all__ = ["AnomalyNeck", "PATCHES", "PatchComputer", "extract_maps", "patch_nodes", "random_projection"]
