@@ -328,8 +328,8 @@ def _predict_tolerant(predictor, sources):
 def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None) -> dict:
     """Evaluate an artifact on labeled data that is not in any project of this workspace."""
     from modeldesk.datasets import Store, import_path
-    from modeldesk.deploy import load_artifact
     from modeldesk.datasets.anomaly_folders import mask_files
+    from modeldesk.deploy import load_artifact
     from modeldesk.trainers.tasks import get_task, get_trainer
 
     artifact = load_artifact(artifact_dir)

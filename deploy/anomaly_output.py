@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
+from typing import ClassVar
 
 import numpy as np
 from PIL import Image
@@ -24,7 +25,7 @@ class AnomalyOutput:
 
     kind = "anomaly"
     one_score_per_label = False
-    schema = {
+    schema: ClassVar[dict] = {
         "anomalous": {"type": "boolean", "description": "true: unlike the good parts the model learned"},
         "threshold": {"type": "number", "description": "score from which a photo counts as anomalous"},
         "heatmap_png": {
@@ -71,7 +72,7 @@ class AnomalyOutput:
             if heatmaps is not None:
                 result["heatmap"] = heatmaps[i]
             if sizes is not None:
-                result["size"] = [int(round(v)) for v in sizes[i]]
+                result["size"] = [round(float(v)) for v in sizes[i]]
             results.append(result)
         return results
 

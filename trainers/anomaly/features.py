@@ -14,12 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
-
 from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.detection_features import DetectionNeck, extract_maps, split_maps
+from onnx import TensorProto, helper, numpy_helper
 
 PATCHES = "patches"
 
@@ -148,4 +147,4 @@ class PatchComputer:
         return np.concatenate(out)
 
 
-__all__ = ["AnomalyNeck", "PATCHES", "PatchComputer", "extract_maps", "patch_nodes", "random_projection"]
+__all__ = ["PATCHES", "AnomalyNeck", "PatchComputer", "extract_maps", "patch_nodes", "random_projection"]

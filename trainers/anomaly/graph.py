@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
-
 from modeldesk.trainers.anomaly.features import PATCHES, AnomalyNeck, patch_nodes
 from modeldesk.trainers.backbones import Backbone
+from onnx import TensorProto, helper, numpy_helper
 
 SIZE_INPUT = "image_size"
 SCORE_OUTPUT = "score"

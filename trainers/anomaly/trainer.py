@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime
-
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.deploy.preprocess import ImageDecodeError, image_size
@@ -69,6 +68,12 @@ def split_roles(samples) -> tuple[list, list, list, list[str]]:
         warnings.append(
             "too few good photos to hold some back: the threshold was set on the training photos, "
             "so it will raise more false alarms than planned"
+        )
+    if defects and not test_goods:
+        test_goods = held
+        warnings.append(
+            "no good photos in the test split: false alarms were counted on the photos that set the "
+            "threshold, so they look rarer than they will be"
         )
     return bank, held, test_goods + defects, warnings
 
@@ -225,7 +230,7 @@ class AnomalyDetectionTrainer:
             "template": template.name,
             "backbone": backbone.key,
             "method": template.method,
-            "bank_patches": int(len(normal["bank"])) if "bank" in normal else None,
+            "bank_patches": len(normal["bank"]) if "bank" in normal else None,
             "threshold": float(threshold),
             "false_alarm_rate_planned": template.false_alarm_rate,
             "heatmap_range": heat_range,
