@@ -42,3 +42,35 @@ def anomaly_metrics_text(m: dict) -> str:
     for kind, c in (m.get("per_kind") or {}).items():
         lines.append(f"  {kind}: caught {c['caught']} of {c['defects']}")
     return "\n".join(lines)
+
+
+def counts_from_images(images: list[dict], threshold: float) -> dict:
+    """The figures at ``threshold`` from a report's ``images`` (``defect``, ``score``, ``kind`` each):
+    what the Evaluate page's slider recomputes without running the model again."""
+    defects = [m for m in images if m.get("defect")]
+    goods = [m for m in images if not m.get("defect")]
+    caught = sum(1 for m in defects if m["score"] >= threshold)
+    alarms = sum(1 for m in goods if m["score"] >= threshold)
+    per_kind: dict = {}
+    for m in defects:
+        entry = per_kind.setdefault(str(m.get("kind")), {"caught": 0, "defects": 0})
+        entry["defects"] += 1
+        entry["caught"] += int(m["score"] >= threshold)
+    return {
+        "threshold": threshold,
+        "caught": caught,
+        "defects": len(defects),
+        "false_alarms": alarms,
+        "good": len(goods),
+        "catch_rate": caught / len(defects) if defects else None,
+        "false_alarm_rate": alarms / len(goods) if goods else None,
+        "per_kind": dict(sorted(per_kind.items())),
+    }
+
+
+def verdict(image: dict, threshold: float) -> str:
+    """``"missed"``, ``"false alarm"``, ``"caught"`` or ``"good"`` for one photo at ``threshold``."""
+    flagged = image["score"] >= threshold
+    if image.get("defect"):
+        return "caught" if flagged else "missed"
+    return "false alarm" if flagged else "good"

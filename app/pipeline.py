@@ -208,7 +208,10 @@ def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) ->
         chunk = samples[start : start + batch]
         for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
             if prediction is not None:
-                rows.append((sample.id, prediction["label"], prediction["score"]))
+                # how sure, 0..1 (an anomaly score is a distance, so its output says how sure apart)
+                rows.append(
+                    (sample.id, prediction["label"], prediction.get("confidence", prediction["score"]))
+                )
         if progress is not None:
             progress(start + len(chunk), len(samples))
     ws.store.save_predictions(model_id, rows)

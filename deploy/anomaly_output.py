@@ -68,6 +68,7 @@ class AnomalyOutput:
                 "anomalous": flagged,
                 "threshold": cut,
                 "scores": {GOOD: float(score < cut), DEFECT: float(flagged)},
+                "confidence": confidence(float(score), cut),
             }
             if heatmaps is not None:
                 result["heatmap"] = heatmaps[i]
@@ -75,6 +76,11 @@ class AnomalyOutput:
                 result["size"] = [round(float(v)) for v in sizes[i]]
             results.append(result)
         return results
+
+
+def confidence(score: float, threshold: float) -> float:
+    """How sure the yes/no is, 0.5 (right at the threshold) to 1 (twice or under none of it away)."""
+    return 0.5 + 0.5 * min(abs(score - threshold) / max(abs(threshold), 1e-9), 1.0)
 
 
 def heatmap_at_size(heatmap: np.ndarray, size) -> np.ndarray:

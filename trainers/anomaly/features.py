@@ -11,13 +11,16 @@ nodes are the same in training (run on cached maps) and in the exported graph.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import onnx
 from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone
-from modeldesk.trainers.detection_features import DetectionNeck, extract_maps, split_maps
+from modeldesk.trainers.backbones.registry import write_atomically
+from modeldesk.trainers.detection_features import STRIDES, DetectionNeck, MapExtractor, split_maps
+from modeldesk.trainers.features import FEATURES_OUTPUT, extract_feature_views
 from onnx import TensorProto, helper, numpy_helper
 
 PATCHES = "patches"
@@ -25,7 +28,11 @@ PATCHES = "patches"
 
 @dataclass(frozen=True)
 class AnomalyNeck(DetectionNeck):
-    """The stride-8 grid of patch features (``patch``: side of the neighbourhood averaged)."""
+    """The stride-8 grid of patch features (``patch``: side of the neighbourhood averaged).
+
+    ``pad``: pixels of mirrored photo added on every side before the backbone and cut off its maps
+    after (a multiple of 32): the network's zero padding otherwise makes every photo's border look
+    unusual, and the border patches then outscore real defects."""
 
     size: int = 256
     stride: int = 8
@@ -33,6 +40,7 @@ class AnomalyNeck(DetectionNeck):
     context: int = 0
     global_context: bool = False
     patch: int = 3
+    pad: int = 32
 
     @property
     def spec(self) -> ImageSpec:
@@ -41,7 +49,12 @@ class AnomalyNeck(DetectionNeck):
 
     @property
     def maps_name(self) -> str:
-        return f"anomaps-{self.size}"
+        return f"anomaps-{self.size}-p{self.pad}"
+
+    def map_shapes(self, backbone: Backbone) -> dict:
+        """Level -> (channels, side, side) of the backbone's maps of the padded input."""
+        side = self.size + 2 * self.pad
+        return {level: (backbone.outputs[level], side // s, side // s) for level, s in STRIDES.items()}
 
     def dim(self, backbone: Backbone) -> int:
         return sum(backbone.outputs[level] for level in self.levels)
@@ -72,7 +85,25 @@ def patch_nodes(
                 count_include_pad=0,
             )
         )
-        factor = {"stride8": 1, "stride16": 2, "stride32": 4}[level] * 8 // neck.stride
+        cut = neck.pad // STRIDES[level]
+        if cut:  # drop the cells of the mirrored margin
+            side = (neck.size + 2 * neck.pad) // STRIDES[level]
+            cropped = f"{prefix}{level}/crop"
+            nodes.append(
+                helper.make_node(
+                    "Slice",
+                    [
+                        pooled,
+                        _const(inits, f"{prefix}{level}/starts", [cut, cut], np.int64),
+                        _const(inits, f"{prefix}{level}/ends", [side - cut, side - cut], np.int64),
+                        _const(inits, f"{prefix}{level}/axes", [2, 3], np.int64),
+                    ],
+                    [cropped],
+                    name=cropped,
+                )
+            )
+            pooled = cropped
+        factor = STRIDES[level] // neck.stride
         if factor > 1:
             up = f"{prefix}{level}/up"
             scales = _const(inits, f"{prefix}{level}/scales", [1, 1, factor, factor])
@@ -145,6 +176,82 @@ class PatchComputer:
         if not out:
             return np.zeros((0, self.neck.grid**2, 0), np.float32)
         return np.concatenate(out)
+
+
+PADDED = "anomaly/padded_image"
+
+
+def padded_backbone(backbone: Backbone, neck: AnomalyNeck, graph_dir) -> onnx.ModelProto:
+    """The backbone graph with the photo mirrored ``neck.pad`` pixels outwards on every side first
+    (the graph's input keeps its name and size)."""
+    model = backbone.load_onnx(graph_dir)
+    if not neck.pad:
+        return model
+    graph, name = model.graph, backbone.input_name
+    for node in graph.node:
+        node.input[:] = [PADDED if i == name else i for i in node.input]
+    pads = numpy_helper.from_array(
+        np.array([0, 0, neck.pad, neck.pad, 0, 0, neck.pad, neck.pad], np.int64), "anomaly/pads"
+    )
+    graph.initializer.append(pads)
+    graph.node.insert(
+        0, helper.make_node("Pad", [name, "anomaly/pads"], [PADDED], name="anomaly/pad", mode="reflect")
+    )
+    return model
+
+
+def maps_model(neck: AnomalyNeck, backbone: Backbone, graph_dir) -> onnx.ModelProto:
+    """The padded backbone with one output ``features``: its stride maps flattened and concatenated."""
+    model = padded_backbone(backbone, neck, graph_dir)
+    graph = model.graph
+    pieces = []
+    for level in neck.map_shapes(backbone):
+        flat = f"maps/{level}/flat"
+        graph.node.append(helper.make_node("Flatten", [level], [flat], name=flat, axis=1))
+        pieces.append(flat)
+    graph.node.append(helper.make_node("Concat", pieces, [FEATURES_OUTPUT], name="maps/concat", axis=1))
+    del graph.output[:]
+    total = sum(int(np.prod(shape)) for shape in neck.map_shapes(backbone).values())
+    graph.output.append(helper.make_tensor_value_info(FEATURES_OUTPUT, TensorProto.FLOAT, ["N", total]))
+    return model
+
+
+class AnomalyMapExtractor(MapExtractor):
+    """Detection's map extractor on the padded backbone (its own graph file and cache name)."""
+
+    def model_path(self):
+        with self._lock:
+            if self._model_path is None:
+                path = (
+                    self.graph_dir
+                    / f"{self.backbone.name}-{self.backbone.version}-{self.neck.maps_name}.onnx"
+                )
+                if not path.is_file():
+                    write_atomically(
+                        path, maps_model(self.neck, self.backbone, self.graph_dir).SerializeToString()
+                    )
+                self._model_path = path
+            return self._model_path
+
+
+def extract_maps(
+    backbone: Backbone, neck: AnomalyNeck, items, cache, *, device="auto", progress=None, should_stop=None
+) -> dict:
+    """Cached raw maps of the padded photos for (key, path) items: ``{"identity": ExtractionResult}``."""
+    from modeldesk.trainers.detection_features import maps_feature_spec
+
+    return extract_feature_views(
+        backbone,
+        items,
+        cache,
+        views=("identity",),
+        features=maps_feature_spec(neck),
+        device=device,
+        batch_size=16,
+        progress=progress,
+        should_stop=should_stop,
+        make_extractor=partial(AnomalyMapExtractor, neck=neck),
+    )
 
 
 __all__ = ["PATCHES", "AnomalyNeck", "PatchComputer", "extract_maps", "patch_nodes", "random_projection"]

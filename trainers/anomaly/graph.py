@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from modeldesk.trainers.anomaly.features import PATCHES, AnomalyNeck, patch_nodes
+from modeldesk.trainers.anomaly.features import PATCHES, AnomalyNeck, padded_backbone, patch_nodes
 from modeldesk.trainers.backbones import Backbone
 from onnx import TensorProto, helper, numpy_helper
 
@@ -135,7 +135,7 @@ def build_anomaly_graph(
     backbone: Backbone, neck: AnomalyNeck, projection, normal: dict, top_k: int, threshold: float, graph_dir
 ) -> onnx.ModelProto:
     """One graph: ``image`` + ``image_size`` -> backbone -> patches -> ``score``, ``anomalous``, ``heatmap``, ``sizes``."""
-    model = backbone.load_onnx(graph_dir)
+    model = padded_backbone(backbone, neck, graph_dir)
     graph = model.graph
     p_nodes, p_inits = patch_nodes(neck, projection)
     s_nodes, s_inits = score_nodes(neck, normal, top_k, threshold)
