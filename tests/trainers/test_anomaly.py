@@ -156,3 +156,27 @@ def test_coreset_covers_far_points():
     points = np.concatenate([rng.normal(0, 0.01, (500, 8)), [[5.0] * 8]]).astype(np.float32)
     chosen = greedy_coreset(points, 3, rng)
     assert 500 in chosen  # the outlier is the farthest point from any start: picked first or second
+
+
+def test_the_service_answers_score_anomalous_and_on_request_a_heatmap_png(trained):
+    import base64
+    import io
+
+    from PIL import Image
+    from starlette.testclient import TestClient
+
+    from modeldesk.deploy.service import create_app
+
+    result, samples, _ = trained
+    source = next(s.source for s in samples if s.label != "good")
+    data = open(source, "rb").read()
+    with TestClient(
+        create_app(load_artifact(result.artifact_dir), threads=1), base_url="http://127.0.0.1"
+    ) as client:
+        plain = client.post("/v1/predict", content=data, headers={"content-type": "image/png"})
+        assert plain.status_code == 200, plain.text
+        answer = plain.json()["predictions"][0]
+        assert set(answer) >= {"score", "anomalous"} and "heatmap_png" not in answer
+        asked = client.post("/v1/predict?heatmap=1", content=data, headers={"content-type": "image/png"})
+        png = Image.open(io.BytesIO(base64.b64decode(asked.json()["predictions"][0]["heatmap_png"])))
+        assert png.size == Image.open(source).size and png.mode == "RGBA"
