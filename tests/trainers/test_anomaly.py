@@ -89,7 +89,9 @@ def test_exported_graph_equals_the_apps_score_and_heatmap(trained, shared_cache_
     from modeldesk.deploy.runtime import create_session
 
     session = create_session(
-        scoring_model(template.neck, patches.shape[-1], normal, template.top_k, 0.0).SerializeToString(),
+        scoring_model(
+            template.neck, patches.shape[-1], normal, template.top_k, 0.0, template.score_border
+        ).SerializeToString(),
         device="cpu",
     )
     app_score, app_heat, _ = session.run([SCORE_OUTPUT, HEATMAP_OUTPUT, GRID_OUTPUT], {"patches": patches})

@@ -49,7 +49,7 @@ class AnomalyNeck(DetectionNeck):
 
     @property
     def maps_name(self) -> str:
-        return f"anomaps-{self.size}-p{self.pad}"
+        return f"anomaps-{self.size}" + (f"-p{self.pad}" if self.pad else "")
 
     def map_shapes(self, backbone: Backbone) -> dict:
         """Level -> (channels, side, side) of the backbone's maps of the padded input."""

@@ -42,9 +42,12 @@ def _smoothing(grid: int, sigma: float = 0.75) -> tuple[np.ndarray, np.ndarray]:
     return k.reshape(1, 1, 3, 3).astype(np.float32), norm.reshape(1, 1, grid, grid).astype(np.float32)
 
 
-def score_nodes(neck: AnomalyNeck, normal: dict, top_k: int, threshold: float, prefix: str = "anomaly/"):
+def score_nodes(
+    neck: AnomalyNeck, normal: dict, top_k: int, threshold: float, border: int = 0, prefix: str = "anomaly/"
+):
     """Nodes from ``patches`` (N, G*G, D) to ``patch_scores`` (N, G, G), ``score``, ``anomalous`` and
-    ``heatmap``. ``normal`` is ``{"bank": (K, D)}`` or ``{"mean": (D,), "whiten": (D, D)}``."""
+    ``heatmap``. ``normal`` is ``{"bank": (K, D)}`` or ``{"mean": (D,), "whiten": (D, D)}``; the image
+    score leaves out the outer ``border`` rings of cells (the heatmap keeps them)."""
     nodes, inits, p = [], [], prefix
 
     def const(name, value, dtype=np.float32):
@@ -80,8 +83,21 @@ def score_nodes(neck: AnomalyNeck, normal: dict, top_k: int, threshold: float, p
     nodes.append(
         helper.make_node("Squeeze", [smooth, const("axis1", [1], np.int64)], [GRID_OUTPUT], name=p + "grid")
     )
-    flat = node("Reshape", [smooth, const("flat_shape", [0, grid * grid], np.int64)], "flat")
-    k = max(1, min(int(top_k), grid * grid))
+    inner, side = smooth, grid
+    if border:
+        side = grid - 2 * border
+        inner = node(
+            "Slice",
+            [
+                smooth,
+                const("b_start", [border, border], np.int64),
+                const("b_end", [grid - border] * 2, np.int64),
+                const("b_axes", [2, 3], np.int64),
+            ],
+            "inner",
+        )
+    flat = node("Reshape", [inner, const("flat_shape", [0, side * side], np.int64)], "flat")
+    k = max(1, min(int(top_k), side * side))
     top, _ = (p + "top", p + "top_idx")
     nodes.append(
         helper.make_node("TopK", [flat, const("k", [k], np.int64)], [top, p + "top_idx"], name=top, axis=1)
@@ -120,9 +136,11 @@ def _outputs(neck: AnomalyNeck, with_grid: bool) -> list:
     return out
 
 
-def scoring_model(neck: AnomalyNeck, dim: int, normal: dict, top_k: int, threshold: float) -> onnx.ModelProto:
+def scoring_model(
+    neck: AnomalyNeck, dim: int, normal: dict, top_k: int, threshold: float, border: int = 0
+) -> onnx.ModelProto:
     """``patches`` (N, G*G, dim) -> the scores, flags, heatmaps and smoothed grids (training's scorer)."""
-    nodes, inits = score_nodes(neck, normal, top_k, threshold)
+    nodes, inits = score_nodes(neck, normal, top_k, threshold, border)
     inputs = [helper.make_tensor_value_info(PATCHES, TensorProto.FLOAT, ["N", neck.grid**2, dim])]
     graph = helper.make_graph(nodes, "anomaly_scoring", inputs, _outputs(neck, True), inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="modeldesk")
@@ -132,13 +150,20 @@ def scoring_model(neck: AnomalyNeck, dim: int, normal: dict, top_k: int, thresho
 
 
 def build_anomaly_graph(
-    backbone: Backbone, neck: AnomalyNeck, projection, normal: dict, top_k: int, threshold: float, graph_dir
+    backbone: Backbone,
+    neck: AnomalyNeck,
+    projection,
+    normal: dict,
+    top_k: int,
+    threshold: float,
+    graph_dir,
+    border: int = 0,
 ) -> onnx.ModelProto:
     """One graph: ``image`` + ``image_size`` -> backbone -> patches -> ``score``, ``anomalous``, ``heatmap``, ``sizes``."""
     model = padded_backbone(backbone, neck, graph_dir)
     graph = model.graph
     p_nodes, p_inits = patch_nodes(neck, projection)
-    s_nodes, s_inits = score_nodes(neck, normal, top_k, threshold)
+    s_nodes, s_inits = score_nodes(neck, normal, top_k, threshold, border)
     graph.node.extend(p_nodes + s_nodes)
     graph.node.append(helper.make_node("Identity", [SIZE_INPUT], [SIZES_OUTPUT], name="anomaly/sizes"))
     graph.initializer.extend(p_inits + s_inits)

@@ -24,6 +24,9 @@ class AnomalyTemplate:
     coreset_share : the bank keeps this share of all good patches (at least 1,000), up to ``bank_size``.
     projection : random projection of the patch features to this many dimensions (None: none).
     top_k : image score = mean of the ``top_k`` highest patch scores (1: the highest).
+    score_border : rings of cells along the photo's edge left out of the image score (the heatmap
+        keeps them): where parts are photographed with their edges in view, the edge varies more
+        among good parts than anything inside.
     false_alarm_rate : the default share of good parts the threshold lets be flagged.
     """
 
@@ -37,6 +40,7 @@ class AnomalyTemplate:
     coreset_share: float = 0.1
     projection: int | None = None
     top_k: int = 1
+    score_border: int = 0
     false_alarm_rate: float = 0.01
     time_budget_s: float = 120.0
 
@@ -53,6 +57,7 @@ class AnomalyTemplate:
             "coreset_share": self.coreset_share,
             "projection": self.projection,
             "top_k": self.top_k,
+            "score_border": self.score_border,
             "false_alarm_rate": self.false_alarm_rate,
             "time_budget_s": self.time_budget_s,
         }
@@ -69,6 +74,7 @@ TEMPLATES = (
         method="memory-bank",
         bank_size=4000,
         top_k=3,
+        score_border=2,
         time_budget_s=120.0,
     ),
     AnomalyTemplate(
@@ -80,6 +86,7 @@ TEMPLATES = (
         neck=AnomalyNeck(size=256),
         method="gaussian",
         top_k=3,
+        score_border=2,
         time_budget_s=60.0,
     ),
 )

@@ -216,7 +216,14 @@ class AnomalyDetectionTrainer:
         report("Exporting", 0.9)
         model = prune_unused(
             build_anomaly_graph(
-                backbone, template.neck, projection, normal, template.top_k, threshold, cache.root / "graphs"
+                backbone,
+                template.neck,
+                projection,
+                normal,
+                template.top_k,
+                threshold,
+                cache.root / "graphs",
+                template.score_border,
             )
         )
         n_defects = sum(1 for s in usable if not is_good(s.target))
@@ -296,7 +303,7 @@ class _Scorer:
         from modeldesk.deploy.runtime import create_session
 
         self.computer = computer
-        model = scoring_model(template.neck, int(dim), normal, template.top_k, 0.0)
+        model = scoring_model(template.neck, int(dim), normal, template.top_k, 0.0, template.score_border)
         self.session = create_session(model.SerializeToString(), device="cpu")
 
     def __call__(self, flat, batch: int = 8) -> tuple[np.ndarray, np.ndarray]:
