@@ -107,7 +107,6 @@ def run_template(name, samples, masks, cache_dir, out_dir, boot):
     from modeldesk.trainers.tasks import get_trainer
 
     trainer = get_trainer("anomaly-detection")
-    train_set = [s for s in samples if s.split != "test" or not is_good(s.target)]
     train_set = [s for s in samples if s.split in ("train", "val")]
     start = time.monotonic()
     result = trainer.train(train_set, name, out_dir / name.split("/")[1], cache_dir, time_budget=600)

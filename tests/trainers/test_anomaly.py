@@ -182,3 +182,14 @@ def test_the_service_answers_score_anomalous_and_on_request_a_heatmap_png(traine
         asked = client.post("/v1/predict?heatmap=1", content=data, headers={"content-type": "image/png"})
         png = Image.open(io.BytesIO(base64.b64decode(asked.json()["predictions"][0]["heatmap_png"])))
         assert png.size == Image.open(source).size and png.mode == "RGBA"
+
+
+def test_mirrored_padding_keeps_the_graph_equal_to_training(tmp_path, shared_cache_dir):
+    import dataclasses
+
+    template = get_template("anomaly-detection/fast")
+    padded = dataclasses.replace(template, neck=dataclasses.replace(template.neck, pad=32))
+    root = write_inspection_folder(tmp_path / "photos", n_good=8, n_defect=2, seed=7)
+    result = get_trainer("anomaly-detection").train(_samples(root), padded, tmp_path / "m", shared_cache_dir)
+    assert result.metrics["export_max_rel_diff"] < 1e-4
+    assert load_artifact(result.artifact_dir).card["preprocessing"]["size"] == 256  # the input keeps its size

@@ -31,8 +31,8 @@ class AnomalyNeck(DetectionNeck):
     """The stride-8 grid of patch features (``patch``: side of the neighbourhood averaged).
 
     ``pad``: pixels of mirrored photo added on every side before the backbone and cut off its maps
-    after (a multiple of 32): the network's zero padding otherwise makes every photo's border look
-    unusual, and the border patches then outscore real defects."""
+    after (a multiple of 32), against the network's zero padding at the photo's edge. Off by default:
+    on magnetic_tile 32 px changed image AUROC by +0.001 at 1.6x the backbone's work."""
 
     size: int = 256
     stride: int = 8
@@ -40,7 +40,7 @@ class AnomalyNeck(DetectionNeck):
     context: int = 0
     global_context: bool = False
     patch: int = 3
-    pad: int = 32
+    pad: int = 0
 
     @property
     def spec(self) -> ImageSpec:
