@@ -74,3 +74,12 @@ def verdict(image: dict, threshold: float) -> str:
     if image.get("defect"):
         return "caught" if flagged else "missed"
     return "false alarm" if flagged else "good"
+
+
+def answer_label(prediction: dict, labels) -> str:
+    """The label a prediction is saved under. An anomaly model only says good or not: flagging a photo
+    labeled with a defect kind (``crack``) is its right answer, so it is saved as that kind."""
+    if "anomalous" not in prediction:
+        return prediction["label"]
+    kinds = [label for label in labels or () if str(label).lower() not in ("good", "ok", "normal", "pass")]
+    return (kinds[0] if kinds else prediction["label"]) if prediction["anomalous"] else prediction["label"]

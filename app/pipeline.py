@@ -11,7 +11,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from modeldesk.app.anomaly_formatting import HEADLINE_KEYS as ANOMALY_KEYS
+from modeldesk.app.anomaly_formatting import HEADLINE_KEYS as ANOMALY_KEYS, answer_label
 from modeldesk.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,6 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
     from modeldesk.trainers.templates import get_template
 
     from modeldesk.app.run_time import scoring_count, scoring_seconds, whole_run
-
     samples = labeled_samples(ws.store, project)
     options = {"cluster": cluster} if cluster else {}
     estimate = get_trainer(project.task).estimate(
@@ -210,7 +209,11 @@ def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) ->
             if prediction is not None:
                 # how sure, 0..1 (an anomaly score is a distance, so its output says how sure apart)
                 rows.append(
-                    (sample.id, prediction["label"], prediction.get("confidence", prediction["score"]))
+                    (
+                        sample.id,
+                        answer_label(prediction, sample.labels),
+                        prediction.get("confidence", prediction["score"]),
+                    )
                 )
         if progress is not None:
             progress(start + len(chunk), len(samples))

@@ -53,3 +53,13 @@ def test_try_it_says_good_or_defective():
     flagged = anomaly_answer({"anomalous": True, "score": 7.0, "threshold": 5.0})
     assert flagged.startswith("Looks defective") and "7.0" in flagged
     assert anomaly_answer({"anomalous": False, "score": 2.0, "threshold": 5.0}).startswith("Looks good")
+
+
+def test_a_flagged_defect_kind_is_saved_as_a_right_answer():
+    from modeldesk.app.anomaly_formatting import answer_label
+
+    flagged = {"label": "defect", "anomalous": True}
+    assert answer_label(flagged, ["crack"]) == "crack"
+    assert answer_label(flagged, ["good"]) == "defect"  # a false alarm stays one
+    assert answer_label({"label": "good", "anomalous": False}, ["crack"]) == "good"  # a miss stays one
+    assert answer_label({"label": "cat"}, ["dog"]) == "cat"  # other models: unchanged
