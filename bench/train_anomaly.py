@@ -109,7 +109,9 @@ def run_template(name, samples, masks, cache_dir, out_dir, boot):
     trainer = get_trainer("anomaly-detection")
     train_set = [s for s in samples if s.split in ("train", "val")]
     start = time.monotonic()
-    result = trainer.train(train_set, name, out_dir / name.split("/")[1], cache_dir, time_budget=600)
+    result = trainer.train(
+        train_set, name, out_dir / name.name.split("/")[1].split()[0], cache_dir, time_budget=600
+    )
     seconds = time.monotonic() - start
     card = load_artifact(result.artifact_dir).card
     threshold, size = card["threshold"], card["preprocessing"]["size"]
@@ -128,7 +130,7 @@ def run_template(name, samples, masks, cache_dir, out_dir, boot):
         mine = np.array([s.target == kind for s in test])
         kinds[kind] = float((scores[mine] >= threshold).mean())
     row = {
-        "name": name,
+        "name": name.name,
         "auroc": auroc(defect, scores),
         "pixel": pixel_auroc(heat, truth, max_pixels=3_000_000),
         "catch": float((scores[defect] >= threshold).mean()),
@@ -195,7 +197,18 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "modeldesk-bench-anomaly")
     parser.add_argument("--boot", type=int, default=300)
     parser.add_argument("--templates", nargs="*", default=list(TEMPLATES))
+    parser.add_argument("--bank-size", type=int, help="override the memory bank's size (patches)")
+    parser.add_argument("--pool", type=int, help="override the patches the coreset search looks at")
+    parser.add_argument("--no-reference", action="store_true")
     args = parser.parse_args(argv)
+    if args.pool:
+        import modeldesk.trainers.anomaly.trainer as trainer_module
+
+        trainer_module.MAX_POOL = args.pool
+    import dataclasses
+
+    from modeldesk.trainers.templates import get_template
+
     samples, masks = load(args.data)
     n = {s: sum(1 for x in samples if x.split == s) for s in ("train", "val", "test")}
     defects = sum(1 for s in samples if s.target != "good")
@@ -204,9 +217,14 @@ def main(argv=None) -> int:
         f"test {n['test'] - defects} good + {defects} defects ({len(masks)} masks)"
     )
     out = Path(tempfile.mkdtemp(prefix="bench-anomaly-"))
-    rows = [run_reference(samples, args.cache, args.boot)]
+    rows = [] if args.no_reference else [run_reference(samples, args.cache, args.boot)]
     for name in args.templates:
-        rows.append(run_template(name, samples, masks, args.cache, out, args.boot))
+        template = get_template(name)
+        if args.bank_size:
+            template = dataclasses.replace(
+                template, name=f"{name} (bank {args.bank_size})", bank_size=args.bank_size, coreset_share=1.0
+            )
+        rows.append(run_template(template, samples, masks, args.cache, out, args.boot))
     print(
         "\nheld-out test photos; 90% bootstrap intervals; threshold at 1% false alarms on held-back good photos"
     )

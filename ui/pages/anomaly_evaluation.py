@@ -78,7 +78,7 @@ class AnomalyCard:
         self.legend.setObjectName("Muted")
         self.legend.setWordWrap(True)
         layout.addWidget(self.legend)
-        self.photos = thumbnail_list(THUMB, QSize(THUMB + 24, THUMB + 44), THUMB + 60)
+        self.photos = thumbnail_list(THUMB, QSize(THUMB + 24, THUMB + 44), 2 * (THUMB + 44) + 12)
         layout.addWidget(self.photos)
 
     @property
