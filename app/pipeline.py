@@ -92,6 +92,7 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
     from modeldesk.trainers.templates import get_template
 
     from modeldesk.app.run_time import scoring_count, scoring_seconds, whole_run
+
     samples = labeled_samples(ws.store, project)
     options = {"cluster": cluster} if cluster else {}
     estimate = get_trainer(project.task).estimate(
@@ -335,6 +336,7 @@ def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None
     """Evaluate an artifact on labeled data that is not in any project of this workspace."""
     from modeldesk.datasets import Store, import_path
     from modeldesk.datasets.anomaly_folders import mask_files
+    from modeldesk.datasets.records import TARGETS
     from modeldesk.deploy import load_artifact
     from modeldesk.trainers.tasks import get_task, get_trainer
 
@@ -342,8 +344,11 @@ def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None
     scratch = Path(tempfile.mkdtemp(prefix="evaluate-", dir=ws.paths.tmp))
     store = Store(scratch)
     try:
-        task = get_task(artifact.card["task"])  # the project's target is the task's, not the card's output
-        project = store.create_project("evaluation", task.name, kind=task.input_kind, target=task.target)
+        kind, target = artifact.input_kind, artifact.target
+        if target not in TARGETS:  # an output of its own (anomaly): the project holds the task's target
+            task = get_task(artifact.card["task"])
+            kind, target = task.input_kind, task.target
+        project = store.create_project("evaluation", artifact.card["task"], kind=kind, target=target)
         report = import_path(store, project, path, format=format, progress=progress)
         samples = labeled_samples(store, project)
         if not samples:

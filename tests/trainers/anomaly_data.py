@@ -10,7 +10,7 @@ from PIL import Image
 
 def texture(rng: np.random.Generator, width: int = 96, height: int = 80) -> np.ndarray:
     """A grey striped surface with fine noise (uint8, H x W)."""
-    y, x = np.mgrid[0:height, 0:width]
+    x = np.mgrid[0:height, 0:width][1]
     phase = rng.uniform(0, 2 * np.pi)
     base = 128 + 40 * np.sin(x / 3.0 + phase) + rng.normal(0, 6, (height, width))
     return np.clip(base, 0, 255).astype(np.uint8)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
-
 from modeldesk.app.cli import main
 from modeldesk.deploy import Predictor, load_artifact
 from modeldesk.trainers.anomaly.bank import greedy_coreset
@@ -164,14 +164,13 @@ def test_the_service_answers_score_anomalous_and_on_request_a_heatmap_png(traine
     import base64
     import io
 
+    from modeldesk.deploy.service import create_app
     from PIL import Image
     from starlette.testclient import TestClient
 
-    from modeldesk.deploy.service import create_app
-
     result, samples, _ = trained
     source = next(s.source for s in samples if s.label != "good")
-    data = open(source, "rb").read()
+    data = Path(source).read_bytes()
     with TestClient(
         create_app(load_artifact(result.artifact_dir), threads=1), base_url="http://127.0.0.1"
     ) as client:

@@ -271,7 +271,9 @@ class EvaluatePage(Page):
 
         model_id, ws = self.model_id, self.ws
         self.thumbs.start(
-            lambda state: overlay_thumbnails(ws, model_id, files, should_stop=state.is_interruption_requested),
+            lambda state: overlay_thumbnails(
+                ws, model_id, files, should_stop=state.is_interruption_requested
+            ),
             done,
             on_failed=lambda message, details: log.warning("heatmaps: %s", message),
         )
