@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 IMPORT_FORMATS = (
     "auto",
     "folder",
+    "inspection",
     "voc",
     "coco",
     "yolo",

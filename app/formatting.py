@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from modeldesk.app.anomaly_formatting import anomaly_metrics_text
 from modeldesk.app.progress import format_seconds
 
 SHOWN_FAILURES = 20  # files named one per line; the rest are counted by reason
@@ -101,6 +102,8 @@ def detection_metrics_text(metrics) -> str:
 def metrics_text(metrics) -> str:
     if "map50" in metrics:
         return detection_metrics_text(metrics)
+    if "auroc" in metrics:
+        return anomaly_metrics_text(metrics)
     lines = [
         f"accuracy {metrics['accuracy']:.1%}, macro-F1 {metrics['macro_f1']:.3f} "
         f"on {metrics.get('n', '?')} samples"
@@ -170,6 +173,8 @@ def train_text(result) -> str:
     quality = (
         _detection_headline(metrics)
         if "map50" in metrics
+        else anomaly_metrics_text(metrics)
+        if "auroc" in metrics
         else f"accuracy {metrics.get('accuracy', 0):.1%}, macro-F1 {metrics.get('macro_f1', 0):.3f} "
         f"on {metrics.get('n', '?')} held-out samples"
     )

@@ -11,6 +11,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from modeldesk.app.anomaly_formatting import HEADLINE_KEYS as ANOMALY_KEYS, answer_label
 from modeldesk.datasets.kinds import sample_kind
 from modeldesk.errors import UserError
 
@@ -132,6 +133,7 @@ def headline(metrics: dict) -> dict:
         "misses",
         "false_boxes",
         "threshold",
+        *ANOMALY_KEYS,
     )
     return {k: metrics[k] for k in keys if k in metrics}
 
@@ -209,7 +211,14 @@ def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) ->
         chunk = samples[start : start + batch]
         for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
             if prediction is not None:
-                rows.append((sample.id, prediction["label"], prediction["score"]))
+                # how sure, 0..1 (an anomaly score is a distance, so its output says how sure apart)
+                rows.append(
+                    (
+                        sample.id,
+                        answer_label(prediction, sample.labels),
+                        prediction.get("confidence", prediction["score"]),
+                    )
+                )
         if progress is not None:
             progress(start + len(chunk), len(samples))
     ws.store.save_predictions(model_id, rows)
@@ -291,22 +300,29 @@ def _predict_tolerant(predictor, sources):
 def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None) -> dict:
     """Evaluate an artifact on labeled data that is not in any project of this workspace."""
     from modeldesk.datasets import Store, import_path
+    from modeldesk.datasets.anomaly_folders import mask_files
+    from modeldesk.datasets.records import TARGETS
     from modeldesk.deploy import load_artifact
-    from modeldesk.trainers.tasks import get_trainer
+    from modeldesk.trainers.tasks import get_task, get_trainer
 
     artifact = load_artifact(artifact_dir)
     scratch = Path(tempfile.mkdtemp(prefix="evaluate-", dir=ws.paths.tmp))
     store = Store(scratch)
     try:
-        project = store.create_project(
-            "evaluation", artifact.card["task"], kind=artifact.input_kind, target=artifact.target
-        )
+        kind, target = artifact.input_kind, artifact.target
+        if target not in TARGETS:  # an output of its own (anomaly): the project holds the task's target
+            task = get_task(artifact.card["task"])
+            kind, target = task.input_kind, task.target
+        project = store.create_project("evaluation", artifact.card["task"], kind=kind, target=target)
         report = import_path(store, project, path, format=format, progress=progress)
         samples = labeled_samples(store, project)
         if not samples:
             raise UserError(f"{path}: no labeled samples found to evaluate on")
+        hashes = {s.source: s.content_hash for s in store.samples(project)}
+        masks = {hashes[source]: mask for source, mask in mask_files(path, hashes).items()}
+        options = {"masks": masks} if masks else {}  # defect masks beside the photos: pixel AUROC
         try:
-            metrics = get_trainer(project.task).evaluate(artifact.path, samples)
+            metrics = get_trainer(project.task).evaluate(artifact.path, samples, **options)
         except UserError as exc:
             raise UserError(f"{path}: {exc}") from None
         metrics["failed"] = report.failed

@@ -336,7 +336,8 @@ class Workspace(ProjectCalls, TrainingCalls, ServingCalls):
         for start in range(0, len(files), 32):
             chunk = files[start : start + 32]
             results += [{"file": f, **p} for f, p in zip(chunk, predictor.predict(chunk))]
-        return results
+        respond = getattr(predictor.output, "respond", None)  # as the service answers: no raw arrays
+        return [respond(r) for r in results] if respond is not None else results
 
     def predict_texts(self, model, texts, names=None) -> list[dict]:
         """Predictions for texts (a text model), one dict per text with ``text`` (and ``file`` when

@@ -29,6 +29,7 @@ FORMATS = (
     "jsonl",
     "txt",
     "zip",
+    "inspection",
 )
 _IGNORED_NAMES = {"thumbs.db", "desktop.ini", "__macosx"}
 _TEXT_TABLE_EXTS = {".csv", ".tsv"}
@@ -234,6 +235,11 @@ def scan(path) -> Scan:
             listed = table_media(table)
             if listed:
                 return Scan("csv", listed, path)
+    if sub_media and media == "image":
+        from .anomaly_folders import is_inspection_folder
+
+        if is_inspection_folder(path):  # good/ + defect/<kind>/ (+ masks/): anomaly detection's layout
+            return Scan("inspection", "image", path)
     if sub_media:
         return Scan("folder", media, path)
     if root_media:

@@ -19,7 +19,19 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
-from . import archive, coco, csvpaths, csvtext, folders, merging, readers, textfiles, voc, yolo
+from . import (
+    anomaly_folders,
+    archive,
+    coco,
+    csvpaths,
+    csvtext,
+    folders,
+    merging,
+    readers,
+    textfiles,
+    voc,
+    yolo,
+)
 from .detect import FORMATS, scan
 from .items import ImportReport, Item
 from .media import sha256_bytes, sha256_file
@@ -49,6 +61,7 @@ RESERVE_BYTES = 1 << 20  # free space media files never take: the database must 
 
 _FORMAT_NAMES = {
     "folder": "folder-per-class",
+    "inspection": "good/defect folders",
     "flat": "unlabeled files",
     "voc": "Pascal VOC",
     "coco": "COCO",
@@ -113,7 +126,7 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
             f"{path} holds {media or 'no'} files, but project {project.name!r} "
             f"({project.task}) needs {kind} files"
         )
-    if fmt == "folder" and project.target == "boxes":
+    if fmt in ("folder", "inspection") and project.target == "boxes":
         raise ValueError(
             f"{path} is a folder per class, which has no boxes; project {project.name!r} "
             "finds objects with boxes: import VOC, COCO or YOLO data, or a flat folder to label"
@@ -175,7 +188,7 @@ def import_path(
     media = found.media
     if fmt in _DETECTION_FORMATS:
         media = "image"
-    elif fmt in ("folder", "flat") and media is None:
+    elif fmt in ("folder", "flat", "inspection") and media is None:
         raise ValueError(f"no supported files found in {path}")
     nested = format == "auto" and fmt == "folder" and project.target == "boxes"
     if nested:  # sub-folders of photos to label with boxes: their names are not classes
@@ -216,6 +229,8 @@ def _read(path: Path, fmt: str, report: ImportReport, project: Project, text_col
         return kind_readers.read_folders(path, report)
     if fmt == "folder":
         return folders.read_class_folders(path, report, kind)
+    if fmt == "inspection":
+        return anomaly_folders.read_inspection_folder(path, report, kind)
     if fmt == "flat":
         return folders.read_flat(path, report, kind)
     if fmt == "jsonl":

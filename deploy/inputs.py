@@ -28,6 +28,7 @@ OUTPUT_KINDS = {
     "label": ".outputs:LabelOutput",
     "tags": ".outputs:TagsOutput",
     "boxes": ".boxes_output:BoxesOutput",
+    "anomaly": ".anomaly_output:AnomalyOutput",
 }
 
 

@@ -315,6 +315,9 @@ def create_app(
             predictions = await asyncio.wrap_future(batcher.submit(prepared))
         finally:
             budget.release(held)
+        respond = getattr(active.output, "respond", None)  # outputs with arrays (heatmaps) shape their answer
+        if respond is not None:
+            predictions = [respond(p, request.query_params) for p in predictions]
         latency = (time.perf_counter() - start) * 1000.0
         return StrictJSONResponse({"predictions": predictions, "latency_ms": round(latency, 3)})
 

@@ -176,6 +176,16 @@ _BUILTIN = (
         trainer="modeldesk.trainers.sound.trainer:SoundClassificationTrainer",
         templates="modeldesk.trainers.sound.templates:TEMPLATES",
     ),
+    Task(
+        "anomaly-detection",
+        "Find defects after seeing only good parts",
+        "Show it photos of good parts; it flags photos unlike them and shows where (visual inspection).",
+        "image",
+        "label",
+        trainer="modeldesk.trainers.anomaly.trainer:AnomalyDetectionTrainer",
+        templates="modeldesk.trainers.anomaly.templates:TEMPLATES",
+        min_classes=1,
+    ),
 )
 
 _TASKS: dict[str, Task] = {task.name: task for task in _BUILTIN}

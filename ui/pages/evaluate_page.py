@@ -20,6 +20,7 @@ from ..widgets.clip_player import load_peaks
 from ..widgets.columns import Columns
 from ..widgets.mistakes import THUMB, MistakesCard, report_sample_ids
 from ..widgets.model_picker import ModelPicker
+from .anomaly_evaluation import AnomalyCard
 from .detection_photos import DetectionPhotosCard, load_photos
 from .detection_summary import detection_words
 from .tags_summary import tags_words
@@ -103,6 +104,8 @@ class EvaluatePage(Page):
             self._load_detection_photos, self.relabel_requested.emit, self._move_threshold
         )
         self.detection_photos.frame.hide()
+        self.anomaly = AnomalyCard(self._load_anomaly_photos, self._anomaly_words)
+        self.anomaly.frame.hide()
 
         content = QWidget()
         layout = QVBoxLayout(content)
@@ -112,6 +115,7 @@ class EvaluatePage(Page):
         layout.addWidget(middle)
         layout.addWidget(self.mistakes_card.frame)
         layout.addWidget(self.detection_photos.frame)
+        layout.addWidget(self.anomaly.frame)
         layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -222,10 +226,14 @@ class EvaluatePage(Page):
             self.matrix.set_data(labels, report["confusion"])
             self.matrix.setFixedHeight(self.matrix.sizeHint().height())
         self.bars.set_rows(per_class_rows(report))
-        self.mistakes_card.frame.setVisible(not detector)
+        anomaly = "auroc" in report  # an anomaly model: caught defects and false alarms instead
+        self.middle.setVisible(not anomaly)
+        self.mistakes_card.frame.setVisible(not detector and not anomaly)
         self.detection_photos.frame.setVisible(detector)
-        self.mistakes_card.set_report(None if detector else report, sound=self.sound)
+        self.anomaly.frame.setVisible(anomaly)
+        self.mistakes_card.set_report(None if detector or anomaly else report, sound=self.sound)
         self.detection_photos.set_report(report if detector else None)
+        self.anomaly.set_report(report if anomaly else None)
 
     def _load_thumbnails(self, mistakes: list[dict], done) -> None:
         """Find each mistake's sample (by id, else by its media hash ``key``) and its thumbnail."""
@@ -259,6 +267,24 @@ class EvaluatePage(Page):
             lambda state: load_photos(ws, project, images, threshold, state),
             done,
             on_failed=lambda message, details: log.warning("test photos: %s", message),
+        )
+
+    def _anomaly_words(self, hero: str, detail: str) -> None:
+        self.hero.setText(hero)
+        self.hero_detail.setText(detail)
+        self.advice.setText("")
+
+    def _load_anomaly_photos(self, files: list[str], done) -> None:
+        """The test photos with the model's heatmap drawn, made off the UI thread."""
+        from modeldesk.app.anomaly_views import overlay_thumbnails
+
+        model_id, ws = self.model_id, self.ws
+        self.thumbs.start(
+            lambda state: overlay_thumbnails(
+                ws, model_id, files, should_stop=state.is_interruption_requested
+            ),
+            done,
+            on_failed=lambda message, details: log.warning("heatmaps: %s", message),
         )
 
     def _move_threshold(self, threshold: float) -> None:

@@ -202,7 +202,12 @@ class DeployPage(Page):
         self.try_it.looking(path)
 
         def work(state):
-            return ws.predict(model_id, [path]), (load_peaks(path) if sound else None)
+            results = ws.predict(model_id, [path])
+            if "anomalous" in results[0]:  # an anomaly model: show where, over the photo
+                from modeldesk.app.anomaly_views import overlay_file
+
+                results[0]["overlay"] = str(overlay_file(ws, model_id, path)[1])
+            return results, (load_peaks(path) if sound else None)
 
         def done(result):
             results, clip = result

@@ -189,6 +189,12 @@ class TryIt:
 
     def show_prediction(self, prediction: dict, path: str | None = None) -> None:
         """The answer in words and the top scores as bars (a detector's boxes drawn on the photo)."""
+        if "anomalous" in prediction:  # an anomaly model: the photo with its heatmap, a yes/no
+            if prediction.get("overlay"):
+                self.drop.show_image(prediction["overlay"])
+            self.answer.setText(anomaly_answer(prediction))
+            self.scores.set_rows([(prediction["label"], (prediction.get("confidence", 1.0),))])
+            return
         if "boxes" in prediction:  # a detector: the boxes on the photo, one row per box
             if path:
                 self.drop.show_image(path, prediction["boxes"])
@@ -209,3 +215,14 @@ class TryIt:
                 f"({prediction['score']:.0%} sure)</span>"
             )
         self.scores.set_rows((label, (score,)) for label, score in top_scores(prediction))
+
+
+def anomaly_answer(prediction: dict) -> str:
+    """Plain words for an anomaly model's answer on one photo."""
+    how = f"score {prediction['score']:.1f}; it flags photos from {prediction['threshold']:.1f}"
+    if prediction["anomalous"]:
+        return (
+            "Looks defective  <span style='font-size:15px; font-weight:400'>unlike the good parts where "
+            f"it is shaded red ({how})</span>"
+        )
+    return f"Looks good  <span style='font-size:15px; font-weight:400'>like the good parts ({how})</span>"

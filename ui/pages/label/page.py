@@ -32,6 +32,7 @@ from ...wording import file_name
 from .annotators import ANNOTATORS
 from .class_edit import ClassEditor
 from .class_panel import KEYS
+from .heatmap_hint import HeatmapHint
 from .side_panel import SidePanel
 from ...kinds import label_view
 from .views import PayloadCache
@@ -83,6 +84,7 @@ class LabelPage(Page):
         self._build()
         self._shortcuts()
         self.class_editor = ClassEditor(self)
+        self.heatmap_hint = HeatmapHint(self)
 
     @property
     def labels(self) -> list[str]:
@@ -322,6 +324,7 @@ class LabelPage(Page):
         self.view.show(sample, payload)
         self.annotator.show(sample, self.labels)
         self._show_sample_state()
+        self.heatmap_hint.show(sample, self.model_id)  # an anomaly model: where it looks unlike good parts
         self.sample_shown.emit(sample.id)
         self._suggest_new(sample)
 

@@ -1,0 +1,65 @@
+"""Anomaly models on the Evaluate and Deploy pages: the slider moves every figure; plain words."""
+
+from __future__ import annotations
+
+from modeldesk.app.anomaly_formatting import catch_sentence, counts_from_images, verdict
+from modeldesk.ui.pages.anomaly_evaluation import AnomalyCard
+from modeldesk.ui.pages.deploy.try_it import anomaly_answer
+
+REPORT = {
+    "threshold": 5.0,
+    "auroc": 0.9,
+    "pixel_auroc": 0.8,
+    "images": [
+        {"file": "a.png", "kind": "crack", "defect": True, "score": 9.0},
+        {"file": "b.png", "kind": "crack", "defect": True, "score": 4.0},
+        {"file": "c.png", "kind": "hole", "defect": True, "score": 6.0},
+        {"file": "d.png", "kind": "good", "defect": False, "score": 5.5},
+        {"file": "e.png", "kind": "good", "defect": False, "score": 1.0},
+    ],
+}
+
+
+def test_counts_and_words_at_a_threshold():
+    counts = counts_from_images(REPORT["images"], 5.0)
+    assert (counts["caught"], counts["defects"], counts["false_alarms"], counts["good"]) == (2, 3, 1, 2)
+    assert counts["per_kind"] == {"crack": {"caught": 1, "defects": 2}, "hole": {"caught": 1, "defects": 1}}
+    assert catch_sentence(counts) == "catches 2 of 3 defects, raises a false alarm on 1 of 2 good parts"
+    assert [verdict(m, 5.0) for m in REPORT["images"]] == [
+        "caught",
+        "missed",
+        "caught",
+        "false alarm",
+        "good",
+    ]
+
+
+def test_the_slider_moves_every_figure(qtbot):
+    words = []
+    card = AnomalyCard(lambda files, done: done([(f, None) for f in files]), lambda *w: words.append(w))
+    qtbot.addWidget(card.frame)
+    card.set_report(REPORT)
+    assert "catches 2 of 3 defects" in card.figures.text().lower()
+    assert words[-1][0].startswith("Catches 2 of 3 defects")
+    assert "image AUROC 0.900" in words[-1][1] and "pixel AUROC 0.800" in words[-1][1]
+    card.slider.setValue(card.slider.maximum())
+    assert "catches 0 of 3 defects, raises a false alarm on 0 of 2" in card.figures.text().lower()
+    card.slider.setValue(card.slider.minimum())
+    assert "catches 3 of 3 defects, raises a false alarm on 2 of 2" in card.figures.text().lower()
+    assert card.photos.item(1).text().startswith("caught")  # b.png at the lowest threshold
+
+
+def test_try_it_says_good_or_defective():
+    flagged = anomaly_answer({"anomalous": True, "score": 7.0, "threshold": 5.0})
+    assert flagged.startswith("Looks defective") and "7.0" in flagged
+    assert anomaly_answer({"anomalous": False, "score": 2.0, "threshold": 5.0}).startswith("Looks good")
+
+
+def test_a_flagged_defect_kind_is_saved_as_a_right_answer():
+    from modeldesk.app.anomaly_formatting import answer_label
+
+    flagged = {"label": "defect", "anomalous": True}
+    assert answer_label(flagged, ["crack"]) == "crack"
+    assert answer_label(flagged, ["good"]) == "defect"  # a false alarm stays one
+    assert answer_label({"label": "good", "anomalous": False}, ["crack"]) == "good"  # a miss stays one
+    assert answer_label({"label": "cat"}, ["dog"]) == "cat"  # other models: unchanged

@@ -1,0 +1,59 @@
+"""What "normal" is: a memory bank of good patches (greedy coreset) or one Gaussian over them."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+#: patches the coreset search looks at, at most (a random sample of all good patches beyond that)
+MAX_POOL = 40_000
+#: dimensions the coreset search measures distances in (a random projection, as PatchCore does)
+SEARCH_DIM = 32
+
+
+def sample_pool(patches: np.ndarray, limit: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """At most ``limit`` rows of ``patches`` (N, D), drawn at random; (rows, whether any were left out)."""
+    if len(patches) <= limit:
+        return patches, False
+    return patches[np.sort(rng.choice(len(patches), limit, replace=False))], True
+
+
+def greedy_coreset(
+    patches: np.ndarray, size: int, rng: np.random.Generator, *, deadline: float | None = None
+) -> np.ndarray:
+    """Indices of ``size`` rows chosen by greedy k-center: each next one is the row farthest from those chosen.
+
+    Distances are measured after a random projection to :data:`SEARCH_DIM` dimensions. Stops early
+    (fewer rows) at ``deadline`` (``time.monotonic()`` seconds).
+    """
+    n = len(patches)
+    if size >= n:
+        return np.arange(n)
+    X = patches.astype(np.float32)
+    if X.shape[1] > SEARCH_DIM:
+        X = X @ (rng.standard_normal((X.shape[1], SEARCH_DIM)).astype(np.float32) / np.sqrt(SEARCH_DIM))
+    squares = np.einsum("ij,ij->i", X, X)
+    chosen = [int(rng.integers(n))]
+    nearest = squares - 2 * (X @ X[chosen[0]]) + squares[chosen[0]]
+    for step in range(1, size):
+        nxt = int(np.argmax(nearest))
+        chosen.append(nxt)
+        np.minimum(nearest, squares - 2 * (X @ X[nxt]) + squares[nxt], out=nearest)
+        if deadline is not None and step % 256 == 0 and time.monotonic() > deadline:
+            break
+    return np.array(chosen)
+
+
+def fit_gaussian(patches: np.ndarray, shrink: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
+    """(mean (D,), whitening matrix W (D, D)): ``|(x - mean) @ W|`` is the Mahalanobis distance.
+
+    The covariance is shrunk towards its average variance (``shrink``), so a few photos still give an
+    invertible one."""
+    X = patches.astype(np.float64)
+    mean = X.mean(axis=0)
+    cov = np.cov(X - mean, rowvar=False)
+    cov = (1 - shrink) * cov + shrink * np.trace(cov) / len(cov) * np.eye(len(cov))
+    values, vectors = np.linalg.eigh(cov)
+    values = np.maximum(values, 1e-6 * values.max())
+    return mean.astype(np.float32), (vectors / np.sqrt(values)).astype(np.float32)

@@ -1,0 +1,92 @@
+"""The anomaly detection templates (the task registry points here)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from modeldesk.trainers.anomaly.features import AnomalyNeck
+
+GOOD_LABEL = "good"
+
+
+@dataclass(frozen=True)
+class AnomalyTemplate:
+    """An anomaly detection preset.
+
+    Parameters
+    ----------
+    name, task, description, time_budget_s : as every template.
+    backbone : registry name of the frozen backbone.
+    neck : input size and patch neighbourhood (see :class:`AnomalyNeck`).
+    method : ``"memory-bank"`` (PatchCore-style: distance to the nearest kept good patch) or
+        ``"gaussian"`` (distance of a patch to one Gaussian fitted on all good patches).
+    bank_size : most patches the memory bank keeps (greedy coreset subsample); also bounds memory.
+    coreset_share : the bank keeps this share of all good patches (at least 1,000), up to ``bank_size``.
+    projection : random projection of the patch features to this many dimensions (None: none).
+    top_k : image score = mean of the ``top_k`` highest patch scores (1: the highest).
+    score_border : rings of cells along the photo's edge left out of the image score (the heatmap
+        keeps them): where parts are photographed with their edges in view, the edge varies more
+        among good parts than anything inside.
+    false_alarm_rate : the default share of good parts the threshold lets be flagged.
+    """
+
+    name: str
+    task: str
+    description: str
+    backbone: str
+    neck: AnomalyNeck
+    method: str = "memory-bank"
+    bank_size: int = 4000
+    coreset_share: float = 0.1
+    projection: int | None = None
+    top_k: int = 1
+    score_border: int = 0
+    false_alarm_rate: float = 0.01
+    time_budget_s: float = 120.0
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "task": self.task,
+            "description": self.description,
+            "backbone": self.backbone,
+            "neck": asdict(self.neck),
+            "input_size": self.neck.size,
+            "method": self.method,
+            "bank_size": self.bank_size,
+            "coreset_share": self.coreset_share,
+            "projection": self.projection,
+            "top_k": self.top_k,
+            "score_border": self.score_border,
+            "false_alarm_rate": self.false_alarm_rate,
+            "time_budget_s": self.time_budget_s,
+        }
+
+
+TEMPLATES = (
+    AnomalyTemplate(
+        name="anomaly-detection/accurate",
+        task="anomaly-detection",
+        description="Learns the good parts patch by patch and flags any patch unlike all of them "
+        "(small scratches and holes too); shows where. Needs only photos of good parts.",
+        backbone="efficientnet-lite0",
+        neck=AnomalyNeck(size=256),
+        method="memory-bank",
+        bank_size=4000,
+        top_k=3,
+        score_border=2,
+        time_budget_s=120.0,
+    ),
+    AnomalyTemplate(
+        name="anomaly-detection/fast",
+        task="anomaly-detection",
+        description="Learns the usual look of good parts as one average and spread; trains in seconds "
+        "and runs fastest, but misses more of the subtle defects.",
+        backbone="efficientnet-lite0",
+        neck=AnomalyNeck(size=256),
+        method="gaussian",
+        top_k=3,
+        score_border=2,
+        time_budget_s=60.0,
+    ),
+)

@@ -1,0 +1,323 @@
+"""The anomaly detection trainer: learn "normal" from good photos only, choose the threshold, export.
+
+Good photos of the train split fill the model of normal (a coreset memory bank of their patch features,
+or one Gaussian over them); good photos held out (the validation split, else every fifth training one)
+set the threshold at the false-alarm rate the template allows; labeled defect photos are never
+learned from, only used to measure. The exported graph is evaluated through the predictor, as users
+run it, and its scores are checked against the ones training computed from the cached maps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+from modeldesk.deploy.artifact import new_model_id, save_artifact
+from modeldesk.deploy.graph import prune_unused
+from modeldesk.deploy.preprocess import ImageDecodeError, image_size
+from modeldesk.errors import UserError
+from modeldesk.trainers.anomaly.bank import MAX_POOL, fit_gaussian, greedy_coreset, sample_pool
+from modeldesk.trainers.anomaly.evaluation import evaluate_anomaly, is_good, predict_scores
+from modeldesk.trainers.anomaly.features import PatchComputer, extract_maps, random_projection
+from modeldesk.trainers.anomaly.graph import (
+    FLAG_OUTPUT,
+    GRID_OUTPUT,
+    HEATMAP_OUTPUT,
+    SCORE_OUTPUT,
+    SIZE_INPUT,
+    SIZES_OUTPUT,
+    build_anomaly_graph,
+    scoring_model,
+)
+from modeldesk.trainers.anomaly.scoring import false_alarm_threshold
+from modeldesk.trainers.backbones import get_backbone
+from modeldesk.trainers.detection_features import maps_feature_spec
+from modeldesk.trainers.features import plan_feature_extraction
+from modeldesk.trainers.progress import stage_reporter
+from modeldesk.trainers.tasks import TrainResult
+from modeldesk.trainers.templates import get_template
+
+log = logging.getLogger(__name__)
+
+SECONDS_PER_IMAGE = 0.02  # backbone at 256 px on a CPU, before anything was measured here
+CORESET_S_PER_MILLION = 0.6  # seconds per million (pool row x bank row) steps of the greedy search
+PARITY_TOLERANCE = 1e-3  # relative: the exported graph's scores against training's
+MAX_BANK_BYTES = 64 << 20  # the bank as a graph constant stays under this
+
+
+def split_roles(samples) -> tuple[list, list, list, list[str]]:
+    """(bank goods, threshold goods, photos to measure on, warnings) from the labeled samples."""
+    goods = [s for s in samples if is_good(s.target)]
+    defects = [s for s in samples if not is_good(s.target)]
+    warnings = []
+    bank = [s for s in goods if s.split == "train"]
+    held = [s for s in goods if s.split == "val"]
+    test_goods = [s for s in goods if s.split == "test"]
+    if not bank:
+        bank, held, test_goods = goods, [], []
+    if not held and len(bank) >= 5:
+        # every fifth training photo by content hash, so the choice is stable across runs
+        held = [s for s in bank if int(hashlib.sha1(s.key.encode()).hexdigest()[:8], 16) % 5 == 0]
+        bank = [s for s in bank if s not in held]
+    if not held:
+        held = list(bank)
+        warnings.append(
+            "too few good photos to hold some back: the threshold was set on the training photos, "
+            "so it will raise more false alarms than planned"
+        )
+    if defects and not test_goods:
+        test_goods = held
+        warnings.append(
+            "no good photos in the test split: false alarms were counted on the photos that set the "
+            "threshold, so they look rarer than they will be"
+        )
+    return bank, held, test_goods + defects, warnings
+
+
+class AnomalyDetectionTrainer:
+    """The anomaly detection task's trainer (see ``trainers.tasks.Trainer``)."""
+
+    def check(self, samples) -> None:
+        goods = [s for s in samples if s.target is not None and is_good(s.target)]
+        if len(goods) < 2:
+            raise UserError(
+                "anomaly detection learns from photos of good parts: label at least 2 photos 'good' "
+                "(import a folder named good/, or press G on the Label page)"
+            )
+
+    def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
+        from modeldesk.trainers.feature_cache import FeatureCache
+
+        template = get_template(template)
+        backbone = get_backbone(template.backbone)
+        cache = FeatureCache(cache_dir)
+        keys = [s.key for s in samples if s.target is not None]
+        missing = cache.missing((backbone.key, template.neck.maps_name, "identity"), keys)
+        plan = plan_feature_extraction(
+            backbone,
+            len(missing),
+            cache,
+            views=("identity",),
+            features=maps_feature_spec(template.neck),
+            device=device,
+            batch_size=16,
+        )
+        features_s = plan.eta_s if plan.eta_s is not None else len(missing) * SECONDS_PER_IMAGE
+        fit_s = 0.0
+        if template.method == "memory-bank":
+            patches = len(keys) * template.neck.grid**2
+            pool = min(MAX_POOL, patches)
+            bank = min(template.bank_size, max(1000, int(template.coreset_share * patches)), pool)
+            fit_s = pool * bank / 1e6 * CORESET_S_PER_MILLION
+        budget = float(time_budget or template.time_budget_s)
+        eta = round(features_s + min(fit_s, 0.7 * budget) + 0.01 * len(keys) + 3.0, 1)
+        return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
+
+    def evaluate(self, artifact_path, samples, *, progress=None, masks=None) -> dict:
+        return evaluate_anomaly(artifact_path, samples, progress=progress, masks=masks)
+
+    def train(
+        self,
+        samples,
+        template,
+        out_dir,
+        cache_dir,
+        *,
+        time_budget=None,
+        device: str = "auto",
+        progress=None,
+        should_stop=None,
+        model_id=None,
+        cluster=None,
+    ) -> TrainResult:
+        """Extract maps, fit the model of normal, choose the threshold, export, evaluate the graph."""
+        from modeldesk.trainers.feature_cache import FeatureCache
+
+        started = time.monotonic()
+        template = get_template(template)
+        budget = float(time_budget or template.time_budget_s)
+        backbone = get_backbone(template.backbone)
+        labeled = [s for s in samples if s.target is not None]
+        self.check(labeled)
+        cache = FeatureCache(cache_dir)
+        estimate = self.estimate(labeled, template, cache_dir, device=device, time_budget=budget)
+        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
+        warnings: list[str] = []
+
+        readable, skipped = [], []
+        for s in labeled:
+            try:
+                image_size(s.path)
+                readable.append(s)
+            except (ImageDecodeError, OSError) as exc:
+                skipped.append({"file": str(s.path), "reason": str(exc)})
+        extracted = extract_maps(
+            backbone,
+            template.neck,
+            [(s.key, s.path) for s in readable],
+            cache,
+            device=device,
+            should_stop=should_stop,
+            progress=lambda done, total: report("Extracting features", 0.6 * done / max(total, 1)),
+        )["identity"]
+        skipped += extracted.skipped
+        row = {key: r for r, key in enumerate(extracted.keys)}
+        usable = [s for s in readable if s.key in row]
+        if skipped:
+            warnings.append(f"{len(skipped)} photo(s) could not be read and were left out")
+        bank_samples, held, measured, notes = split_roles(usable)
+        warnings += notes
+        if len(bank_samples) < 1:
+            raise UserError("none of the good photos could be read")
+
+        def maps_of(chosen):
+            return extracted.features[[row[s.key] for s in chosen]]
+
+        # the model of normal (0.6 .. 0.85)
+        report("Learning the good parts", 0.62)
+        dim = template.neck.dim(backbone)
+        projection = random_projection(dim, template.projection)
+        computer = PatchComputer(template.neck, backbone, projection)
+        patches = computer(maps_of(bank_samples))
+        patches = patches.reshape(-1, patches.shape[-1])
+        rng = np.random.default_rng(0)
+        if template.method == "memory-bank":
+            pool, cut = sample_pool(patches, MAX_POOL, rng)
+            size = min(
+                template.bank_size,
+                max(1000, int(template.coreset_share * len(patches))),
+                MAX_BANK_BYTES // (4 * patches.shape[1]),
+            )
+            deadline = started + 0.8 * budget
+            chosen = greedy_coreset(pool, size, rng, deadline=deadline)
+            normal = {"bank": pool[chosen]}
+            if cut:
+                warnings.append(
+                    f"the good photos have {len(patches):,} patches: {len(pool):,} drawn at random were "
+                    f"searched for the {len(chosen):,} that cover them best (memory kept bounded)"
+                )
+            if len(chosen) < min(size, len(pool)):
+                warnings.append(f"the time budget allowed a bank of {len(chosen):,} of {size:,} patches")
+        else:
+            mean, whiten = fit_gaussian(patches)
+            normal = {"mean": mean, "whiten": whiten}
+        report("Choosing the threshold", 0.85)
+        scorer = _Scorer(template, normal, dim if projection is None else projection.shape[1], computer)
+        held_scores, held_grids = scorer(maps_of(held))
+        threshold = false_alarm_threshold(held_scores, template.false_alarm_rate)
+        # a defect's heat is full at the threshold; the usual patch of a good photo is no heat at all
+        low = float(np.median(held_grids))
+        heat_range = [low, max(threshold, low + 1e-6)]
+
+        report("Exporting", 0.9)
+        model = prune_unused(
+            build_anomaly_graph(
+                backbone,
+                template.neck,
+                projection,
+                normal,
+                template.top_k,
+                threshold,
+                cache.root / "graphs",
+                template.score_border,
+            )
+        )
+        n_defects = sum(1 for s in usable if not is_good(s.target))
+        card = {
+            "id": model_id or new_model_id(),
+            "task": template.task,
+            "target": "anomaly",
+            "labels": ["good", "defect"],
+            "defect_kinds": sorted({str(s.target) for s in usable if not is_good(s.target)}),
+            "preprocessing": template.neck.spec.to_dict(),
+            "template": template.name,
+            "backbone": backbone.key,
+            "method": template.method,
+            "bank_patches": len(normal["bank"]) if "bank" in normal else None,
+            "threshold": float(threshold),
+            "false_alarm_rate_planned": template.false_alarm_rate,
+            "heatmap_range": heat_range,
+            "input_name": backbone.input_name,
+            "size_input": SIZE_INPUT,
+            "output_name": SCORE_OUTPUT,
+            "flag_output": FLAG_OUTPUT,
+            "heatmap_output": HEATMAP_OUTPUT,
+            "sizes_output": SIZES_OUTPUT,
+            "versions": _versions(),
+            "warnings": warnings,
+            "metrics": {},
+        }
+        artifact_dir = Path(save_artifact(out_dir, model, card))
+
+        report("Evaluating", 0.93)
+        where = "test" if measured else "held-out good"
+        chosen = measured or held
+        metrics = evaluate_anomaly(artifact_dir, chosen)
+        metrics["split"] = where
+        if not n_defects:
+            warnings.append(
+                "no defect photos were labeled: the catch rate could not be measured, only false alarms"
+            )
+        # the app's numbers (cached maps through the same scoring nodes) against the exported graph's
+        app_scores, _ = scorer(maps_of(chosen[:8]))
+        graph_scores = np.array([r["score"] for r in predict_scores(artifact_dir, chosen[:8])])
+        metrics["export_max_rel_diff"] = float(
+            np.max(np.abs(app_scores - graph_scores) / np.maximum(np.abs(app_scores), 1e-6))
+        )
+        if metrics["export_max_rel_diff"] > PARITY_TOLERANCE:
+            warnings.append(
+                f"the exported graph's scores differ from training's by up to "
+                f"{100 * metrics['export_max_rel_diff']:.2f}%"
+            )
+        metrics["held_out_good"] = len(held)
+        card["metrics"], card["warnings"] = metrics, warnings
+        card["training"] = {
+            "samples": {"bank": len(bank_samples), "threshold": len(held), "measured": len(chosen)},
+            "seconds": round(time.monotonic() - started, 2),
+            "skipped": skipped,
+        }
+        save_artifact(artifact_dir, model, card)
+        report("Done", 1.0, {"auroc": metrics.get("auroc"), "catch_rate": metrics.get("catch_rate")})
+        return TrainResult(
+            artifact_dir=artifact_dir,
+            metrics=metrics,
+            warnings=warnings,
+            skipped=skipped,
+            plan={
+                **estimate["plan"],
+                **(extracted.plan or {}),
+                "eta_s": estimate["eta_s"],
+                "actual_s": round(time.monotonic() - started, 2),
+            },
+        )
+
+
+class _Scorer:
+    """Training's scorer: cached maps -> patches -> the scoring nodes of the exported graph."""
+
+    def __init__(self, template, normal, dim, computer):
+        from modeldesk.deploy.runtime import create_session
+
+        self.computer = computer
+        model = scoring_model(template.neck, int(dim), normal, template.top_k, 0.0, template.score_border)
+        self.session = create_session(model.SerializeToString(), device="cpu")
+
+    def __call__(self, flat, batch: int = 8) -> tuple[np.ndarray, np.ndarray]:
+        scores, grids = [], []
+        for start in range(0, len(flat), batch):
+            patches = self.computer(flat[start : start + batch])
+            score, grid = self.session.run([SCORE_OUTPUT, GRID_OUTPUT], {"patches": patches})
+            scores.append(score), grids.append(grid)
+        if not scores:
+            return np.zeros(0, np.float32), np.zeros((0, 1, 1), np.float32)
+        return np.concatenate(scores), np.concatenate(grids)
+
+
+def _versions() -> dict:
+    import onnx
+
+    return {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__, "numpy": np.__version__}

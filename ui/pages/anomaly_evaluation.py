@@ -1,0 +1,138 @@
+"""The Evaluate page's part for anomaly models: the catch and false-alarm counts in plain words, image
+and pixel AUROC, the catch rate per defect kind, a threshold slider that moves every figure, and the
+test photos with the model's heatmap drawn on them (misses and false alarms first).
+
+The slider recomputes the figures from the scores saved in the report (no model run); the heatmap
+thumbnails are made off the UI thread by ``load(files, done)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from modeldesk.app.anomaly_formatting import catch_sentence, counts_from_images, verdict
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QColor, QIcon, QPixmap
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidgetItem, QSlider
+
+from ..page import card
+from ..widgets.mistakes import thumbnail_list
+
+log = logging.getLogger(__name__)
+
+THUMB = 168
+MAX_PHOTOS = 120
+STEPS = 200
+COLORS = {"missed": "#e03131", "false alarm": "#f08c00", "caught": "#2f9e44", "good": "#868e96"}
+
+
+def anomaly_words(report: dict, counts: dict) -> tuple[str, str]:
+    """(hero sentence, detail) of an anomaly report at the counts' threshold."""
+    hero = catch_sentence(counts).capitalize() + "."
+    parts = []
+    if report.get("auroc") is not None:
+        parts.append(f"image AUROC {report['auroc']:.3f}")
+    if report.get("pixel_auroc") is not None:
+        parts.append(f"pixel AUROC {report['pixel_auroc']:.3f} (where it points)")
+    detail = "On photos it never learned from"
+    detail += (
+        (": " + ", ".join(parts) + " (1.0 = every defect scores above every good part)") if parts else "."
+    )
+    return hero, detail
+
+
+class AnomalyCard:
+    """The card; ``frame`` goes on the page, ``set_report(report)`` fills it, ``on_words(hero, detail)``
+    lets the page's headline follow the slider."""
+
+    def __init__(self, load, on_words):
+        self.load, self.on_words = load, on_words
+        self.report: dict | None = None
+        self.images: list[dict] = []
+        self.lo, self.hi = 0.0, 1.0
+        self.frame, layout = card(
+            "At the threshold",
+            "Move the threshold: higher raises fewer false alarms but lets more defects through. "
+            "Every figure below follows.",
+        )
+        row = QHBoxLayout()
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(0, STEPS)
+        self.slider.setAccessibleName("Threshold")
+        self.slider.valueChanged.connect(self._moved)
+        self.value = QLabel()
+        self.value.setMinimumWidth(150)
+        row.addWidget(QLabel("Threshold"))
+        row.addWidget(self.slider, 1)
+        row.addWidget(self.value)
+        layout.addLayout(row)
+        self.figures = QLabel()
+        self.figures.setWordWrap(True)
+        self.figures.setTextFormat(Qt.RichText)
+        layout.addWidget(self.figures)
+        self.photos_title = QLabel("<b>Test photos, misses and false alarms first</b>")
+        layout.addWidget(self.photos_title)
+        legend = " ".join(f"<span style='color:{c}'>■</span> {k}" for k, c in COLORS.items())
+        self.legend = QLabel(legend + " · red-yellow shading: where it looks unlike the good parts")
+        self.legend.setObjectName("Muted")
+        self.legend.setWordWrap(True)
+        layout.addWidget(self.legend)
+        self.photos = thumbnail_list(THUMB, QSize(THUMB + 24, THUMB + 44), 2 * (THUMB + 44) + 12)
+        layout.addWidget(self.photos)
+
+    @property
+    def threshold(self) -> float:
+        return self.lo + (self.hi - self.lo) * self.slider.value() / STEPS
+
+    def set_report(self, report: dict | None) -> None:
+        self.report = report
+        self.photos.clear()
+        if not report:
+            return
+        self.images = list(report.get("images") or [])[:MAX_PHOTOS]
+        scores = [m["score"] for m in report.get("images") or []] or [report.get("threshold", 0.0)]
+        trained = float(report.get("threshold", 0.0))
+        self.lo, self.hi = min(min(scores), trained) * 0.95, max(max(scores), trained) * 1.05
+        self.slider.blockSignals(True)
+        self.slider.setValue(round(STEPS * (trained - self.lo) / max(self.hi - self.lo, 1e-9)))
+        self.slider.blockSignals(False)
+        self._items = []
+        for image in self.images:
+            item = QListWidgetItem(Path(str(image.get("file") or "")).name)
+            item.setSizeHint(QSize(THUMB + 24, THUMB + 44))
+            self.photos.addItem(item)
+            self._items.append(item)
+        self._moved()
+        self.load([m["file"] for m in self.images], self._show_thumbnails)
+
+    def _moved(self, *_):
+        if not self.report:
+            return
+        threshold = self.threshold
+        trained = float(self.report.get("threshold", 0.0))
+        counts = counts_from_images(self.report.get("images") or [], threshold)
+        self.value.setText(f"{threshold:.2f}" + ("  (as trained)" if abs(threshold - trained) < 1e-9 else ""))
+        kinds = counts["per_kind"]
+        lines = [f"<b>{catch_sentence(counts).capitalize()}</b>"]
+        if counts["catch_rate"] is not None:
+            lines.append(f"Catch rate {counts['catch_rate']:.0%}")
+        if counts["false_alarm_rate"] is not None:
+            lines[-1] += f", false alarms {counts['false_alarm_rate']:.0%} of good parts"
+        if kinds:
+            lines.append(
+                "Per kind: " + ", ".join(f"{k} {v['caught']} of {v['defects']}" for k, v in kinds.items())
+            )
+        self.figures.setText("<br>".join(lines))
+        self.on_words(*anomaly_words(self.report, counts))
+        for image, item in zip(self.images, self._items):
+            what = verdict(image, threshold)
+            item.setText(f"{what} · {image['score']:.1f}")
+            item.setForeground(QColor(COLORS[what]))
+            item.setToolTip(f"{image.get('file')}\n{image.get('kind')}: score {image['score']:.2f}, {what}")
+            item.setData(Qt.UserRole, what)
+
+    def _show_thumbnails(self, found: list) -> None:
+        for (file, picture), item in zip(found, self._items):
+            if picture is not None:
+                item.setIcon(QIcon(QPixmap(str(picture))))
