@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from modeldesk.fileio import atomic_write
@@ -29,6 +29,7 @@ class Settings:
     thumbnail_size: int = 160
     cluster: str = ""  # a Dask scheduler address that training uses beside this machine; "" for none
     cluster_credentials: str = ""  # the TLS credentials file for a tls:// cluster
+    keep_up_projects: list = field(default_factory=list)  # projects whose "Improve as I label" is on
 
     @classmethod
     def load(cls, root, warnings: list | None = None) -> "Settings":

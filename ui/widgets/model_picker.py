@@ -5,6 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox
 
+from modeldesk.app.keep_up import is_auto_model
+
 from ..wording import model_title
 
 
@@ -29,14 +31,15 @@ class ModelPicker(QComboBox):
         self, models: list[dict], current: str | None, recipe_titles: dict | None = None
     ) -> str | None:
         """Show ``models`` (newest first) without signals; returns the id shown: ``current`` while it
-        exists, else the newest."""
+        exists, else the newest the user trained (an "Improve as I label" run only when there is no other)."""
         self.blockSignals(True)
         self.clear()
         for model in models:
             self.addItem(model_title(model, recipe_titles), model["id"])
             self.setItemData(self.count() - 1, f"Model {model['id']}", 3)  # Qt.ToolTipRole
         if not any(m["id"] == current for m in models):
-            current = models[0]["id"] if models else None
+            chosen = [m for m in models if not is_auto_model(m)] or models
+            current = chosen[0]["id"] if chosen else None
         self.setCurrentIndex(max(self.findData(current), 0) if current else -1)
         self.blockSignals(False)
         return current

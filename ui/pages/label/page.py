@@ -32,6 +32,7 @@ from ...wording import file_name
 from .annotators import ANNOTATORS
 from .class_edit import ClassEditor
 from .class_panel import KEYS
+from .keep_up_bar import KeepUpBar
 from .side_panel import SidePanel
 from .views import VIEWS, PayloadCache
 
@@ -109,6 +110,7 @@ class LabelPage(Page):
         self.header.add(QLabel("Order"))
         self.header.add(self.order_box)
         self.header.add(self.train_button)
+        self.keep_up = KeepUpBar(self)  # "Improve as I label"
 
         self.view_stack = QStackedWidget()
         self.prev_button = QPushButton("‹  Previous")
@@ -126,6 +128,7 @@ class LabelPage(Page):
         left = QVBoxLayout()
         left.addWidget(self.view_stack, 1)
         left.addLayout(nav)
+        left.addWidget(self.keep_up)
 
         self.side = SidePanel()
         self.panel = self.side.classes
@@ -134,14 +137,7 @@ class LabelPage(Page):
         self.side.accept_button.clicked.connect(self.accept_suggestion)
         self.side.clear_button.clicked.connect(self.clear_annotations)
         self.side.undo_button.clicked.connect(self.undo)
-        for name in (
-            "banner",
-            "suggestion_label",
-            "accept_button",
-            "clear_button",
-            "undo_button",
-            "keys_help",
-        ):
+        for name in "banner suggestion_label accept_button clear_button undo_button keys_help".split():
             setattr(self, name, getattr(self.side, name))
 
         content = QHBoxLayout(self.body)
@@ -180,6 +176,7 @@ class LabelPage(Page):
         self.undo_stack.clear()
         self.undo_button.setEnabled(False)
         self._cache.clear()
+        self.keep_up.set_project(self.project)
         self.panel.set_project(self.project)
         if self.view is not None:
             self.view.clear()
@@ -462,7 +459,12 @@ class LabelPage(Page):
         if stats.get("project") == self.project:
             self.counts = {label: 0 for label in self.labels} | dict(stats["labels"])
             self._show_counts(stats)  # the store's counts: right after undo too
+            self.keep_up.labeled(stats)
         self.status_changed.emit()
+
+    def shutdown(self) -> None:
+        self.keep_up.stop()  # a background run goes on in its worker; the next start follows it
+        super().shutdown()
 
     def undo(self) -> None:
         """Put back the annotation changed last (and show that sample)."""
