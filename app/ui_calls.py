@@ -353,3 +353,10 @@ class UiCalls:
         events = self.jobs.events(int(job_id), 0)
         self.jobs.resume(int(job_id))
         return events[-1]["seq"] if events else 0
+
+    def predict_payloads(self, model, payloads, names=None) -> list[dict]:
+        """Predictions for in-memory files (a photo's JPEG bytes, a clip's WAV bytes), as the service
+        gives them: the live preview's call (``app.live``)."""
+        payloads = [bytes(p) for p in payloads]
+        names = list(names) if names is not None else [f"frame {i + 1}" for i in range(len(payloads))]
+        return self._predictor(model).predict(payloads, names=names)

@@ -16,6 +16,7 @@ from ...widgets import camera
 from ...widgets.clip_player import ClipPlayer
 from ...widgets.text_try import TextTry
 from ...wording import found_words, top_scores
+from .live_preview import LiveMode
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
@@ -138,6 +139,7 @@ class TryIt:
         buttons = QHBoxLayout()
         buttons.addWidget(self.choose_button)
         buttons.addWidget(self.camera_button)
+        self.live = LiveMode(self, buttons)  # the page sets live.predict
         buttons.addStretch(1)
         left.addLayout(buttons)
         right = QVBoxLayout()
@@ -170,6 +172,7 @@ class TryIt:
         )
         self.noun = noun = "clip" if sound else "text" if text else "photo"
         self.scores.empty_text = f"The model's answer for your {noun} appears here."
+        self.live.set_input_kind(kind)
 
     def _choose(self) -> None:
         if self.sound:
@@ -199,6 +202,7 @@ class TryIt:
         self.scores.set_rows([])
 
     def clear(self) -> None:
+        self.live.stop()
         self.answer.setText("")
         self.scores.set_rows([])
 
