@@ -162,7 +162,7 @@
     var audio = kind === "audio", text = kind === "text";
     $("drop").hidden = text;
     $("text-tools").hidden = !text;
-    if (text) { $("try-hint").textContent = "Type or paste a text"; renderCurl(); return; }
+    if (text) { $("try-hint").textContent = "Type or paste a text"; renderCurl(); if (window.modeldeskLive) window.modeldeskLive.setInputKind(kind); return; }
     $("file").accept = audio ? "audio/wav,audio/x-wav,.wav" : "image/*";
     $("try-hint").textContent = audio ? "Drop or choose a WAV clip, or record one" : "Drop, paste or choose an image";
     $("drop-title").textContent = audio ? "Drag a sound clip here" : "Drag an image here";
@@ -172,6 +172,7 @@
     var canRecord = !!(navigator.mediaDevices && navigator.mediaDevices.getUserMedia && window.AudioContext);
     $("record").disabled = !canRecord;
     if (!canRecord) $("record-text").textContent = "No microphone access here: open the console as 127.0.0.1 or over HTTPS";
+    if (window.modeldeskLive) window.modeldeskLive.setInputKind(kind);
   }
 
   function drawWave(samples) {
@@ -356,5 +357,7 @@
     sessionStorage.setItem("modeldesk-token", token);
     load();
   });
+  // what live.js (the webcam / microphone live mode) uses of this console
+  window.modeldeskConsole = { api: api, renderPrediction: renderPrediction, showError: showError, needToken: needToken, to16k: to16k, encodeWav: encodeWav };
   load();
 })();
