@@ -73,6 +73,7 @@ class DropArea(QLabel):
             return
         if boxes:
             draw_boxes(pixmap, boxes)
+            self.setMinimumHeight(max(self.minimumHeight(), 320))  # boxes need room to be read
         self.setPixmap(
             pixmap.scaled(self.size() - QSize(16, 16), Qt.KeepAspectRatio, Qt.SmoothTransformation)
         )

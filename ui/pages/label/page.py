@@ -123,11 +123,12 @@ class LabelPage(Page):
         self.position.setMinimumWidth(10)
         nav = QHBoxLayout()
         nav.addWidget(self.prev_button)
-        nav.addWidget(self.position, 1)
+        nav.addStretch(1)
         nav.addWidget(self.next_button)
         left = QVBoxLayout()
         left.addWidget(self.view_stack, 1)
         left.addLayout(nav)
+        left.addWidget(self.position)  # under the buttons: a narrow window has no room between them
         left.addWidget(self.keep_up)
 
         self.side = SidePanel()
