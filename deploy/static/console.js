@@ -358,6 +358,6 @@
     load();
   });
   // what live.js (the webcam / microphone live mode) uses of this console
-  window.modeldeskConsole = { api: api, renderPrediction: renderPrediction, showError: showError, needToken: needToken, to16k: to16k, encodeWav: encodeWav };
+  window.modeldeskConsole = { api: api, renderPrediction: renderPrediction, showError: showError, needToken: needToken, to16k: to16k, encodeWav: encodeWav, drawWave: drawWave };
   load();
 })();

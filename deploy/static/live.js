@@ -108,6 +108,7 @@
     var clip = all.subarray(total - audio.rate * CLIP_S);
     var console_ = window.modeldeskConsole;
     console_.to16k(clip, audio.rate).then(function (samples) {
+      console_.drawWave(samples); $("wave").hidden = false;  // what the model hears
       var blob = new Blob([console_.encodeWav(samples, 16000)], { type: "audio/wav" });
       return send(new File([blob], "live.wav", { type: "audio/wav" }));
     }).then(nextClip, failed);
@@ -153,6 +154,7 @@
     stream = null;
     if (audio) { audio.processor.disconnect(); audio.context.close(); audio = null; }
     canvas.hidden = true; video.hidden = true; video.srcObject = null;
+    if (kind === "audio") $("wave").hidden = true;
     var photo = $("preview").getAttribute("src");  // back to the last photo tried, or to the empty drop box
     if (photo && kind === "image") { $("preview").hidden = false; $("replace").hidden = false; } else if (kind === "image") $("drop-empty").hidden = false;
     $("live").classList.remove("recording");
