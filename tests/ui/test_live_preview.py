@@ -111,6 +111,7 @@ def test_listen_live_predicts_on_the_last_two_seconds(qtbot, card):
     with wave.open(io.BytesIO(model.payloads[-1])) as clip:
         assert clip.getframerate() == 16000 and clip.getnframes() == 32000
     assert "yes" in card.answer.text()
+    assert len(card.clip_player.waveform.peaks) == 240, "the window heard is drawn"
 
 
 def test_text_models_have_no_live_mode_and_no_camera_is_said(card):

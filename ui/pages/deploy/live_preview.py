@@ -87,6 +87,15 @@ class LatestOnly(QObject):
             self.failed.emit(message)
 
 
+def peaks(samples: np.ndarray, columns: int = 240) -> np.ndarray:
+    """(columns x 2) min/max of ``samples``, for the clip player's waveform."""
+    usable = len(samples) - len(samples) % columns
+    if usable <= 0:
+        return np.zeros((0, 2), np.float32)
+    blocks = np.asarray(samples[:usable], np.float32).reshape(columns, -1)
+    return np.stack([blocks.min(axis=1), blocks.max(axis=1)], axis=1)
+
+
 def frame_pixmap(frame: np.ndarray) -> QPixmap:
     """An RGB uint8 frame as a pixmap."""
     height, width = frame.shape[:2]
@@ -252,7 +261,7 @@ class LiveMode(QObject):
         self.clip.feed(data)
         if self.clip.done and not self.loop.busy:
             samples, rate = self.clip.snapshot()
-            self.loop.offer(lambda: clip_wav(samples, rate))
+            self.loop.offer(lambda: clip_wav(samples, rate), samples)
 
     def _show_frame(self, frame: np.ndarray) -> None:
         pixmap = frame_pixmap(frame)
@@ -263,7 +272,7 @@ class LiveMode(QObject):
         drop = self.try_it.drop
         drop.setPixmap(pixmap.scaled(drop.size() - QSize(16, 16), Qt.KeepAspectRatio, Qt.FastTransformation))
 
-    def _answered(self, prediction: dict, frame) -> None:
+    def _answered(self, prediction: dict, context) -> None:
         if not self.running:
             return
         now = time.monotonic()
@@ -272,6 +281,8 @@ class LiveMode(QObject):
         self.try_it.show_prediction(prediction)  # no path: the answer and the bars only
         if self.boxes and self.frame is not None:
             self._show_frame(self.frame)
+        if self.kind == "audio" and context is not None:  # the two seconds the model heard
+            self.try_it.clip_player.waveform.set_peaks(peaks(context))
         rate = self.answers_per_second()
         if rate:
             prefix = "Live: listening" if self.kind == "audio" else "Live"
