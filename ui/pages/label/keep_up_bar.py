@@ -9,12 +9,11 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QLabel, QVBoxLayout, QWidget
 
 from modeldesk.app.keep_up import EVERY, KeepUp, is_auto_job
 
 from ...job_watcher import JobWatcher
-from ...widgets.elided_label import ElidedLabel
 from ...wording import score_words
 
 log = logging.getLogger(__name__)
@@ -50,14 +49,15 @@ class KeepUpBar(QWidget):
             "suggestions keep up. The recipe you pick on the Train step still trains when you ask."
         )
         self.box.toggled.connect(self._toggled)
-        self.note = ElidedLabel()
+        self.note = QLabel()  # under the switch, wrapped: a narrow window has no room beside it
         self.note.setObjectName("Muted")
-        self.note.setMinimumWidth(10)
+        self.note.setWordWrap(True)
         self.note.hide()
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.box)
-        row.addWidget(self.note, 1)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        column.addWidget(self.box)
+        column.addWidget(self.note)
 
     def set_project(self, project: str | None) -> None:
         """Show the switch of ``project`` (read in the page's pool) and follow a background run of it
