@@ -9,7 +9,6 @@ from modeldesk.app.keep_up import is_auto_model
 
 from ..wording import model_title
 
-
 #: the most characters of a title the picker makes room for
 MAX_CHARS = 30
 
