@@ -81,3 +81,10 @@ class ServingCalls:
         service_ports.remember(self.paths.root, model_id, port)
         handle.note = note
         return handle
+
+    def predict_payloads(self, model, payloads, names=None) -> list[dict]:
+        """Predictions for in-memory files (a photo's JPEG bytes, a clip's WAV bytes), as the service
+        gives them: the live preview's call (``app.live``)."""
+        payloads = [bytes(p) for p in payloads]
+        names = list(names) if names is not None else [f"frame {i + 1}" for i in range(len(payloads))]
+        return self._predictor(model).predict(payloads, names=names)

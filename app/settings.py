@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from modeldesk import safejson
@@ -45,6 +45,7 @@ class Settings:
     thumbnail_size: int = 160
     cluster: str = ""  # a Dask scheduler address that training uses beside this machine; "" for none
     cluster_credentials: str = ""  # the TLS credentials file for a tls:// cluster
+    keep_up_projects: list = field(default_factory=list)  # projects whose "Improve as I label" is on
 
     @classmethod
     def load(cls, root, warnings: list | None = None) -> "Settings":

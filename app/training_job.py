@@ -6,6 +6,7 @@ import logging
 import time
 
 from modeldesk.app import pipeline
+from modeldesk.app.keep_up import ORIGIN, ORIGIN_KEY
 from modeldesk.app.run_time import RunProgress, scoring_count, scoring_seconds, whole_run
 from modeldesk.app.workspace import Workspace
 from modeldesk.datasets.kinds import sample_kind
@@ -51,7 +52,10 @@ def run_training(params: dict, ctx) -> dict:
             model_id=model_id,
             **options,
         )
-        ws.store.add_model(project, model_id, str(result.artifact_dir), template.name, result.metrics)
+        metrics = dict(result.metrics)
+        if params.get("auto"):  # "Improve as I label": the pickers keep the user's own model as default
+            metrics[ORIGIN_KEY] = ORIGIN
+        ws.store.add_model(project, model_id, str(result.artifact_dir), template.name, metrics)
         for skipped in result.skipped:
             log.warning("training skipped %s: %s", skipped["file"], skipped["reason"])
         if scored:

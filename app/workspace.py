@@ -224,8 +224,11 @@ class Workspace(ProjectCalls, TrainingCalls, ServingCalls):
         device: str = "auto",
         cluster: str | None = None,
         credentials=None,
+        auto: bool = False,
     ) -> int:
-        """Queue a training job (it starts in a worker process as soon as the queue is free)."""
+        """Queue a training job (it starts in a worker process as soon as the queue is free).
+
+        ``auto``: a background run of "Improve as I label" (``app.keep_up``), marked so in its params."""
         project = self.project(project)
         pipeline.check_trainable(self, project, template)
         params = {
@@ -236,6 +239,8 @@ class Workspace(ProjectCalls, TrainingCalls, ServingCalls):
             "device": device,
             "cluster": self.resolve_cluster(cluster, credentials),
         }
+        if auto:
+            params["auto"] = True
         job_id = self.jobs.submit("train", TRAINING_TARGET, params)
         log.info("submitted training job %s for %r with %s", job_id, project.name, template)
         return job_id

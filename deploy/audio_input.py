@@ -335,6 +335,7 @@ class AudioInput(ModelInput):
     console = {
         "widget": "file",
         "preview": "clip",
+        "live": "microphone",
         "accept": "audio/wav,audio/x-wav,.wav",
         "types": ["wav"],
         "suffixes": [".wav"],

@@ -55,6 +55,7 @@ class ImageInput(ModelInput):
     console = {
         "widget": "file",
         "preview": "image",
+        "live": "camera",
         "accept": "image/*",
         "types": ["image/"],
         "suffixes": [],

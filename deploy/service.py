@@ -180,7 +180,8 @@ def _console_page() -> str:
     page = (STATIC / "index.html").read_text(encoding="utf-8")
     css = (STATIC / "console.css").read_text(encoding="utf-8")
     js = (STATIC / "console.js").read_text(encoding="utf-8")
-    return page.replace("/*{{CSS}}*/", css).replace("/*{{JS}}*/", js)
+    live = (STATIC / "live.js").read_text(encoding="utf-8")  # the webcam / microphone live mode
+    return page.replace("/*{{CSS}}*/", css).replace("/*{{JS}}*/", js).replace("/*{{LIVE_JS}}*/", live)
 
 
 def load_checked(

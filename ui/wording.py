@@ -277,6 +277,8 @@ def model_title(model: dict, recipe_titles: dict | None = None) -> str:
     accuracy = (model.get("metrics") or {}).get("accuracy")
     if isinstance(accuracy, (int, float)):
         parts.append(f"{accuracy:.0%}")
+    if (model.get("metrics") or {}).get("origin") == "keep_up":  # app.keep_up.ORIGIN
+        parts.append("updated while you label")
     return ", ".join(p for p in parts if p)
 
 

@@ -163,7 +163,7 @@
     var text = input.widget === "text";
     $("drop").hidden = text;
     $("text-tools").hidden = !text;
-    if (text) { $("try-hint").textContent = input.hint || "Type or paste a text"; renderCurl(); return; }
+    if (text) { $("try-hint").textContent = input.hint || "Type or paste a text"; renderCurl(); if (window.modeldeskLive) window.modeldeskLive.setInputKind(null); return; }
     $("file").accept = input.accept || "*/*";
     if (input.hint) $("try-hint").textContent = input.hint;
     if (input.drop_title) $("drop-title").textContent = input.drop_title;
@@ -173,6 +173,7 @@
     var canRecord = !!(navigator.mediaDevices && navigator.mediaDevices.getUserMedia && window.AudioContext);
     $("record").disabled = !canRecord;
     if (!canRecord) $("record-text").textContent = "No microphone access here: open the console as 127.0.0.1 or over HTTPS";
+    if (window.modeldeskLive) window.modeldeskLive.setInputKind(input.live || null);
   }
 
   function drawWave(samples) {
@@ -361,5 +362,7 @@
     sessionStorage.setItem("modeldesk-token", token);
     load();
   });
+  // what live.js (the webcam / microphone live mode) uses of this console
+  window.modeldeskConsole = { api: api, renderPrediction: renderPrediction, showError: showError, needToken: needToken, to16k: to16k, encodeWav: encodeWav, drawWave: drawWave };
   load();
 })();

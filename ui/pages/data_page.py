@@ -156,7 +156,7 @@ class DataPage(DataBars, Page):
         self.gallery_stack.addWidget(self.gallery)
         self.gallery_stack.addWidget(self.drop_hint)
 
-        side = QFrame()
+        self.side = side = QFrame()
         side.setObjectName("Card")
         side.setMinimumWidth(190)
         side.setMaximumWidth(280)
@@ -195,10 +195,20 @@ class DataPage(DataBars, Page):
         layout.addLayout(content, 1)
         self._set_noun("photos")
 
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._fit_width()
+
+    def _fit_width(self) -> None:
+        """A narrow page keeps two columns of photos: the counts card goes (unless it warns), labels shorten."""
+        narrow = self.width() < 760
+        self.side.setVisible(not narrow or not self.warning.isHidden())
+        self.wrong_filter.setText("Mistakes only" if narrow else "Only the model's mistakes")
+
     def _set_noun(self, noun: str) -> None:
         self.noun = noun
         self.import_button.setText(f"Add {noun}")
-        self.wrong_filter.setText("Only the model's mistakes")
+        self._fit_width()
         self.wrong_filter.setToolTip(f"Only the {noun} the model gets wrong")
         if noun == "texts":
             self.tip.setText(
@@ -313,6 +323,7 @@ class DataPage(DataBars, Page):
         warning = small_class_warning(stats["labels"], minimum=few, noun=noun)
         self.warning.setText(warning)
         self.warning.setVisible(bool(warning))
+        self._fit_width()
         self.wrong_filter.setEnabled(model_id is not None)
         self.wrong_filter.setToolTip("" if model_id else "Available after training a model")
         self.label_button.setEnabled(stats["samples"] > 0)

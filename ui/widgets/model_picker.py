@@ -5,7 +5,12 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox
 
+from modeldesk.app.keep_up import is_auto_model
+
 from ..wording import model_title
+
+#: the most characters of a title the picker makes room for
+MAX_CHARS = 30
 
 
 class ModelPicker(QComboBox):
@@ -29,14 +34,18 @@ class ModelPicker(QComboBox):
         self, models: list[dict], current: str | None, recipe_titles: dict | None = None
     ) -> str | None:
         """Show ``models`` (newest first) without signals; returns the id shown: ``current`` while it
-        exists, else the newest."""
+        exists, else the newest the user trained (an "Improve as I label" run only when there is no other)."""
         self.blockSignals(True)
         self.clear()
-        for model in models:
-            self.addItem(model_title(model, recipe_titles), model["id"])
-            self.setItemData(self.count() - 1, f"Model {model['id']}", 3)  # Qt.ToolTipRole
+        titles = [model_title(model, recipe_titles) for model in models]
+        # wide enough for "Accurate, 03 Dec 14:35, 93%" whole; a longer title is elided, its tooltip has it all
+        self.setMinimumContentsLength(min(max(map(len, titles), default=16), MAX_CHARS))
+        for model, title in zip(models, titles):
+            self.addItem(title, model["id"])
+            self.setItemData(self.count() - 1, f"{title} (model {model['id']})", 3)  # Qt.ToolTipRole
         if not any(m["id"] == current for m in models):
-            current = models[0]["id"] if models else None
+            chosen = [m for m in models if not is_auto_model(m)] or models
+            current = chosen[0]["id"] if chosen else None
         self.setCurrentIndex(max(self.findData(current), 0) if current else -1)
         self.blockSignals(False)
         return current

@@ -47,6 +47,7 @@ class DeployPage(Page):
         self.recorder = self.make_recorder()
         self.recorder.recorded.connect(self._recorded)
         self.try_it = TryIt(self.try_file, self.report_error, self.recorder, on_text=self.try_text)
+        self.try_it.live.predict = lambda payload: self.ws.predict_payloads(self.model_id, [payload])[0]
         self.service_card = ServiceCard(workspace, self.run, self.report_error, self)
         self.service_card.changed.connect(self._used)
         self.export_card = ExportCard(workspace, self.run, self)

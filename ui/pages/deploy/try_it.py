@@ -17,6 +17,7 @@ from ...widgets import camera
 from ...widgets.clip_player import ClipPlayer
 from ...widgets.text_try import TextTry
 from ...wording import found_words, top_scores
+from .live_preview import LiveMode
 
 
 class DropArea(QLabel):
@@ -71,6 +72,7 @@ class DropArea(QLabel):
             return
         if boxes:
             draw_boxes(pixmap, boxes)
+            self.setMinimumHeight(max(self.minimumHeight(), 320))  # boxes need room to be read
         self.setPixmap(
             pixmap.scaled(self.size() - QSize(16, 16), Qt.KeepAspectRatio, Qt.SmoothTransformation)
         )
@@ -138,6 +140,7 @@ class TryIt:
         buttons = QHBoxLayout()
         buttons.addWidget(self.choose_button)
         buttons.addWidget(self.camera_button)
+        self.live = LiveMode(self, buttons)  # the page sets live.predict
         buttons.addStretch(1)
         left.addLayout(buttons)
         right = QVBoxLayout()
@@ -166,6 +169,7 @@ class TryIt:
         self.subtitle.setText(entry.try_hint)
         self.noun = noun = entry.one
         self.scores.empty_text = f"The model's answer for your {noun} appears here."
+        self.live.set_input_kind(kind)
 
     def _choose(self) -> None:
         _text, title, filters = self.kind.choose or ("", "Choose a file", "")
@@ -184,6 +188,7 @@ class TryIt:
         self.scores.set_rows([])
 
     def clear(self) -> None:
+        self.live.stop()
         self.answer.setText("")
         self.scores.set_rows([])
 

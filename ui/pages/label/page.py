@@ -32,7 +32,9 @@ from ...wording import file_name
 from .annotators import ANNOTATORS
 from .class_edit import ClassEditor
 from .class_panel import KEYS
+from .fresh_suggestions import ask_fresh_suggestion
 from .heatmap_hint import HeatmapHint
+from .keep_up_bar import KeepUpBar
 from .side_panel import SidePanel
 from ...kinds import label_view
 from .views import PayloadCache
@@ -112,6 +114,7 @@ class LabelPage(Page):
         self.header.add(QLabel("Order"))
         self.header.add(self.order_box)
         self.header.add(self.train_button)
+        self.keep_up = KeepUpBar(self)  # "Improve as I label"
 
         self.view_stack = QStackedWidget()
         self.prev_button = QPushButton("‹  Previous")
@@ -124,11 +127,13 @@ class LabelPage(Page):
         self.position.setMinimumWidth(10)
         nav = QHBoxLayout()
         nav.addWidget(self.prev_button)
-        nav.addWidget(self.position, 1)
+        nav.addStretch(1)
         nav.addWidget(self.next_button)
         left = QVBoxLayout()
         left.addWidget(self.view_stack, 1)
         left.addLayout(nav)
+        left.addWidget(self.position)  # under the buttons: a narrow window has no room between them
+        left.addWidget(self.keep_up)
 
         self.side = SidePanel()
         self.panel = self.side.classes
@@ -137,14 +142,7 @@ class LabelPage(Page):
         self.side.accept_button.clicked.connect(self.accept_suggestion)
         self.side.clear_button.clicked.connect(self.clear_annotations)
         self.side.undo_button.clicked.connect(self.undo)
-        for name in (
-            "banner",
-            "suggestion_label",
-            "accept_button",
-            "clear_button",
-            "undo_button",
-            "keys_help",
-        ):
+        for name in "banner suggestion_label accept_button clear_button undo_button keys_help".split():
             setattr(self, name, getattr(self.side, name))
 
         content = QHBoxLayout(self.body)
@@ -183,6 +181,7 @@ class LabelPage(Page):
         self.undo_stack.clear()
         self.undo_button.setEnabled(False)
         self._cache.clear()
+        self.keep_up.set_project(self.project)
         self.panel.set_project(self.project)
         if self.view is not None:
             self.view.clear()
@@ -326,23 +325,7 @@ class LabelPage(Page):
         self._show_sample_state()
         self.heatmap_hint.show(sample, self.model_id)  # an anomaly model: where it looks unlike good parts
         self.sample_shown.emit(sample.id)
-        self._suggest_new(sample)
-
-    def _suggest_new(self, sample) -> None:
-        """A sample added after the model was trained has no suggestion yet: ask the model now."""
-        if self.model_id is None or sample.labels or sample.id in self.suggestions:
-            return
-        if not self.annotator.takes_suggestions or self.info.get("target") == "boxes":
-            return
-        ws, project, model_id = self.ws, self.project, self.model_id
-        self.run(lambda state: (sample.id, ws.suggest(project, model_id, sample.id)), self._suggested)
-
-    def _suggested(self, result) -> None:
-        sample_id, suggestion = result
-        if suggestion is not None:
-            self.suggestions[sample_id] = suggestion
-            if self.sample is not None and self.sample.id == sample_id:
-                self._show_sample_state()
+        ask_fresh_suggestion(self, sample)
 
     def _show_sample_state(self) -> None:
         sample = self.sample
@@ -466,7 +449,12 @@ class LabelPage(Page):
         if stats.get("project") == self.project:
             self.counts = {label: 0 for label in self.labels} | dict(stats["labels"])
             self._show_counts(stats)  # the store's counts: right after undo too
+            self.keep_up.labeled(stats)
         self.status_changed.emit()
+
+    def shutdown(self) -> None:
+        self.keep_up.stop()  # a background run goes on in its worker; the next start follows it
+        super().shutdown()
 
     def undo(self) -> None:
         """Put back the annotation changed last (and show that sample)."""

@@ -31,7 +31,7 @@ from ...widgets.cluster_panel import ClusterPanel
 from ...wording import TIME_LIMITS, describe_duration, nouns, result_sentence
 from .facts import FactsBanner
 from .run_view import RunView
-from .runs_table import RunsTable
+from .runs_table import RunsTable, is_auto_job
 from .template_card import TemplateCards
 
 log = logging.getLogger(__name__)
@@ -423,7 +423,7 @@ class TrainPage(Page):
     # -- the runs table ---------------------------------------------------------------------------
 
     def _attach_running_job(self, jobs: list[dict]) -> None:
-        for job in jobs:
+        for job in (j for j in jobs if not is_auto_job(j)):  # the Label page follows "Improve as I label"
             if job.get("state") not in TERMINAL_STATES:
                 template = (job.get("params") or {}).get("template")
                 if template and template != self.selected_template():

@@ -5,6 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QPushButton, QTableWidget, QTableWidgetItem
 
+from modeldesk.app.keep_up import is_auto_job
+
 from ...job_watcher import CANCELLED_STATES, DONE_STATES, FAILED_STATES
 from ...wording import STATE_WORDS, score_words, short_time
 
@@ -50,7 +52,9 @@ class RunsTable(QTableWidget):
             started = job.get("created_at") or job.get("started_at") or ""
             items = [
                 QTableWidgetItem(f"#{job['id']}"),
-                QTableWidgetItem(title(template)),
+                QTableWidgetItem(
+                    title(template) + (" (updated while you label)" if is_auto_job(job) else "")
+                ),
                 QTableWidgetItem(words),
                 QTableWidgetItem(short_time(started)),
             ]
