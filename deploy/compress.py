@@ -622,6 +622,7 @@ class _Runner:
     def empty_row(self, candidate: Candidate) -> dict:
         return {
             "name": candidate.name,
+            "plain_name": candidate.plain_name(),
             "input_size": candidate.size or self.spec.size,
             "quantization": candidate.quant,
             "per_channel": candidate.per_channel,
@@ -789,7 +790,6 @@ def _save(artifact, out_dir, results, models, decision: dict, n_calibration: int
     fp32, best = results[0], decision["chosen"]
     for row in results:
         row["words"] = _words(row, fp32)
-        row["plain_name"] = parse_candidate(row["name"]).plain_name()
     blob, size, candidate = models[best["name"]]
     card = dict(artifact.card)
     if candidate.one_view:
@@ -842,5 +842,6 @@ def _save(artifact, out_dir, results, models, decision: dict, n_calibration: int
         "reason": best["reason"],
         "words": best["words"],
         "runtime": best["runtime"],
+        "folds": folds,
         **claim_keys(decision),
     }

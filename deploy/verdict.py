@@ -174,7 +174,7 @@ def judge(
     for row in sequence:
         if failed is not None:
             row["reason"] = (
-                f"not tested: {failed['name']}, slower, already failed the accuracy check (the check goes "
+                f"not tested: {_called(failed)}, slower, already failed the accuracy check (the check goes "
                 f"from the slowest copy to the fastest and stops at the first that fails, so that the "
                 f"{level:.0%} holds for the kept one)"
             )
@@ -200,7 +200,7 @@ def judge(
             f" to lose at most {100 * limit:g} points of accuracy ({level:.0%} sure, on {examples:,} {noun})"
         )
         if failed is not None:
-            claim += f"; the closest, {failed['name']}, may lose up to {failed['loss_bound']:.1f}"
+            claim += f"; the first tried, {_called(failed)}, may lose up to {failed['loss_bound']:.1f} points"
         claim += "."
     else:
         bound = best["loss_bound"]
@@ -222,6 +222,10 @@ def judge(
         "examples": examples,
         "claim": claim,
     }
+
+
+def _called(row: dict) -> str:
+    return str(row.get("plain_name") or row["name"])
 
 
 def _points(points: float) -> str:

@@ -63,7 +63,11 @@ def trained(tmp_path_factory, shared_cache_dir):
     return samples, result
 
 
-def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path):
+def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path, monkeypatch):
+    from modeldesk.deploy import verdict
+
+    judged, real = [], verdict.judge
+    monkeypatch.setattr(verdict, "judge", lambda *a, **k: judged.append(a) or real(*a, **k))
     samples, result = trained
     artifact = load_artifact(result.artifact_dir)
     judge = DetectionJudge(
@@ -85,3 +89,5 @@ def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path
     assert rows["int8-qdq-perchannel"]["code"] == "less_accurate"
     assert "reproduces the original's boxes" in rows["int8-qdq-perchannel"]["reason"]
     assert out["chosen"] == "fp32" and out["metric"] == "map50"
+    assert len(judged) == 1  # the one verdict every task shares
+    assert "loss_bound" not in rows["int8-qdq-perchannel"]  # refused for its boxes before any bound
