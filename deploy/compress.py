@@ -238,6 +238,8 @@ class _TensorCache:
         self._cache: dict[tuple[str, int], dict] = {}
 
     def feeds(self, kind: str, size: int) -> dict:
+        if kind == "validation" and self.same_images():  # judged on the images heads are fitted on
+            kind = "training"
         key = (kind, size)
         if key not in self._cache:
             sources = (
@@ -248,6 +250,10 @@ class _TensorCache:
             model_input = input_for({**self.card, "preprocessing": replace(self.spec, size=size).to_dict()})
             self._cache[key] = model_input.feeds([model_input.load(s) for s in sources], self.input_name)
         return self._cache[key]
+
+    def same_images(self) -> bool:
+        """Whether the judging images are the training images (the app judges on every labeled one)."""
+        return [p for p, _ in self.validation] == [p for p, _ in self.training]
 
     def get(self, kind: str, size: int) -> np.ndarray:
         """The image batch alone."""
@@ -478,6 +484,7 @@ class _Runner:
         self.fold_of = np.zeros(len(self.truth), int)
         self.base_features: np.ndarray | None = None
         self.base_heads: dict[int, list] = {}  # fold -> the original's head fitted without it
+        self.refit_features: tuple | None = None  # (graph, features) of the last head re-fitted
 
     def graph(self, size: int) -> onnx.ModelProto:
         if size == self.spec.size:
@@ -581,7 +588,9 @@ class _Runner:
         """``blob`` with its head's weights re-fitted on its own features of the training images."""
         model = onnx.load_from_string(blob)
         labels = [label for _, label in self.data.training]
-        return self.with_head(model, self.fit_head(self.features(model, "training", size), labels))
+        X = self.features(model, "training", size)
+        self.refit_features = (blob, X)  # the same backbone's features, for judging it across folds
+        return self.with_head(model, self.fit_head(X, labels))
 
     def across_folds(self, candidate: Candidate, blob: bytes, size: int) -> np.ndarray:
         """Whether each judging image is answered right by ``blob`` with a head fitted on the other
@@ -589,7 +598,10 @@ class _Runner:
         original's features."""
         model = onnx.load_from_string(blob)
         if candidate.refit:
-            X, cache = self.features(model, "validation", size), None
+            if self.refit_features is not None and self.data.same_images():
+                X, cache = self.refit_features[1], None  # just computed by refit(), same backbone
+            else:
+                X, cache = self.features(model, "validation", size), None
         else:
             if self.base_features is None:
                 self.base_features = self.features(self.base, "validation", self.spec.size)
@@ -644,6 +656,7 @@ class _Runner:
         answers on the judging images are kept for the verdict (:meth:`loss_bounds`)."""
         size = candidate.size or self.spec.size
         row = self.empty_row(candidate)
+        self.refit_features = None
         if candidate.refit and not self.data.training:
             row["reason"], row["code"] = "skipped: no training images to re-fit the head on", "skipped"
             return row, None
