@@ -193,15 +193,18 @@ def judge(
             passed.append(row)
     best = pick_kept([reference] + passed)
     explain_kept(best, [reference] + passed, reference)
+    within = f"{_points(100 * limit)} of accuracy ({level:.0%} sure, on {examples:,} {noun})"
     if best is reference:
         bound = 0.0
-        claim = "The original is kept: no smaller copy was proven"
-        claim += (
-            f" to lose at most {100 * limit:g} points of accuracy ({level:.0%} sure, on {examples:,} {noun})"
-        )
-        if failed is not None:
-            claim += f"; the first tried, {_called(failed)}, may lose up to {failed['loss_bound']:.1f} points"
-        claim += "."
+        if passed:
+            claim = f"The original is kept: the copies proven to lose at most {within} were not faster here."
+        else:
+            claim = f"The original is kept: no smaller copy was proven to lose at most {within}"
+            if failed is not None:
+                claim += (
+                    f"; the first tried, {_called(failed)}, may lose up to {_points(failed['loss_bound'])}"
+                )
+            claim += "."
     else:
         bound = best["loss_bound"]
         claim = (
@@ -210,8 +213,8 @@ def judge(
         )
     if widened:
         claim += (
-            f" {examples:,} {noun} are too few to prove {100 * max_loss:g} point at {confidence:.0%}: "
-            f"the limit was widened to {100 * limit:g} points, {level:.0%} sure."
+            f" {examples:,} {noun} are too few to prove {_points(100 * max_loss)} at {confidence:.0%}: "
+            f"the limit was widened to {_points(100 * limit)}, {level:.0%} sure."
         )
     return {
         "chosen": best,
@@ -229,7 +232,9 @@ def _called(row: dict) -> str:
 
 
 def _points(points: float) -> str:
-    return "1 point" if abs(points - 1) < 0.05 else f"{max(points, 0.0):.1f} points"
+    """``1 point``, ``0.8 points``, ``2 points``."""
+    text = f"{max(points, 0.0):.1f}".removesuffix(".0")
+    return f"{text} point" if text == "1" else f"{text} points"
 
 
 #: Latencies this close count as equal: timing on a shared machine cannot rank candidates 1-5% apart,

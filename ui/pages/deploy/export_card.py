@@ -267,7 +267,7 @@ class ExportCard(QObject):
         claim = str(result.get("claim") or "")
         saved = f"Saved to <a href='{folder_link}'>{path}</a>."
         if str(result.get("chosen", "")) in ("fp32", "float32"):
-            return f"No smaller copy was proven to keep its accuracy and run faster here. {claim} {saved}"
+            return f"{claim or 'The original is kept.'} {saved}"
         text = (
             f"<b>A smaller, faster copy is ready</b> ({result.get('chosen_words') or result.get('chosen')})"
         )
