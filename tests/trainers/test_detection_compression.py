@@ -46,6 +46,21 @@ def test_judge_refuses_a_copy_that_loses_the_originals_boxes():
     assert judge.agreements[0] == 1.0 and len(judge.agreements) == 3
 
 
+def test_a_copys_map50_loss_gets_a_paired_bootstrap_bound():
+    from modeldesk.deploy.verdict import bootstrap_loss_bound
+
+    targets = [(Box("cat", 0, 0, 10, 10),) for _ in range(60)]
+    original = [{"boxes": [_pred((0, 0, 10, 10))]} for _ in range(60)]
+    copy = [{"boxes": [_pred((30, 30, 40, 40))]} if i % 10 == 0 else original[i] for i in range(60)]
+    judge = DetectionJudge(["cat"], threshold=0.5)
+    lost = judge.score(original, targets) - judge.score(copy, targets)
+    assert lost > 0.05  # it misses 6 of the 60 cats
+    bound = bootstrap_loss_bound(judge.score, original, copy, targets, 0.95)
+    assert lost < bound < lost + 0.15  # above the loss seen, by a margin that 60 photos allow
+    assert bootstrap_loss_bound(judge.score, original, original, targets, 0.95) == 0.0
+    assert judge.reference is None  # scoring records nothing: the verdict may resample freely
+
+
 def test_too_few_labeled_photos_are_refused_in_plain_words(tmp_path):
     samples = [
         LabeledSample(f"k{i}", f"p{i}.png", (Box("cat", 0, 0, 5, 5),), "train") for i in range(MIN_PHOTOS)
