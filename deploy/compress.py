@@ -5,13 +5,15 @@ QDQ or QOperator graphs), smaller input sizes (the graph is re-exported for 192,
 when its pooling allows it: global or adaptive grid pooling) and their combinations; and, when the
 caller can re-fit the model's head
 (``refit_head``), each of those with the head re-fitted on that candidate's own features of the training
-images, which wins back most of what a smaller input or int8 costs. Each candidate's accuracy is
-measured on the validation images given, and its latency on this machine, timed interleaved with the
+images, which wins back most of what a smaller input or int8 costs. Each candidate answers every
+judging image (with a re-fittable head: every labelled image, each by heads fitted across folds
+without it, the original's too), and its latency is measured on this machine, timed interleaved with the
 other candidates over several rounds and compared by median (batch 8, ms per image, at each thread
 count asked for), so that a busy moment cannot favour one candidate. Above one thread each candidate,
 fp32 too, is also timed with its batch split into one slice per thread (``onnxruntime-split``: small
 int8 graphs lose much of their gain to threads meeting after every operator) and keeps its faster
-runtime. The fastest one that loses at most ``max_loss`` accuracy against fp32 is kept, else fp32 is.
+runtime. The verdict is ``deploy.verdict.judge``, shared by every task: the fastest copy whose
+paired upper bound of loss against fp32 is within ``max_loss`` is kept, else fp32 is.
 """
 
 from __future__ import annotations
