@@ -93,6 +93,16 @@ def test_the_sequence_goes_from_slowest_to_fastest_and_stops_at_the_first_failur
     assert "3,000 examples" in decision["claim"]
 
 
+def test_the_order_is_the_recipes_change_when_given_not_the_timing():
+    rows = _rows(10.0, 4.0, 6.0)  # the least changed copy (copy1) timed faster by chance
+    rows[1]["change"], rows[2]["change"] = [0, 1], [1, 0]
+    judge(rows, {"copy1": lambda level: 0.05, "copy2": lambda level: 0.002}, examples=3000)
+    assert rows[1]["code"] == "less_accurate" and rows[2]["code"] == "untested"
+    rows = _rows(10.0, 4.0, 6.0)  # without a change: slowest first
+    judge(rows, {"copy1": lambda level: 0.05, "copy2": lambda level: 0.002}, examples=3000)
+    assert rows[2]["code"] == "kept" and rows[1]["code"] == "less_accurate"
+
+
 def test_image_and_clip_and_detection_paths_share_the_one_verdict(
     monkeypatch, standin_artifact, color_data, tmp_path
 ):
