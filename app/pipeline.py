@@ -454,7 +454,8 @@ def _compression_data(ws, artifact):
     refit = [(s.path, s.target) for s in samples]
     from modeldesk.trainers.compression import head_refitter
 
-    if artifact.target == "label" and artifact.card.get("features_output") and head_refitter(artifact.card):
+    refits = artifact.card.get("features_output") and head_refitter(artifact.card)
+    if artifact.input_kind == "image" and artifact.target == "label" and refits:
         # judged on every labeled photo, by heads fitted across folds (deploy.compress.FOLDS): the more
         # photos, the tighter the proven bound, and none judges a head it trained
         validation = refit
