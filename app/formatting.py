@@ -270,11 +270,12 @@ def export_text(result) -> str:
                         _megabytes(c.get("size_bytes")),
                         _latency(c),
                         _percent(c.get("accuracy")),
+                        "-" if c.get("loss_bound") is None else f"{c['loss_bound']:.1f}",
                         "kept" if c["name"] == result["chosen"] else _short(c.get("reason", "")),
                     )
                     for c in result["candidates"]
                 ],
-                ["candidate", "size", "latency", result.get("metric", "accuracy"), ""],
+                ["candidate", "size", "latency", result.get("metric", "accuracy"), "max loss (points)", ""],
             )
         )
         lines.append(
@@ -282,6 +283,8 @@ def export_text(result) -> str:
             f"{_percent(result['accuracy_fp32'])} -> "
             f"{_percent(result['accuracy_compressed'])}, {result['speedup']:.1f}x faster"
         )
+        if result.get("claim"):  # the loss the verdict proved (deploy.verdict)
+            lines.append(result["claim"])
     return "\n".join(lines)
 
 

@@ -436,4 +436,11 @@ def _compression_data(ws, artifact):
     # A re-fitted head learns from the photos the model's own head was fitted on (the trainers refit
     # on every labeled photo), so it is judged against the original on equal terms.
     refit = [(s.path, s.target) for s in samples]
+    from modeldesk.trainers.compression import head_refitter
+
+    refits = artifact.card.get("features_output") and head_refitter(artifact.card)
+    if artifact.input_kind == "image" and artifact.target == "label" and refits:
+        # judged on every labeled photo, by heads fitted across folds (deploy.compress.FOLDS): the more
+        # photos, the tighter the proven bound, and none judges a head it trained
+        validation = refit
     return [path for path, _ in training[:200]], validation, refit

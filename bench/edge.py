@@ -137,7 +137,7 @@ def main(argv=None) -> int:
 
 def run(args, work: Path) -> int:
     from modeldesk.deploy.edge.server import EdgeServer
-    from modeldesk.trainers.image_classification import train_image_classifier
+    from modeldesk.trainers.image.classification import train_image_classifier
 
     samples = load_samples(Path(args.data))
     training = [s for s in samples if s.split == "train"][:300]

@@ -3,9 +3,10 @@
 The int8 candidate quantizes the convolutions of the embedding network (uint8 activations, int8
 weights per channel, QDQ), calibrated on training clips one at a time; the front end before it (the
 spectrogram) and the head after it stay in float. Both candidates are measured here, on this machine:
-milliseconds per clip and accuracy on the validation clips. The faster one that loses at most
-``max_loss`` accuracy is kept, else fp32 is (on a shared 2-core machine int8 was measured no faster
-for the speech embedding, so fp32 is the usual, honest outcome).
+milliseconds per clip and, clip by clip, right or wrong on the validation clips. The verdict is the
+one every task shares (``deploy.verdict.judge``): int8 is kept only when it is faster and the upper
+bound of its loss against fp32 on the same clips is within ``max_loss`` (on a shared 2-core machine
+int8 was measured no faster for the speech embedding, so fp32 is the usual, honest outcome).
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ from onnxruntime.quantization import (
     quantize_static,
 )
 
+from . import verdict
 from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
-from .compress import explain_kept, pick_kept
+from .compress import claim_keys, parse_candidate
 from .inputs import input_for
 from .runtime import create_session
+from .verdict import CONFIDENCE, paired_loss_bound
 
 log = logging.getLogger(__name__)
 
 FLOAT_PREFIXES = ("mel/", "head/", "pool/")
-EPSILON = 1e-9
 
 
 class ItemReader(CalibrationDataReader):
@@ -81,7 +83,7 @@ def _measure(
     predicted = [
         labels[int(np.argmax(session.run([output], {name: model_input.collate([x])})[0]))] for x in items
     ]
-    accuracy = float(np.mean([p == t for p, t in zip(predicted, truth)])) if truth else float("nan")
+    right = np.array([p == t for p, t in zip(predicted, truth)], bool)
     sample = items[:8]
     times = []
     for _ in range(max(1, runs // 5)):
@@ -90,7 +92,7 @@ def _measure(
             t0 = time.perf_counter()
             session.run([output], feeds)
             times.append(time.perf_counter() - t0)
-    return accuracy, 1000.0 * float(np.median(times))
+    return right, 1000.0 * float(np.median(times))
 
 
 def compress_item_artifact(
@@ -104,12 +106,13 @@ def compress_item_artifact(
     candidates=None,
     progress=None,
     latency_runs: int = 10,
+    confidence: float = CONFIDENCE,
 ) -> dict:
     """Like :func:`deploy.compress.compress_artifact`, for inputs that run one item at a time.
 
     ``calibration``: training files; ``validation``: (file, label) pairs. Returns the same keys
-    (``path``, ``size_bytes``, ``candidates``, ``chosen``, ``accuracy_fp32``, ``accuracy_compressed``,
-    ``speedup``, ``reason``).
+    (``path``, ``size_bytes``, ``candidates``, ``chosen``, ``chosen_words``, ``accuracy_fp32``,
+    ``accuracy_compressed``, ``speedup``, ``reason``, ``loss_bound``, ``confidence``, ``claim``...).
     """
     artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
     if not validation:
@@ -123,7 +126,7 @@ def compress_item_artifact(
         for c in (candidates or ["fp32", "int8-qdq-perchannel"])
     ]
     top = max(int(t) for t in threads)
-    rows, blobs = [], {}
+    rows, blobs, answers = [], {}, {}
     with tempfile.TemporaryDirectory(prefix="modeldesk-quant-") as tmp:
         for index, name in enumerate(["fp32"] + [c for c in wanted if c != "fp32"]):
             row = {
@@ -153,9 +156,10 @@ def compress_item_artifact(
                     blob = None
                 if blob is not None:
                     row["size_bytes"] = len(blob)
-                    row["accuracy"], row["latency_ms"] = _measure(
+                    answers[name], row["latency_ms"] = _measure(
                         blob, artifact, model_input, items, truth, top, latency_runs
                     )
+                    row["accuracy"] = float(np.mean(answers[name]))
                     blobs[name] = blob
             except Exception as exc:  # one broken recipe must not end the search; it is reported
                 log.exception("compression candidate %s failed", name)
@@ -163,26 +167,23 @@ def compress_item_artifact(
                 row["reason"] = (
                     f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
                 )
+            row["plain_name"] = parse_candidate(name).plain_name()
             rows.append(row)
             if progress is not None:
-                progress(index + 1, len(wanted) + ("fp32" not in wanted), name)
+                progress(index + 1, len(wanted) + ("fp32" not in wanted), row["plain_name"])
     fp32 = rows[0]
-    floor = fp32["accuracy"] - max_loss - EPSILON
-    for row in rows[1:]:
-        if row["accuracy"] is not None and not row["reason"]:
-            if row["accuracy"] < floor:
-                row["reason"] = (
-                    f"rejected: accuracy {row['accuracy']:.4f} is below fp32 {fp32['accuracy']:.4f} - {max_loss:g}"
-                )
-                row["code"] = "less_accurate"
-            elif row["latency_ms"] >= fp32["latency_ms"]:
-                row["reason"] = (
-                    f"rejected: not faster than fp32 ({row['latency_ms']:.2f} >= {fp32['latency_ms']:.2f} ms)"
-                )
-                row["code"] = "not_faster"
-    eligible = [r for r in rows if r["accuracy"] is not None and not r["reason"]]
-    best = pick_kept(eligible)
-    explain_kept(best, eligible, fp32)
+    decision = verdict.judge(
+        rows,
+        {
+            name: (lambda level, mine=mine: paired_loss_bound(answers["fp32"], mine, level))
+            for name, mine in answers.items()
+        },
+        examples=len(items),
+        max_loss=max_loss,
+        confidence=confidence,
+        noun="clips",
+    )
+    best = decision["chosen"]
     card = dict(artifact.card)
     card.update(
         {
@@ -198,6 +199,7 @@ def compress_item_artifact(
                 "latency_ms_fp32": fp32["latency_ms"],
                 "validation_clips": len(items),
                 "calibration_clips": len(cal),
+                **claim_keys(decision),
             },
         }
     )
@@ -207,8 +209,10 @@ def compress_item_artifact(
         "size_bytes": load_artifact(path).size_bytes(),
         "candidates": rows,
         "chosen": best["name"],
+        "chosen_words": parse_candidate(best["name"]).describe(),
         "accuracy_fp32": fp32["accuracy"],
         "accuracy_compressed": best["accuracy"],
         "speedup": round(fp32["latency_ms"] / best["latency_ms"], 3),
         "reason": best["reason"],
+        **claim_keys(decision),
     }

@@ -40,6 +40,7 @@ VERDICTS = {
     "not_faster": "Not faster",
     "slower": "Slower",
     "as_fast_less_accurate": "Less accurate",
+    "untested": "Not checked",
     "skipped": "Skipped",
     "failed": "Failed",
 }
@@ -296,43 +297,6 @@ def human_size(n_bytes) -> str:
     return ""
 
 
-#: what a compression candidate's name ends with, in words (``deploy.compress.Candidate.name``)
-_NAME_SUFFIXES = {"1view": "one pass per photo", "refit": "head re-fitted"}
-_NAME_DETAILS = {"perchannel": "per channel", "pertensor": "per tensor", "keepfirst": "first layers in float"}
-
-
-def _name_parts(name: str) -> tuple[str, list[str], str, list[str]]:
-    """(kind, format details, size, suffixes in words) of a candidate name such as ``int8-qdq-perchannel-160-refit``."""
-    parts = name.split("-")
-    extras = []
-    while len(parts) > 1 and parts[-1] in _NAME_SUFFIXES:
-        extras.insert(0, _NAME_SUFFIXES[parts.pop()])
-    size = parts.pop() if len(parts) > 1 and parts[-1].isdigit() else ""
-    return parts[0], parts[1:], size, extras
-
-
-def candidate_words(name: str) -> str:
-    """``int8-qdq-perchannel-160-refit`` -> ``8-bit, 160 px, head re-fitted (qdq, per channel)``;
-    ``fp32`` -> ``Original``; ``fp32-160`` -> ``Full precision, 160 px``."""
-    kind, details, size, extras = _name_parts(name)
-    if kind in ("fp32", "float32"):
-        words = ["Full precision" if size or extras else "Original"]
-    else:
-        words = ["8-bit" if kind == "int8" else "16-bit" if kind == "fp16" else kind]
-    words += [f"{size} px"] * bool(size) + extras
-    detail = ", ".join(_NAME_DETAILS.get(p, p) for p in details)
-    return ", ".join(words) + (f" ({detail})" if detail else "")
-
-
-def chosen_words(name: str) -> str:
-    """A kept compression candidate in plain words: ``int8-qdq-perchannel-160`` -> ``8-bit numbers,
-    photos at 160 px``; ``fp32`` -> ``the original``."""
-    kind, _, size, extras = _name_parts(name)
-    kind_words = {"int8": "8-bit numbers", "fp16": "16-bit numbers"}.get(kind, "")
-    words = ", ".join(w for w in [kind_words, f"photos at {size} px" if size else ""] + extras if w)
-    return words or "the original"
-
-
 def verdict(candidate: dict) -> str:
     """What happened to a compression candidate, in two words (from its ``code``)."""
     if candidate.get("kept"):
@@ -348,11 +312,16 @@ def why_words(candidate: dict) -> str:
     if candidate.get("kept"):
         return ""
     detail = reason.split(":", 1)[1].strip() if ":" in reason else reason
+    bound = candidate.get("loss_bound")
+    if code == "less_accurate" and isinstance(bound, (int, float)):
+        return f"May lose up to {bound:.1f} points of accuracy: more than allowed"
     return {
         "reference": "The full-size model: slower than the kept copy",
         "slower": "Accurate enough, but slower than the kept copy",
         "as_fast_less_accurate": "About as fast as the kept copy, but less accurate",
-        "less_accurate": "Lost more accuracy than allowed (at most 1 point below the original)",
+        "less_accurate": "Lost more accuracy than allowed",
+        "untested": "Not checked: a slower version already failed the accuracy check, and the check "
+        "stops there so that its confidence holds for the kept copy",
         "not_faster": "Not faster than the original on this computer",
         "skipped": f"Not tried: {detail}" if detail else "Not tried",
         "failed": "Could not be built on this computer (details in the log)",

@@ -11,6 +11,7 @@ def test_export_text_shows_skipped_candidates_without_numbers():
         "accuracy_fp32": 0.987,
         "accuracy_compressed": 0.984,
         "speedup": 2.2,
+        "claim": "At most 0.8 points less accurate than the original, 95% sure, on 1,026 photos.",
         "candidates": [
             {
                 "name": "fp32",
@@ -19,7 +20,13 @@ def test_export_text_shows_skipped_candidates_without_numbers():
                 "accuracy": 0.987,
                 "reason": "reference",
             },
-            {"name": "int8-qdq-perchannel", "size_bytes": 3_500_000, "latency_ms": 1.7, "accuracy": 0.984},
+            {
+                "name": "int8-qdq-perchannel",
+                "size_bytes": 3_500_000,
+                "latency_ms": 1.7,
+                "accuracy": 0.984,
+                "loss_bound": 0.83,
+            },
             {
                 "name": "fp32-160",
                 "size_bytes": None,
@@ -31,6 +38,9 @@ def test_export_text_shows_skipped_candidates_without_numbers():
     }
     text = formatting.export_text(result)
     assert "kept" in text and "2.2x faster" in text and "98.7% -> 98.4%" in text
+    assert "At most 0.8 points less accurate than the original, 95% sure, on 1,026 photos." in text
+    kept_line = next(line for line in text.splitlines() if line.startswith("int8-qdq-perchannel "))
+    assert " 0.8 " in kept_line  # its proven bound, in points
     skipped_line = next(line for line in text.splitlines() if line.startswith("fp32-160"))
     assert "skipped" in skipped_line and skipped_line.rstrip().endswith("...")
 

@@ -176,24 +176,6 @@ def test_quantization_keeps_the_head_in_float_and_pruning_drops_dead_branches(de
     assert "QLinearConv" in ops and "Gemm" in ops and "QGemm" not in ops
 
 
-def test_search_skips_hopeless_candidates(standin_artifact, color_data, tmp_path):
-    result = compress_artifact(
-        standin_artifact,
-        tmp_path / "m",
-        calibration=[p for p, _ in color_data["train"]],
-        validation=color_data["val"],
-        threads=(1,),
-        max_loss=-0.5,
-        latency_runs=2,
-        candidates=["int8-qdq-perchannel", "fp32-160", "int8-qdq-perchannel-160", "int8-qop-pertensor-160"],
-    )
-    rows = {r["name"]: r for r in result["candidates"]}
-    assert rows["int8-qdq-perchannel"]["accuracy"] is not None and rows["fp32-160"]["accuracy"] is not None
-    assert rows["int8-qdq-perchannel-160"]["reason"].startswith("skipped: fp32 at 160 px")
-    assert rows["int8-qop-pertensor-160"]["reason"].startswith("skipped")
-    assert result["chosen"] == "fp32"
-
-
 def test_keep_first_layers_float_leaves_the_stem_in_float(deploy_helpers, color_data):
     import onnx
 

@@ -46,6 +46,21 @@ def test_judge_refuses_a_copy_that_loses_the_originals_boxes():
     assert judge.agreements[0] == 1.0 and len(judge.agreements) == 3
 
 
+def test_a_copys_map50_loss_gets_a_paired_bootstrap_bound():
+    from modeldesk.deploy.verdict import bootstrap_loss_bound
+
+    targets = [(Box("cat", 0, 0, 10, 10),) for _ in range(60)]
+    original = [{"boxes": [_pred((0, 0, 10, 10))]} for _ in range(60)]
+    copy = [{"boxes": [_pred((30, 30, 40, 40))]} if i % 10 == 0 else original[i] for i in range(60)]
+    judge = DetectionJudge(["cat"], threshold=0.5)
+    lost = judge.score(original, targets) - judge.score(copy, targets)
+    assert lost > 0.05  # it misses 6 of the 60 cats
+    bound = bootstrap_loss_bound(judge.score, original, copy, targets, 0.95)
+    assert lost < bound < lost + 0.15  # above the loss seen, by a margin that 60 photos allow
+    assert bootstrap_loss_bound(judge.score, original, original, targets, 0.95) == 0.0
+    assert judge.reference is None  # scoring records nothing: the verdict may resample freely
+
+
 def test_too_few_labeled_photos_are_refused_in_plain_words(tmp_path):
     samples = [
         LabeledSample(f"k{i}", f"p{i}.png", (Box("cat", 0, 0, 5, 5),), "train") for i in range(MIN_PHOTOS)
@@ -63,7 +78,11 @@ def trained(tmp_path_factory, shared_cache_dir):
     return samples, result
 
 
-def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path):
+def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path, monkeypatch):
+    from modeldesk.deploy import verdict
+
+    judged, real = [], verdict.judge
+    monkeypatch.setattr(verdict, "judge", lambda *a, **k: judged.append(a) or real(*a, **k))
     samples, result = trained
     artifact = load_artifact(result.artifact_dir)
     judge = DetectionJudge(
@@ -85,3 +104,5 @@ def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path
     assert rows["int8-qdq-perchannel"]["code"] == "less_accurate"
     assert "reproduces the original's boxes" in rows["int8-qdq-perchannel"]["reason"]
     assert out["chosen"] == "fp32" and out["metric"] == "map50"
+    assert len(judged) == 1  # the one verdict every task shares
+    assert "loss_bound" not in rows["int8-qdq-perchannel"]  # refused for its boxes before any bound

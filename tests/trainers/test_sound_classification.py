@@ -129,7 +129,7 @@ def test_one_class_and_lonely_clips_are_refused(tmp_path):
         check_clips(samples_of([c for c in clips if c[1] == "tone"] + [clips[-1]]))
 
 
-def test_exported_model_and_service_answer_exactly_as_the_app(tmp_path):
+def test_exported_model_and_service_answer_exactly_as_the_app(tmp_path, monkeypatch):
     """Through the Workspace (training in a worker): the app's prediction, the exported artifact's, and
     the service's (WAV upload and base64 JSON) are the same numbers on the same clips."""
     from starlette.testclient import TestClient
@@ -147,7 +147,13 @@ def test_exported_model_and_service_answer_exactly_as_the_app(tmp_path):
         clips = [p for p, _ in write_clips(tmp_path / "unseen", seed=8, per_kind=2, rate=48000)]
         in_app = ws.predict(result["model"], clips)
         exported = ws.export_model(result["model"], tmp_path / "out")
+        from modeldesk.deploy import verdict
+
+        judged, real = [], verdict.judge
+        monkeypatch.setattr(verdict, "judge", lambda *a, **k: judged.append(k) or real(*a, **k))
         compressed = ws.export_model(result["model"], tmp_path / "small", compress=True)
+        assert len(judged) == 1 and judged[0]["noun"] == "clips"  # the one verdict every task shares
+        assert compressed["confidence"] <= 0.95 and compressed["loss_bound"] >= 0
         assert compressed["chosen"] in ("fp32", "int8-qdq-perchannel")
         assert {c["name"] for c in compressed["candidates"]} == {"fp32", "int8-qdq-perchannel"}
         assert all(c["accuracy"] is not None for c in compressed["candidates"]), compressed["candidates"]

@@ -10,7 +10,16 @@ from PySide6.QtGui import QDropEvent, QGuiApplication
 from modeldesk.app.workspace import Workspace
 from modeldesk.ui.pages.deploy import DeployPage
 from modeldesk.ui.widgets.camera import cameras
-from modeldesk.ui.wording import candidate_words, chosen_words, human_size, top_scores, verdict, why_words
+from modeldesk.deploy.compress import parse_candidate
+from modeldesk.ui.wording import human_size, top_scores, verdict, why_words
+
+
+def candidate_words(name: str) -> str:
+    return parse_candidate(name).plain_name()
+
+
+def chosen_words(name: str) -> str:
+    return parse_candidate(name).describe()
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +82,10 @@ def test_plain_words():
     }
     assert verdict(tie) == "Less accurate"
     assert why_words(tie) == "About as fast as the kept copy, but less accurate"
+    assert why_words({"code": "less_accurate", "loss_bound": 2.34}) == (
+        "May lose up to 2.3 points of accuracy: more than allowed"
+    )
+    assert verdict({"code": "untested"}) == "Not checked"
     assert top_scores({"label": "a", "score": 0.6, "scores": {"b": 0.3, "a": 0.6, "c": 0.1}}, k=2) == [
         ("a", 0.6),
         ("b", 0.3),
@@ -163,8 +176,13 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
         "path": "/x/colors-model-small",
         "size_bytes": 5_079_629,
         "chosen": "int8-qdq-perchannel-192",
-        "accuracy_fp32": 1.0,
-        "accuracy_compressed": 1.0,
+        "chosen_words": "8-bit numbers, photos at 192 px",
+        "accuracy_fp32": 0.931,
+        "accuracy_compressed": 0.927,
+        "folds": 5,
+        "loss_bound": 0.8,
+        "confidence": 0.95,
+        "claim": "At most 0.8 points less accurate than the original, 95% sure, on 1,026 photos.",
         "speedup": 3.5,
         "candidates": [
             {
@@ -182,7 +200,8 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
                 "latency_ms": 9.2,
                 "accuracy": 0.83,
                 "kept": False,
-                "reason": "rejected: accuracy 0.8333 is more than 1 point(s) below fp32",
+                "loss_bound": 11.2,
+                "reason": "rejected: it may be up to 11.2 points less accurate (95% sure, on 1,026 photos)",
                 "code": "less_accurate",
             },
             {
@@ -204,31 +223,35 @@ def test_candidates_table_from_a_compression_result(qtbot, page):
     page.export_card.details.click()
     assert page.candidates.isVisible() and page.candidates.rowCount() == 3
     assert (
-        "more accuracy than allowed" in page.candidates.item(1, 5).text()
+        "May lose up to 11.2 points" in page.candidates.item(1, 5).text()
     )  # every version not kept says why
     assert "slower than the kept copy" in page.candidates.item(0, 5).text()
     assert "fp32" not in page.candidates.item(0, 5).text() + page.candidates.item(1, 5).text()
-    assert "below fp32" in page.candidates.item(1, 5).toolTip()  # the technical reason stays in the tooltip
+    assert "95% sure" in page.candidates.item(1, 5).toolTip()  # the technical reason stays in the tooltip
     assert page.candidates.item(2, 4).text() == "✓ Kept"
     assert page.candidates.item(1, 4).text() == "Less accurate"
     assert page.candidates.item(0, 1).text() == "18.6 MB"
     assert "3.5× faster" in page.export_result.text()
-    assert "right 100% of the time" in page.export_result.text()
+    text = page.export_result.text()
+    assert "At most 0.8 points less accurate than the original, 95% sure, on 1,026 photos" in text
+    assert "Right 92.7% of the time against 93.1%" in text and "did not learn from it" in text
     assert page.candidates.horizontalHeaderItem(3).text() == "Accuracy"
 
 
 def test_in_a_narrow_window_the_reasons_wrap_and_rows_grow_to_show_them(qtbot, page):
     long_reason = {
         "name": "fp32-160-refit",
+        "plain_name": "Full precision, 160 px, head re-fitted",
         "size_bytes": 15_036_000,
         "latency_ms": 3.6,
         "accuracy": 0.95,
         "kept": False,
-        "reason": "rejected: accuracy 0.95 is more than 1 point(s) below fp32",
-        "code": "less_accurate",
+        "reason": "not tested: 8-bit, 176 px, slower, already failed the accuracy check",
+        "code": "untested",
     }
     kept = {
         "name": "int8-qdq-perchannel-1view-refit",
+        "plain_name": "8-bit, one pass per photo, head re-fitted (qdq, per channel)",
         "size_bytes": 6_803_000,
         "latency_ms": 2.3,
         "accuracy": 0.98,
@@ -296,7 +319,7 @@ def test_a_detector_s_compression_is_scored_in_boxes_not_answers(qtbot, page):
     }
     page._show_export(result, compress=True, bundle=False)
     text = page.export_result.text()
-    assert "box score (mAP50) 83% against 84%" in text and "of the time" not in text
+    assert "Box score (mAP50) 83% against 84%" in text and "of the time" not in text
     assert page.candidates.horizontalHeaderItem(3).text() == "Box score (mAP50)"
 
 

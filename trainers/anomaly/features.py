@@ -19,7 +19,7 @@ from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.backbones.registry import write_atomically
-from modeldesk.trainers.detection_features import STRIDES, DetectionNeck, MapExtractor, split_maps
+from modeldesk.trainers.detection.features import STRIDES, DetectionNeck, MapExtractor, split_maps
 from modeldesk.trainers.features import FEATURES_OUTPUT, extract_feature_views
 from onnx import TensorProto, helper, numpy_helper
 
@@ -238,7 +238,7 @@ def extract_maps(
     backbone: Backbone, neck: AnomalyNeck, items, cache, *, device="auto", progress=None, should_stop=None
 ) -> dict:
     """Cached raw maps of the padded photos for (key, path) items: ``{"identity": ExtractionResult}``."""
-    from modeldesk.trainers.detection_features import maps_feature_spec
+    from modeldesk.trainers.detection.features import maps_feature_spec
 
     return extract_feature_views(
         backbone,

@@ -35,7 +35,7 @@ from modeldesk.trainers.anomaly.graph import (
 )
 from modeldesk.trainers.anomaly.scoring import false_alarm_threshold
 from modeldesk.trainers.backbones import get_backbone
-from modeldesk.trainers.detection_features import maps_feature_spec
+from modeldesk.trainers.detection.features import maps_feature_spec
 from modeldesk.trainers.features import plan_feature_extraction
 from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.tasks import TrainResult

@@ -1,4 +1,4 @@
-"""How a smaller copy of a detector is judged before it is kept (compression's 1-point rule for boxes).
+"""How a smaller copy of a detector is judged before it is kept (compression's verdict, for boxes).
 
 A detector's validation split is small (9 of raccoon_voc's 103 photos), and on it an int8 copy once
 gained 3 mAP50 points while it lost 8 on the test photos. What compression changes is the model, not
@@ -6,7 +6,8 @@ the data, so it is measured the way one measures a change: paired, photo by phot
 photo of the project (the training photos too; the question is "does the copy still draw the boxes the
 original draws", not "how good is the model"). A compressed copy is kept only if, on those photos,
 
-1. its mAP50 against the true boxes is at most 1 point below the original's, and
+1. the upper bound of its mAP50 loss against the original is within the limit (a paired bootstrap over
+   the photos, :meth:`DetectionJudge.score` on each resample; ``deploy.verdict.judge``), and
 2. it reproduces the original's own boxes: the AP50 of its boxes scored against the original's boxes
    at the model's score threshold is at least :data:`MIN_AGREEMENT`.
 
@@ -74,7 +75,6 @@ class DetectionJudge:
     def __call__(self, predictions, targets) -> float:
         """mAP50 of one candidate's ``predictions`` (the predictor's format) against ``targets`` (boxes)."""
         boxes = [p["boxes"] for p in predictions]
-        truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in target] for target in targets]
         if self.reference is None:
             self.reference = [
                 [(str(p["label"]), *p["box"]) for p in image if p["score"] >= self.threshold]
@@ -87,6 +87,13 @@ class DetectionJudge:
                 1.0 if math.isnan(agreement) else float(agreement)
             )  # nan: the original drew nothing
         self.agreements.append(self.agreement)
+        return self.score(predictions, targets)
+
+    def score(self, predictions, targets) -> float:
+        """mAP50 of ``predictions`` against ``targets``, recording nothing (the verdict's bootstrap
+        scores resampled photos with it)."""
+        boxes = [p["boxes"] for p in predictions]
+        truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in target] for target in targets]
         return mean_ap(truths, boxes, self.labels)[0]
 
     def refusal(self) -> str:
