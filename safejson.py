@@ -13,8 +13,8 @@ all use it.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 MAX_DEPTH = 64

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from PIL import Image
+
 from modeldesk.deploy.anomaly_output import overlay
 from modeldesk.deploy.preprocess import load_image
-from PIL import Image
 
 
 def is_anomaly_prediction(prediction: dict) -> bool:

@@ -107,10 +107,9 @@ def _measured(cost_entries: list, device: str, threads: int) -> dict | None:
 def workers(ws, spec: dict, *, backbone: str = "efficientnet-lite0", cost_dir=None) -> list[dict]:
     """The cluster's workers with cores, GPUs, memory, versions (refused: why) and the speed
     measured on them by earlier runs of this workspace (None when never measured)."""
+    from modeldesk.app.pipeline import feature_cache_dir
     from modeldesk.scheduler import CostModel
     from modeldesk.trainers.cluster_features import open_cluster
-
-    from modeldesk.app.pipeline import feature_cache_dir
 
     entries = CostModel(cost_dir or feature_cache_dir(ws)).entries()
     with open_cluster(spec, backbone) as backend:

@@ -31,7 +31,7 @@ class WorkspacePaths:
         self.tmp = self.root / "tmp"
         self.log = self.root / "logs" / "modeldesk.log"
 
-    def create(self) -> "WorkspacePaths":
+    def create(self) -> WorkspacePaths:
         for folder in (self.root, self.media, self.models, self.cache, self.tmp, self.log.parent):
             folder.mkdir(parents=True, exist_ok=True)
         return self

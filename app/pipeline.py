@@ -11,7 +11,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from modeldesk.app.anomaly_formatting import HEADLINE_KEYS as ANOMALY_KEYS, answer_label
+from modeldesk.app.anomaly_formatting import HEADLINE_KEYS as ANOMALY_KEYS
+from modeldesk.app.anomaly_formatting import answer_label
 from modeldesk.datasets.kinds import sample_kind
 from modeldesk.errors import UserError
 
@@ -90,10 +91,9 @@ def feature_cache_dir(ws) -> Path:
 def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: dict | None = None) -> dict:
     """The ETA and plan for training ``project`` with a template, before anything runs (with
     ``cluster``, ``{"address", "credentials"}``, its workers' first contact probes them)."""
+    from modeldesk.app.run_time import scoring_count, scoring_seconds, whole_run
     from modeldesk.trainers.tasks import get_trainer
     from modeldesk.trainers.templates import get_template
-
-    from modeldesk.app.run_time import scoring_count, scoring_seconds, whole_run
 
     samples = labeled_samples(ws.store, project)
     options = {"cluster": cluster} if cluster else {}

@@ -30,7 +30,7 @@ class ServiceHandle:
     @classmethod
     def start(
         cls, artifact_path, *, host: str = "127.0.0.1", port: int = 0, token=None, timeout: float = 30.0
-    ) -> "ServiceHandle":
+    ) -> ServiceHandle:
         """Start serving ``artifact_path`` and return once the service accepts requests."""
         import uvicorn
 

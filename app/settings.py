@@ -48,7 +48,7 @@ class Settings:
     keep_up_projects: list = field(default_factory=list)  # projects whose "Improve as I label" is on
 
     @classmethod
-    def load(cls, root, warnings: list | None = None) -> "Settings":
+    def load(cls, root, warnings: list | None = None) -> Settings:
         """Read ``root/settings.json``; unknown keys are ignored.
 
         A file that is not a JSON object, or a value of the wrong type, falls back to the defaults

@@ -13,10 +13,10 @@ from pathlib import Path
 from modeldesk.app import pipeline
 from modeldesk.app.logs import fallback_log_file, setup_logging
 from modeldesk.app.paths import default_workspace
-from modeldesk.app.recovery import open_paths, start_cleanup
-from modeldesk.app.settings import Settings
 from modeldesk.app.projects import ProjectCalls
+from modeldesk.app.recovery import open_paths, start_cleanup
 from modeldesk.app.serving import ServingCalls
+from modeldesk.app.settings import Settings
 from modeldesk.app.training import TrainingCalls
 from modeldesk.datasets import Store, export_project, import_path
 from modeldesk.trainers.tasks import FEW_EXAMPLES

@@ -83,6 +83,7 @@ def free_port() -> int:
 
 def bench_serving(artifact_path, images: list[bytes], clients: int) -> list[tuple[str, dict]]:
     import uvicorn
+
     from modeldesk.deploy import Predictor, create_app, load_artifact
 
     artifact = load_artifact(artifact_path)
@@ -213,14 +214,14 @@ def unseen_check(original, kept, held_out, detector: bool, metric) -> dict:
 
 
 def run(args, work: Path, repeat: int = 0) -> dict:
+    from train_detect import load_voc
+
     from modeldesk.app.pipeline import compression_metric
     from modeldesk.deploy import compress_artifact, load_artifact
     from modeldesk.trainers.compression import head_refitter
     from modeldesk.trainers.detection.compression import judging_photos
-    from modeldesk.trainers.detection.evaluation import evaluate_boxes
-    from modeldesk.trainers.image.classification import train_image_classifier
     from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
-    from train_detect import load_voc
+    from modeldesk.trainers.image.classification import train_image_classifier
 
     detector = args.template.startswith("object-detection/")
     data = Path(args.data or f"/work/shared/benchdata/{'raccoon_voc' if detector else 'sign_digits'}")

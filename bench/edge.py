@@ -32,10 +32,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
+from benchdata import load_samples  # bench/ is on sys.path when a bench runs as a script
 from PIL import Image
 
 from modeldesk.deploy.edge.pipeline import MAX_BATCH
-from benchdata import load_samples  # bench/ is on sys.path when a bench runs as a script
 
 SIZE = (320, 240)
 RATE = 25

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from modeldesk.app.edge_launch import EdgeProcess, put_to_work
 from modeldesk.app.sample_data import make_shape_image, make_shapes_folder
 from modeldesk.app.workspace import Workspace

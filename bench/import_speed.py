@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 
 import psutil
+from PIL import Image, ImageDraw
+
 from modeldesk.datasets import Store, import_path
 from modeldesk.datasets.detect import iter_files
-from PIL import Image, ImageDraw
 
 
 def _jpeg(k: int, size: int) -> bytes:

@@ -197,8 +197,9 @@ BUDGET = 512 * 2**20  # the service's default decode budget (MODELDESK_MAX_DECOD
 
 def _save(work: Path, name: str, graph, card: dict) -> Path:
     import onnx
-    from modeldesk.deploy import save_artifact
     from onnx import helper
+
+    from modeldesk.deploy import save_artifact
 
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     card = {
@@ -213,10 +214,11 @@ def _save(work: Path, name: str, graph, card: dict) -> Path:
 
 def standin_models(work: Path) -> dict:
     """Small stand-in artifacts for each input kind: the waves measure input handling, not a model."""
+    from onnx import TensorProto, helper, numpy_helper
+
     from modeldesk.deploy.preprocess import ImageSpec
     from modeldesk.trainers.data import LabeledSample
     from modeldesk.trainers.tasks import get_trainer
-    from onnx import TensorProto, helper, numpy_helper
 
     def mean_classifier(name, shape, axes, features):
         return helper.make_graph(

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from benchdata import load_samples, spectrogram_images  # bench/ is on sys.path when a bench runs as a script
 
 BASELINE_PARTS = (("embedding", 1), ("stride16", 2), ("stride16", 3), ("stride32", 2), ("stride32", 3))

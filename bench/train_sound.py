@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from benchdata import load_samples  # bench/ is on sys.path when a bench runs as a script
 
 
@@ -26,8 +25,8 @@ def reference(samples) -> tuple[float, float, float]:
     """Log-mel statistics + logistic regression: (held-out accuracy, seconds, ms per clip)."""
     from modeldesk.deploy.audio_input import AudioSpec, load_waveform
     from modeldesk.deploy.runtime import create_session
-    from modeldesk.trainers.heads import LogisticRegressionHead
     from modeldesk.trainers.backbones.sound import LOGMEL, backbone_nodes, make_model
+    from modeldesk.trainers.heads import LogisticRegressionHead
 
     started = time.perf_counter()
     nodes, inits = backbone_nodes()

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 DATASETS = ("sms_spam_en", "waimai10k_zh")
 
 

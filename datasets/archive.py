@@ -15,9 +15,9 @@ import shutil
 import stat
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Iterator
 
 from .safety import DiskFullError, free_bytes, human_bytes, is_disk_full
 from .verify import media_kind

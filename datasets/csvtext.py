@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import codecs
 import csv
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .items import ImportReport, Item
 from .safety import unescape_cell

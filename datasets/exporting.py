@@ -23,10 +23,10 @@ from modeldesk.fileio import atomic_open, atomic_write
 from .coco import coco_document
 from .createml import createml_document
 from .cvat import cvat_document
+from .kinds import sample_kind
 from .labelme import labelme_document
 from .labelstudio import labelstudio_document
 from .multiclass import TABLE_NAME, multiclass_table
-from .kinds import sample_kind
 from .records import Sample
 from .safety import escape_cell
 from .store import Store

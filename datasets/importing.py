@@ -14,10 +14,10 @@ import re
 import sqlite3
 import time
 import unicodedata
-from pathlib import Path
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable, Iterator
+from pathlib import Path
 
 from . import (
     anomaly_folders,
@@ -32,10 +32,12 @@ from . import (
     voc,
     yolo,
 )
+from .cleanup import remove_unreferenced
 from .detect import FORMATS, scan
 from .items import ImportReport, Item
+from .kinds import sample_kind
 from .media import sha256_bytes, sha256_file
-from .cleanup import remove_unreferenced
+from .records import Box, Project
 from .safety import (
     DiskFullError,
     WorkspaceWriteError,
@@ -47,9 +49,7 @@ from .safety import (
     special_file_problem,
     write_error,
 )
-from .records import Box, Project
 from .store import NewSample, Store
-from .kinds import sample_kind
 from .verify import MediaError, media_kind
 
 BATCH_SIZE = 200  # rows per transaction

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from modeldesk.fileio import atomic_open, atomic_write  # noqa: F401  (datasets' writers import it from here)
 
-
 _CHUNK = 1 << 20
 
 

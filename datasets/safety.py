@@ -17,8 +17,8 @@ import os
 import shutil
 import sqlite3
 import stat
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .records import Box
 

@@ -8,7 +8,7 @@ class lands in train. Already assigned samples never move, so adding data keeps 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 SPLIT_TARGETS = (("train", 0.70), ("val", 0.15), ("test", 0.15))
 

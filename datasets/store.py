@@ -14,17 +14,17 @@ import sqlite3
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from . import splits as _splits
 from .cleanup import cleanup_workspace
-from .media import MediaStore
-from .records import KINDS, SPLITS, TARGETS, Box, Project, Sample
 from .dbfile import ReadOnlyWorkspaceError, connect_uri, is_writable, open_database, quick_check
 from .kinds import thumbnail as kind_thumbnail
+from .media import MediaStore
+from .records import KINDS, SPLITS, TARGETS, Box, Project, Sample
 from .salvage import salvage_rows
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ class Store:
         self._closed = True
         self._local = threading.local()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -16,8 +16,8 @@ goes on; ``textchecks`` refuses a label column that holds long texts and warns a
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from modeldesk import safejson
 

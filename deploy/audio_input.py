@@ -90,7 +90,7 @@ class AudioSpec:
         return {**asdict(self), "input": "float32 waveform (1, samples) in [-1, 1], mono"}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AudioSpec":
+    def from_dict(cls, data: dict) -> AudioSpec:
         return cls(
             sample_rate=int(data.get("sample_rate", SAMPLE_RATE)),
             min_seconds=float(data.get("min_seconds", DEFAULT_MIN_SECONDS)),

@@ -6,11 +6,10 @@ service was started with a token; every status the service answers with is decla
 
 from __future__ import annotations
 
-from typing import Any
-
 import html
 import json
 from pathlib import Path
+from typing import Any
 
 from .inputs import input_for, output_for
 

@@ -43,7 +43,7 @@ class ImageSpec:
         return {"kind": "image", **asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ImageSpec":
+    def from_dict(cls, data: dict) -> ImageSpec:
         fields = {k: data[k] for k in ("size", "mean", "std", "resize", "color", "layout") if k in data}
         return cls(**fields)
 

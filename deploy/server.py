@@ -232,7 +232,9 @@ def read_token_file(path) -> str:
         with open(path, encoding="utf-8") as handle:
             token = handle.readline().strip()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read the token file {path} ({getattr(exc, 'strerror', None) or exc})")
+        raise ValueError(
+            f"cannot read the token file {path} ({getattr(exc, 'strerror', None) or exc})"
+        ) from None
     if os.name == "posix" and info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ValueError(f"the token file {path} can be read by other users; run: chmod 600 {path}")
     if not token:

@@ -18,8 +18,9 @@ import ast
 import fnmatch
 import functools
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP = "modeldesk"

@@ -126,7 +126,7 @@ def main(argv=None) -> int:
                 print(f"skipped {key}: page not available")
                 continue
             mine = key in ("data", "label")
-            settle(lambda: page_ready(page), linger=0.4 if mine else 2.5)
+            settle(lambda page=page: page_ready(page), linger=0.4 if mine else 2.5)
             shoot(window, args.out / f"{number:02d}-{key}{suffix}.png")
         window.close()
     finally:

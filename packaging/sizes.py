@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     for name, size in result["groups"].items():
         print(f"{name:<50} {size / mb:8.1f}")
     print(f"{'total':<50} {result['total'] / mb:8.1f}")
-    print(f"\nlargest files")
+    print("\nlargest files")
     for size, path in result["files"][: args.top]:
         print(f"{size / mb:8.1f}  {path}")
     return 0

@@ -184,7 +184,7 @@ class DaskBackend:
         self._sent = None
         self._lock = threading.Lock()
 
-    def start(self) -> "DaskBackend":
+    def start(self) -> DaskBackend:
         """Connect to the scheduler (or start the local cluster); returns self.
 
         Raises ClusterError when the scheduler cannot be reached.
@@ -238,7 +238,7 @@ class DaskBackend:
             self.cluster_.close()
             self.cluster_ = None
 
-    def __enter__(self) -> "DaskBackend":
+    def __enter__(self) -> DaskBackend:
         return self.start()
 
     def __exit__(self, *exc_info) -> None:

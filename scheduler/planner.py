@@ -119,7 +119,7 @@ class Plan:
         return rows
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Plan":
+    def from_dict(cls, data: dict) -> Plan:
         """Rebuild a plan from :meth:`to_dict` output (backends and cost model are not restored)."""
         names = {f.name for f in fields(DeviceShare)}
         devices = [DeviceShare(**{k: v for k, v in d.items() if k in names}) for d in data["devices"]]
@@ -257,7 +257,7 @@ def plan(
     max_batch: int | None = None,
     prior_items_per_s: float | None = None,
     cluster=None,
-) -> "Plan":
+) -> Plan:
     """Choose devices, threads and batch sizes for ``n_items`` of ``work_key``; estimate the time.
 
     Parameters

@@ -1,8 +1,9 @@
 """pyproject.toml lists packages explicitly (the repo root is the package root), so a new
 subpackage that is not listed would silently be missing from a non-editable install."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("app", "ui", "datasets", "trainers", "scheduler", "deploy")

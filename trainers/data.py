@@ -45,5 +45,5 @@ class LabeledSample:
         """The class label of a single-label sample (None for tags and boxes)."""
         return self.target if isinstance(self.target, str) or self.target is None else None
 
-    def with_split(self, split: str) -> "LabeledSample":
+    def with_split(self, split: str) -> LabeledSample:
         return LabeledSample(self.key, self.source, self.target, split)

@@ -13,10 +13,10 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import onnx
@@ -24,7 +24,8 @@ from onnx import helper, numpy_helper
 
 from modeldesk.deploy.preprocess import ImageDecodeError, preprocess_image
 from modeldesk.deploy.runtime import create_session
-from modeldesk.scheduler import CostModel, plan as plan_work, run_partitioned
+from modeldesk.scheduler import CostModel, run_partitioned
+from modeldesk.scheduler import plan as plan_work
 from modeldesk.scheduler.partition import Cancelled
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.backbones.registry import write_atomically

@@ -94,7 +94,7 @@ class NoveltyReference:
             "random_state": self.random_state,
         }
 
-    def fit(self, X, y=None) -> "NoveltyReference":
+    def fit(self, X, y=None) -> NoveltyReference:
         """Learn the references and calibrate the threshold on ``X`` (n, dim); ``y`` is ignored."""
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or len(X) < 2:

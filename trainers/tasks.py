@@ -16,9 +16,10 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from modeldesk.datasets.records import KINDS, TARGETS
 from modeldesk.errors import UserError

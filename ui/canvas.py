@@ -45,7 +45,7 @@ def label_color(label: str) -> QColor:
 class _Handle(QGraphicsRectItem):
     """A corner grip of a :class:`BoxItem`; dragging it resizes the box."""
 
-    def __init__(self, box: "BoxItem", corner: int):
+    def __init__(self, box: BoxItem, corner: int):
         super().__init__(-HANDLE / 2, -HANDLE / 2, HANDLE, HANDLE, box)
         self.corner = corner  # 0 top-left, 1 top-right, 2 bottom-right, 3 bottom-left
         self.setFlag(QGraphicsItem.ItemIgnoresTransformations, True)

@@ -59,7 +59,7 @@ class GalleryRows:
     wrong: set[int] = field(default_factory=set)
 
     @classmethod
-    def from_dict(cls, rows: dict) -> "GalleryRows":
+    def from_dict(cls, rows: dict) -> GalleryRows:
         """From ``Workspace.gallery_rows``."""
         return cls(list(rows["ids"]), dict(rows["captions"]), set(rows["wrong"]))
 
@@ -118,7 +118,7 @@ class _LoaderSignals(QObject):
 class _DrainQueue(QRunnable):
     """Loads thumbnails until the loader's queue is empty."""
 
-    def __init__(self, loader: "ThumbnailLoader"):
+    def __init__(self, loader: ThumbnailLoader):
         super().__init__()
         self.loader = loader
 
@@ -287,7 +287,7 @@ class SampleListModel(QAbstractListModel):
                 self.cache._items.pop(sid, None)
                 self._broken.discard(sid)
 
-    def rowCount(self, parent=QModelIndex()) -> int:
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's own signature)
         return 0 if parent.isValid() else len(self.ids)
 
     def data(self, index, role=Qt.DisplayRole):

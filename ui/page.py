@@ -37,8 +37,8 @@ from PySide6.QtWidgets import (
 )
 
 from .job_watcher import TaskGroup
-from .workers import SHUTDOWN_WAIT_MS
 from .widgets.error_dialog import show_error
+from .workers import SHUTDOWN_WAIT_MS
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ class UiThreadCollector(QObject):
         self.timer.setInterval(interval_ms)
         self.timer.timeout.connect(self.check)
 
-    def start(self) -> "UiThreadCollector":
+    def start(self) -> UiThreadCollector:
         gc.disable()
         self.timer.start()
         return self

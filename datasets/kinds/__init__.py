@@ -13,9 +13,9 @@ CHECK constraint, ``datasets/schema.py``).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 #: kind name -> ".module:attribute" (relative to this package); loaded on first use
 SAMPLE_KINDS = {

@@ -12,8 +12,6 @@ import logging
 import time
 from pathlib import Path
 
-from modeldesk.safejson import JSONLimitError
-from modeldesk.safejson import loads as safe_loads
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -21,6 +19,9 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+
+from modeldesk.safejson import JSONLimitError
+from modeldesk.safejson import loads as safe_loads
 
 from ..guards import DecodeBudget, GuardError, RequestGuard, error_response
 from ..inputs import InputError

@@ -17,6 +17,7 @@ import json
 import struct
 
 import numpy as np
+
 from modeldesk.safejson import JSONLimitError
 from modeldesk.safejson import loads as safe_loads
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from modeldesk.app.edge_launch import EdgeError, EdgeProcess, put_to_work
 from modeldesk.app.sample_data import make_shape_image, make_shapes_folder
 from modeldesk.app.workspace import Workspace

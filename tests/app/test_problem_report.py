@@ -2,7 +2,6 @@
 the About facts (versions, licences, ``modeldesk --version``)."""
 
 import json
-import logging
 import zipfile
 from pathlib import Path
 

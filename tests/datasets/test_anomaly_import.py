@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from PIL import Image
+
 from modeldesk.datasets import Store, import_path
 from modeldesk.datasets.anomaly_folders import mask_files
 from modeldesk.datasets.detect import detect_format
-from PIL import Image
 
 from .conftest import BENCHDATA
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from modeldesk.datasets import MAX_IMAGE_PIXELS, import_path
-from modeldesk.datasets import archive
+from modeldesk.datasets import MAX_IMAGE_PIXELS, archive, import_path
 
 
 def _png_header_only(width, height) -> bytes:

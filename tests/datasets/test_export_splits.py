@@ -4,6 +4,7 @@ importer reads it back, so an export re-imports to the same split of every photo
 import json
 
 import pytest
+
 from modeldesk.datasets import Box, export_project, import_path
 
 

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+
 from modeldesk.datasets import detect_format, flatyaml, import_path
 
 
@@ -124,7 +125,10 @@ def test_flat_yaml_reader_agrees_with_pyyaml(text):
     yaml = pytest.importorskip("yaml")  # not a dependency; present with the test tools
     expected = yaml.safe_load(text)
     got = flatyaml.parse(text)
-    normalise = lambda v: {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+    def normalise(v):
+        return {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else v
+
     for key, value in expected.items():
         if value is None:
             assert got[key] == ""

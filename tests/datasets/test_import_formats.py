@@ -1,10 +1,10 @@
 """Each importer on small generated data, and format detection."""
 
+import itertools
 import json
 import zipfile
 
 import pytest
-import itertools
 
 from modeldesk.datasets import detect_format, import_path
 from modeldesk.datasets.yolo import parse_yaml_names

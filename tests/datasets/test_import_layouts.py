@@ -4,6 +4,7 @@ Roboflow's COCO and YOLO exports, Ultralytics and Darknet YOLO; splits the sourc
 import json
 
 import pytest
+
 from modeldesk.datasets import detect_format, import_path
 
 

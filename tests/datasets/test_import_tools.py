@@ -5,6 +5,7 @@ folders. Each is detected on its own; a file almost in the format gets a message
 import json
 
 import pytest
+
 from modeldesk.datasets import detect_format, import_path
 
 

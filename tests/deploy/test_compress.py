@@ -186,7 +186,10 @@ def test_keep_first_layers_float_leaves_the_stem_in_float(deploy_helpers, color_
     with Quantizer(deploy_helpers.build_standin_model(), calibration, input_name="image") as quantizer:
         full = onnx.load_from_string(quantizer.quantize("qop", True))
         mixed = onnx.load_from_string(quantizer.quantize("qop", True, keep_first=True))
-    count = lambda m, op: sum(n.op_type == op for n in m.graph.node)
+
+    def count(m, op):
+        return sum(n.op_type == op for n in m.graph.node)
+
     assert count(full, "QLinearConv") == 2 and count(full, "Conv") == 0
     assert count(mixed, "QLinearConv") == 1 and count(mixed, "Conv") == 1
 

@@ -22,8 +22,8 @@ from starlette.testclient import TestClient
 
 from modeldesk.deploy import Predictor, build_bundle, load_artifact, save_artifact
 from modeldesk.deploy.bundle import bundled_modules
-from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.openapi import openapi_document
+from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.service import create_app
 from modeldesk.trainers.detection.features import CELLS, DetectionNeck
 from modeldesk.trainers.detection.graph import SIZE_INPUT, decode_nodes

@@ -50,4 +50,4 @@ def test_public_names_resolve():
     ):
         assert name in deploy.__all__ and callable(getattr(deploy, name))
     with pytest.raises(AttributeError):
-        deploy.no_such_name
+        _ = deploy.no_such_name

@@ -71,8 +71,8 @@ def test_multipart_json_and_raw_bodies_agree_with_in_app_prediction(client, stan
 def test_several_files_come_back_in_order(client, deploy_helpers):
     labels = ["red", "green", "blue", "green"]
     files = [
-        ("file", (f"{i}.png", deploy_helpers.color_image_bytes(l, i), "image/png"))
-        for i, l in enumerate(labels)
+        ("file", (f"{i}.png", deploy_helpers.color_image_bytes(label, i), "image/png"))
+        for i, label in enumerate(labels)
     ]
     response = client.post("/v1/predict", files=files)
     assert [p["label"] for p in response.json()["predictions"]] == labels

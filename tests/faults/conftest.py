@@ -131,7 +131,6 @@ def read_only(mounts, tmp_path):
 
 def tiny_model(size: int = 32):
     """A 2-class image classifier graph (conv -> pooling -> Gemm -> Softmax): red vs. not red."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     w1 = np.zeros((4, 3, 3, 3), np.float32)

@@ -9,8 +9,7 @@ import sqlite3
 
 import pytest
 
-from modeldesk.datasets import Store
-from modeldesk.datasets import schema
+from modeldesk.datasets import Store, schema
 
 
 @pytest.fixture

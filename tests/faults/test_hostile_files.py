@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+
 from modeldesk.app.settings import Settings
 from modeldesk.datasets import Store, import_path
 

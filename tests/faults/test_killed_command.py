@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from modeldesk.scheduler.jobstore import JobStore
 
 HERE = Path(__file__).resolve().parent

@@ -10,13 +10,13 @@ import time
 import numpy as np
 
 from modeldesk.app.workspace import Workspace
-from modeldesk.deploy.export import export_artifact
 from modeldesk.deploy.artifact import load_artifact
+from modeldesk.deploy.export import export_artifact
 
 
 def _age(path, hours=2.0):
     then = time.time() - hours * 3600
-    for root, dirs, files in os.walk(path) if path.is_dir() else [(path.parent, [], [path.name])]:
+    for root, _dirs, files in os.walk(path) if path.is_dir() else [(path.parent, [], [path.name])]:
         for name in files:
             os.utime(os.path.join(root, name), (then, then))
     os.utime(path, (then, then))

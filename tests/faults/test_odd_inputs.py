@@ -13,6 +13,7 @@ import zipfile
 
 import numpy as np
 import pytest
+
 from modeldesk.datasets import Store, import_path
 from modeldesk.datasets.items import MAX_FAILED_LISTED
 

@@ -6,8 +6,8 @@ import os
 import psutil
 import pytest
 
-from modeldesk.scheduler import detect_resources, format_resources
 from modeldesk.scheduler import cpu as cpu_module
+from modeldesk.scheduler import detect_resources, format_resources
 from modeldesk.scheduler import gpus as gpus_module
 from modeldesk.scheduler import providers as providers_module
 

@@ -17,6 +17,7 @@ import sys
 import time
 
 import pytest
+
 from modeldesk.scheduler import cluster_service
 from modeldesk.scheduler.cluster import DaskBackend
 

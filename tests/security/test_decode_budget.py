@@ -20,15 +20,16 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
+from PIL import Image
+from starlette.testclient import TestClient
+
 from modeldesk.deploy import create_app, save_artifact
 from modeldesk.deploy.audio_input import AudioInput, read_wav, wav_bytes
 from modeldesk.deploy.image_input import ImageInput
 from modeldesk.deploy.inputs import InputError
 from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.text_input import TextInput
-from onnx import TensorProto, helper, numpy_helper
-from PIL import Image
-from starlette.testclient import TestClient
 
 LOCAL = "http://127.0.0.1:8000"
 MB = 1_000_000

@@ -96,8 +96,9 @@ def test_json_nested_100000_deep_is_a_400(client):
 
 
 def test_more_decoding_than_the_budget_is_refused_not_buffered(standin_artifact, deploy_helpers):
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     buffer = io.BytesIO()
     Image.new("1", (6300, 6300)).save(buffer, "PNG")  # ~15 KB on the wire, 40 MP decoded

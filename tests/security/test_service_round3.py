@@ -18,10 +18,11 @@ import pytest
 import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
 from modeldesk.app.cli import main
 from modeldesk.deploy import create_app
 from modeldesk.deploy import server as server_module
-from starlette.testclient import TestClient
 
 LOCAL = "http://127.0.0.1:8000"
 

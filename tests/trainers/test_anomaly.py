@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from modeldesk.app.cli import main
 from modeldesk.deploy import Predictor, load_artifact
 from modeldesk.trainers.anomaly.bank import greedy_coreset
@@ -164,9 +165,10 @@ def test_the_service_answers_score_anomalous_and_on_request_a_heatmap_png(traine
     import base64
     import io
 
-    from modeldesk.deploy.service import create_app
     from PIL import Image
     from starlette.testclient import TestClient
+
+    from modeldesk.deploy.service import create_app
 
     result, samples, _ = trained
     source = next(s.source for s in samples if s.label != "good")

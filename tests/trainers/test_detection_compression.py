@@ -13,8 +13,8 @@ from modeldesk.errors import UserError
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.detection.compression import MIN_PHOTOS, DetectionJudge, judging_photos
 from modeldesk.trainers.detection.features import DetectionNeck
-from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
 from modeldesk.trainers.detection.templates import TEMPLATES
+from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
 
 from .detection_data import make_detection_samples
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeldesk.trainers.image import selection as image_selection
+from modeldesk.trainers.features import EMBEDDING
 from modeldesk.trainers.heads import LogisticRegressionHead
+from modeldesk.trainers.image import selection as image_selection
 from modeldesk.trainers.image.selection import Features, select_evaluate_refit
 from modeldesk.trainers.templates import Template
-from modeldesk.trainers.features import EMBEDDING
 
 SEEN: list = []  # (what, sorted sample ids) for every fit and every prediction of a SpyHead
 

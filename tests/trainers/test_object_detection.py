@@ -13,8 +13,8 @@ from modeldesk.deploy.preprocess import ImageSpec, image_size, preprocess_image
 from modeldesk.errors import UserError
 from modeldesk.trainers.detection.features import DetectionNeck
 from modeldesk.trainers.detection.metrics import average_precision, best_threshold, box_iou, detection_report
-from modeldesk.trainers.detection.trainer import PARITY_TOLERANCE, ObjectDetectionTrainer
 from modeldesk.trainers.detection.templates import TEMPLATES
+from modeldesk.trainers.detection.trainer import PARITY_TOLERANCE, ObjectDetectionTrainer
 
 from .detection_data import make_detection_samples
 

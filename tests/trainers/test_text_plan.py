@@ -95,8 +95,8 @@ def test_the_eta_follows_the_measured_speed():
 
 
 def test_the_encoder_is_timed_once_on_a_few_texts_before_the_first_plan(monkeypatch):
-    from modeldesk.trainers.text import trainer as tc
     from modeldesk.trainers.data import LabeledSample
+    from modeldesk.trainers.text import trainer as tc
     from modeldesk.trainers.text.plan import EMBED_WORK
 
     read = []

@@ -18,7 +18,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QCoreApplication, QObject, QSettings, QTimer  # noqa: E402
 
-
 COLORS = {"red": (210, 40, 40), "green": (40, 170, 60), "blue": (40, 60, 210)}
 
 
@@ -112,7 +111,7 @@ def open_page(qtbot):
 
     yield make
     for page in pages:
-        qtbot.waitUntil(lambda: not page.tasks.busy, timeout=60000)
+        qtbot.waitUntil(lambda page=page: not page.tasks.busy, timeout=60000)
         if hasattr(page, "shutdown"):
             page.shutdown()
         page.close()
@@ -163,7 +162,7 @@ class LatencyProbe(QObject):
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self._tick)
 
-    def start(self) -> "LatencyProbe":
+    def start(self) -> LatencyProbe:
         # The objects of every earlier test stay out of the collector's way while measuring: a full
         # collection of the whole suite's heap took 320 ms on the UI thread, where the app's own heap
         # after a training run takes 45 ms. What the test itself allocates is still collected.
@@ -230,7 +229,7 @@ class LatencyProbe(QObject):
     def percentile(self, q: float) -> float:
         return float(np.percentile(self.gaps_ms, q)) if self.gaps_ms else 0.0
 
-    def __enter__(self) -> "LatencyProbe":
+    def __enter__(self) -> LatencyProbe:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -259,7 +258,7 @@ class UiThreadCalls:
         self._wrapped: list[str] = []
         self._depth = 0
 
-    def __enter__(self) -> "UiThreadCalls":
+    def __enter__(self) -> UiThreadCalls:
         main = threading.main_thread()
         for name in dir(type(self.ws)):
             if name.startswith("_") or isinstance(inspect.getattr_static(type(self.ws), name), property):

@@ -4,11 +4,11 @@ and an event loop that keeps running while thousands of images come in."""
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPixmap
 
 from modeldesk.ui.gallery import PixmapCache, SampleIdRole
 from modeldesk.ui.pages.data_page import DataPage
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QPixmap
 
 
 @pytest.fixture

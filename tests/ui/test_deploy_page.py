@@ -8,9 +8,9 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication
 
 from modeldesk.app.workspace import Workspace
+from modeldesk.deploy.compress import parse_candidate
 from modeldesk.ui.pages.deploy import DeployPage
 from modeldesk.ui.widgets.camera import cameras
-from modeldesk.deploy.compress import parse_candidate
 from modeldesk.ui.wording import human_size, top_scores, verdict, why_words
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QDialog
 
 from modeldesk.ui.application import create_application
-from modeldesk.ui.settings import settings
 from modeldesk.ui.main_window import MainWindow
+from modeldesk.ui.settings import settings
 from modeldesk.ui.widgets.error_dialog import ErrorDialog, show_error
 
 

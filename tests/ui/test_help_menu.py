@@ -6,7 +6,6 @@ from __future__ import annotations
 import zipfile
 
 import pytest
-
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMessageBox
 
 from modeldesk.ui.main_window import MainWindow

@@ -4,7 +4,6 @@ with the mouse on a detection project."""
 from __future__ import annotations
 
 import pytest
-
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication

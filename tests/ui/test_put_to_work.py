@@ -9,11 +9,12 @@ from __future__ import annotations
 import threading
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QDesktopServices
+
 from modeldesk.app import edge_launch
 from modeldesk.app.workspace import Workspace
 from modeldesk.ui.pages.deploy import DeployPage
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QDesktopServices
 
 
 @pytest.fixture(scope="module")

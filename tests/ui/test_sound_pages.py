@@ -64,11 +64,10 @@ def test_recorder_level_meter_and_countdown_follow_the_frames(qtbot):
 def test_sound_model_pages_play_record_and_classify(qtbot, ws, show_widget, tmp_path, monkeypatch):
     """Label shows a playable waveform; Deploy records (generated signal) and classifies; Evaluate
     speaks of clips and lists them with their waveforms."""
+    from modeldesk.deploy.audio_input import wav_bytes
     from modeldesk.ui.pages.deploy import DeployPage
     from modeldesk.ui.pages.evaluate_page import EvaluatePage
     from modeldesk.ui.pages.label import LabelPage
-
-    from modeldesk.deploy.audio_input import wav_bytes
 
     rng = np.random.default_rng(0)
     for label, freq in (("low", 300.0), ("high", 2000.0)):

@@ -68,6 +68,8 @@ def test_every_page_of_every_task_keeps_only_qt_owned_objects(qtbot, ws, show_wi
         for key in PAGES:
             window.show_page(key)
             page = window.pages[key]
-            qtbot.waitUntil(lambda: not getattr(getattr(page, "tasks", None), "busy", False), timeout=20_000)
+            qtbot.waitUntil(
+                lambda page=page: not getattr(getattr(page, "tasks", None), "busy", False), timeout=20_000
+            )
     assert len(window.pages) == len(PAGES)
     assert python_only_objects(window) == []

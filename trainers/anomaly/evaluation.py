@@ -6,10 +6,11 @@ import logging
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
+
 from modeldesk.deploy import Predictor, load_artifact
 from modeldesk.errors import UserError
 from modeldesk.trainers.anomaly.scoring import auroc, best_f1_threshold, counts_at, pixel_auroc
-from PIL import Image
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,10 @@ def evaluate_anomaly(artifact_path, samples, *, progress=None, masks: dict | Non
         }
         for s, kind, d, score in zip(samples, kinds, defect, scores)
     ]
-    wrong = lambda m: (m["score"] >= threshold) != m["defect"]
+
+    def wrong(m):
+        return (m["score"] >= threshold) != m["defect"]
+
     images.sort(key=lambda m: (not wrong(m), -abs(m["score"] - threshold)))
     report["images"] = images[:MAX_IMAGES_LISTED]
     report["heatmap_range"] = artifact.card.get("heatmap_range")

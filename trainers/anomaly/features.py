@@ -15,13 +15,14 @@ from functools import partial
 
 import numpy as np
 import onnx
+from onnx import TensorProto, helper, numpy_helper
+
 from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.backbones.registry import write_atomically
 from modeldesk.trainers.detection.features import STRIDES, DetectionNeck, MapExtractor, split_maps
 from modeldesk.trainers.features import FEATURES_OUTPUT, extract_feature_views
-from onnx import TensorProto, helper, numpy_helper
 
 PATCHES = "patches"
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+from onnx import TensorProto, helper, numpy_helper
+
 from modeldesk.trainers.anomaly.features import PATCHES, AnomalyNeck, padded_backbone, patch_nodes
 from modeldesk.trainers.backbones import Backbone
-from onnx import TensorProto, helper, numpy_helper
 
 SIZE_INPUT = "image_size"
 SCORE_OUTPUT = "score"

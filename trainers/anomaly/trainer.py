@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime
+
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.deploy.preprocess import ImageDecodeError, image_size

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
 
 import onnx
 
 from modeldesk.deploy.preprocess import ImageSpec
-from modeldesk.fileio import atomic_write
 from modeldesk.deploy.runtime import create_session
+from modeldesk.fileio import atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -101,7 +101,7 @@ def _plain_load(file):
     return _RestrictedUnpickler(file, {}).load()
 
 
-def load_legacy_state_dict(path) -> "collections.OrderedDict[str, np.ndarray]":
+def load_legacy_state_dict(path) -> collections.OrderedDict[str, np.ndarray]:
     """Load a legacy-format ``torch.save`` state dict as an ordered dict of numpy arrays.
 
     Raises ValueError if the file is not in the legacy format or holds anything besides tensors.

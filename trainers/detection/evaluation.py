@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from modeldesk.deploy import Predictor, load_artifact
 from modeldesk.errors import UserError
-from modeldesk.trainers.evaluation import predict_all
 from modeldesk.trainers.detection.metrics import detection_report, image_errors
+from modeldesk.trainers.evaluation import predict_all
 
 BATCH = 16
 MAX_IMAGES_LISTED = 200

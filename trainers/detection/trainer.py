@@ -23,8 +23,8 @@ from modeldesk.deploy.graph import prune_unused
 from modeldesk.deploy.preprocess import ImageDecodeError, image_size, letterbox_scale
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
-from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.backbones import get_backbone
+from modeldesk.trainers.base import TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.detection.features import CellComputer, extract_maps, maps_feature_spec
 from modeldesk.trainers.detection.graph import (
     IOU_THRESHOLD,
@@ -39,10 +39,10 @@ from modeldesk.trainers.detection.graph import (
 from modeldesk.trainers.detection.head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
 from modeldesk.trainers.detection.metrics import best_threshold, box_iou, mean_ap
 from modeldesk.trainers.features import plan_feature_extraction
-from modeldesk.trainers.base import TaskTrainer, evaluation_split, split_counts
-from modeldesk.trainers.versions import versions
+from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
+from modeldesk.trainers.versions import versions
 
 log = logging.getLogger(__name__)
 

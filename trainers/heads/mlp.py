@@ -107,7 +107,7 @@ class MLPHead(SoftmaxHeadMixin, Head):
         bs = int(min(self.batch_size, n))
         keep = 1.0 - float(self.dropout)
         epoch = 0
-        for epoch in range(1, int(self.epochs) + 1):
+        for epoch in range(1, int(self.epochs) + 1):  # noqa: B007 (read after the loop)
             order = rng.permutation(n)
             total = 0.0
             for start in range(0, n, bs):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -11,36 +11,36 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.scheduler import CostModel
-from modeldesk.trainers.progress import stage_reporter
-from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.backbones import get_backbone
-from modeldesk.trainers.data import LabeledSample
+from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer
 from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
+from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.heads.optim import one_blas_thread
-from modeldesk.trainers.image.selection import Features, make_head, planned_work, select_evaluate_refit
-from modeldesk.trainers.novelty import NoveltyReference
-from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
-from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.features import (
     FEATURES_OUTPUT,
     FeatureExtractor,
     extract_feature_views,
     plan_feature_extraction,
 )
+from modeldesk.trainers.heads.optim import one_blas_thread
 from modeldesk.trainers.image.graph import OUTPUT_NAME, build_classifier_graph, check_parity
-from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer
-from modeldesk.trainers.versions import versions
+from modeldesk.trainers.image.selection import Features, make_head, planned_work, select_evaluate_refit
+from modeldesk.trainers.label_samples import check_label_samples
+from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
+from modeldesk.trainers.novelty import NoveltyReference
+from modeldesk.trainers.progress import stage_reporter
+from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
+from modeldesk.trainers.versions import versions
 
 log = logging.getLogger(__name__)
 

@@ -16,16 +16,16 @@ from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.errors import UserError
 from modeldesk.trainers import heads
-from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.backbones import get_backbone
+from modeldesk.trainers.base import TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import extract_feature_views
-from modeldesk.trainers.base import TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.image.classification import TrainResult, estimate_training
-from modeldesk.trainers.versions import versions
 from modeldesk.trainers.image.graph import build_classifier_graph
 from modeldesk.trainers.metrics import mean_average_precision, multilabel_report
+from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.templates import get_template
+from modeldesk.trainers.versions import versions
 
 DEFAULT_THRESHOLD = 0.5
 

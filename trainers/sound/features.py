@@ -17,10 +17,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -29,7 +29,6 @@ from modeldesk.deploy.runtime import create_session
 from modeldesk.scheduler import CostModel
 from modeldesk.scheduler.partition import Cancelled
 from modeldesk.trainers.backbones.registry import write_atomically
-from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.backbones.sound import (
     FEATURES,
     INPUT_NAME,
@@ -37,6 +36,7 @@ from modeldesk.trainers.backbones.sound import (
     backbone_key,
     feature_model,
 )
+from modeldesk.trainers.feature_cache import FeatureCache
 
 log = logging.getLogger(__name__)
 

@@ -12,27 +12,27 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from modeldesk.deploy.audio_input import AudioDecodeError, AudioSpec, load_waveform
 from modeldesk.deploy.artifact import new_model_id, save_artifact
+from modeldesk.deploy.audio_input import AudioDecodeError, AudioSpec, load_waveform
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
 from modeldesk.trainers import heads
-from modeldesk.trainers.progress import stage_reporter
-from modeldesk.trainers.label_samples import check_label_samples
-from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
-from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.backbones.sound import FEATURES, INPUT_NAME, MIN_SAMPLES, feature_nodes, make_model
-from modeldesk.trainers.sound.features import PLAIN_VIEWS, SoundFeatureExtractor, estimate_seconds, noise_view
 from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.feature_cache import FeatureCache
+from modeldesk.trainers.label_samples import check_label_samples
+from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
+from modeldesk.trainers.progress import stage_reporter
+from modeldesk.trainers.report import write_html_report
+from modeldesk.trainers.sound.features import PLAIN_VIEWS, SoundFeatureExtractor, estimate_seconds, noise_view
 from modeldesk.trainers.tasks import TrainResult
-from modeldesk.trainers.versions import versions
 from modeldesk.trainers.templates import get_template
+from modeldesk.trainers.versions import versions
 
 OUTPUT_NAME = "probabilities"
 BACKGROUND_WORDS = ("background", "noise", "silence")

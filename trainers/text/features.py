@@ -114,7 +114,7 @@ class CSR:
             self._rows = np.repeat(np.arange(self.shape[0]), np.diff(self.indptr))
         return self._rows
 
-    def take(self, rows) -> "CSR":
+    def take(self, rows) -> CSR:
         """The rows ``rows`` (indices), in that order."""
         rows = np.asarray(rows, dtype=np.int64)
         starts, lengths = self.indptr[rows], self.indptr[rows + 1] - self.indptr[rows]
@@ -160,7 +160,7 @@ class TfidfVocabulary:
         self.max_features = int(max_features)
         self.min_df = int(min_df)
 
-    def fit(self, texts, should_stop=None) -> "TfidfVocabulary":
+    def fit(self, texts, should_stop=None) -> TfidfVocabulary:
         """Learn ``vocab_`` (branch -> list of n-grams, sorted by n) and ``idf_`` (branch -> array)."""
         texts = list(texts)
         counted = []

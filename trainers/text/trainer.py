@@ -22,14 +22,13 @@ from modeldesk.deploy.inputs import InputError
 from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS, clean_text, sentence_embeddings
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
-from modeldesk.trainers.progress import stage_reporter
-from modeldesk.trainers.label_samples import check_label_samples
+from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import Cancelled
+from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
-from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.tasks import TrainResult
-from modeldesk.trainers.versions import versions
 from modeldesk.trainers.templates import get_template
 from modeldesk.trainers.text.features import TfidfVocabulary, choose_branches
 from modeldesk.trainers.text.graph import INPUT_NAME, OUTPUT_NAME, build_text_graph, check_parity
@@ -49,6 +48,7 @@ from modeldesk.trainers.text.plan import (
     seconds_per,
 )
 from modeldesk.trainers.text.search import FitLog, final_fit, search
+from modeldesk.trainers.versions import versions
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from modeldesk.app.anomaly_formatting import catch_sentence, counts_from_images, verdict
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidgetItem, QSlider
+
+from modeldesk.app.anomaly_formatting import catch_sentence, counts_from_images, verdict
 
 from ..page import card
 from ..widgets.mistakes import thumbnail_list
@@ -133,6 +134,6 @@ class AnomalyCard:
             item.setData(Qt.UserRole, what)
 
     def _show_thumbnails(self, found: list) -> None:
-        for (file, picture), item in zip(found, self._items):
+        for (_file, picture), item in zip(found, self._items):
             if picture is not None:
                 item.setIcon(QIcon(QPixmap(str(picture))))

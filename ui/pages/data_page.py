@@ -24,12 +24,12 @@ from ..file_filters import file_filter
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
 from ..kinds import data_bars, ui_kind
 from ..page import Page
-from .data_bars import DataBars
 from ..widgets.confirm import confirm
 from ..widgets.import_summary import ImportSummaryDialog
 from ..widgets.label_counts import LabelCountsChart
 from ..widgets.progress_panel import ProgressPanel
 from ..wording import few_examples, merge_reports, nouns, plural, small_class_warning, summary_line
+from .data_bars import DataBars
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from ..widgets.clip_player import load_peaks
 from ..widgets.columns import Columns
 from ..widgets.mistakes import THUMB, MistakesCard, report_sample_ids
 from ..widgets.model_picker import ModelPicker
+from ..wording import explain, headline, most_confused, nouns, per_class_rows, template_title
 from .anomaly_evaluation import AnomalyCard
 from .detection_photos import DetectionPhotosCard, load_photos
 from .detection_summary import detection_words
 from .tags_summary import tags_words
-from ..wording import explain, headline, most_confused, nouns, per_class_rows, template_title
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout
 
-from ..workers import TaskHandle
 from ..wording import format_eta
+from ..workers import TaskHandle
 
 
 class ProgressPanel(QFrame):

@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from modeldesk_server.edge.server import DEFAULT_PORT, serve_edge
+from modeldesk_server.edge.server import DEFAULT_PORT, serve_edge  # noqa: E402 (after the sys.path line)
 
 log = logging.getLogger("run_edge")
 

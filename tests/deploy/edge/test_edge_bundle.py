@@ -11,6 +11,7 @@ import time
 import urllib.request
 
 import pytest
+
 from modeldesk.app.service_handle import free_port
 from modeldesk.deploy.edge.bundle import build_edge_bundle, edge_requirements
 from modeldesk.deploy.predictor import Predictor

@@ -70,7 +70,7 @@ def test_v2_answers_equal_v1_answers_for_an_image_a_text_and_a_sound_model(
             "image",
             [deploy_helpers.color_image_bytes(c, i) for i, c in enumerate(["red", "blue", "green"])],
         ),
-        ("reviews", "text", [b"cold and late, refund", "lovely and fresh".encode()]),
+        ("reviews", "text", [b"cold and late, refund", b"lovely and fresh"]),
         ("sound", "audio", [edge_helpers.tone_wav(0.9), edge_helpers.tone_wav(0.01)]),
     ]
     for name, input_name, items in cases:

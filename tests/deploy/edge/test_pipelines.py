@@ -215,7 +215,10 @@ def test_a_stream_that_dies_is_reconnected_and_shows_it(edge_factory, standin_ar
         assert client.get("/healthz").json() == {"ok": True}  # the server is fine
         shown = [client.get(p).text for p in ("/v1/edge/status", "/metrics", "/v1/edge/logs")]
         assert all("s3cret-pass" not in text for text in shown) and "viewer:***@" in shown[0]
-        assert 'edge_source_reconnects_total{pipeline="%s"}' % pipeline["id"] in client.get("/metrics").text
+        assert (
+            'edge_source_reconnects_total{{pipeline="{}"}}'.format(pipeline["id"])
+            in client.get("/metrics").text
+        )
         assert client.post(f"/v1/edge/pipelines/{pipeline['id']}/stop").json()["state"] == "stopped"
     finally:
         stream.close()

@@ -3,7 +3,6 @@ made from its own labels, on an edge server in the background; the console opens
 
 from __future__ import annotations
 
-from modeldesk.app import edge_launch
 from PySide6.QtCore import QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
@@ -17,6 +16,8 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSlider,
 )
+
+from modeldesk.app import edge_launch
 
 from ...page import card
 from ...widgets import camera

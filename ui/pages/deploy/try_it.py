@@ -10,8 +10,8 @@ from PySide6.QtGui import QFont, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from ...canvas import label_color
-from ...kinds import IMAGE_SUFFIXES, ui_kind
 from ...charts import BarChart
+from ...kinds import IMAGE_SUFFIXES, ui_kind
 from ...page import card
 from ...widgets import camera
 from ...widgets.clip_player import ClipPlayer

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from ...kinds import label_view
 from ...page import Page
 from ...widgets.elided_label import ElidedLabel
 from ...wording import file_name
@@ -36,7 +37,6 @@ from .fresh_suggestions import ask_fresh_suggestion
 from .heatmap_hint import HeatmapHint
 from .keep_up_bar import KeepUpBar
 from .side_panel import SidePanel
-from ...kinds import label_view
 from .views import PayloadCache
 
 log = logging.getLogger(__name__)

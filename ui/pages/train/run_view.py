@@ -7,8 +7,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from ... import theme
-from ...training_chart import TrainingChart
 from ...job_watcher import JobWatcher
+from ...training_chart import TrainingChart
 from ...widgets import ProgressPanel
 
 
