@@ -439,7 +439,9 @@ def _compression_data(ws, artifact):
     from modeldesk.trainers.compression import head_refitter
 
     refits = artifact.card.get("features_output") and head_refitter(artifact.card)
-    if artifact.input_kind == "image" and artifact.target == "label" and refits:
+    from modeldesk.deploy.inputs import input_class
+
+    if input_class(artifact.input_kind).pictures and artifact.target == "label" and refits:
         # judged on every labeled photo, by heads fitted across folds (deploy.compress.FOLDS): the more
         # photos, the tighter the proven bound, and none judges a head it trained
         validation = refit

@@ -102,7 +102,7 @@ def export_project(
     if format not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {format!r}; use one of: {', '.join(EXPORT_FORMATS)}")
     detection = project.target == "boxes"
-    if format in ("cvat", "labelme", "labelstudio", "multiclass") and project.kind != "image":
+    if format in ("cvat", "labelme", "labelstudio", "multiclass") and not sample_kind(project.kind).pictures:
         raise ValueError(
             f"{format} export is for photos; project {project.name!r} holds {project.kind}: use folder or csv"
         )

@@ -52,6 +52,7 @@ class ImageInput(ModelInput):
     upload_types = ("image/",)
     noun = "image"
     compress_in_batches = True
+    pictures = True
     console = {
         "widget": "file",
         "preview": "image",

@@ -58,6 +58,8 @@ class ModelInput:
         (``deploy/compress.py``); False: one item at a time (``deploy/compress_clips.py``).
     not_compressible : when set, why compression has nothing to gain for this input (one sentence;
         ``{size_mb}`` is the model's size).
+    pictures : True when an item is a picture (video frames can feed it; compression judges a picture
+        classifier on every labeled photo).
     """
 
     kind = ""
@@ -70,6 +72,7 @@ class ModelInput:
     inline = False
     compress_in_batches = False
     not_compressible = ""
+    pictures = False
 
     @classmethod
     def check_preprocessing(cls, preprocessing: dict) -> str | None:

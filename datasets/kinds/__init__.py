@@ -35,6 +35,7 @@ class SampleKind:
     one, many : what one sample and several are called in messages ("image", "images").
     article : the noun with its article, for "not an image file".
     inline : True when the sample lives in its database row (a text), False when it is a media file.
+    pictures : True when a sample is a picture (the photo-only export formats take it).
     extensions : the lower-case file name endings of this kind's media files (".jpg"); a file with
         one of them is this kind's, also when it is then refused (an MP3 is a sound, not supported).
     verify : (bytes or path, extension) -> (stored extension, width, height, duration); raises
@@ -51,6 +52,7 @@ class SampleKind:
     many: str
     article: str
     inline: bool = False
+    pictures: bool = False
     extensions: frozenset = frozenset()
     verify: Callable | None = None
     thumbnail: Callable | None = None

@@ -24,5 +24,12 @@ def _thumbnail(sample, dest: Path, size: int) -> Path:
 
 
 IMAGE = SampleKind(
-    "image", "image", "images", "an image", extensions=IMAGE_EXTS, verify=_verify, thumbnail=_thumbnail
+    "image",
+    "image",
+    "images",
+    "an image",
+    extensions=IMAGE_EXTS,
+    verify=_verify,
+    thumbnail=_thumbnail,
+    pictures=True,
 )

@@ -53,7 +53,7 @@ class PipelineBusy(RuntimeError):
 def frame_item(predictor, image):
     """The model-ready item of a decoded frame: exactly what ``ImageInput.load`` makes of a picture."""
     model_input = predictor.input
-    if model_input.kind != "image":
+    if not model_input.pictures:
         raise SourceError(f"this model reads {model_input.noun}s; a video source needs an image model")
     tensor = image_to_tensor(image if image.mode == "RGB" else image.convert("RGB"), model_input.spec)
     return (tensor, np.array(image.size, np.float32)) if model_input.size_input else tensor
@@ -307,7 +307,7 @@ class Pipeline:
             image = frame.image
             if image is not None:
                 out.append((image, predictor.run_items([frame_item(predictor, image)])[0]))
-            elif predictor.input.kind == "image" and Path(frame.path).suffix.lower() in IMAGE_SUFFIXES:
+            elif predictor.input.pictures and Path(frame.path).suffix.lower() in IMAGE_SUFFIXES:
                 image = load_image(frame.path, max_pixels=predictor.max_pixels)
                 out.append((image, predictor.run_items([frame_item(predictor, image)])[0]))
             else:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QPushButton, QSizePolicy
 
 from modeldesk.app.live import RollingClip, clip_wav, frame_jpeg
 
+from ...kinds import ui_kind
 from ...widgets import camera
 from ...workers import run_task
 
@@ -119,7 +120,7 @@ class LiveMode(QObject):
         self.loop.failed.connect(self._failed)
         self.camera_source = None
         self.microphone = None
-        self.kind: str | None = None
+        self.mode: str | None = None  # "camera", "microphone" or None: what Live reads
         self.running = False
         self.boxes: list = []
         self.frame: np.ndarray | None = None
@@ -167,14 +168,15 @@ class LiveMode(QObject):
         """Offer Live for image models with a camera and sound models with a microphone (called after the
         card set its subtitle: without a camera, the subtitle says so)."""
         self.stop()
-        self.kind = kind
-        if kind == "image":
+        parts = ui_kind(kind).try_parts if kind else frozenset()
+        self.mode = "camera" if "camera" in parts else "microphone" if "recorder" in parts else None
+        if self.mode == "camera":
             available = self.camera_source.available() if self.camera_source else bool(camera.cameras())
             self.button.setText("Live")
             self.button.setToolTip("Run the model on the camera, again and again, as fast as it answers")
             if not available:
                 self.try_it.subtitle.setText(f"{self.try_it.subtitle.text()} {NO_CAMERA}")
-        elif kind == "audio":
+        elif self.mode == "microphone":
             available = self._microphone().available()
             self.button.setText("Listen live")
             self.button.setToolTip("Run the model on the microphone's last two seconds, again and again")
@@ -203,7 +205,7 @@ class LiveMode(QObject):
         self.boxes, self.frame, self._answer_times = [], None, []
         self._subtitle = self.try_it.subtitle.text()
         try:
-            if self.kind == "audio":
+            if self.mode == "microphone":
                 source = self._microphone()
                 self.clip = RollingClip(CLIP_S)
                 rate, channels, sample_format = source.start(self._sound)
@@ -218,13 +220,13 @@ class LiveMode(QObject):
             self.try_it.on_error("The live preview could not start", str(exc))
             return
         self.running = True
-        self.try_it.answer.setText("Looking…" if self.kind != "audio" else "Listening…")
+        self.try_it.answer.setText("Looking…" if self.mode != "microphone" else "Listening…")
         self.button.setText("Stop")
         self._camera_button = self.try_it.camera_button.isVisible()
         self.try_it.camera_button.hide()  # one photo while the camera runs live: no
         drop = self.try_it.drop
         self._min_height, self._policy = drop.minimumHeight(), drop.sizePolicy()
-        if self.kind != "audio":  # more room for the frames; their size must not push the layout wider
+        if self.mode != "microphone":  # more room for the frames; their size must not push the layout wider
             drop.setMinimumHeight(max(self._min_height, LIVE_HEIGHT))
             drop.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
 
@@ -232,7 +234,7 @@ class LiveMode(QObject):
         if not self.running:
             return
         self.running = False
-        source = self.microphone if self.kind == "audio" else self.camera_source
+        source = self.microphone if self.mode == "microphone" else self.camera_source
         if source is not None:
             source.stop()
         self.loop.reset()
@@ -240,7 +242,7 @@ class LiveMode(QObject):
         self.try_it.drop.setSizePolicy(self._policy)
         self.try_it.camera_button.setVisible(self._camera_button)
         self.try_it.subtitle.setText(self._subtitle)
-        self.button.setText("Listen live" if self.kind == "audio" else "Live")
+        self.button.setText("Listen live" if self.mode == "microphone" else "Live")
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt name): the card hidden stops Live
         if event.type() == QEvent.Hide and watched is self.try_it.frame:
@@ -281,11 +283,11 @@ class LiveMode(QObject):
         self.try_it.show_prediction(prediction)  # no path: the answer and the bars only
         if self.boxes and self.frame is not None:
             self._show_frame(self.frame)
-        if self.kind == "audio" and context is not None:  # the two seconds the model heard
+        if self.mode == "microphone" and context is not None:  # the two seconds the model heard
             self.try_it.clip_player.waveform.set_peaks(peaks(context))
         rate = self.answers_per_second()
         if rate:
-            prefix = "Live: listening" if self.kind == "audio" else "Live"
+            prefix = "Live: listening" if self.mode == "microphone" else "Live"
             self.try_it.subtitle.setText(f"{prefix} · {rate:.1f} answers a second")
 
     def _failed(self, message: str) -> None:
