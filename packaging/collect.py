@@ -264,9 +264,17 @@ def package_data(root: Path = ROOT) -> list[tuple[str, str]]:
     return found
 
 
+#: the root modules a bundle copies beside the deploy modules (``deploy/bundle.py``, ``deploy/edge/bundle.py``)
+BUNDLED_ROOT_MODULES = ("devices.py", "safejson.py", "errors.py", "fileio.py")
+
+
 def bundle_sources(root: Path = ROOT) -> list[tuple[str, str]]:
-    """The deploy modules that ``deploy/bundle.py`` copies verbatim into a bundle (read as files)."""
-    return [(str(root / "deploy" / name), f"{TOP}/deploy") for name in _bundle_constant("MODULES", root)]
+    """The source files the deploy and edge bundles copy verbatim (read as files, not imported): every
+    module of ``deploy/`` (the bundle takes the registered input and output modules too) and of
+    ``deploy/edge/``, and the root modules they import."""
+    found = [(str(path), f"{TOP}/deploy") for path in sorted((root / "deploy").glob("*.py"))]
+    found += [(str(path), f"{TOP}/deploy/edge") for path in sorted((root / "deploy" / "edge").glob("*.py"))]
+    return found + [(str(root / name), TOP) for name in BUNDLED_ROOT_MODULES]
 
 
 def bundle_requirements(root: Path = ROOT) -> list[str]:

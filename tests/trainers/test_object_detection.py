@@ -140,14 +140,20 @@ def test_evaluate_reports_detection_metrics_and_mistakes(trained):
     assert all(set(m) >= {"key", "truth", "boxes", "misses", "false_boxes"} for m in metrics["images"])
 
 
-def test_compressed_detector_keeps_its_boxes(trained, tmp_path):
+def test_compressed_detector_keeps_its_boxes(trained, tmp_path, monkeypatch):
     """int8 (QDQ, per channel) judged as the app does (against the original on every labeled photo); each
     fp32 box has an int8 box of its label within IoU 0.7 (the stated tolerance: int8 features move boxes by
-    a few pixels; 0.78 worst seen)."""
+    a few pixels; 0.78 worst seen). The int8 copy is timed as faster, so that the copy whose boxes are
+    compared is always the int8 one (on a busy machine it could come out slower and the test compared the
+    original with itself)."""
     from modeldesk.app.pipeline import compression_metric
-    from modeldesk.deploy import compress_artifact
+    from modeldesk.deploy import compress, compress_artifact
     from modeldesk.trainers.detection.compression import judging_photos
 
+    def int8_faster(runs, *, rounds=9):
+        return {key: 10.0 if "fp32" in str(key) else 1.0 for key in runs}
+
+    monkeypatch.setattr(compress, "time_interleaved", int8_faster)
     samples, result = trained
     artifact = load_artifact(result.artifact_dir)
     out = compress_artifact(
@@ -163,10 +169,10 @@ def test_compressed_detector_keeps_its_boxes(trained, tmp_path):
     )
     rows = {row["name"]: row for row in out["candidates"]}
     assert rows["fp32"]["accuracy"] >= 0.8 and rows["int8-qdq-perchannel"]["accuracy"] is not None
-    assert out["chosen"] == "int8-qdq-perchannel" or "not faster" in rows["int8-qdq-perchannel"]["reason"]
+    assert out["chosen"] == "int8-qdq-perchannel", rows["int8-qdq-perchannel"].get("reason")
     test = [s.path for s in samples if s.split == "test"]
     fp32 = Predictor(result.artifact_dir).predict(test)
-    int8 = Predictor(out["path"]).predict(test) if out["chosen"] != "fp32" else fp32
+    int8 = Predictor(out["path"]).predict(test)
     for a, b in zip(fp32, int8):
         for box in a["boxes"]:
             same = [p["box"] for p in b["boxes"] if p["label"] == box["label"]]

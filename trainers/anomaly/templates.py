@@ -80,8 +80,8 @@ TEMPLATES = (
     AnomalyTemplate(
         name="anomaly-detection/fast",
         task="anomaly-detection",
-        description="Learns the usual look of good parts as one average and spread; trains in seconds "
-        "and runs fastest, but misses more of the subtle defects.",
+        description="Learns the usual look of good parts as one average and spread; the quickest "
+        "to train and to run, but misses more of the subtle defects.",
         backbone="efficientnet-lite0",
         neck=AnomalyNeck(size=256),
         method="gaussian",

@@ -140,7 +140,7 @@ class TryIt:
         buttons = QHBoxLayout()
         buttons.addWidget(self.choose_button)
         buttons.addWidget(self.camera_button)
-        self.live = LiveMode(self, buttons)  # the page sets live.predict
+        self.live = LiveMode(self, buttons, parent=self.frame)  # the page sets live.predict
         buttons.addStretch(1)
         left.addLayout(buttons)
         right = QVBoxLayout()
