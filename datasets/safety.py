@@ -20,6 +20,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..errors import SQLITE_CANTOPEN, SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY
 from .records import Box
 
 #: errno values meaning "the disk (or the user's quota) is full".
@@ -81,7 +82,7 @@ def is_disk_full(exc: BaseException) -> bool:
         return exc.errno in _FULL
     if isinstance(exc, sqlite3.Error):
         code = getattr(exc, "sqlite_errorcode", None)
-        return code == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+        return code == SQLITE_FULL or "disk is full" in str(exc)
     return False
 
 
@@ -93,7 +94,7 @@ def is_write_failure(exc: BaseException) -> bool:
         return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
     if isinstance(exc, sqlite3.OperationalError):
         code = getattr(exc, "sqlite_errorcode", None)
-        return code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN)
+        return code in (SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN)
     return False
 
 
