@@ -18,11 +18,9 @@ _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 # SQLite's primary result codes, as ``sqlite3.Error.sqlite_errorcode`` reports them. The sqlite3 module
 # names them only from Python 3.11 on (ModelDesk supports 3.10); the numbers are fixed by SQLite's C API.
-SQLITE_READONLY = 8
-SQLITE_IOERR = 10
+# (datasets/safety.py holds its own copy: the datasets package imports no other ModelDesk module.)
 SQLITE_CORRUPT = 11
 SQLITE_FULL = 13
-SQLITE_CANTOPEN = 14
 SQLITE_NOTADB = 26
 
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from ..errors import SQLITE_CORRUPT, SQLITE_NOTADB
+from .safety import SQLITE_CORRUPT, SQLITE_NOTADB
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,19 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import SQLITE_CANTOPEN, SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY
 from .records import Box
 
 #: errno values meaning "the disk (or the user's quota) is full".
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+# SQLite's primary result codes, as ``sqlite3.Error.sqlite_errorcode`` reports them. The sqlite3 module
+# names them only from Python 3.11 on (ModelDesk supports 3.10); the numbers are fixed by SQLite's C API.
+SQLITE_READONLY = 8
+SQLITE_IOERR = 10
+SQLITE_CORRUPT = 11
+SQLITE_FULL = 13
+SQLITE_CANTOPEN = 14
+SQLITE_NOTADB = 26
 #: Characters that make a spreadsheet read a cell as a formula (OWASP: = + - @ tab CR).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
