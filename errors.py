@@ -16,6 +16,13 @@ from pathlib import Path
 #: errno values meaning "the disk (or the user's quota) is full".
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
+# SQLite's primary result codes, as ``sqlite3.Error.sqlite_errorcode`` reports them. The sqlite3 module
+# names them only from Python 3.11 on (ModelDesk supports 3.10); the numbers are fixed by SQLite's C API.
+# (datasets/safety.py holds its own copy: the datasets package imports no other ModelDesk module.)
+SQLITE_CORRUPT = 11
+SQLITE_FULL = 13
+SQLITE_NOTADB = 26
+
 
 class UserError(ValueError):
     """Something the user can fix (bad input, a missing label, a wrong name); the message says how.
@@ -54,7 +61,7 @@ def disk_full_message(exc: BaseException) -> str | None:
     if isinstance(exc, OSError) and exc.errno in _FULL:
         where = exc.filename
     elif isinstance(exc, sqlite3.Error) and (
-        getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+        getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL or "disk is full" in str(exc)
     ):
         where = None
     else:
@@ -73,7 +80,7 @@ def damaged_database_message(exc: BaseException) -> str | None:
     if not isinstance(exc, sqlite3.DatabaseError):
         return None
     code = getattr(exc, "sqlite_errorcode", None)
-    if code not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) and not any(
+    if code not in (SQLITE_CORRUPT, SQLITE_NOTADB) and not any(
         words in str(exc) for words in ("malformed", "not a database")
     ):
         return None

@@ -36,6 +36,7 @@ def table_media(path: Path) -> str | None:
     except (ValueError, OSError, csv.Error):
         return None
     index = find_column(columns, None, PATH_COLUMNS)
+    assert index is not None  # sniff_header accepted these columns for having it
     if not row or index >= len(row):
         return None
     return media_kind(PurePosixPath(row[index].strip()).suffix.lower())
@@ -70,9 +71,10 @@ def read_path_table(
             f"the columns are: {', '.join(repr(c) for c in best)}"
         )
     path_i = find_column(columns, None, PATH_COLUMNS)
+    assert path_i is not None  # sniff_header accepted these columns for having it
     label_i = find_column(columns, label_column, LABEL_COLUMNS)
-    box_i = [find_column(columns, None, (name,)) for name in _BOX_COLUMNS]
-    has_boxes = all(i is not None for i in box_i)
+    box_i = [i for i in (find_column(columns, None, (name,)) for name in _BOX_COLUMNS) if i is not None]
+    has_boxes = len(box_i) == len(_BOX_COLUMNS)
     entries: OrderedDict[str, Item] = OrderedDict()
     with table.open("r", encoding=encoding, newline="") as handle:
         reader = csv.reader(handle, delimiter=delimiter)
@@ -101,6 +103,7 @@ def read_path_table(
             if has_boxes:
                 cells = [row[i].strip() if i < len(row) else "" for i in box_i]
                 if label and all(cells):
+                    assert item.boxes is not None  # items of a table with box columns start with boxes=[]
                     try:
                         item.boxes.append(Box(label, *(float(c) for c in cells)))
                     except ValueError:

@@ -115,6 +115,7 @@ def sniff_header(path: Path, encoding: str, accept) -> tuple[str, list[str] | No
             best = columns
         if accept(columns):
             return delimiter, columns, columns
+    assert best is not None  # order always holds the _DELIMITERS, so the loop ran
     return order[0], None, best
 
 

@@ -38,9 +38,7 @@ def parse_image(node) -> tuple[list[Box], list[str], int]:
         if child.tag in ("box", *_OUTLINES) and not label:
             raise ValueError(f"a <{child.tag}> without a label")
         if child.tag == "box":
-            boxes.append(
-                Box(label, *(to_float(child.get(k)) for k in ("xtl", "ytl", "xbr", "ybr")))  # type: ignore[arg-type]
-            )
+            boxes.append(Box(label, *(to_float(child.get(k)) for k in ("xtl", "ytl", "xbr", "ybr"))))
         elif child.tag in _OUTLINES:
             boxes.append(_outline_box(child))
             outlines += 1

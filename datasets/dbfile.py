@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+from .safety import SQLITE_CORRUPT, SQLITE_NOTADB
+
 log = logging.getLogger(__name__)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -215,7 +217,7 @@ def is_corrupt(exc: BaseException) -> bool:
     if not isinstance(exc, sqlite3.DatabaseError):
         return False
     code = getattr(exc, "sqlite_errorcode", None)
-    return code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or any(
+    return code in (SQLITE_CORRUPT, SQLITE_NOTADB) or any(
         words in str(exc) for words in ("malformed", "not a database")
     )
 

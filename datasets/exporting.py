@@ -183,6 +183,7 @@ def _counted(samples: Iterator[Sample], total: int, progress) -> Iterator[Sample
 
 def _copy(sample: Sample, dest: Path) -> None:
     """Copy a media file under a temporary name, then rename: a killed export leaves no torn file."""
+    assert sample.path is not None  # only media samples, which all have a file, are copied
     with atomic_open(dest, "wb") as handle, open(sample.path, "rb") as source:
         shutil.copyfileobj(source, handle)
 
@@ -255,7 +256,8 @@ def _split_of(sample: Sample) -> str:
 
 def _voc(store, project, out: Path, samples) -> tuple[int, int]:
     """``JPEGImages/``, ``Annotations/`` and ``ImageSets/Main/<split>.txt`` (VOC's own split lists)."""
-    namer, count, splits = _Namer(), 0, {}
+    namer, count = _Namer(), 0
+    splits: dict[str, list[str]] = {}
     for sample in samples:
         name = namer(sample)
         _copy(sample, out / "JPEGImages" / name)
@@ -273,7 +275,8 @@ def _coco(store, project, out: Path, samples) -> tuple[int, int]:
     """The official layout: ``annotations/instances_<split>.json`` and ``images/<split>/``."""
     labels = store.labels(project)
     category = {name: i + 1 for i, name in enumerate(labels)}
-    namer, parts, count = _Namer(), {}, 0
+    namer, count = _Namer(), 0
+    parts: dict[str, tuple[list, list]] = {}
     next_box = 1
     for sample in samples:
         split = _split_of(sample)
@@ -390,7 +393,8 @@ def _labelme(store, project, out: Path, samples) -> tuple[int, int]:
 
 def _labelstudio(store, project, out: Path, samples) -> tuple[int, int]:
     """Label Studio JSON, one file per split (``train.json``...) over ``images/``."""
-    namer, parts, count = _Namer(), {}, 0
+    namer, count = _Namer(), 0
+    parts: dict[str, list[tuple]] = {}
     for sample in samples:
         name = f"images/{namer(sample)}"
         _copy(sample, out / name)

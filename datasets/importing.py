@@ -283,6 +283,7 @@ def _store_media(store: Store, kind: str, item: Item) -> tuple:
     """
     if item.error:
         raise MediaError(item.error)
+    assert item.path is not None  # an importer gives every media item without an error its file
     problem = special_file_problem(item.path)  # a FIFO named pipe.png would block the read for good
     if problem:
         raise MediaError(problem)
@@ -291,7 +292,9 @@ def _store_media(store: Store, kind: str, item: Item) -> tuple:
         raise MediaError(f"not {sample_kind(kind).article} file ({ext or 'no extension'})")
     try:  # a large file is read from disk as it goes, never whole into memory
         source = item.path.read_bytes() if item.path.stat().st_size <= STREAM_ABOVE else item.path
-        ext, width, height, duration = sample_kind(kind).verify(source, ext)
+        verify = sample_kind(kind).verify
+        assert verify is not None  # media kinds verify their files; inline kinds never come here
+        ext, width, height, duration = verify(source, ext)
         content_hash = sha256_bytes(source) if isinstance(source, bytes) else sha256_file(source)
     except OSError as exc:
         raise MediaError(f"cannot read the file ({exc.strerror or exc})") from None
@@ -377,11 +380,11 @@ def _stored(
             stopping = False
             while True:
                 while not stopping and len(pending) < 4 * WORKERS:
-                    item = next(items, None)
-                    if item is None or poll():
+                    upcoming = next(items, None)
+                    if upcoming is None or poll():
                         stopping = True
                         break
-                    pending.append((item, pool.submit(_store_media, store, kind, item)))
+                    pending.append((upcoming, pool.submit(_store_media, store, kind, upcoming)))
                 if not pending:
                     return
                 item, future = pending[0]
@@ -403,6 +406,7 @@ def _stored(
 def _clip_boxes(item: Item, width: int, height: int, report: ImportReport) -> list[Box]:
     kept, clipped, dropped = [], 0, 0
     boxes = item.boxes
+    assert boxes is not None  # called only for items with boxes
     if item.normalised:
         boxes = [Box(b.label, b.x0 * width, b.y0 * height, b.x1 * width, b.y1 * height) for b in boxes]
     problem = bad_coordinate(boxes)
@@ -586,7 +590,7 @@ def _stop_on_write_failure(
             f"about {human_bytes(need)} more: free that much and import again (added files are "
             "skipped as duplicates)"
         )
-        error = DiskFullError(message, report.to_dict())
+        error: WorkspaceWriteError = DiskFullError(message, report.to_dict())
     else:
         error = WorkspaceWriteError(f"{exc}; {counted} files were added before it stopped", report.to_dict())
     log.error("import stopped after %d of %s items: %s", done, total, error)

@@ -76,7 +76,9 @@ def parse_task(task, name: str) -> tuple[str, str, list[Box], list[str], int]:
     """(media key "image" or "text", its value, boxes, tags, regions left out) of one task or row."""
     if not isinstance(task, dict):
         raise ValueError(f"{name}: an entry is not a Label Studio task")  # noqa: TRY004 - a file's content: the importers catch ValueError
-    data = task.get("data") if isinstance(task.get("data"), dict) else task
+    data = task.get("data")
+    if not isinstance(data, dict):
+        data = task
     key = next((k for k in _MEDIA_KEYS if isinstance(data.get(k), str)), None)
     if key is None:
         raise ValueError(f'{name}: a task has neither "image" nor "text" in its data')

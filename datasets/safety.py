@@ -24,6 +24,15 @@ from .records import Box
 
 #: errno values meaning "the disk (or the user's quota) is full".
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+# SQLite's primary result codes, as ``sqlite3.Error.sqlite_errorcode`` reports them. The sqlite3 module
+# names them only from Python 3.11 on (ModelDesk supports 3.10); the numbers are fixed by SQLite's C API.
+SQLITE_READONLY = 8
+SQLITE_IOERR = 10
+SQLITE_CORRUPT = 11
+SQLITE_FULL = 13
+SQLITE_CANTOPEN = 14
+SQLITE_NOTADB = 26
 #: Characters that make a spreadsheet read a cell as a formula (OWASP: = + - @ tab CR).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -81,7 +90,7 @@ def is_disk_full(exc: BaseException) -> bool:
         return exc.errno in _FULL
     if isinstance(exc, sqlite3.Error):
         code = getattr(exc, "sqlite_errorcode", None)
-        return code == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+        return code == SQLITE_FULL or "disk is full" in str(exc)
     return False
 
 
@@ -93,7 +102,7 @@ def is_write_failure(exc: BaseException) -> bool:
         return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
     if isinstance(exc, sqlite3.OperationalError):
         code = getattr(exc, "sqlite_errorcode", None)
-        return code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN)
+        return code in (SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN)
     return False
 
 

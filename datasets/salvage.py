@@ -120,7 +120,9 @@ def salvage_rows(damaged: Path, target: sqlite3.Connection) -> dict:
             try:
                 copied, regions = _copy_table(source, target, table)
             except _TargetError as exc:
-                raise exc.__cause__ from None
+                cause = exc.__cause__
+                assert cause is not None  # _TargetError is always raised `from` the write error
+                raise cause from None
             except sqlite3.DatabaseError as exc:  # the table list or a whole table cannot be read
                 log.warning("salvage: %s cannot be read: %s", table, exc)
                 result["error"] = str(exc)

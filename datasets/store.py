@@ -162,6 +162,7 @@ class Store:
                     (name, task, time.time(), kind, target),
                 )
                 project_id = cur.lastrowid
+                assert project_id is not None  # set by the INSERT just run
                 for label in labels:
                     self._label_id(conn, project_id, label)
         except sqlite3.IntegrityError:
@@ -307,7 +308,8 @@ class Store:
 
     # ------------------------------------------------------------------ samples: reading
     def _filter_sql(self, project: Project, split, label, unlabeled, ids) -> tuple[str, list]:
-        where, args = ["s.project_id = ?"], [project.id]
+        where = ["s.project_id = ?"]
+        args: list[object] = [project.id]
         if split is not None:
             if split == "unassigned":
                 where.append("s.split IS NULL")
@@ -481,6 +483,7 @@ class Store:
                     ),
                 )
                 if cur.rowcount == 1:
+                    assert cur.lastrowid is not None  # the row was just inserted
                     sid, is_new = cur.lastrowid, True
                 else:
                     sid = conn.execute(

@@ -51,7 +51,7 @@ def parse_voc(xml_path: Path) -> tuple[str | None, list[Box]]:
     node = parse_file(xml_path)
     if node.tag != "annotation":
         raise ValueError(f"not a Pascal VOC annotation (root element <{node.tag}>)")
-    boxes = []
+    boxes: list[Box] = []
     for obj in node.iter("object"):
         name = (obj.findtext("name") or "").strip()
         bnd = obj.find("bndbox")

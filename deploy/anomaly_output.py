@@ -87,7 +87,7 @@ def heatmap_at_size(heatmap: np.ndarray, size) -> np.ndarray:
     """The (S, S) heatmap stretched bilinearly to the photo's (width, height)."""
     width, height = (int(v) for v in size)
     image = Image.fromarray(np.asarray(heatmap, np.float32), mode="F")
-    return np.asarray(image.resize((max(1, width), max(1, height)), Image.BILINEAR), np.float32)
+    return np.asarray(image.resize((max(1, width), max(1, height)), Image.Resampling.BILINEAR), np.float32)
 
 
 def heat_levels(heatmap: np.ndarray, low: float, high: float) -> np.ndarray:

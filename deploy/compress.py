@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -242,7 +244,7 @@ class _TensorCache:
         spec: ImageSpec,
         calibration: list,
         validation: list,
-        training: list = (),
+        training: Sequence = (),
         card: dict | None = None,
         input_name: str = "image",
     ):
@@ -496,7 +498,7 @@ class _Runner:
         self.resized: dict[int, onnx.ModelProto | ResizeError] = {}
         self.quantizers: dict = {}  # input size (or ("one_view", size)) -> Quantizer
         self.one_views: dict[int, onnx.ModelProto] = {}
-        self.answers: dict[str, object] = {}  # candidate name -> its answers on the judging images
+        self.answers: dict[str, Any] = {}  # candidate name -> its answers on the judging images
         self.folds = 0  # judged as given; else across this many folds (plan_folds)
         self.fold_of = np.zeros(len(self.truth), int)
         self.base_features: np.ndarray | None = None
@@ -513,9 +515,10 @@ class _Runner:
                 )
             except ResizeError as exc:
                 self.resized[size] = exc
-        if isinstance(self.resized[size], ResizeError):
-            raise self.resized[size]
-        return self.resized[size]
+        resized = self.resized[size]
+        if isinstance(resized, ResizeError):
+            raise resized
+        return resized
 
     def build(self, candidate: Candidate, size: int) -> bytes:
         if candidate.refit:
@@ -735,12 +738,13 @@ class _Runner:
             }
         metric = getattr(self.metric, "score", self.metric)
         targets = [t for _, t in self.data.validation]
+
+        def bound(answers, level: float) -> float:
+            assert reference is not None  # judge() asks for a bound only once the original was measured
+            return bootstrap_loss_bound(metric, reference, answers, targets, level)
+
         return {
-            name: (
-                lambda level, answers=answers: bootstrap_loss_bound(
-                    metric, reference, answers, targets, level
-                )
-            )
+            name: (lambda level, answers=answers: bound(answers, level))
             for name, answers in self.answers.items()
         }
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -126,7 +127,9 @@ def compress_item_artifact(
         for c in (candidates or ["fp32", "int8-qdq-perchannel"])
     ]
     top = max(int(t) for t in threads)
-    rows, blobs, answers = [], {}, {}
+    rows: list[dict] = []
+    blobs: dict[str, bytes] = {}
+    answers: dict[str, np.ndarray] = {}
     with tempfile.TemporaryDirectory(prefix="modeldesk-quant-") as tmp:
         for index, name in enumerate(["fp32"] + [c for c in wanted if c != "fp32"]):
             row = {
@@ -172,12 +175,13 @@ def compress_item_artifact(
             if progress is not None:
                 progress(index + 1, len(wanted) + ("fp32" not in wanted), row["plain_name"])
     fp32 = rows[0]
+    bounds: dict[str, Callable[..., float]] = {
+        name: (lambda level, mine=mine: paired_loss_bound(answers["fp32"], mine, level))
+        for name, mine in answers.items()
+    }
     decision = verdict.judge(
         rows,
-        {
-            name: (lambda level, mine=mine: paired_loss_bound(answers["fp32"], mine, level))
-            for name, mine in answers.items()
-        },
+        bounds,
         examples=len(items),
         max_loss=max_loss,
         confidence=confidence,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import threading
 import time
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -32,7 +33,7 @@ class GuardError(Exception):
         self.message, self.status, self.headers = message, status, headers or {}
 
 
-def error_response(message: str, status: int, headers: dict | None = None) -> JSONResponse:
+def error_response(message: str, status: int, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
@@ -159,6 +160,7 @@ class RequestGuard:
     def _authorized(self, request: Request) -> bool:
         header = request.headers.get("authorization", "")
         offered = header[7:].strip() if header.lower().startswith("bearer ") else ""
+        assert self.token is not None  # only asked when a token is set
         return bool(offered) and hmac.compare_digest(offered.encode(), self.token.encode())
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import importlib
+from typing import Any
 
 import numpy as np
 
@@ -83,8 +84,8 @@ class ModelInput:
         self.card = card
         self.options = options
 
-    def load(self, source) -> np.ndarray:
-        """One source (a path, bytes, or a JSON value) -> the array for one item."""
+    def load(self, source) -> Any:
+        """One source (a path, bytes, or a JSON value) -> the array for one item (a text input: its string)."""
         raise NotImplementedError
 
     def collate(self, items: list) -> np.ndarray:

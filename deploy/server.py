@@ -20,6 +20,7 @@ The token is never written to a log: :class:`TokenScrubber` removes ``?token=``-
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -57,6 +58,7 @@ class DeadlineH11Protocol(H11Protocol):
     spare_connections = SPARE_CONNECTIONS
     _waiting_since = 0.0
     _partial = False  # part of a request came, not all of it
+    _deadline: asyncio.TimerHandle | None
     _closed: ClassVar[dict] = {}  # why -> connections closed since the last report (one log line per 10 s)
     _reported_at = 0.0
 

@@ -23,11 +23,14 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
@@ -46,8 +49,8 @@ try:
     from modeldesk.safejson import JSONLimitError
     from modeldesk.safejson import loads as safe_loads
 except ImportError:  # inside a deploy bundle, which ships safejson beside this module
-    from .safejson import JSONLimitError
-    from .safejson import loads as safe_loads
+    from .safejson import JSONLimitError  # type: ignore[no-redef]  # the same module, copied
+    from .safejson import loads as safe_loads  # type: ignore[no-redef]
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +112,7 @@ async def _read_inputs(request: Request, model_input: ModelInput, max_items: int
     single, plural = model_input.json_fields
     noun = model_input.noun
     uploads = model_input.upload_types
+    items: list[tuple[str, object]]
     if ctype == "multipart/form-data" and uploads:
         try:
             form = await request.form(max_files=max_items, max_fields=max_items)
@@ -119,7 +123,7 @@ async def _read_inputs(request: Request, model_input: ModelInput, max_items: int
         try:
             items = []
             for key, value in form.multi_items():
-                if hasattr(value, "read"):
+                if isinstance(value, UploadFile):
                     items.append((value.filename or key, await value.read()))
                 elif key in (single, plural, "file", "files"):
                     raise ServiceError(f"form field {key!r} must be a file upload", 422)
@@ -359,6 +363,15 @@ def create_app(
         log.error("unexpected error serving %s %s", request.method, request.url.path, exc_info=exc)
         return error_response("internal server error", 500)
 
+    # Starlette types each handler as taking any Exception; ours take the class they are registered for.
+    handlers: dict[Any, Callable[..., Any]] = {
+        ServiceError: service_error,
+        GuardError: guard_error,
+        HTTPException: http_error,
+        ImageDecodeError: decode_error,
+        InputError: decode_error,
+        Exception: unexpected,
+    }
     app = Starlette(
         routes=[
             Route("/v1/predict", predict, methods=["POST"]),
@@ -369,14 +382,7 @@ def create_app(
             Route("/docs", docs_route, methods=["GET"]),
             Route("/", index, methods=["GET"]),
         ],
-        exception_handlers={
-            ServiceError: service_error,
-            GuardError: guard_error,
-            HTTPException: http_error,
-            ImageDecodeError: decode_error,
-            InputError: decode_error,
-            Exception: unexpected,
-        },
+        exception_handlers=handlers,
         lifespan=lifespan,
     )
     app.add_middleware(

@@ -20,9 +20,13 @@ import os
 import platform
 import socket
 import threading
+from typing import TYPE_CHECKING
 
 from modeldesk.scheduler.partition import DeviceLost
 from modeldesk.scheduler.planner import DeviceShare
+
+if TYPE_CHECKING:
+    import distributed
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +180,7 @@ class DaskBackend:
         self.max_chunk_items = max_chunk_items
         self.poll_s = poll_s
         self.connect_timeout_s = connect_timeout_s
-        self.client_ = None
+        self.client_: distributed.Client | None = None
         self.cluster_ = None
         self.notes: list[str] = []
         self._described: dict = {}
@@ -245,6 +249,7 @@ class DaskBackend:
         self.close()
 
     def _scheduler_workers(self) -> dict:
+        assert self.client_ is not None  # asked only while the backend is started
         try:
             return self.client_.scheduler_info(n_workers=-1)["workers"]
         except TypeError:  # older distributed without n_workers
@@ -256,6 +261,7 @@ class DaskBackend:
         if not new:
             return
         try:
+            assert self.client_ is not None  # asked only while the backend is started
             answers = self.client_.run(describe_this_worker, self.versions, workers=new, on_error="return")
         except Exception as exc:  # noqa: BLE001 - a worker that cannot answer is refused below
             answers = {address: exc for address in new}
@@ -376,6 +382,7 @@ class DaskBackend:
         address = self._address(share)
         if not self._alive(address):
             raise DeviceLost(f"worker {address} left the cluster")
+        assert self.client_ is not None  # runs only while the backend is started
         future = self.client_.submit(
             fn,
             *args,

@@ -6,6 +6,7 @@ connection, so it is safe from any thread and any process.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import time
@@ -97,7 +98,8 @@ class JobStore:
 
     def list(self, state: str | None = None, kind: str | None = None, limit: int = 100) -> list[dict]:
         """Newest jobs first, optionally filtered by state and kind."""
-        query, args = "SELECT * FROM jobs WHERE 1=1", []
+        query = "SELECT * FROM jobs WHERE 1=1"
+        args: list[object] = []
         if state:
             query, args = query + " AND state = ?", args + [state]
         if kind:
@@ -215,7 +217,7 @@ class JobStore:
                 db=db,
             )
 
-    def events(self, job_id: int, after_seq: int = 0) -> list[dict]:
+    def events(self, job_id: int, after_seq: int = 0) -> builtins.list[dict]:
         """Events of a job with ``seq > after_seq``, oldest first."""
         with self.connect() as db:
             rows = db.execute(

@@ -10,14 +10,16 @@ from __future__ import annotations
 import hmac
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from modeldesk.safejson import JSONLimitError
@@ -311,7 +313,7 @@ def create_edge_app(
         return error_response("internal server error", 500)
 
     v2 = "/v2/models/{name}"
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/v1/edge/status", status),
         Route("/v1/edge/device", device),
@@ -348,20 +350,19 @@ def create_edge_app(
     ]
     if STATIC.is_dir():
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
-    app = Starlette(
-        routes=routes,
-        exception_handlers={
-            EdgeError: known_error,
-            RegistryError: known_error,
-            ServiceError: known_error,
-            GuardError: known_error,
-            oip.ProtocolError: known_error,
-            HTTPException: http_error,
-            ImageDecodeError: input_error,
-            InputError: input_error,
-            Exception: unexpected,
-        },
-    )
+    # Starlette types each handler as taking any Exception; ours take the class they are registered for.
+    handlers: dict[Any, Callable[..., Any]] = {
+        EdgeError: known_error,
+        RegistryError: known_error,
+        ServiceError: known_error,
+        GuardError: known_error,
+        oip.ProtocolError: known_error,
+        HTTPException: http_error,
+        ImageDecodeError: input_error,
+        InputError: input_error,
+        Exception: unexpected,
+    }
+    app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.edge = server
     app.add_middleware(TokenGuard, token=token)
     # the service's guard, without its token check (TokenGuard above makes reads open, writes locked)

@@ -124,9 +124,9 @@ class EdgeMetrics:
                     )
                 models.append({"name": name, "version": version, "series": points})
             pipelines = []
-            for pipeline, series in sorted(self._pipelines.items()):
+            for pipeline, frames in sorted(self._pipelines.items()):
                 points, previous = [], None
-                for bucket, fps, dropped_total in series:
+                for bucket, fps, dropped_total in frames:
                     if bucket >= first:
                         dropped = dropped_total - previous if previous is not None else 0
                         points.append(

@@ -302,12 +302,14 @@ class Pipeline:
         if all(f.image is not None for f in frames):
             items = [frame_item(predictor, f.image) for f in frames]
             return list(zip([f.image for f in frames], predictor.run_items(items)))
-        out = []
+        out: list[tuple] = []
         for frame in frames:
             image = frame.image
             if image is not None:
                 out.append((image, predictor.run_items([frame_item(predictor, image)])[0]))
-            elif predictor.input.pictures and Path(frame.path).suffix.lower() in IMAGE_SUFFIXES:
+                continue
+            assert frame.path is not None  # a frame without an image is a file from a folder
+            if predictor.input.pictures and Path(frame.path).suffix.lower() in IMAGE_SUFFIXES:
                 image = load_image(frame.path, max_pixels=predictor.max_pixels)
                 out.append((image, predictor.run_items([frame_item(predictor, image)])[0]))
             else:

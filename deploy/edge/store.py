@@ -156,6 +156,7 @@ class EdgeStore:
                     snapshot,
                 ),
             )
+            assert cursor.lastrowid is not None  # set by the INSERT just run
             event_id = int(cursor.lastrowid)
             if event_id % 50 == 0 or self.max_events < 50:
                 self._db.execute(
