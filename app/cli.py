@@ -17,37 +17,13 @@ import time
 from modeldesk.app import about, cli_cluster, cli_edge, cli_models, formatting
 from modeldesk.app.paths import ENV_WORKSPACE
 from modeldesk.app.progress import TerminalProgress
+from modeldesk.datasets import EXPORT_FORMATS
+from modeldesk.datasets import FORMATS as DATASET_FORMATS
 
 log = logging.getLogger(__name__)
 
-IMPORT_FORMATS = (
-    "auto",
-    "folder",
-    "inspection",
-    "voc",
-    "coco",
-    "yolo",
-    "cvat",
-    "labelme",
-    "labelstudio",
-    "createml",
-    "multiclass",
-    "csv",
-    "jsonl",
-    "txt",
-)
-EXPORT_FORMATS = (
-    "folder",
-    "voc",
-    "coco",
-    "yolo",
-    "csv",
-    "cvat",
-    "labelme",
-    "labelstudio",
-    "createml",
-    "multiclass",
-)
+#: what --format takes: the importers' formats ("flat" and "zip" are found, never named)
+IMPORT_FORMATS = ("auto", *(f for f in DATASET_FORMATS if f not in ("flat", "zip")))
 
 
 class CommandError(Exception):
