@@ -144,10 +144,11 @@ def main(argv=None) -> int:
     parser.add_argument("--template", default="image-classification/fast")
     parser.add_argument("--no-serving", action="store_true", help="print the compression table only")
     parser.add_argument("--repeats", type=int, default=1, help="held-out quarters to check the claim on")
+    parser.add_argument("--first", type=int, default=0, help="the first held-out quarter (0: the usual one)")
     args = parser.parse_args(argv)
 
     checks = []
-    for repeat in range(args.repeats):
+    for repeat in range(args.first, args.first + args.repeats):
         work = Path(tempfile.mkdtemp(prefix="modeldesk-bench-deploy-"))
         try:
             checks.append(run(args, work, repeat))
@@ -157,7 +158,7 @@ def main(argv=None) -> int:
     print(f"\n## The claim on data compression never saw ({args.template})\n")
     print("| held-out quarter | kept | speed-up, 2 threads | claimed | held-out loss, 95% interval | held |")
     print("|---:|---|---:|---|---|:-:|")
-    for repeat, check in enumerate(checks):
+    for repeat, check in enumerate(checks, start=args.first):
         print(
             f"| {repeat} ({check['n']} photos) | {check['kept']} | x{check['speedup']:.2f} | "
             f"at most {check['bound']:.2f} points, {check['confidence']:.0%} sure, on {check['judged']} | "
