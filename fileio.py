@@ -18,8 +18,7 @@ from pathlib import Path
 def atomic_open(path, mode: str = "wb", *, durable: bool = False, make_parent: bool = True, **kwargs):
     """Open a temporary file beside ``path``; on a clean exit it replaces ``path``, else it is removed.
 
-    >>> with atomic_open(folder / "data.csv", "w", encoding="utf-8", newline="") as handle:  # doctest: +SKIP
-    ...     handle.write("a,b\\n")
+    For example, ``with atomic_open(folder / "data.csv", "w", newline="") as handle: handle.write(...)``.
     """
     path = Path(path)
     if make_parent:

@@ -6,8 +6,7 @@ It is driven by the frames and their timestamps, never by a clock, so a test fee
 and gets exactly what a camera would have given.
 
 >>> burst = Burst(every_s=0.1, max_frames=3)
->>> for i in range(10):
-...     burst.feed(np.zeros((8, 8, 3), np.uint8), t=i * 0.05)
+>>> kept = [burst.feed(np.zeros((8, 8, 3), np.uint8), t=i * 0.05) for i in range(10)]
 >>> len(burst.photos())
 3
 """

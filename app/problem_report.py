@@ -8,8 +8,8 @@ settings values, project names. Paths under the user's home folder are written a
 
 Examples
 --------
->>> from modeldesk.app.problem_report import write_problem_report
->>> write_problem_report(workspace.paths, "~/Desktop/modeldesk-report.zip")  # doctest: +SKIP
+    from modeldesk.app.problem_report import write_problem_report
+    write_problem_report(workspace.paths, "~/Desktop/modeldesk-report.zip")
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Projects, samples and annotations: the SQLite store, the media folder, importers and exporters.
 
->>> from modeldesk.datasets import Store, import_path, export_project        # doctest: +SKIP
->>> store = Store(workspace_folder)
->>> project = store.create_project("pets", "image-classification", kind="image", target="label", kind="image", target="label")
->>> report = import_path(store, project, "photos/")   # folder-per-class, VOC, COCO, YOLO, CSV, WAV, zip
->>> store.stats(project)["labels"]
->>> export_project(store, project, "out/", "folder")
+    from modeldesk.datasets import Store, import_path, export_project
+    store = Store(workspace_folder)
+    project = store.create_project("pets", "image-classification", kind="image", target="label")
+    report = import_path(store, project, "photos/")   # folder-per-class, VOC, COCO, YOLO, CSV, WAV, zip
+    store.stats(project)["labels"]
+    export_project(store, project, "out/", "folder")
 
 This package imports neither Qt nor any other ModelDesk package.
 """

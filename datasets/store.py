@@ -59,9 +59,9 @@ class Store:
 
     Examples
     --------
-    >>> store = Store(tmp_path)                                     # doctest: +SKIP
-    >>> project = store.create_project("pets", "image-classification", kind="image", target="label", kind="image", target="label",
-    ...                                labels=["cat", "dog"])
+        store = Store(tmp_path)
+        project = store.create_project("pets", "image-classification", kind="image", target="label",
+                                       labels=["cat", "dog"])
     """
 
     def __init__(self, root, read_only: bool | None = None):

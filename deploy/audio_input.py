@@ -8,9 +8,9 @@ to ``min_seconds``; only the first ``max_seconds`` of a long one are read, so a 
 costs no more memory than a clip of ``max_seconds``. The model graph takes the result, a float32
 waveform in [-1, 1] of shape (1, samples), and does everything else itself.
 
->>> spec = AudioSpec()
->>> waveform = load_waveform("clip.wav", spec)          # doctest: +SKIP
->>> waveform.dtype, waveform.ndim
+    spec = AudioSpec()
+    waveform = load_waveform("clip.wav", spec)
+    waveform.dtype, waveform.ndim
 (dtype('float32'), 1)
 """
 

@@ -151,9 +151,9 @@ class DaskBackend:
 
     Examples
     --------
-    >>> with DaskBackend(local_workers=2) as backend:                       # doctest: +SKIP
-    ...     p = plan("work", 100, devices=backend, cost_model=CostModel(None))
-    ...     results = run_partitioned(p, items, process_chunk)
+        with DaskBackend(local_workers=2) as backend:
+            p = plan("work", 100, devices=backend, cost_model=CostModel(None))
+            results = run_partitioned(p, items, process_chunk)
     """
 
     def __init__(

@@ -92,9 +92,9 @@ class JobQueue:
 
     Examples
     --------
-    >>> queue = JobQueue(tmp / "workspace.db")                      # doctest: +SKIP
-    >>> job = queue.submit("train", "modeldesk.app.training_job:run_training", {"project": "p"})  # doctest: +SKIP
-    >>> queue.wait(job, on_event=print)["state"]                      # doctest: +SKIP
+        queue = JobQueue(tmp / "workspace.db")
+        job = queue.submit("train", "modeldesk.app.training_job:run_training", {"project": "p"})
+        queue.wait(job, on_event=print)["state"]
     'done'
     """
 

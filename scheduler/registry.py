@@ -6,7 +6,7 @@ worker looks the job's kind up here, checks that the row names the same target, 
 worker that target on its command line; the worker checks again. A kind nobody registered, or a row
 whose target was changed, fails with a message instead of running.
 
->>> register_job_kind("train", "modeldesk.app.jobs:run_training")      # doctest: +SKIP
+    register_job_kind("train", "modeldesk.app.jobs:run_training")
 """
 
 from __future__ import annotations

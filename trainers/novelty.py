@@ -69,8 +69,8 @@ class NoveltyReference:
 
     Examples
     --------
-    >>> ref = NoveltyReference().fit(train_features)            # doctest: +SKIP
-    >>> ref.familiarity(new_features) < 0                       # doctest: +SKIP
+        ref = NoveltyReference().fit(train_features)
+        ref.familiarity(new_features) < 0
     array([False,  True])                                       # the second one: "not sure"
     """
 

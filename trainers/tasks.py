@@ -5,10 +5,10 @@ so importing the registry imports no trainer (the way napari's manifests name
 ``python_name: module:function``), and a task can be registered from outside the package, with
 :func:`register_task` or an entry point in the ``modeldesk.tasks`` group that names a Task.
 
->>> from modeldesk.trainers.tasks import get_task, get_trainer      # doctest: +SKIP
->>> get_task("image-classification").target
+    from modeldesk.trainers.tasks import get_task, get_trainer
+    get_task("image-classification").target
 'label'
->>> result = get_trainer("image-classification").train(samples, template, out_dir, cache_dir)
+    result = get_trainer("image-classification").train(samples, template, out_dir, cache_dir)
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ queued signals on a :class:`TaskHandle` that lives there.
 
 Example
 -------
->>> handle = run_task(lambda state: ws.import_data(p, path, progress=state.set_progress,
-...                                                should_stop=state.is_interruption_requested))
->>> handle.progress.connect(panel.set_progress)
->>> handle.finished.connect(show_summary)
+    handle = run_task(lambda state: ws.import_data(p, path, progress=state.set_progress,
+                                                   should_stop=state.is_interruption_requested))
+    handle.progress.connect(panel.set_progress)
+    handle.finished.connect(show_summary)
 """
 
 from __future__ import annotations

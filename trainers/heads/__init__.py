@@ -12,10 +12,10 @@ Laid out as scikit-learn lays out its estimators:
 
 Example
 -------
->>> from modeldesk.trainers import heads
->>> head = heads.LogisticRegressionHead(l2=1e-3).fit(X_train, y_train, X_val, y_val)
->>> proba = head.predict_proba(X_test)
->>> nodes, inits = head.to_onnx("embedding", "probabilities", prefix="head/")
+    from modeldesk.trainers import heads
+    head = heads.LogisticRegressionHead(l2=1e-3).fit(X_train, y_train, X_val, y_val)
+    proba = head.predict_proba(X_test)
+    nodes, inits = head.to_onnx("embedding", "probabilities", prefix="head/")
 """
 
 from modeldesk.trainers.heads.base import NotFittedError

@@ -77,9 +77,9 @@ class LogisticRegressionHead(SoftmaxHeadMixin, _LinearHead):
 
     Examples
     --------
-    >>> head = LogisticRegressionHead(l2=1e-3).fit(X_train, y_train, X_val, y_val)
-    >>> proba = head.predict_proba(X_test)
-    >>> nodes, inits = head.to_onnx("embedding", "probabilities", prefix="head/")
+        head = LogisticRegressionHead(l2=1e-3).fit(X_train, y_train, X_val, y_val)
+        proba = head.predict_proba(X_test)
+        nodes, inits = head.to_onnx("embedding", "probabilities", prefix="head/")
     """
 
     def __init__(self, l2=1e-3, class_weight=None, max_iter=500, tol=1e-5, standardize=True, patience=20):

@@ -7,11 +7,11 @@ exported model with test-time views computes.
 
 Example
 -------
->>> result = staged_search(
-...     [[{"l2": a} for a in (1e-2, 1e-1)], [{"views": ("identity", "hflip")}]],
-...     lambda p: cross_val_score(lambda: LogisticRegressionHead(l2=p["l2"]), X, y).mean(),
-...     start={"views": ("identity",)})
->>> result.best
+    result = staged_search(
+        [[{"l2": a} for a in (1e-2, 1e-1)], [{"views": ("identity", "hflip")}]],
+        lambda p: cross_val_score(lambda: LogisticRegressionHead(l2=p["l2"]), X, y).mean(),
+        start={"views": ("identity",)})
+    result.best
 {'views': ('identity',), 'l2': 0.01}
 """
 
