@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, compose, helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from .artifact import new_model_id, save_artifact
-from .outside_onnx import INPUT_NAME, OutsideGraph, OutsideModelError, _front, check_labels
+from .outside_onnx import INPUT_NAME, OutsideGraph, OutsideModelError, _front, check_labels, sandwich
 from .preprocess import ImageSpec
 
 SIZE_INPUT, DETECTIONS, SIZES = "image_size", "detections", "sizes"
@@ -27,7 +27,6 @@ PAD = 114.0  # the grey Ultralytics letterboxes with: zero in the tensor, added 
 IOU = 0.45  # Ultralytics' default
 MAX_PER_CLASS = 100
 CANDIDATE_SCORE = 0.001  # kept by the suppression; the card's threshold decides what is shown
-_PREFIX = "outside/"
 
 
 def yolo_layout(graph: OutsideGraph, classes: int) -> str:
@@ -144,24 +143,10 @@ def wrap_yolo(
     """The YOLO graph between ModelDesk's letterboxed pixels and its detector outputs (module docstring)."""
     size = int(graph.size or 640)
     layout = yolo_layout(graph, classes)
-    inner = onnx.load(str(graph.path))
     opset = max(graph.opset, 13)  # Squeeze/Unsqueeze with axes inputs, ReduceMax with an attribute
-    if graph.opset < opset:
-        inner = onnx.version_converter.convert_version(inner, opset)
-    inner = compose.add_prefix(inner, _PREFIX)
     shifted = tuple(float(m) - PAD for m in mean)  # the tensor is pixels - 114: add it back
     front = _front(graph, size, shifted, std, bgr, opset)
-    back = _back(layout, classes, size, opset)
-    for part in (front, back):
-        part.ir_version = inner.ir_version
-        del part.opset_import[:]
-        part.opset_import.extend(inner.opset_import)
-        if not any(o.domain in ("", "ai.onnx") for o in part.opset_import):
-            part.opset_import.append(helper.make_opsetid("", opset))
-    merged = compose.merge_models(front, inner, io_map=[("front/out", _PREFIX + graph.input_name)])
-    merged = compose.merge_models(merged, back, io_map=[(_PREFIX + graph.output_name, "back/raw")])
-    onnx.checker.check_model(merged)
-    return merged
+    return sandwich(graph, front, _back(layout, classes, size, opset), "back/raw", opset)
 
 
 def save_outside_detector(

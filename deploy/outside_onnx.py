@@ -230,19 +230,26 @@ def wrap_classifier(
         raise OutsideModelError(f"{graph.path.name}: the graph takes {graph.size} px images, not {size}")
     if np.any(np.asarray(std, np.float64) == 0):
         raise OutsideModelError("the spread (std) of a channel cannot be 0")
-    inner = onnx.load(str(graph.path))
     opset = max(graph.opset, 11)  # Round (front) needs 11
-    if graph.opset < 11:
-        inner = onnx.version_converter.convert_version(inner, 11)
-    inner = compose.add_prefix(inner, _PREFIX)
     front = _front(graph, size, mean, std, bgr, opset)
-    back = _back("C", softmax, opset)
-    for part in (front, back):
+    return sandwich(graph, front, _back("C", softmax, opset), "back/in", opset)
+
+
+def sandwich(graph: OutsideGraph, front: onnx.ModelProto, back: onnx.ModelProto, back_input: str, opset: int):
+    """One checked graph: ``front`` (ModelProto ending in ``front/out``) -> the outside graph (its names
+    prefixed, converted up to ``opset`` when older) -> ``back`` (starting at ``back_input``)."""
+    inner = onnx.load(str(graph.path))
+    if graph.opset < opset:
+        inner = onnx.version_converter.convert_version(inner, opset)
+    inner = compose.add_prefix(inner, _PREFIX)
+    for part in (front, back):  # merging asks for one IR version and one opset throughout
         part.ir_version = inner.ir_version
         del part.opset_import[:]
         part.opset_import.extend(inner.opset_import)
+        if not any(o.domain in ("", "ai.onnx") for o in part.opset_import):
+            part.opset_import.append(helper.make_opsetid("", opset))
     merged = compose.merge_models(front, inner, io_map=[("front/out", _PREFIX + graph.input_name)])
-    merged = compose.merge_models(merged, back, io_map=[(_PREFIX + graph.output_name, "back/in")])
+    merged = compose.merge_models(merged, back, io_map=[(_PREFIX + graph.output_name, back_input)])
     onnx.checker.check_model(merged)
     return merged
 

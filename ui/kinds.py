@@ -31,6 +31,8 @@ class UiKind:
     plays : True when a sample is played (a click on a mistake plays it).
     label_view : the Label page's view of one sample, ``".module:Class"`` relative to ``ui/``
         (loaded when a project of the kind is first labeled).
+    add_filter : the file dialog's filter for adding data: the media and the label files that go with
+        them (never the media alone: a tags CSV or a detector's COCO JSON would be hidden).
     """
 
     one: str
@@ -42,6 +44,7 @@ class UiKind:
     looking: str = "Looking…"
     plays: bool = False
     label_view: str = ".pages.label.views:ImageView"
+    add_filter: str = "Files and archives (*)"
 
 
 #: photo files "Try it" accepts
@@ -60,6 +63,8 @@ UI_KINDS: dict[str, UiKind] = {
             "Images (" + " ".join(f"*{s}" for s in IMAGE_SUFFIXES) + ")",
         ),
         try_hint="Drop a photo to see what the model says.",
+        add_filter="Photos, label files and archives (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff "
+        "*.zip *.csv *.json *.xml *.txt *.yaml *.yml)",
     ),
     "audio": UiKind(
         "clip",
@@ -71,6 +76,7 @@ UI_KINDS: dict[str, UiKind] = {
         looking="Listening…",
         plays=True,
         label_view=".pages.label.audio_view:AudioView",
+        add_filter="Sound clips, label files and archives (*.wav *.wave *.zip *.csv)",
     ),
     "text": UiKind(
         "text",
@@ -79,6 +85,7 @@ UI_KINDS: dict[str, UiKind] = {
         try_parts=frozenset({"text"}),
         try_hint="Type or paste a text to see what the model says.",
         label_view=".pages.label.text_view:TextView",
+        add_filter="Texts (*.csv *.tsv *.jsonl *.ndjson *.txt *.zip)",
     ),
 }
 
@@ -86,6 +93,11 @@ UI_KINDS: dict[str, UiKind] = {
 def ui_kind(name: str | None) -> UiKind:
     """The entry for an input kind (images for None or a kind this version does not know)."""
     return UI_KINDS.get(name or "image", UI_KINDS["image"])
+
+
+def add_files_filter(name: str | None) -> str:
+    """The file dialog's filter for adding data to a project of input kind ``name``."""
+    return f"{ui_kind(name).add_filter};;All files (*)"
 
 
 def label_view(name: str | None):

@@ -20,9 +20,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from ..file_filters import file_filter
 from ..gallery import GalleryQuery, GalleryRows, GalleryView, SampleIdRole, SampleListModel
-from ..kinds import data_bars, ui_kind
+from ..kinds import add_files_filter, data_bars, ui_kind
 from ..page import Page
 from ..widgets.confirm import confirm
 from ..widgets.import_summary import ImportSummaryDialog
@@ -407,9 +406,8 @@ class DataPage(DataBars, Page):
     # -- import --------------------------------------------------------------------------------
 
     def choose_files(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(
-            self, f"Add {self.noun} or zip archives", "", file_filter(self.input_kind)
-        )
+        title, filters = f"Add {self.noun} or zip archives", add_files_filter(self.input_kind)
+        files, _ = QFileDialog.getOpenFileNames(self, title, "", filters)
         if files:
             self.import_paths(files)
 

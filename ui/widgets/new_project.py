@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..file_filters import file_filter
+from ..kinds import add_files_filter
 
 SOURCE_LATER, SOURCE_FOLDER, SOURCE_FILES = "later", "folder", "files"
 
@@ -152,7 +152,7 @@ class NewProjectDialog(QDialog):
         else:
             kind = self.kinds.get(self.task)
             files, _ = QFileDialog.getOpenFileNames(
-                self, "Choose files or a zip archive", "", file_filter(kind)
+                self, "Choose files or a zip archive", "", add_files_filter(kind)
             )
             chosen = files
         if chosen:
