@@ -17,7 +17,7 @@ from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import extract_feature_views
-from modeldesk.trainers.image.classification import estimate_training
+from modeldesk.trainers.image.classification import ImageClassificationTrainer
 from modeldesk.trainers.image.graph import build_classifier_graph
 from modeldesk.trainers.metrics import mean_average_precision, multilabel_report
 
@@ -82,12 +82,8 @@ class ImageMultilabelTrainer(TaskTrainer):
     def check(self, samples) -> None:
         check_tag_samples(samples)
 
-    def estimate(
-        self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, cluster=None
-    ) -> dict:
-        return estimate_training(
-            samples, template, cache_dir, device=device, time_budget=time_budget, cluster=cluster
-        )
+    # the same backbone features as image classification, so the same plan and ETA
+    estimate = ImageClassificationTrainer.estimate
 
     def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
         return check_tag_samples(samples)
