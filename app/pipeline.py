@@ -158,7 +158,8 @@ def text_lines(files) -> tuple[list[str], list[str]]:
     return texts, names
 
 
-def _sources(project, samples) -> list:
+def sample_sources(project, samples) -> list:
+    """What a predictor reads for each of ``samples`` (a file's path, a text), by the project's input kind."""
     kind = sample_kind(project.kind)
     return [kind.source(s) for s in samples]
 
@@ -209,7 +210,7 @@ def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) ->
         if ctx.should_stop():
             return 0
         chunk = samples[start : start + batch]
-        for sample, prediction in zip(chunk, _predict_tolerant(predictor, _sources(project, chunk))):
+        for sample, prediction in zip(chunk, predict_tolerant(predictor, sample_sources(project, chunk))):
             if prediction is not None:
                 # how sure, 0..1 (an anomaly score is a distance, so its output says how sure apart)
                 rows.append(
@@ -248,7 +249,7 @@ def prelabel_boxes(ws, project, model_id, artifact_dir, ctx, progress=None) -> i
         if progress is not None and start:
             progress(start, len(samples))
         chunk = samples[start : start + 16]
-        predictions = _predict_tolerant(predictor, _sources(project, chunk))
+        predictions = predict_tolerant(predictor, sample_sources(project, chunk))
         chunk_rows, chunk_proposals = proposal_rows([s.id for s in chunk], predictions, threshold)
         rows += chunk_rows
         proposals.update(chunk_proposals)
@@ -282,7 +283,9 @@ def move_threshold(ws, model, threshold: float) -> dict:
     return metrics
 
 
-def _predict_tolerant(predictor, sources):
+def predict_tolerant(predictor, sources) -> list:
+    """``predictor.predict(sources)``, with ``None`` (and a logged warning) for each source it cannot read
+    instead of failing the batch."""
     try:
         return predictor.predict(sources)
     except ValueError:

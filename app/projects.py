@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from modeldesk.datasets import export_project, import_path
+
 log = logging.getLogger(__name__)
 
 
@@ -232,3 +234,93 @@ class ProjectCalls:
             log.warning("could not read the evaluation of %s: %s", model_id, exc)
             return {}
         return {m["sample_id"]: m.get("predicted") for m in mistakes if m.get("sample_id") is not None}
+
+    # -- tasks -------------------------------------------------------------------------------
+
+    def tasks(self) -> list[dict]:
+        """Every task the app knows: ``name``, ``title``, ``description``, ``input_kind``, ``target``,
+        ``trainable``, ``missing`` (why it cannot train yet), ``min_classes`` and ``templates``."""
+        from modeldesk.trainers.tasks import list_tasks
+
+        return [self._task_dict(task) for task in list_tasks()]
+
+    def task(self, name: str) -> dict:
+        """One task (see :meth:`tasks`); UserError naming the choices for an unknown one."""
+        from modeldesk.trainers.tasks import get_task
+
+        return self._task_dict(get_task(name))
+
+    @staticmethod
+    def _task_dict(task) -> dict:
+        from modeldesk.trainers.templates import list_templates
+
+        templates = [t.name for t in list_templates(task.name)] if task.trainable else []
+        return {**task.to_dict(), "templates": templates}
+
+    # -- projects and data -------------------------------------------------------------------
+
+    def create_project(self, name: str, task: str) -> dict:
+        """Create a project for one of the registered tasks (see :meth:`tasks`)."""
+        from modeldesk.trainers.tasks import get_task
+
+        spec = get_task(task)
+        project = self.store.create_project(name, spec.name, kind=spec.input_kind, target=spec.target)
+        log.info("created project %r (%s)", project.name, project.task)
+        return self._project_dict(project)
+
+    def list_projects(self) -> list[dict]:
+        return [self._project_dict(p) for p in self.store.list_projects()]
+
+    def _project_dict(self, project) -> dict:
+        return {
+            "name": project.name,
+            "task": project.task,
+            "input_kind": project.kind,
+            "target": project.target,
+            "created": project.created,
+            "samples": self.store.stats(project)["samples"],
+        }
+
+    def project(self, name):
+        """The project called ``name`` (KeyError with a readable message if there is none)."""
+        return self.store.get_project(name)
+
+    def import_data(
+        self,
+        project,
+        path,
+        format: str = "auto",
+        *,
+        progress=None,
+        should_stop=None,
+        text_column=None,
+        label_column=None,
+    ) -> dict:
+        """Import files, a folder or a zip archive; returns the import report as a dict."""
+        report = import_path(
+            self.store,
+            self.project(project),
+            path,
+            format=format,
+            text_column=text_column,
+            label_column=label_column,
+            progress=progress,
+            should_stop=should_stop,
+        )
+        for failure in report.failed:
+            log.warning("import refused %s: %s", failure["file"], failure["reason"])
+        log.info(
+            "imported %s into %r: %s added, %s duplicates, %s failed",
+            path,
+            project,
+            report.added,
+            report.duplicates,
+            report.failed_total,
+        )
+        return report.to_dict()
+
+    def stats(self, project) -> dict:
+        return self.store.stats(self.project(project))
+
+    def export_data(self, project, out, format: str) -> dict:
+        return export_project(self.store, self.project(project), out, format)

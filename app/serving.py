@@ -88,3 +88,9 @@ class ServingCalls:
         payloads = [bytes(p) for p in payloads]
         names = list(names) if names is not None else [f"frame {i + 1}" for i in range(len(payloads))]
         return self._predictor(model).predict(payloads, names=names)
+
+    def start_service(self, model, host: str = "127.0.0.1", port: int = 0, token=None):
+        """Start the inference service in a background thread; returns a handle with url/stop()."""
+        from modeldesk.app.service_handle import ServiceHandle
+
+        return ServiceHandle.start(self.serving_path(model), host=host, port=port, token=token)

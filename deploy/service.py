@@ -182,7 +182,7 @@ def body_bytes(headers, max_request_bytes: int) -> int:
 
 def _console_page() -> str:
     page = (STATIC / "index.html").read_text(encoding="utf-8")
-    css = (STATIC / "console.css").read_text(encoding="utf-8")
+    css = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("base.css", "console.css"))
     js = (STATIC / "console.js").read_text(encoding="utf-8")
     live = (STATIC / "live.js").read_text(encoding="utf-8")  # the webcam / microphone live mode
     return page.replace("/*{{CSS}}*/", css).replace("/*{{JS}}*/", js).replace("/*{{LIVE_JS}}*/", live)

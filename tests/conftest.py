@@ -2,7 +2,15 @@
 
 ``outside_model`` and ``outside_photos``: an image classifier "made elsewhere" (built with onnx.helper
 as another tool would export it) and photos it classifies, for the tests of importing outside models.
+``served_bundle``: a deploy bundle's server running where ModelDesk cannot be imported.
 """
+
+import os
+import site
+import subprocess
+import sys
+import time
+import urllib.request
 
 import numpy as np
 import onnx
@@ -71,3 +79,86 @@ def outside_kit():
     from types import SimpleNamespace
 
     return SimpleNamespace(build=brightness_classifier, labels=LABELS, imagenet=IMAGENET)
+
+
+class ServedBundle:
+    """A deploy bundle's ``server.py`` running where ModelDesk cannot be imported (see ``served_bundle``)."""
+
+    def __init__(self, bundle, python: list[str], env: dict, url: str):
+        self.bundle, self.python, self.env, self.url = bundle, python, env, url
+
+    def client(self, *args) -> "subprocess.CompletedProcess":
+        """The bundle's own ``client.py`` with ``args`` against this server (its output as text)."""
+        return subprocess.run(
+            [*self.python, "client.py", *map(str, args), "--url", self.url],
+            cwd=self.bundle,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=self.env,
+            timeout=60,
+        )
+
+
+def wait_ready(url, process, timeout=60) -> None:
+    """Until ``url``'s ``/readyz`` answers 200; AssertionError with the server's output if it exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stdout.read().decode(errors='replace')}")
+        try:
+            with urllib.request.urlopen(url + "/readyz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("server did not become ready")
+
+
+@pytest.fixture
+def served_bundle():
+    """``serve(bundle, fresh_venv=False) -> ServedBundle``: start a deploy bundle's server as on a machine
+    without ModelDesk and wait until it is ready; every server started is stopped after the test.
+
+    ``fresh_venv``: a new virtual environment with the bundle's ``requirements.txt`` installed (needs a
+    package index); otherwise, with no network, ``python -S`` with only the interpreter's own
+    site-packages on the path, so that the editable ModelDesk install (a .pth file) is not seen. Either
+    way ModelDesk is checked to be really absent (a PYTHONPATH pointing at a checkout would hide it).
+    """
+    from modeldesk.app.service_handle import free_port
+
+    processes = []
+
+    def serve(bundle, *, fresh_venv: bool = False) -> ServedBundle:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELDESK_TOKEN")}
+        if fresh_venv:
+            subprocess.run([sys.executable, "-m", "venv", str(bundle / ".venv")], check=True)
+            python = [str(bundle / ".venv" / "bin" / "python")]
+            subprocess.run(
+                [*python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+                + ["-r", str(bundle / "requirements.txt")],
+                check=True,
+                timeout=600,
+            )
+        else:
+            env["PYTHONPATH"] = os.pathsep.join(site.getsitepackages())
+            python = [sys.executable, "-S"]
+        check = subprocess.run([*python, "-c", "import modeldesk"], capture_output=True, env=env, cwd=bundle)
+        assert check.returncode != 0, "ModelDesk can be imported where the bundle runs"
+        port = free_port()
+        process = subprocess.Popen(
+            [*python, "server.py", "--port", str(port), "--threads", "1"],
+            cwd=bundle,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        processes.append(process)
+        url = f"http://127.0.0.1:{port}"
+        wait_ready(url, process)
+        return ServedBundle(bundle, python, env, url)
+
+    yield serve
+    for process in processes:
+        process.terminate()
+        process.wait(timeout=20)

@@ -43,6 +43,8 @@ from .server import EdgeError, EdgeServer, device_load
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
+# the palette and type the model console uses too: deploy/static's, copied beside edge/ in a bundle
+SHARED_CSS = Path(__file__).parents[1] / "static" / "base.css"
 STATE_CHANGING = {"POST", "PUT", "DELETE", "PATCH"}
 
 
@@ -348,6 +350,10 @@ def create_edge_app(
         Route("/v1/edge/stats", stats),
         Route("/", index),
     ]
+    if SHARED_CSS.is_file():
+        routes.append(
+            Route("/static/base.css", lambda request: FileResponse(SHARED_CSS, media_type="text/css"))
+        )
     if STATIC.is_dir():
         routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
     # Starlette types each handler as taking any Exception; ours take the class they are registered for.

@@ -1,10 +1,6 @@
 import ast
 import json
-import os
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -81,78 +77,18 @@ def test_copied_modules_import_only_each_other_and_serving_packages(name):
                 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(url, process, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"server exited: {process.stdout.read().decode(errors='replace')}")
-        try:
-            with urllib.request.urlopen(url + "/readyz", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError("server did not become ready")
-
-
 @pytest.mark.slow
-def test_bundle_runs_in_a_fresh_venv_without_modeldesk(standin_artifact, deploy_helpers, tmp_path):
-    bundle = build_bundle(standin_artifact, tmp_path / "bundle")
-    subprocess.run([sys.executable, "-m", "venv", str(bundle / ".venv")], check=True)
-    python = bundle / ".venv" / "bin" / "python"
-    subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "-r",
-            str(bundle / "requirements.txt"),
-        ],
-        check=True,
-        timeout=600,
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELDESK_TOKEN")}
-    check = subprocess.run([str(python), "-c", "import modeldesk"], capture_output=True, env=env)
-    assert (
-        check.returncode != 0
-    )  # ModelDesk is really absent (a PYTHONPATH pointing at a checkout would hide it)
-    port = free_port()
-    process = subprocess.Popen(
-        [str(python), "server.py", "--port", str(port), "--threads", "1"],
-        cwd=bundle,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_ready(url, process)
-        image = tmp_path / "blue.png"
-        image.write_bytes(deploy_helpers.color_image_bytes("blue", 11))
-        answer = subprocess.run(
-            [str(python), "client.py", str(image), "--url", url],
-            cwd=bundle,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
-        assert answer.returncode == 0, answer.stderr
-        prediction = json.loads(answer.stdout)["predictions"][0]
-        expected = Predictor(standin_artifact, device="cpu").predict([image])[0]
-        assert prediction["label"] == expected["label"] == "blue"
-        assert prediction["scores"] == pytest.approx(expected["scores"], abs=1e-6)
-        with urllib.request.urlopen(url + "/", timeout=5) as page:
-            assert b"v1/predict" in page.read()
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+def test_bundle_runs_in_a_fresh_venv_without_modeldesk(
+    standin_artifact, deploy_helpers, served_bundle, tmp_path
+):
+    server = served_bundle(build_bundle(standin_artifact, tmp_path / "bundle"), fresh_venv=True)
+    image = tmp_path / "blue.png"
+    image.write_bytes(deploy_helpers.color_image_bytes("blue", 11))
+    answer = server.client(image)
+    assert answer.returncode == 0, answer.stderr
+    prediction = json.loads(answer.stdout)["predictions"][0]
+    expected = Predictor(standin_artifact, device="cpu").predict([image])[0]
+    assert prediction["label"] == expected["label"] == "blue"
+    assert prediction["scores"] == pytest.approx(expected["scores"], abs=1e-6)
+    with urllib.request.urlopen(server.url + "/", timeout=5) as page:
+        assert b"v1/predict" in page.read()

@@ -96,6 +96,7 @@ def test_console_is_offline_html(client):
     text = page.text
     assert "{{" not in text and "v1/predict" in text and "drop" in text
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
+    assert "--brand:" in text and ".topbar" in text  # base.css's palette, then console.css, inlined
 
 
 def test_readyz_is_503_before_startup(standin_artifact):

@@ -2,18 +2,14 @@
 ONNX Runtime session do (English and Chinese texts).
 
 No network: instead of a fresh venv (tests/deploy/test_bundle.py does that for an image model), the
-bundle's server runs with ``python -S`` and only the interpreter's site-packages on its path, so the
-editable ModelDesk install (a .pth file) is not seen; the test checks that ``import modeldesk`` fails.
+bundle's server runs with ``python -S`` and only the interpreter's site-packages on its path (the
+``served_bundle`` fixture of tests/conftest.py), which checks that ``import modeldesk`` fails there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import site
-import subprocess
-import sys
 import urllib.request
 
 import numpy as np
@@ -23,8 +19,6 @@ import pytest
 from modeldesk.deploy import Predictor, build_bundle, load_artifact
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.tasks import get_trainer
-
-from .test_bundle import free_port, wait_ready
 
 DATA = {
     "praise": [
@@ -52,7 +46,7 @@ ASK = ["味道很好", "cold and late again", "送餐太慢了", "great, thanks!
 
 
 @pytest.mark.slow
-def test_text_bundle_answers_without_modeldesk_as_the_app_and_bare_onnxruntime(tmp_path):
+def test_text_bundle_answers_without_modeldesk_as_the_app_and_bare_onnxruntime(served_bundle, tmp_path):
     samples = [
         LabeledSample(hashlib.sha256(t.encode()).hexdigest(), t, label, "test" if i % 4 == 3 else "train")
         for label, texts in DATA.items()
@@ -62,47 +56,20 @@ def test_text_bundle_answers_without_modeldesk_as_the_app_and_bare_onnxruntime(t
         samples, "text-classification/fast", tmp_path / "m", tmp_path / "c"
     )
     artifact = load_artifact(result.artifact_dir)
-    bundle = build_bundle(artifact, tmp_path / "bundle")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELDESK_TOKEN")}
-    env["PYTHONPATH"] = os.pathsep.join(site.getsitepackages())
-    isolated = [sys.executable, "-S"]
-    check = subprocess.run(
-        isolated + ["-c", "import modeldesk"], capture_output=True, env=env, cwd=bundle, timeout=60
+    server = served_bundle(build_bundle(artifact, tmp_path / "bundle"))
+    request = urllib.request.Request(
+        server.url + "/v1/predict",
+        data=json.dumps({"texts": ASK}).encode(),
+        headers={"Content-Type": "application/json"},
     )
-    assert check.returncode != 0  # ModelDesk is really absent for the bundle's server
-    port = free_port()
-    process = subprocess.Popen(
-        isolated + ["server.py", "--port", str(port), "--threads", "1"],
-        cwd=bundle,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_ready(url, process)
-        request = urllib.request.Request(
-            url + "/v1/predict",
-            data=json.dumps({"texts": ASK}).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            served = json.loads(response.read())["predictions"]
-        # the bundle's own client sends a text file as text (it sent the file's base64 as the text)
-        review = tmp_path / "review.txt"
-        review.write_text(ASK[0], encoding="utf-8")
-        client = subprocess.run(
-            isolated + ["client.py", str(review), "--url", url],
-            capture_output=True,
-            env=env,
-            cwd=bundle,
-            timeout=60,
-        )
-        assert client.returncode == 0, client.stderr
-        by_client = json.loads(client.stdout)["predictions"][0]
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        served = json.loads(response.read())["predictions"]
+    # the bundle's own client sends a text file as text (it sent the file's base64 as the text)
+    review = tmp_path / "review.txt"
+    review.write_text(ASK[0], encoding="utf-8")
+    client = server.client(review)
+    assert client.returncode == 0, client.stderr
+    by_client = json.loads(client.stdout)["predictions"][0]
     app = Predictor(artifact, device="cpu").predict(ASK)
     bare = ort.InferenceSession(str(artifact.model_path), providers=["CPUExecutionProvider"])
     raw = bare.run(None, {"text": np.array(ASK, dtype=object)})[0]

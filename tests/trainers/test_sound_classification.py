@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -186,76 +183,16 @@ def test_exported_model_and_service_answer_exactly_as_the_app(tmp_path, monkeypa
         ws.close()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
-def test_bundle_serves_a_clip_in_a_fresh_venv_without_modeldesk(trained, tmp_path):
-    import time
-    import urllib.request
-
+def test_bundle_serves_a_clip_in_a_fresh_venv_without_modeldesk(trained, served_bundle, tmp_path):
     from modeldesk.deploy import Predictor, build_bundle
 
     root, result = trained
-    bundle = build_bundle(result.artifact_dir, tmp_path / "bundle")
-    subprocess.run([sys.executable, "-m", "venv", str(bundle / ".venv")], check=True)
-    python = bundle / ".venv" / "bin" / "python"
-    subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "-r",
-            str(bundle / "requirements.txt"),
-        ],
-        check=True,
-        timeout=600,
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELDESK_TOKEN")}
-    assert (
-        subprocess.run([str(python), "-c", "import modeldesk"], capture_output=True, env=env).returncode != 0
-    )
-    port = _free_port()
-    process = subprocess.Popen(
-        [str(python), "server.py", "--port", str(port), "--threads", "1"],
-        cwd=bundle,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, process.stdout.read().decode(errors="replace")
-            try:
-                with urllib.request.urlopen(url + "/readyz", timeout=2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "the bundle's server did not become ready"
-                time.sleep(0.3)
-        clip = root / "data" / "chirp" / "chirp3.wav"
-        answer = subprocess.run(
-            [str(python), "client.py", str(clip), "--url", url],
-            cwd=bundle,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
-        assert answer.returncode == 0, answer.stderr
-        prediction = json.loads(answer.stdout)["predictions"][0]
-        expected = Predictor(result.artifact_dir, device="cpu").predict([clip])[0]
-        assert prediction["label"] == expected["label"] == "chirp"
-        assert prediction["scores"] == pytest.approx(expected["scores"], abs=1e-6)
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+    server = served_bundle(build_bundle(result.artifact_dir, tmp_path / "bundle"), fresh_venv=True)
+    clip = root / "data" / "chirp" / "chirp3.wav"
+    answer = server.client(clip)
+    assert answer.returncode == 0, answer.stderr
+    prediction = json.loads(answer.stdout)["predictions"][0]
+    expected = Predictor(result.artifact_dir, device="cpu").predict([clip])[0]
+    assert prediction["label"] == expected["label"] == "chirp"
+    assert prediction["scores"] == pytest.approx(expected["scores"], abs=1e-6)

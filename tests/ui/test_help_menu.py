@@ -93,8 +93,8 @@ def test_the_browser_console_wears_the_apps_blue():
     from modeldesk.ui import theme
 
     static = Path(theme.__file__).resolve().parents[1] / "deploy" / "static"
-    css = (static / "console.css").read_text(encoding="utf-8")
+    css = (static / "base.css").read_text(encoding="utf-8")  # the palette console.css builds on
     assert f"--brand: {theme.LIGHT.accent};" in css
-    for page in ("index.html", "docs.html", "login.html", "console.css", "console.js"):
+    for page in ("index.html", "docs.html", "login.html", "base.css", "console.css", "console.js"):
         text = (static / page).read_text(encoding="utf-8").lower()
         assert "4f46e5" not in text and "a5b4fc" not in text and "818cf8" not in text, page

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from modeldesk.deploy.artifact import new_model_id, save_artifact
-from modeldesk.deploy.graph import prune_unused
 from modeldesk.deploy.preprocess import ImageDecodeError, image_size, letterbox_scale
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.backbones import get_backbone
-from modeldesk.trainers.base import TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.base import Run, TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.detection.features import CellComputer, extract_maps, maps_feature_spec
 from modeldesk.trainers.detection.graph import (
     IOU_THRESHOLD,
@@ -38,11 +37,9 @@ from modeldesk.trainers.detection.graph import (
 )
 from modeldesk.trainers.detection.head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
 from modeldesk.trainers.detection.metrics import best_threshold, box_iou, mean_ap
+from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import plan_feature_extraction
-from modeldesk.trainers.progress import stage_reporter
-from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.versions import versions
 
 log = logging.getLogger(__name__)
 
@@ -198,8 +195,6 @@ class _Fitter:
 
 def estimate_detection(samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
     """ETA and plan before training: uncached maps (measured throughput, else a default) plus the head."""
-    from modeldesk.trainers.feature_cache import FeatureCache
-
     template = get_template(template)
     backbone = get_backbone(template.backbone)
     cache = FeatureCache(cache_dir)
@@ -234,10 +229,34 @@ def _head_units(n_images: int, template) -> int:
     return max(1, int(rows * template.neck.dim(backbone) * fits // 1000))
 
 
+@dataclass
+class _Boxed:
+    """The readable photos, the fitter of their cell rows and the split they train, tune and test on."""
+
+    photos: _Photos
+    fitter: _Fitter
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+
+
+@dataclass
+class _Chosen:
+    """The head the validation photos chose, its parameters, the search's trials and the score threshold."""
+
+    head: CellHead
+    params: dict
+    trials: list
+    threshold: float
+
+
 class ObjectDetectionTrainer(TaskTrainer):
-    """The object detection task's trainer (see ``trainers.tasks.Trainer``)."""
+    """The object detection task's trainer (see ``trainers.tasks.Trainer`` and ``TaskTrainer.train``):
+    its metrics are measured on the exported graph, through the predictor, as users will run it."""
 
     evaluator = "modeldesk.trainers.detection.evaluation:evaluate_boxes"
+    target = "boxes"
+    evaluates_export = True
 
     def check(self, samples) -> None:
         check_box_samples(samples)
@@ -245,164 +264,142 @@ class ObjectDetectionTrainer(TaskTrainer):
     def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
         return estimate_detection(samples, template, cache_dir, device=device, time_budget=time_budget)
 
-    def train(
-        self,
-        samples,
-        template,
-        out_dir,
-        cache_dir,
-        *,
-        time_budget=None,
-        device: str = "auto",
-        progress=None,
-        should_stop=None,
-        model_id=None,
-    ) -> TrainResult:
-        """Extract maps, fit and select the head, pick the threshold, export, evaluate the graph."""
-        from modeldesk.trainers.detection.evaluation import evaluate_boxes, predict_boxes
-        from modeldesk.trainers.feature_cache import FeatureCache
+    def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
+        return check_box_samples(samples)
 
-        started = time.monotonic()
-        template = get_template(template)
-        budget = float(time_budget or template.time_budget_s)
-        backbone = get_backbone(template.backbone)
-        boxed, labels = check_box_samples(samples)
-        cache = FeatureCache(cache_dir)
-        estimate = self.estimate(boxed, template, cache_dir, device=device, time_budget=budget)
-        warnings: list[str] = []
-
-        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
-
-        readable, skipped = [], []
-        for s in boxed:
+    def features(self, run: Run) -> _Boxed:
+        """The backbone maps of every readable photo in every view (0 .. 0.6)."""
+        template, backbone = run.template, get_backbone(run.template.backbone)
+        readable = []
+        for s in run.labeled:
             try:
                 image_size(s.path)
                 readable.append(s)
             except (ImageDecodeError, OSError) as exc:
-                skipped.append({"file": str(s.path), "reason": str(exc)})
+                run.skipped.append({"file": str(s.path), "reason": str(exc)})
         extracted = extract_maps(
             backbone,
             template.neck,
             [(s.key, s.path) for s in readable],
-            cache,
+            FeatureCache(run.cache_dir),
             views=template.views,
-            device=device,
-            should_stop=should_stop,
-            progress=lambda done, total: report("Extracting features", 0.6 * done / max(total, 1)),
+            device=run.device,
+            should_stop=run.should_stop,
+            progress=lambda done, total: run.report("Extracting features", 0.6 * done / max(total, 1)),
         )
-        skipped += extracted[template.views[0]].skipped
-        good = set(extracted[template.views[0]].keys)
+        first = extracted[template.views[0]]
+        run.skipped += first.skipped
+        run.extraction = first.plan or {}
+        good = set(first.keys)
         usable = [s for s in readable if s.key in good]
         if not usable:
-            raise UserError(f"none of the images could be read (first: {skipped[0]['reason']})")
-        if skipped:
-            warnings.append(f"{len(skipped)} image(s) could not be read and were left out")
+            raise UserError(f"none of the images could be read (first: {run.skipped[0]['reason']})")
+        if run.skipped:
+            run.warnings.append(f"{len(run.skipped)} image(s) could not be read and were left out")
+        run.labeled = usable
         maps = {}
         for view, result in extracted.items():
             row = {key: r for r, key in enumerate(result.keys)}
             maps[view] = result.features[[row[s.key] for s in usable]]
-        photos = _Photos(usable, labels, template.neck, maps)
+        photos = _Photos(usable, run.labels, template.neck, maps)
         train, val, test = (np.flatnonzero(photos.split == name) for name in ("train", "val", "test"))
         if not len(train):
             train, val, test = np.arange(len(usable)), np.array([], int), np.array([], int)
-            warnings.append("no training split: every image was used for training")
+            run.warnings.append("no training split: every image was used for training")
         fitter = _Fitter(photos, CellComputer(template.neck, backbone), template, np.random.default_rng(0))
+        return _Boxed(photos, fitter, train, val, test)
 
-        # head parameters by mAP50 on the validation photos, while the budget lasts (0.6 .. 0.85)
+    def fit(self, run: Run) -> _Chosen:
+        """Head parameters by mAP50 on the validation photos, while the budget lasts (0.6 .. 0.85); the
+        score threshold by the best F1 there (0.85 .. 0.9)."""
+        template, d = run.template, run.data
+        fitter, train, val = d.fitter, d.train, d.val
         head_started = time.monotonic()
         candidates = template.candidates() if len(val) else template.candidates()[:1]
         trials, best = [], None
         for n, params in enumerate(candidates):
-            if n and time.monotonic() - started > 0.75 * budget:
-                warnings.append(f"the time budget allowed {n} of {len(candidates)} head settings")
+            if n and time.monotonic() > run.deadline(0.75):
+                run.warnings.append(f"the time budget allowed {n} of {len(candidates)} head settings")
                 break
-            report("Training", 0.6 + 0.25 * n / len(candidates))
+            run.report("Training", 0.6 + 0.25 * n / len(candidates))
             head = fitter.fit(train, params)
             score = (
-                mean_ap(fitter.truths(val), fitter.predictions(head, val), labels)[0] if len(val) else None
+                mean_ap(fitter.truths(val), fitter.predictions(head, val), run.labels)[0]
+                if len(val)
+                else None
             )
             trials.append({"params": params, "val_map50": score})
             if best is None or (score is not None and score > best[0]):
                 best = (score if score is not None else -1.0, params, head)
         _, params, head = best
-        CostModel(cache.root).record(
+        CostModel(FeatureCache(run.cache_dir).root).record(
             HEAD_WORK,
             "cpu",
             1,
             1,
-            n_items=max(1, _head_units(len(usable), template) * len(trials) // len(template.candidates())),
+            n_items=max(
+                1, _head_units(len(run.labeled), template) * len(trials) // len(template.candidates())
+            ),
             seconds=max(time.monotonic() - head_started, 1e-3),
         )
 
-        # the score threshold: best F1 on the validation photos (0.85 .. 0.9)
-        report("Choosing the score threshold", 0.87)
+        run.report("Choosing the score threshold", 0.87)
         tune = val if len(val) else train
         if not len(val):
-            warnings.append("no validation images: the score threshold was chosen on the training images")
+            run.warnings.append("no validation images: the score threshold was chosen on the training images")
         threshold = best_threshold(fitter.truths(tune), fitter.predictions(head, tune))
+        return _Chosen(head, params, trials, float(threshold))
 
-        report("Exporting", 0.9)
-        model = prune_unused(
-            build_detector_graph(backbone, template.neck, head, len(labels), cache.root / "graphs")
+    def build_graph(self, run: Run):
+        template = run.template
+        graphs = FeatureCache(run.cache_dir).root / "graphs"
+        return build_detector_graph(
+            get_backbone(template.backbone), template.neck, run.fitted.head, len(run.labels), graphs
         )
-        card = {
-            "id": model_id or new_model_id(),
-            "task": template.task,
-            "target": "boxes",
-            "labels": labels,
+
+    def card_fields(self, run: Run) -> dict:
+        template, chosen = run.template, run.fitted
+        backbone = get_backbone(template.backbone)
+        return {
             "preprocessing": template.neck.spec.to_dict(),
-            "template": template.name,
             "backbone": backbone.key,
             "neck": template.neck.name,
             "views": list(template.views),
-            "head": {"kind": "cell-heatmap", "params": params},
-            "score_threshold": float(threshold),
+            "head": {"kind": "cell-heatmap", "params": chosen.params},
+            "score_threshold": chosen.threshold,
             "input_name": backbone.input_name,
             "size_input": SIZE_INPUT,
             "output_name": OUTPUT_NAME,
             "sizes_output": SIZES_OUTPUT,
-            "versions": versions(),
-            "warnings": warnings,
-            "metrics": {},
         }
-        artifact_dir = Path(save_artifact(out_dir, model, card))
 
-        # metrics of the exported graph on the test photos, else the validation photos (0.9 .. 1)
-        evaluated, where = evaluation_split(test, val, train)
-        chosen = [usable[i] for i in evaluated]
-        report("Evaluating", 0.93)
-        metrics = evaluate_boxes(artifact_dir, chosen)
+    def measure_export(self, run: Run, artifact_dir: Path) -> dict:
+        """The exported graph on the test photos, else the validation photos (0.9 .. 1), and its boxes
+        against the numpy decoding of the same head."""
+        from modeldesk.trainers.detection.evaluation import evaluate_boxes, predict_boxes
+
+        d, chosen = run.data, run.fitted
+        evaluated, where = evaluation_split(d.test, d.val, d.train)
+        photos = [run.labeled[i] for i in evaluated]
+        metrics = evaluate_boxes(artifact_dir, photos)
         metrics["split"] = where
-        metrics["search"] = {"trials": trials, "best": params}
-        graph_predictions = predict_boxes(artifact_dir, chosen[:4], threshold=MIN_SCORE)
+        metrics["search"] = {"trials": chosen.trials, "best": chosen.params}
+        graph_predictions = predict_boxes(artifact_dir, photos[:4], threshold=MIN_SCORE)
         metrics["export_max_abs_diff_px"] = _parity(
-            graph_predictions, fitter.predictions(head, evaluated[:4])
+            graph_predictions, d.fitter.predictions(chosen.head, evaluated[:4])
         )
         if metrics["export_max_abs_diff_px"] > PARITY_TOLERANCE:
-            warnings.append(
+            run.warnings.append(
                 f"the exported graph's boxes differ from training's by up to "
                 f"{metrics['export_max_abs_diff_px']:.2f} pixels"
             )
-        card["metrics"], card["warnings"] = metrics, warnings
-        card["training"] = {
-            "samples": split_counts(train, val, test),
-            "seconds": round(time.monotonic() - started, 2),
-            "skipped": skipped,
-        }
-        save_artifact(artifact_dir, model, card)
-        report("Done", 1.0, {"map50": metrics["map50"], "map": metrics["map"]})
-        return TrainResult(
-            artifact_dir=artifact_dir,
-            metrics=metrics,
-            warnings=warnings,
-            skipped=skipped,
-            plan={
-                **estimate["plan"],
-                **(extracted[template.views[0]].plan or {}),
-                "eta_s": estimate["eta_s"],
-                "actual_s": round(time.monotonic() - started, 2),
-            },
-        )
+        return metrics
+
+    def sample_counts(self, run: Run) -> dict:
+        return split_counts(run.data.train, run.data.val, run.data.test)
+
+    def summary(self, metrics: dict) -> dict:
+        return {"map50": metrics["map50"], "map": metrics["map"]}
 
 
 def _parity(graph: list, numpy_: list) -> float:

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from modeldesk.deploy.artifact import new_model_id, save_artifact
-from modeldesk.deploy.graph import prune_unused
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.backbones import get_backbone
-from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer
+from modeldesk.trainers.base import PARITY_TOLERANCE, Run, TaskTrainer
 from modeldesk.trainers.cluster_features import ClusterExtraction, open_cluster, probe_for
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.feature_cache import FeatureCache
@@ -36,19 +34,15 @@ from modeldesk.trainers.image.selection import Features, make_head, planned_work
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
 from modeldesk.trainers.novelty import NoveltyReference
-from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.versions import versions
 
 log = logging.getLogger(__name__)
 
 # Seconds per image and view for feature extraction on a CPU, used before anything was measured.
 DEFAULT_SECONDS_PER_IMAGE = 0.006
 CACHE_TOLERANCE = 1e-3
-
-Progress = Callable[[str, float, "float | None", "dict | None"], None]
 
 
 def check_samples(samples: Sequence[LabeledSample]) -> tuple[list[LabeledSample], list[str], list[str]]:
@@ -204,205 +198,23 @@ def estimate_training(
 
 
 def train_image_classifier(
-    samples: Sequence[LabeledSample],
-    template,
-    out_dir,
-    cache_dir,
-    *,
-    time_budget: float | None = None,
-    device: str = "auto",
-    threads: int | None = None,
-    progress: Progress | None = None,
-    should_stop: Callable[[], bool] | None = None,
-    model_id: str | None = None,
-    cluster=None,
+    samples: Sequence[LabeledSample], template, out_dir, cache_dir, **options
 ) -> TrainResult:
     """Train an image classifier and write its artifact to ``out_dir``.
 
-    Parameters
-    ----------
-    samples : LabeledSample items; unlabeled ones are ignored.
-    template : a Template or its name (``"image-classification/accurate"``).
-    out_dir : artifact folder to write (replaced atomically).
-    cache_dir : the workspace feature cache folder (backbone graphs are cached there too).
-    time_budget : seconds for the whole run (default: the template's); the hyperparameter search
-        stops early when it runs out.
-    device, threads : where features are computed (see ``deploy.runtime.create_session``).
-    progress : ``progress(stage, fraction, eta_s, metrics)``.
-    should_stop : polled regularly; when True, ``Cancelled`` is raised (finished features stay cached).
-    model_id : id written to the model card (default: a new one).
-    cluster : a Dask scheduler address, ``{"address", "credentials"}`` or a DaskBackend whose
-        workers compute features beside this machine's devices (``None``: this machine only).
-
-    Returns
-    -------
-    TrainResult with ``artifact_dir``, ``metrics`` (on the test split, else the validation split),
-    ``warnings`` and ``skipped`` ([{file, reason}] for images that could not be decoded).
+    ``options`` are ``TaskTrainer.train``'s (``time_budget``, ``device``, ``progress``, ``should_stop``,
+    ``model_id``) and ``threads`` and ``cluster``: a Dask scheduler address, ``{"address",
+    "credentials"}`` or a DaskBackend whose workers compute features beside this machine's devices.
+    The hyperparameter search stops early when the time budget runs out; the metrics are measured on
+    the test split, else the validation split; ``skipped`` lists the images that could not be decoded.
     """
-    started = time.monotonic()
-    template = get_template(template)
-    budget = float(time_budget or template.time_budget_s)
-    backbone = get_backbone(template.backbone)
-    labeled, labels, warnings = check_samples(samples)
-    cache = FeatureCache(cache_dir)
-
-    # 1. features for every view any candidate needs (0 .. 0.7 of the progress bar)
-    views_needed = template.all_views()
-    items = [(s.key, s.path) for s in labeled]
-    # One cluster connection for the estimate and the extraction, none when every vector is cached.
-    with open_cluster(
-        cluster if _uncached(cache, backbone, template, [k for k, _ in items]) else None, backbone.name
-    ) as backend:
-        estimate = estimate_training(
-            labeled, template, cache_dir, device=device, threads=threads, time_budget=budget, cluster=backend
-        )
-        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
-        extracted = extract_feature_views(
-            backbone,
-            items,
-            cache,
-            views=views_needed,
-            features=template.features,
-            device=device,
-            threads=threads,
-            should_stop=should_stop,
-            cluster=backend,
-            progress=lambda done, total: report("Extracting features", 0.7 * done / max(total, 1)),
-        )
-    skipped = extracted[views_needed[0]].skipped
-    extraction_plan = extracted[views_needed[0]].plan
-    good = set(extracted[views_needed[0]].keys)
-    bad_files = {entry["file"] for entry in skipped}
-    labeled = [s for s in labeled if s.key in good and s.path not in bad_files]
-    if not labeled:
-        raise ValueError(f"none of the {len(items)} images could be read (first: {skipped[0]['reason']})")
-    by_view = {}
-    for view, result in extracted.items():
-        index = {key: row for row, key in enumerate(result.keys)}
-        by_view[view] = result.features[[index[s.key] for s in labeled]]
-    if skipped:
-        warnings.append(f"{len(skipped)} image(s) could not be read and were left out")
-        labeled, labels, more = check_samples(labeled)
-        warnings += [w for w in more if w not in warnings]
-    feats = Features(labeled, by_view)
-    label_index = {label: i for i, label in enumerate(labels)}
-    y = np.array([label_index[s.label] for s in labeled])
-    split = np.array([s.split for s in labeled])
-
-    # 2. select by cross-validation on train + val, evaluate on test, refit on all (0.7 .. 0.95)
-    head_started = time.monotonic()
-    with one_blas_thread():
-        chosen = select_evaluate_refit(
-            template,
-            feats,
-            y,
-            split,
-            deadline=started + 0.8 * budget,
-            progress=lambda f, m: report("Tuning", 0.7 + 0.2 * f, m),
-        )
-    head, views, eval_idx = chosen.head, tuple(chosen.config["views"]), chosen.eval_idx
-    warnings += chosen.warnings
-    head_units = _head_units(len(labeled), template.features.dim(backbone), chosen.work)
-    head_seconds = max(time.monotonic() - head_started, 1e-3)
-    CostModel(cache.root).record(_head_key(template), "cpu", 1, 1, n_items=head_units, seconds=head_seconds)
-
-    # 3. the evaluation of the chosen configuration on photos the selection did not use (0.95)
-    report("Evaluating", 0.95)
-    metrics = _evaluation(chosen, y, labels, [s.key for s in labeled], warnings)
-
-    # 4. "unlike anything it was trained on": references and a threshold from the first view's features
-    report("Exporting", 0.97)
-    finish_started = time.monotonic()
-    with one_blas_thread():
-        novelty = NoveltyReference().fit(feats.by_view[views[0]])
-    metrics["novelty"] = {
-        "held_out_familiar": float(np.mean(novelty.held_out_similarity_ >= novelty.similarity_threshold_))
-    }
-
-    # 5. one graph, checked against the training path, written as an artifact
-    model = build_classifier_graph(backbone, template, head, views, cache.root / "graphs", novelty=novelty)
-    parity, vs_cache = check_parity(
-        model,
-        backbone,
-        template,
-        head,
-        [labeled[i].path for i in eval_idx[:4]],
-        feats.views(eval_idx[:4], views),
-        views,
-        cache.root / "graphs",
-    )
-    metrics["export_max_abs_diff"] = parity
-    metrics["export_vs_training_features_max_abs_diff"] = vs_cache
-    if parity > PARITY_TOLERANCE:
-        raise RuntimeError(f"exported graph disagrees with the training path by {parity:.2e}")
-    if vs_cache > CACHE_TOLERANCE:
-        warnings.append(
-            f"the features the model was trained on (device {device}) differ from the exported "
-            f"model's on the CPU by up to {vs_cache:.1e} in probability"
-        )
-    card = {
-        "id": model_id or new_model_id(),
-        "task": "image-classification",
-        "target": "label",
-        "labels": labels,
-        "preprocessing": backbone.spec.to_dict(),
-        "template": template.name,
-        "backbone": backbone.key,
-        "features": template.features.name,
-        "features_output": FEATURES_OUTPUT,  # what compression re-fits a head on
-        "views": list(views),
-        "head": {"kind": chosen.config["head"], "params": make_head(template, chosen.config).get_params()},
-        "novelty": novelty.card(),  # the "not sure" rule; compression re-fits it with the head
-        "metrics": metrics,
-        "versions": versions(),
-        "input_name": backbone.input_name,
-        "output_name": OUTPUT_NAME,
-        "warnings": warnings,
-        "training": {
-            "samples": {name: int(np.sum(split == name)) for name in ("train", "val", "test")},
-            "final_fit": len(labeled),
-            "seconds": round(time.monotonic() - started, 2),
-            "skipped": skipped,
-        },
-    }
-    # The backbone's ImageNet classifier is not needed behind the new head: ~5 MB less to ship.
-    artifact_dir = save_artifact(out_dir, prune_unused(model), card)
-    paths = {s.key: s.path for s in labeled}
-    write_html_report(
-        Path(artifact_dir) / "report.html",
-        title=_report_title(template, metrics),
-        metrics=metrics,
-        mistakes=metrics["mistakes"],
-        thumbnails={m["key"]: paths[m["key"]] for m in metrics["mistakes"]},
-        model_card={
-            "model": card["id"],
-            "task": card["task"],
-            "template": template.name,
-            "backbone": backbone.key,
-            "images": card["training"]["samples"],
-        },
-    )
-    CostModel(cache.root).record(
-        _finish_key(template), "cpu", 1, 1, n_items=1, seconds=max(time.monotonic() - finish_started, 1e-3)
-    )
-    elapsed = time.monotonic() - started
-    report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1") if k in metrics})
-    return TrainResult(
-        artifact_dir=Path(artifact_dir),
-        metrics=metrics,
-        warnings=warnings,
-        skipped=skipped,
-        plan={
-            **estimate["plan"],
-            **(extraction_plan or {}),
-            "eta_s": estimate["eta_s"],
-            "actual_s": round(elapsed, 2),
-        },
-    )
+    return ImageClassificationTrainer().train(samples, template, out_dir, cache_dir, **options)
 
 
 class ImageClassificationTrainer(TaskTrainer):
-    """The image classification task's trainer (see ``trainers.tasks.Trainer``)."""
+    """The image classification task's trainer (see ``trainers.tasks.Trainer`` and ``TaskTrainer.train``)."""
+
+    train_options = {"threads": None, "cluster": None}
 
     def check(self, samples) -> None:
         check_samples(samples)
@@ -414,5 +226,178 @@ class ImageClassificationTrainer(TaskTrainer):
             samples, template, cache_dir, device=device, time_budget=time_budget, cluster=cluster
         )
 
-    def train(self, samples, template, out_dir, cache_dir, **options) -> TrainResult:
-        return train_image_classifier(samples, template, out_dir, cache_dir, **options)
+    def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
+        labeled, labels, warnings = check_samples(samples)
+        run.warnings += warnings
+        return labeled, labels
+
+    def plan(self, run: Run) -> dict:
+        # One cluster connection for the estimate and the extraction, none when every vector is cached.
+        template, cache = run.template, FeatureCache(run.cache_dir)
+        backbone = get_backbone(template.backbone)
+        uncached = _uncached(cache, backbone, template, [s.key for s in run.labeled])
+        run.options["cluster"] = run.resources.enter_context(
+            open_cluster(run.options["cluster"] if uncached else None, backbone.name)
+        )
+        return estimate_training(
+            run.labeled,
+            template,
+            run.cache_dir,
+            device=run.device,
+            threads=run.options["threads"],
+            time_budget=run.budget,
+            cluster=run.options["cluster"],
+        )
+
+    def features(self, run: Run) -> Features:
+        """Features for every view any candidate needs (0 .. 0.7 of the progress bar)."""
+        template, cache = run.template, FeatureCache(run.cache_dir)
+        backbone = get_backbone(template.backbone)
+        views_needed = template.all_views()
+        items = [(s.key, s.path) for s in run.labeled]
+        extracted = extract_feature_views(
+            backbone,
+            items,
+            cache,
+            views=views_needed,
+            features=template.features,
+            device=run.device,
+            threads=run.options["threads"],
+            should_stop=run.should_stop,
+            cluster=run.options["cluster"],
+            progress=lambda done, total: run.report("Extracting features", 0.7 * done / max(total, 1)),
+        )
+        run.resources.close()  # the cluster connection: every feature is extracted
+        first = extracted[views_needed[0]]
+        run.skipped, run.extraction = first.skipped, first.plan or {}
+        bad_files = {entry["file"] for entry in first.skipped}
+        labeled = [s for s in run.labeled if s.key in set(first.keys) and s.path not in bad_files]
+        if not labeled:
+            raise ValueError(
+                f"none of the {len(items)} images could be read (first: {first.skipped[0]['reason']})"
+            )
+        by_view = {}
+        for view, result in extracted.items():
+            index = {key: row for row, key in enumerate(result.keys)}
+            by_view[view] = result.features[[index[s.key] for s in labeled]]
+        if first.skipped:
+            run.warnings.append(f"{len(first.skipped)} image(s) could not be read and were left out")
+            labeled, run.labels, more = check_samples(labeled)
+            run.warnings += [w for w in more if w not in run.warnings]
+        run.labeled = labeled
+        return Features(labeled, by_view)
+
+    def fit(self, run: Run):
+        """Select by cross-validation on train + val, evaluate on test, refit on all (0.7 .. 0.95)."""
+        template, feats = run.template, run.data
+        run.report("Tuning", 0.7)
+        label_index = {label: i for i, label in enumerate(run.labels)}
+        y = np.array([label_index[s.label] for s in run.labeled])
+        with one_blas_thread():
+            chosen = select_evaluate_refit(
+                template,
+                feats,
+                y,
+                np.array([s.split for s in run.labeled]),
+                deadline=run.deadline(0.8),
+                progress=lambda f, m: run.report("Tuning", 0.7 + 0.2 * f, m),
+            )
+        run.warnings += chosen.warnings
+        dim = template.features.dim(get_backbone(template.backbone))
+        CostModel(FeatureCache(run.cache_dir).root).record(
+            _head_key(template),
+            "cpu",
+            1,
+            1,
+            n_items=_head_units(len(run.labeled), dim, chosen.work),
+            seconds=run.since("Tuning"),
+        )
+        return chosen
+
+    def measure(self, run: Run) -> dict:
+        """The chosen configuration on photos the selection did not use."""
+        chosen = run.fitted
+        label_index = {label: i for i, label in enumerate(run.labels)}
+        y = np.array([label_index[s.label] for s in run.labeled])
+        return _evaluation(chosen, y, run.labels, [s.key for s in run.labeled], run.warnings)
+
+    def build_graph(self, run: Run):
+        """The backbone, the views, the head and the "not sure" rule in one graph."""
+        chosen, template = run.fitted, run.template
+        views = tuple(chosen.config["views"])
+        # "unlike anything it was trained on": references and a threshold from the first view's features
+        with one_blas_thread():
+            chosen.novelty = NoveltyReference().fit(run.data.by_view[views[0]])
+        run.metrics["novelty"] = {
+            "held_out_familiar": float(
+                np.mean(chosen.novelty.held_out_similarity_ >= chosen.novelty.similarity_threshold_)
+            )
+        }
+        backbone = get_backbone(template.backbone)
+        graphs = FeatureCache(run.cache_dir).root / "graphs"
+        return build_classifier_graph(backbone, template, chosen.head, views, graphs, novelty=chosen.novelty)
+
+    def check_export(self, run: Run, model) -> None:
+        chosen, template = run.fitted, run.template
+        views, probe = tuple(chosen.config["views"]), chosen.eval_idx[:4]
+        parity, vs_cache = check_parity(
+            model,
+            get_backbone(template.backbone),
+            template,
+            chosen.head,
+            [run.labeled[i].path for i in probe],
+            run.data.views(probe, views),
+            views,
+            FeatureCache(run.cache_dir).root / "graphs",
+        )
+        run.metrics["export_max_abs_diff"] = parity
+        run.metrics["export_vs_training_features_max_abs_diff"] = vs_cache
+        if parity > PARITY_TOLERANCE:
+            raise RuntimeError(f"exported graph disagrees with the training path by {parity:.2e}")
+        if vs_cache > CACHE_TOLERANCE:
+            run.warnings.append(
+                f"the features the model was trained on (device {run.device}) differ from the exported "
+                f"model's on the CPU by up to {vs_cache:.1e} in probability"
+            )
+
+    def card_fields(self, run: Run) -> dict:
+        chosen, template = run.fitted, run.template
+        backbone = get_backbone(template.backbone)
+        return {
+            "preprocessing": backbone.spec.to_dict(),
+            "backbone": backbone.key,
+            "features": template.features.name,
+            "features_output": FEATURES_OUTPUT,  # what compression re-fits a head on
+            "views": list(chosen.config["views"]),
+            "head": {
+                "kind": chosen.config["head"],
+                "params": make_head(template, chosen.config).get_params(),
+            },
+            "novelty": chosen.novelty.card(),  # the "not sure" rule; compression re-fits it with the head
+            "input_name": backbone.input_name,
+            "output_name": OUTPUT_NAME,
+        }
+
+    def training(self, run: Run) -> dict:
+        return {**super().training(run), "final_fit": len(run.labeled)}
+
+    def finish(self, run: Run, card: dict, artifact_dir: Path) -> None:
+        metrics, template = run.metrics, run.template
+        paths = {s.key: s.path for s in run.labeled}
+        write_html_report(
+            artifact_dir / "report.html",
+            title=_report_title(template, metrics),
+            metrics=metrics,
+            mistakes=metrics["mistakes"],
+            thumbnails={m["key"]: paths[m["key"]] for m in metrics["mistakes"]},
+            model_card={
+                "model": card["id"],
+                "task": card["task"],
+                "template": template.name,
+                "backbone": card["backbone"],
+                "images": card["training"]["samples"],
+            },
+        )
+        CostModel(FeatureCache(run.cache_dir).root).record(
+            _finish_key(template), "cpu", 1, 1, n_items=1, seconds=run.since("Exporting")
+        )

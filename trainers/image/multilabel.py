@@ -6,26 +6,20 @@ carries the thresholds, so the predictor, the service and the bundle return the 
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
-from modeldesk.deploy.artifact import new_model_id, save_artifact
-from modeldesk.deploy.graph import prune_unused
 from modeldesk.errors import UserError
 from modeldesk.trainers import heads
 from modeldesk.trainers.backbones import get_backbone
-from modeldesk.trainers.base import TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.base import Run, TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import extract_feature_views
-from modeldesk.trainers.image.classification import TrainResult, estimate_training
+from modeldesk.trainers.image.classification import ImageClassificationTrainer
 from modeldesk.trainers.image.graph import build_classifier_graph
 from modeldesk.trainers.metrics import mean_average_precision, multilabel_report
-from modeldesk.trainers.progress import stage_reporter
-from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.versions import versions
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -66,122 +60,112 @@ def best_thresholds(Y: np.ndarray, proba: np.ndarray) -> np.ndarray:
     return thresholds
 
 
+@dataclass
+class _Tagged:
+    """The features and tag matrix of the readable images, and the split they train, tune and test on."""
+
+    X: np.ndarray
+    Y: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+
+
 class ImageMultilabelTrainer(TaskTrainer):
-    """The image tagging task's trainer (see ``trainers.tasks.Trainer``)."""
+    """The image tagging task's trainer (see ``trainers.tasks.Trainer`` and ``TaskTrainer.train``):
+    one sigmoid per tag, thresholds picked on the validation images."""
 
     evaluator = "modeldesk.trainers.evaluation:evaluate_tags"
+    target = "tags"
+    train_options = {"cluster": None}
 
     def check(self, samples) -> None:
         check_tag_samples(samples)
 
-    def estimate(
-        self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, cluster=None
-    ) -> dict:
-        return estimate_training(
-            samples, template, cache_dir, device=device, time_budget=time_budget, cluster=cluster
+    # the same backbone features as image classification, so the same plan and ETA
+    estimate = ImageClassificationTrainer.estimate
+
+    def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
+        return check_tag_samples(samples)
+
+    def plan(self, run: Run) -> dict:
+        return self.estimate(
+            run.labeled, run.template, run.cache_dir, device=run.device, cluster=run.options["cluster"]
         )
 
-    def train(
-        self,
-        samples,
-        template,
-        out_dir,
-        cache_dir,
-        *,
-        time_budget=None,
-        device: str = "auto",
-        progress=None,
-        should_stop=None,
-        model_id=None,
-        cluster=None,
-    ) -> TrainResult:
-        """Extract features, fit one sigmoid per tag, pick thresholds on validation, evaluate, export."""
-        started = time.monotonic()
-        template = get_template(template)
-        backbone = get_backbone(template.backbone)
-        tagged, tags = check_tag_samples(samples)
-        cache = FeatureCache(cache_dir)
-        estimate = self.estimate(tagged, template, cache_dir, device=device, cluster=cluster)
-        warnings: list[str] = []
-
-        report = stage_reporter(started, estimate.get("eta_s"), progress, should_stop)
-
-        extracted = extract_feature_views(
-            backbone,
-            [(s.key, s.path) for s in tagged],
-            cache,
+    def features(self, run: Run) -> _Tagged:
+        template = run.template
+        result = extract_feature_views(
+            get_backbone(template.backbone),
+            [(s.key, s.path) for s in run.labeled],
+            FeatureCache(run.cache_dir),
             views=("identity",),
             features=template.features,
-            device=device,
-            should_stop=should_stop,
-            cluster=cluster,
-            progress=lambda done, total: report("Extracting features", 0.8 * done / max(total, 1)),
-        )
-        result = extracted["identity"]
+            device=run.device,
+            should_stop=run.should_stop,
+            cluster=run.options["cluster"],
+            progress=lambda done, total: run.report("Extracting features", 0.8 * done / max(total, 1)),
+        )["identity"]
         index = {key: row for row, key in enumerate(result.keys)}
-        tagged = [s for s in tagged if s.key in index]
+        tagged = [s for s in run.labeled if s.key in index]
         if not tagged:
             raise UserError(f"none of the images could be read (first: {result.skipped[0]['reason']})")
+        run.skipped, run.extraction = result.skipped, result.plan or {}
         if result.skipped:
-            warnings.append(f"{len(result.skipped)} image(s) could not be read and were left out")
-        X = result.features[[index[s.key] for s in tagged]]
-        Y = np.array([[tag in s.target for tag in tags] for s in tagged], dtype=np.float64)
+            run.warnings.append(f"{len(result.skipped)} image(s) could not be read and were left out")
+        run.labeled = tagged
         split = np.array([s.split for s in tagged])
         train, val, test = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
         if not len(train):
             train, val, test = np.arange(len(tagged)), np.array([], int), np.array([], int)
-            warnings.append("no training split: every image was used for training")
+            run.warnings.append("no training split: every image was used for training")
+        return _Tagged(
+            X=result.features[[index[s.key] for s in tagged]],
+            Y=np.array([[tag in s.target for tag in run.labels] for s in tagged], dtype=np.float64),
+            train=train,
+            val=val,
+            test=test,
+        )
 
-        report("Training", 0.85)
-        head = heads.SigmoidHead(**template.head_params).fit(X[train], Y[train])
-        tune = val if len(val) else train
-        if not len(val):
-            warnings.append("no validation images: the tag thresholds were tuned on the training images")
-        thresholds = best_thresholds(Y[tune], head.predict_proba(X[tune]))
+    def fit(self, run: Run) -> tuple:
+        """(the sigmoid head, each tag's threshold)."""
+        run.report("Training", 0.85)
+        d = run.data
+        head = heads.SigmoidHead(**run.template.head_params).fit(d.X[d.train], d.Y[d.train])
+        tune = d.val if len(d.val) else d.train
+        if not len(d.val):
+            run.warnings.append("no validation images: the tag thresholds were tuned on the training images")
+        return head, best_thresholds(d.Y[tune], head.predict_proba(d.X[tune]))
 
-        report("Evaluating", 0.93)
-        evaluated, where = evaluation_split(test, val, train)
-        proba = head.predict_proba(X[evaluated])
-        metrics = multilabel_report(Y[evaluated].astype(int), proba, tags, thresholds)
-        metrics.update(mean_average_precision(Y[evaluated], proba, tags))
+    def measure(self, run: Run) -> dict:
+        d, (head, thresholds) = run.data, run.fitted
+        evaluated, where = evaluation_split(d.test, d.val, d.train)
+        proba = head.predict_proba(d.X[evaluated])
+        metrics = multilabel_report(d.Y[evaluated].astype(int), proba, run.labels, thresholds)
+        metrics.update(mean_average_precision(d.Y[evaluated], proba, run.labels))
         metrics["split"] = where
+        return metrics
 
-        report("Exporting", 0.97)
-        model = build_classifier_graph(backbone, template, head, ("identity",), cache.root / "graphs")
-        card = {
-            "id": model_id or new_model_id(),
-            "task": template.task,
-            "target": "tags",
-            "labels": tags,
-            "thresholds": {tag: float(t) for tag, t in zip(tags, thresholds)},
+    def build_graph(self, run: Run):
+        backbone = get_backbone(run.template.backbone)
+        graphs = FeatureCache(run.cache_dir).root / "graphs"
+        return build_classifier_graph(backbone, run.template, run.fitted[0], ("identity",), graphs)
+
+    def card_fields(self, run: Run) -> dict:
+        template, backbone = run.template, get_backbone(run.template.backbone)
+        return {
+            "thresholds": {tag: float(t) for tag, t in zip(run.labels, run.fitted[1])},
             "preprocessing": backbone.spec.to_dict(),
-            "template": template.name,
             "backbone": backbone.key,
             "features": template.features.name,
             "views": ["identity"],
             "head": {"kind": "sigmoid", "params": dict(template.head_params)},
-            "metrics": metrics,
-            "versions": versions(),
             "input_name": backbone.input_name,
             "output_name": "probabilities",
-            "warnings": warnings,
-            "training": {
-                "samples": split_counts(train, val, test),
-                "seconds": round(time.monotonic() - started, 2),
-                "skipped": result.skipped,
-            },
         }
-        artifact_dir = save_artifact(out_dir, prune_unused(model), card)
-        report("Done", 1.0, {"micro_f1": metrics["micro_f1"], "map": metrics["map"]})
-        return TrainResult(
-            artifact_dir=Path(artifact_dir),
-            metrics=metrics,
-            warnings=warnings,
-            skipped=result.skipped,
-            plan={
-                **estimate["plan"],
-                **(result.plan or {}),
-                "eta_s": estimate["eta_s"],
-                "actual_s": round(time.monotonic() - started, 2),
-            },
-        )
+
+    def sample_counts(self, run: Run) -> dict:
+        return split_counts(run.data.train, run.data.val, run.data.test)
+
+    def summary(self, metrics: dict) -> dict:
+        return {"micro_f1": metrics["micro_f1"], "map": metrics["map"]}

@@ -106,6 +106,7 @@ class Selection:
     fits: int = 0
     work: float = 0.0  # config_work summed over every fit made
     warnings: list = field(default_factory=list)
+    novelty: object = None  # the "not sure" reference, fitted with the graph (``NoveltyReference``)
 
 
 def select_evaluate_refit(template, feats: Features, y, split, *, deadline=None, progress=None) -> Selection:

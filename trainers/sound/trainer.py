@@ -13,26 +13,23 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.audio_input import AudioDecodeError, AudioSpec, load_waveform
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
 from modeldesk.trainers import heads
 from modeldesk.trainers.backbones.sound import FEATURES, INPUT_NAME, MIN_SAMPLES, feature_nodes, make_model
-from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.base import PARITY_TOLERANCE, Run, TaskTrainer, evaluation_split
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.metrics import classification_report, most_confident_mistakes
-from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.report import write_html_report
 from modeldesk.trainers.sound.features import PLAIN_VIEWS, SoundFeatureExtractor, estimate_seconds, noise_view
-from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.versions import versions
 
 OUTPUT_NAME = "probabilities"
 BACKGROUND_WORDS = ("background", "noise", "silence")
@@ -118,8 +115,27 @@ def build_graph(template, head):
     )
 
 
+@dataclass
+class _Clips:
+    """The readable clips' features per view (NaN rows: views a clip does not have), their classes and
+    splits, and the clips and scores the metrics were measured on."""
+
+    spec: AudioSpec
+    backbone: str  # the feature cache namespace of the identity view
+    views: dict  # views computed per clip key
+    X_views: dict
+    y: np.ndarray
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    eval_idx: np.ndarray | None = None
+    eval_proba: np.ndarray | None = None
+
+
 class SoundClassificationTrainer(TaskTrainer):
-    """The sound classification task's trainer (see ``trainers.tasks.Trainer``)."""
+    """The sound classification task's trainer (see ``trainers.tasks.Trainer`` and ``TaskTrainer.train``)."""
+
+    train_options = {"threads": 2}
 
     def check(self, samples) -> None:
         check_clips(samples)
@@ -149,34 +165,22 @@ class SoundClassificationTrainer(TaskTrainer):
             },
         }
 
-    def train(
-        self,
-        samples,
-        template,
-        out_dir,
-        cache_dir,
-        *,
-        time_budget=None,
-        device: str = "auto",
-        progress=None,
-        should_stop=None,
-        model_id=None,
-        threads: int = 2,
-    ) -> TrainResult:
-        """Extract (cached) features, tune and fit the head, evaluate, export one graph."""
-        started = time.monotonic()
-        template = get_template(template)
-        budget = float(time_budget or template.time_budget_s)
-        spec = _spec(template)
+    def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
         labeled, labels, warnings = check_clips(samples)
-        estimate = self.estimate(labeled, template, cache_dir, device=device, threads=threads)
+        run.warnings += warnings
+        return labeled, labels
 
-        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
+    def plan(self, run: Run) -> dict:
+        return self.estimate(
+            run.labeled, run.template, run.cache_dir, device=run.device, threads=run.options["threads"]
+        )
 
-        # 1. features of every clip and view (0 .. 0.75)
-        views, background_paths = plan_views(labeled, template)
+    def features(self, run: Run) -> _Clips:
+        """Features of every clip and view (0 .. 0.75)."""
+        template, spec, threads = run.template, _spec(run.template), run.options["threads"]
+        views, background_paths = plan_views(run.labeled, template)
         backgrounds = {}
-        for path, key in ((s.path, s.key) for s in labeled if s.path in background_paths):
+        for path, key in ((s.path, s.key) for s in run.labeled if s.path in background_paths):
             try:
                 backgrounds[noise_view(key)] = load_waveform(path, spec)
             except AudioDecodeError:
@@ -186,44 +190,59 @@ class SoundClassificationTrainer(TaskTrainer):
             for k, vs in views.items()
         }
         extractor = SoundFeatureExtractor(
-            template.features, spec, FeatureCache(cache_dir), device=device, threads=threads
+            template.features, spec, FeatureCache(run.cache_dir), device=run.device, threads=threads
         )
         result = extractor.extract(
-            [(s.key, s.path, views[s.key]) for s in labeled],
+            [(s.key, s.path, views[s.key]) for s in run.labeled],
             backgrounds=backgrounds,
-            should_stop=should_stop,
-            progress=lambda d, t: report("Listening to the clips", 0.75 * d / max(t, 1)),
+            should_stop=run.should_stop,
+            progress=lambda d, t: run.report("Listening to the clips", 0.75 * d / max(t, 1)),
         )
         good = set(result.keys)
-        labeled = [s for s in labeled if s.key in good]
+        labeled = [s for s in run.labeled if s.key in good]
         if not labeled:
             raise UserError(f"none of the clips could be read (first: {result.skipped[0]['reason']})")
+        run.skipped = result.skipped
         if result.skipped:
-            warnings.append(f"{len(result.skipped)} clip(s) could not be read and were left out")
-            labeled, labels, more = check_clips(labeled)
-            warnings += [w for w in more if w not in warnings]
-        index = {label: i for i, label in enumerate(labels)}
-        y = np.array([index[s.label] for s in labeled])
-        dim = template.features.dim
+            run.warnings.append(f"{len(result.skipped)} clip(s) could not be read and were left out")
+            labeled, run.labels, more = check_clips(labeled)
+            run.warnings += [w for w in more if w not in run.warnings]
+        run.labeled = labeled
+        index = {label: i for i, label in enumerate(run.labels)}
         X_views = {}
         for view, vectors in result.by_view.items():
-            X = np.full((len(labeled), dim), np.nan, np.float32)
+            X = np.full((len(labeled), template.features.dim), np.nan, np.float32)
             for row, s in enumerate(labeled):
                 if s.key in vectors:
                     X[row] = vectors[s.key]
             X_views[view] = X
         split = np.array([s.split for s in labeled])
         train_idx, val_idx, test_idx = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
+        return _Clips(
+            spec=spec,
+            backbone=extractor.namespace("identity")[0],
+            views=views,
+            X_views=X_views,
+            y=np.array([index[s.label] for s in labeled]),
+            train_idx=train_idx,
+            val_idx=val_idx,
+            test_idx=test_idx,
+        )
 
-        # 2. the head's L2 penalty by cross-validation on the training clips (0.75 .. 0.9)
+    def fit(self, run: Run) -> tuple:
+        """(the head, its L2 penalty, the search's trials): the penalty by cross-validation on the
+        training clips (0.75 .. 0.9); then, after a search, the head refitted on training and validation
+        clips with the chosen setting, without one early-stopped on the validation clips (0.9)."""
+        template, d = run.template, run.data
+        X_views, y, train_idx, val_idx = d.X_views, d.y, d.train_idx, d.val_idx
         grid = list(template.search_space.get("l2", [])) or [template.head_params.get("l2", 1e-2)]
         folds = heads.usable_folds(y[train_idx], template.cv_folds)
         trials, best_l2 = [], grid[0]
         if len(grid) > 1 and folds >= 2:
-            deadline = started + 0.8 * budget
+            deadline = run.deadline(0.8)
             for i, l2 in enumerate(grid):
                 if trials and time.monotonic() > deadline:
-                    warnings.append("the time budget ran out before every setting was tried")
+                    run.warnings.append("the time budget ran out before every setting was tried")
                     break
                 trials.append(
                     {
@@ -231,16 +250,14 @@ class SoundClassificationTrainer(TaskTrainer):
                         "cv_accuracy": _cv_score(template, l2, X_views, y, train_idx, folds),
                     }
                 )
-                report(
+                run.report(
                     "Tuning",
                     0.75 + 0.15 * (i + 1) / len(grid),
                     {"cv_accuracy": max(t["cv_accuracy"] for t in trials)},
                 )
             best_l2 = max(trials, key=lambda t: t["cv_accuracy"])["params"]["l2"]  # ties keep the first
 
-        # 3. the final head (0.9): after a search, refitted on training and validation clips with
-        # the chosen setting; without one, early-stopped on the validation clips
-        report("Training", 0.9)
+        run.report("Training", 0.9)
         head = heads.LogisticRegressionHead(**{**template.head_params, "l2": best_l2})
         X_fit, y_fit = _stack(X_views, train_idx, y)
         if trials and len(val_idx):
@@ -251,86 +268,77 @@ class SoundClassificationTrainer(TaskTrainer):
             head.fit(X_fit, y_fit, X_views["identity"][val_idx], y[val_idx])
         else:
             head.fit(X_fit, y_fit)
+        return head, best_l2, trials
 
-        # 4. evaluation on the test clips, else the validation clips (0.95)
-        report("Evaluating", 0.95)
+    def measure(self, run: Run) -> dict:
+        """The test clips, else the validation clips, else the training clips."""
+        d, (head, best_l2, trials) = run.data, run.fitted
         eval_idx, eval_split = evaluation_split(
-            test_idx,
-            val_idx,
-            train_idx,
-            warnings,
+            d.test_idx,
+            d.val_idx,
+            d.train_idx,
+            run.warnings,
             "no validation or test clips: the metrics are measured on the training clips",
         )
-        proba = head.predict_proba(X_views["identity"][eval_idx])
-        metrics = classification_report(y[eval_idx], proba, labels)
+        proba = head.predict_proba(d.X_views["identity"][eval_idx])
+        d.eval_idx, d.eval_proba = eval_idx, proba
+        metrics = classification_report(d.y[eval_idx], proba, run.labels)
         metrics["split"] = eval_split
         metrics["mistakes"] = most_confident_mistakes(
-            y[eval_idx], proba, [labeled[i].key for i in eval_idx], labels
+            d.y[eval_idx], proba, [run.labeled[i].key for i in eval_idx], run.labels
         )
         if trials:
             metrics["search"] = {"trials": trials, "best": {"params": {"l2": best_l2}}}
-        metrics["augmented_views"] = sorted({v for vs in views.values() for v in vs} - {"identity"})
+        metrics["augmented_views"] = sorted({v for vs in d.views.values() for v in vs} - {"identity"})
+        return metrics
 
-        # 5. one graph, checked against the training path on a few clips
-        report("Exporting", 0.97)
-        model = build_graph(template, head)
+    def build_graph(self, run: Run):
+        return build_graph(run.template, run.fitted[0])
+
+    def check_export(self, run: Run, model) -> None:
+        """The graph against the training path on a few clips."""
+        d = run.data
         session = create_session(model.SerializeToString(), device="cpu")
-        check = eval_idx[:4]
+        check = d.eval_idx[:4]
         exported = (
             np.concatenate(
                 [
-                    session.run([OUTPUT_NAME], {INPUT_NAME: load_waveform(labeled[i].path, spec)[None]})[0]
+                    session.run(
+                        [OUTPUT_NAME], {INPUT_NAME: load_waveform(run.labeled[i].path, d.spec)[None]}
+                    )[0]
                     for i in check
                 ]
             )
             if len(check)
-            else np.zeros((0, len(labels)))
+            else np.zeros((0, len(run.labels)))
         )
-        parity = float(np.abs(exported - proba[: len(check)]).max()) if len(check) else 0.0
-        metrics["export_vs_training_features_max_abs_diff"] = parity
-        if parity > PARITY_TOLERANCE and device in ("auto", "cpu"):
+        parity = float(np.abs(exported - d.eval_proba[: len(check)]).max()) if len(check) else 0.0
+        run.metrics["export_vs_training_features_max_abs_diff"] = parity
+        if parity > PARITY_TOLERANCE and run.device in ("auto", "cpu"):
             raise RuntimeError(f"exported graph disagrees with the training path by {parity:.2e}")
-        card = {
-            "id": model_id or new_model_id(),
-            "task": template.task,
-            "target": "label",
-            "labels": labels,
-            "preprocessing": spec.to_dict(),
-            "template": template.name,
-            "backbone": extractor.namespace("identity")[0],
+
+    def card_fields(self, run: Run) -> dict:
+        template = run.template
+        return {
+            "preprocessing": run.data.spec.to_dict(),
+            "backbone": run.data.backbone,
             "features": template.features.name,
             "views": ["identity"],
-            "head": {"kind": "logistic", "params": {**template.head_params, "l2": best_l2}},
-            "metrics": metrics,
+            "head": {"kind": "logistic", "params": {**template.head_params, "l2": run.fitted[1]}},
             "input_name": INPUT_NAME,
             "output_name": OUTPUT_NAME,
-            "warnings": warnings,
-            "training": {
-                "samples": split_counts(train_idx, val_idx, test_idx),
-                "seconds": round(time.monotonic() - started, 2),
-                "skipped": result.skipped,
-            },
         }
-        card["versions"] = versions()
-        artifact_dir = save_artifact(out_dir, model, card)
+
+    def finish(self, run: Run, card: dict, artifact_dir: Path) -> None:
         write_html_report(
-            Path(artifact_dir) / "report.html",
+            artifact_dir / "report.html",
             title=f"Model {card['id']}",
-            metrics=metrics,
-            mistakes=metrics["mistakes"],
+            metrics=run.metrics,
+            mistakes=run.metrics["mistakes"],
             model_card={
                 "task": card["task"],
-                "template": template.name,
+                "template": run.template.name,
                 "clips": card["training"]["samples"],
             },
             noun="clips",
-        )
-        elapsed = round(time.monotonic() - started, 2)
-        report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1")})
-        return TrainResult(
-            artifact_dir=Path(artifact_dir),
-            metrics=metrics,
-            warnings=warnings,
-            skipped=result.skipped,
-            plan={**estimate["plan"], "actual_s": elapsed},
         )

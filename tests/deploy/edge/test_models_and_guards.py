@@ -138,3 +138,16 @@ def test_a_deploy_bundle_or_a_model_json_path_is_a_model_source(edge_factory, st
     assert client.post("/v1/edge/models", json={"source": str(card), "name": "b"}).json()["version"] == 2
     (model,) = client.get("/v1/edge/models").json()["models"]
     assert [v["source"] for v in model["versions"]] == [str(bundle), str(card)]
+
+
+def test_the_console_page_links_the_palette_it_shares_with_the_model_console(edge_factory):
+    import re
+
+    _, client = edge_factory()
+    page = client.get("/").text
+    for sheet in re.findall(r'<link rel="stylesheet" href="([^"]+)"', page):
+        response = client.get("/" + sheet)
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/css"), sheet
+    assert re.findall(r'<link rel="stylesheet" href="([^"]+)"', page)[0] == "static/base.css"
+    assert "--brand:" in client.get("/static/base.css").text
+    assert "var(--brand)" in client.get("/static/edge.css").text
