@@ -426,6 +426,7 @@ def compress_artifact(
         max_loss=max_loss,
         confidence=confidence,
         noun=noun,
+        score=getattr(metric, "score_words", "accuracy"),
     )
     chosen = _save(artifact, out_dir, results, models, decision, len(calibration), runner.folds)
     chosen["metric"] = getattr(metric, "__name__", "metric") if metric is not None else "accuracy"

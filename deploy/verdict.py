@@ -147,6 +147,7 @@ def judge(
     max_loss: float = 0.01,
     confidence: float = CONFIDENCE,
     noun: str = "examples",
+    score: str = "accuracy",
 ) -> dict:
     """The verdict on compressed copies, shared by every task that compresses.
 
@@ -158,6 +159,7 @@ def judge(
     bounds : ``name -> bound(confidence)``: the one-sided upper bound of that copy's loss against the
         original on the same examples (:func:`paired_loss_bound`, :func:`bootstrap_loss_bound`).
     examples : how many examples judged the copies; ``noun`` names them ("photos", "clips").
+    score : what the points are of, in words: "accuracy", or a detector's "box score (mAP50)".
     max_loss, confidence : the asked limit (0.01: 1 point) and confidence; see :func:`honest_level`.
 
     Sets on each tested row ``loss_bound`` (points: its own bound), on every row ``kept``, ``code`` and
@@ -199,7 +201,7 @@ def judge(
         row["loss_bound"] = round(100 * bound, 2)
         if bound > limit + 1e-12:
             row["reason"] = (
-                f"rejected: it may be up to {100 * bound:.1f} points less accurate ({level:.0%} sure, on "
+                f"rejected: it may lose up to {100 * bound:.1f} points of {score} ({level:.0%} sure, on "
                 f"{examples:,} {noun}); at most {100 * limit:g} allowed"
             )
             row["code"] = "less_accurate"
@@ -208,7 +210,7 @@ def judge(
             passed.append(row)
     best = pick_kept([reference] + passed)
     explain_kept(best, [reference] + passed, reference)
-    within = f"{_points(100 * limit)} of accuracy ({level:.0%} sure, on {examples:,} {noun})"
+    within = f"{_points(100 * limit)} of {score} ({level:.0%} sure, on {examples:,} {noun})"
     if best is reference:
         bound = 0.0
         if passed:
@@ -223,7 +225,7 @@ def judge(
     else:
         bound = proven_bound([r["loss_bound"] for r in passed], failed is not None, 100 * limit)
         claim = (
-            f"At most {_points(bound)} less accurate than the original, {level:.0%} sure, "
+            f"At most {_points(bound)} {_worse(score)} than the original, {level:.0%} sure, "
             f"on {examples:,} {noun}."
         )
     if widened:
@@ -249,6 +251,11 @@ def proven_bound(passed_bounds: list[float], stopped: bool, limit: float) -> flo
     if stopped or not passed_bounds:
         return round(limit, 2)
     return max(passed_bounds)
+
+
+def _worse(score: str) -> str:
+    """ "less accurate" for accuracy, else "lower in box score (mAP50)"."""
+    return "less accurate" if score == "accuracy" else f"lower in {score}"
 
 
 def _called(row: dict) -> str:
