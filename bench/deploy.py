@@ -14,18 +14,24 @@ prints
    latency and throughput, for the fp32 and the kept model.
 
 With ``--template object-detection/fast`` (or ``/accurate``) the same is done for a detector on
-/work/shared/benchdata/raccoon_voc, judged as the app judges it (``trainers.detection.compression``).
+/work/shared/benchdata/raccoon_voc, judged as the app judges it (``trainers.detection.compression``);
+with ``--template sound-classification/fast`` (or ``/accurate``) for a sound model on
+/work/shared/benchdata/fsdd_audio (fp32 against int8, judged on the validation clips as the app does).
 
 3. the check of the verdict on data compression never saw: the model is trained and compressed on the
    other three quarters only, judged there exactly as the app judges (a classifier on all of them, by
    heads fitted across folds; a detector on every labeled photo), and the kept copy's loss against the
    original is then measured on the held-out quarter, paired, with a 95% interval, next to the bound
    the app claimed. ``--repeats 3`` repeats it on three different held-out quarters (the first is the
-   usual one) and counts how often the claim held (the loss seen on the held-out quarter at most the
-   claimed bound).
+   usual one) and counts how often the claim held. A claim is about the copy's true loss, and a quarter
+   (about 250 photos, where one photo is 0.4 points) measures that loss only to within about 2 points,
+   so the loss seen there lies above a true claim about half the time when the true loss is near the
+   bound: the claim counts as broken only when the held-out quarter's 95% interval lies wholly above it
+   (its low end above the bound), and the quarters are pooled at the end (the mean loss seen, with
+   its interval, against the mean bound claimed).
 
     python bench/deploy.py [DATA_DIR] [--requests 400] [--clients 8] [--template NAME] [--no-serving]
-                           [--repeats 1]
+                           [--repeats 1] [--first 0]
 """
 
 from __future__ import annotations
@@ -137,7 +143,9 @@ def bench_serving(artifact_path, images: list[bytes], clients: int) -> list[tupl
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", help="default: sign_digits, or raccoon_voc for a detector")
+    parser.add_argument(
+        "data", nargs="?", help="default: sign_digits, raccoon_voc for a detector, fsdd_audio for sound"
+    )
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--calibration", type=int, default=128)
@@ -156,17 +164,40 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
         args.no_serving = True  # serving is measured once
     print(f"\n## The claim on data compression never saw ({args.template})\n")
-    print("| held-out quarter | kept | speed-up, 2 threads | claimed | held-out loss, 95% interval | held |")
-    print("|---:|---|---:|---|---|:-:|")
+    print(
+        "| held-out quarter | kept | speed-up, 2 threads | claimed | held-out loss, 95% interval "
+        "| seen above the claim | held |"
+    )
+    print("|---:|---|---:|---|---|:-:|:-:|")
     for repeat, check in enumerate(checks, start=args.first):
         print(
-            f"| {repeat} ({check['n']} photos) | {check['kept']} | x{check['speedup']:.2f} | "
+            f"| {repeat} ({check['n']} items) | {check['kept']} | x{check['speedup']:.2f} | "
             f"at most {check['bound']:.2f} points, {check['confidence']:.0%} sure, on {check['judged']} | "
             f"{check['loss']:+.2f} [{check['low']:+.2f}, {check['high']:+.2f}] | "
-            f"{'yes' if check['held'] else 'NO'} |"
+            f"{'yes' if check['above'] else 'no'} | {'yes' if check['held'] else 'NO'} |"
         )
-    print(f"\nthe claim held {sum(c['held'] for c in checks)} of {len(checks)} times")
+    pooled = pool(checks)
+    print(
+        f"\nthe claim held {sum(c['held'] for c in checks)} of {len(checks)} times (broken: the held-out "
+        f"interval wholly above it); the loss seen was above it {sum(c['above'] for c in checks)} times. "
+        f"Pooled over the {len(checks)} quarters: loss {pooled['loss']:+.2f} points "
+        f"[{pooled['low']:+.2f}, {pooled['high']:+.2f}] against a mean claim of {pooled['bound']:.2f}"
+    )
     return 0
+
+
+def pool(checks: list[dict]) -> dict:
+    """The mean held-out loss over the quarters with a 95% interval (each quarter's half-width taken
+    as 1.96 standard errors; the quarters' models are trained apart), and the mean bound claimed."""
+    k = len(checks)
+    loss = sum(c["loss"] for c in checks) / k
+    se = np.sqrt(sum(((c["high"] - c["low"]) / (2 * 1.96)) ** 2 for c in checks)) / k
+    return {
+        "loss": loss,
+        "low": loss - 1.96 * se,
+        "high": loss + 1.96 * se,
+        "bound": sum(c["bound"] for c in checks) / k,
+    }
 
 
 def reshuffle(samples, repeat: int):
@@ -225,8 +256,14 @@ def run(args, work: Path, repeat: int = 0) -> dict:
     from modeldesk.trainers.image.classification import train_image_classifier
 
     detector = args.template.startswith("object-detection/")
-    data = Path(args.data or f"/work/shared/benchdata/{'raccoon_voc' if detector else 'sign_digits'}")
-    samples = reshuffle(load_voc(data) if detector else load_samples(data), repeat)
+    sound = args.template.startswith("sound-classification/")
+    default = "raccoon_voc" if detector else "fsdd_audio" if sound else "sign_digits"
+    data = Path(args.data or f"/work/shared/benchdata/{default}")
+    if detector:
+        samples = load_voc(data)
+    else:
+        samples = load_samples(data, suffixes=(".wav",)) if sound else load_samples(data)
+    samples = reshuffle(samples, repeat)
     held_out = [s for s in samples if s.split == "test"]
     training = [s for s in samples if s.split != "test"]
     t0 = time.perf_counter()
@@ -234,10 +271,17 @@ def run(args, work: Path, repeat: int = 0) -> dict:
         result = ObjectDetectionTrainer().train(
             training, args.template, work / "model", work / "cache", device="cpu"
         )
+    elif sound:
+        from modeldesk.trainers.sound.trainer import SoundClassificationTrainer
+
+        result = SoundClassificationTrainer().train(
+            training, args.template, work / "model", work / "cache", device="cpu", threads=2
+        )
     else:
         result = train_image_classifier(training, args.template, work / "model", work / "cache", threads=2)
     train_s = time.perf_counter() - t0
     score = "mAP50" if detector else "accuracy"
+    noun = "photos" if not sound else "clips"
     print(
         f"# {data.name}: {len(training)} training images, {len(held_out)} held out; template {args.template} "
         f"trained in {train_s:.1f} s, {score} {result.metrics.get('map50' if detector else 'accuracy')}"
@@ -260,6 +304,14 @@ def run(args, work: Path, repeat: int = 0) -> dict:
             validation=judging_photos(training),
             threads=(1, 2),
             metric=metric,
+        )
+    elif sound:  # on the project's validation and test clips (app.pipeline), one clip at a time
+        report = compress_artifact(
+            result.artifact_dir,
+            work / "compressed",
+            calibration=calibration,
+            validation=[(s.path, s.label) for s in training if s.split in ("val", "test")],
+            threads=(1, 2),
         )
     else:  # on every labeled photo of the project, by heads fitted across folds
         labeled = [(s.path, s.label) for s in training]
@@ -284,7 +336,7 @@ def run(args, work: Path, repeat: int = 0) -> dict:
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|:-:|---|")
     for c in report["candidates"]:
         size = f"{c['size_bytes'] / 1024:.0f}" if c["size_bytes"] else "-"
-        lat = c["latency_ms_by_threads"]
+        lat = c.get("latency_ms_by_threads") or {"2": c["latency_ms"]}  # clips: timed at 2 threads only
         by = c.get("latency_ms_by_runtime", {})
         acc = f"{c['accuracy']:.4f}" if c["accuracy"] is not None else "-"
         bound = f"{c['loss_bound']:.2f}" if c.get("loss_bound") is not None else "-"
@@ -297,13 +349,16 @@ def run(args, work: Path, repeat: int = 0) -> dict:
     print(
         f"\nchosen: {report['chosen']} on {report.get('runtime')}; {score} fp32 {report['accuracy_fp32']:.4f} -> "
         f"{report['accuracy_compressed']:.4f}; speed-up against fp32 at its best runtime "
-        + ", ".join(f"x{v:.2f} at {t} thread(s)" for t, v in report["speedup_by_threads"].items())
+        + ", ".join(
+            f"x{v:.2f} at {t} thread(s)"
+            for t, v in report.get("speedup_by_threads", {"2": report["speedup"]}).items()
+        )
     )
     print(report["claim"])
     kept = next(c for c in report["candidates"] if c["kept"])
     fp32 = report["candidates"][0]
     plain = fp32.get("latency_ms_by_runtime", {}).get("onnxruntime", {}).get("2")
-    if plain and kept["latency_ms_by_threads"].get("2"):
+    if plain and kept.get("latency_ms_by_threads", {}).get("2"):
         print(
             f"against fp32 on plain ONNX Runtime at 2 threads ({plain:.2f} ms/img, same run): "
             f"x{plain / kept['latency_ms_by_threads']['2']:.2f}"
@@ -311,18 +366,19 @@ def run(args, work: Path, repeat: int = 0) -> dict:
 
     check = unseen_check(result.artifact_dir, report["path"], held_out, detector, metric)
     print(
-        f"on the {check['n']} held-out photos: loss {check['loss']:+.2f} points "
+        f"on the {check['n']} held-out {noun}: loss {check['loss']:+.2f} points "
         f"(95% [{check['low']:+.2f}, {check['high']:+.2f}]); claimed at most {report['loss_bound']:.2f}"
     )
     check.update(
         kept=kept.get("plain_name") or report["chosen"],
-        speedup=report["speedup_by_threads"].get("2", report["speedup"]),
+        speedup=report.get("speedup_by_threads", {}).get("2", report["speedup"]),
         bound=report["loss_bound"],
         confidence=report["confidence"],
         judged=report["judged_examples"],
-        held=check["loss"] <= report["loss_bound"] + 1e-9,
+        above=check["loss"] > report["loss_bound"] + 1e-9,
+        held=check["low"] <= report["loss_bound"] + 1e-9,  # broken only when the interval lies above it
     )
-    if args.no_serving:
+    if args.no_serving or sound:  # the service bench posts photos
         return check
     images = [Path(s.path).read_bytes() for s in held_out]
     images = (images * (args.requests // len(images) + 1))[: args.requests]

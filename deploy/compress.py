@@ -426,6 +426,7 @@ def compress_artifact(
         max_loss=max_loss,
         confidence=confidence,
         noun=noun,
+        score=getattr(metric, "score_words", "accuracy"),
     )
     chosen = _save(artifact, out_dir, results, models, decision, len(calibration), runner.folds)
     chosen["metric"] = getattr(metric, "__name__", "metric") if metric is not None else "accuracy"
@@ -468,7 +469,11 @@ def _head_input(model: onnx.ModelProto) -> str:
 
 
 class _Runner:
-    """Builds and measures candidates, reusing resized graphs and calibrations per input size."""
+    """Builds and measures candidates, reusing resized graphs and calibrations per input size.
+
+    The sessions that only answer (features, heads across folds) do not spin while idle: on a machine
+    shared with other work, busy-waiting threads take the cores the other thread of the same run needs;
+    the sessions that are timed (:meth:`time_all`) keep the runtime's default, as a service runs."""
 
     def __init__(
         self,
@@ -572,7 +577,7 @@ class _Runner:
         copy.CopyFrom(model)
         feature = _head_input(copy)
         copy.graph.output.append(onnx.helper.make_tensor_value_info(feature, onnx.TensorProto.FLOAT, None))
-        session = create_session(copy.SerializeToString(), device="cpu", threads=self.threads[-1])
+        session = create_session(copy.SerializeToString(), device="cpu", threads=self.threads[-1], spin=False)
         tensors = self.data.get(kind, size)
         rows = [
             session.run([feature], {self.input_name: tensors[start : start + 32]})[0]
@@ -638,7 +643,9 @@ class _Runner:
                 inits = self.fit_head(X[np.tile(~judged, views)], list(truth[~judged]))
                 if cache is not None:
                     cache[fold] = inits
-            session = create_session(self.with_head(model, inits), device="cpu", threads=self.threads[-1])
+            session = create_session(
+                self.with_head(model, inits), device="cpu", threads=self.threads[-1], spin=False
+            )
             probabilities = _run_all(
                 session, self.input_name, self.output_name, {k: v[judged] for k, v in feeds.items()}
             )
@@ -691,7 +698,7 @@ class _Runner:
                 right = self.across_folds(candidate, blob, size)
                 row["accuracy"], self.answers[candidate.name] = float(np.mean(right)), right
             else:
-                session = create_session(blob, device="cpu", threads=self.threads[-1])
+                session = create_session(blob, device="cpu", threads=self.threads[-1], spin=False)
                 row["accuracy"], self.answers[candidate.name] = self.score(
                     session, self.data.feeds("validation", size), size
                 )

@@ -23,6 +23,13 @@ The method, and why:
   else from the slowest copy to the fastest. Timing alone is a poor order on a loaded machine: measured
   on sign_digits, a full-precision 176 px copy timed slower than the 192 px one, came first, failed,
   and stopped the sequence before the 8-bit copies.
+- **The bound claimed for the kept copy** is the one the fixed sequence proves for every copy it passed
+  at once (Hsu & Berger 1999, stepwise confidence bounds without multiplicity adjustment): the largest
+  of the tested copies' own bounds when every tested copy passed, else the limit itself. A copy's own
+  bound is not enough: the kept copy is picked among the passed ones partly by its accuracy on the same
+  examples (:func:`pick_kept`), so its own bound is the luckiest of several; measured in
+  tests/deploy/test_verdict.py, five equally good copies with the most accurate kept claimed their own
+  bound and missed the true loss about 1 time in 5, not 1 in 20.
 - **95% by default,** the usual level for a claim a person acts on. Where the project has too few
   examples for the asked limit at that level, the limit is widened honestly before looking at the
   answers (:func:`honest_level`: "within 2 points, 90% sure"), and the result says so.
@@ -140,6 +147,7 @@ def judge(
     max_loss: float = 0.01,
     confidence: float = CONFIDENCE,
     noun: str = "examples",
+    score: str = "accuracy",
 ) -> dict:
     """The verdict on compressed copies, shared by every task that compresses.
 
@@ -151,13 +159,14 @@ def judge(
     bounds : ``name -> bound(confidence)``: the one-sided upper bound of that copy's loss against the
         original on the same examples (:func:`paired_loss_bound`, :func:`bootstrap_loss_bound`).
     examples : how many examples judged the copies; ``noun`` names them ("photos", "clips").
+    score : what the points are of, in words: "accuracy", or a detector's "box score (mAP50)".
     max_loss, confidence : the asked limit (0.01: 1 point) and confidence; see :func:`honest_level`.
 
-    Sets on each tested row ``loss_bound`` (points), on every row ``kept``, ``code`` and ``reason``
-    (codes: ``kept``, ``reference``, ``less_accurate``, ``untested``, ``not_faster``, ``slower``,
-    ``as_fast_less_accurate``), and returns the kept row's claim: ``chosen`` (the row), ``loss_bound``
-    (points; 0 when the original is kept), ``confidence``, ``loss_limit`` (points), ``widened`` and
-    ``claim`` (one sentence in plain words).
+    Sets on each tested row ``loss_bound`` (points: its own bound), on every row ``kept``, ``code`` and
+    ``reason`` (codes: ``kept``, ``reference``, ``less_accurate``, ``untested``, ``not_faster``,
+    ``slower``, ``as_fast_less_accurate``), and returns the kept row's claim: ``chosen`` (the row),
+    ``loss_bound`` (points, :func:`proven_bound`; 0 when the original is kept), ``confidence``,
+    ``loss_limit`` (points), ``widened`` and ``claim`` (one sentence in plain words).
     """
     reference = rows[0]
     if reference["accuracy"] is None:
@@ -192,7 +201,7 @@ def judge(
         row["loss_bound"] = round(100 * bound, 2)
         if bound > limit + 1e-12:
             row["reason"] = (
-                f"rejected: it may be up to {100 * bound:.1f} points less accurate ({level:.0%} sure, on "
+                f"rejected: it may lose up to {100 * bound:.1f} points of {score} ({level:.0%} sure, on "
                 f"{examples:,} {noun}); at most {100 * limit:g} allowed"
             )
             row["code"] = "less_accurate"
@@ -201,7 +210,7 @@ def judge(
             passed.append(row)
     best = pick_kept([reference] + passed)
     explain_kept(best, [reference] + passed, reference)
-    within = f"{_points(100 * limit)} of accuracy ({level:.0%} sure, on {examples:,} {noun})"
+    within = f"{_points(100 * limit)} of {score} ({level:.0%} sure, on {examples:,} {noun})"
     if best is reference:
         bound = 0.0
         if passed:
@@ -214,9 +223,9 @@ def judge(
                 )
             claim += "."
     else:
-        bound = best["loss_bound"]
+        bound = proven_bound([r["loss_bound"] for r in passed], failed is not None, 100 * limit)
         claim = (
-            f"At most {_points(bound)} less accurate than the original, {level:.0%} sure, "
+            f"At most {_points(bound)} {_worse(score)} than the original, {level:.0%} sure, "
             f"on {examples:,} {noun}."
         )
     if widened:
@@ -233,6 +242,20 @@ def judge(
         "examples": examples,
         "claim": claim,
     }
+
+
+def proven_bound(passed_bounds: list[float], stopped: bool, limit: float) -> float:
+    """The loss bound (points) the fixed sequence proves for any copy it passed, whichever is kept:
+    ``limit`` when it ``stopped`` at a failed copy, else the largest of ``passed_bounds`` (Hsu & Berger's
+    bounds for a fixed sequence; the kept copy's own bound would ignore that it was picked)."""
+    if stopped or not passed_bounds:
+        return round(limit, 2)
+    return max(passed_bounds)
+
+
+def _worse(score: str) -> str:
+    """ "less accurate" for accuracy, else "lower in box score (mAP50)"."""
+    return "less accurate" if score == "accuracy" else f"lower in {score}"
 
 
 def _called(row: dict) -> str:

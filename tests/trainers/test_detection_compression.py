@@ -106,3 +106,8 @@ def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path
     assert out["chosen"] == "fp32" and out["metric"] == "map50"
     assert len(judged) == 1  # the one verdict every task shares
     assert "loss_bound" not in rows["int8-qdq-perchannel"]  # refused for its boxes before any bound
+    # what export --compress --json and the Deploy page state: the bound proven (none lost: the original),
+    # at what confidence, on how many photos, of the detector's own score
+    assert out["loss_bound"] == 0 and 0.5 < out["confidence"] <= 0.95
+    assert out["judged_examples"] == len(judging_photos(samples))
+    assert "box score (mAP50)" in out["claim"] and f"{out['judged_examples']} photos" in out["claim"]

@@ -63,6 +63,7 @@ class DetectionJudge:
     """
 
     __name__ = "map50"
+    score_words = "box score (mAP50)"  # what the verdict's points are of, in its claim
 
     def __init__(self, labels, threshold: float, min_agreement: float = MIN_AGREEMENT):
         self.labels = [str(label) for label in labels]
