@@ -6,8 +6,7 @@ trainer gets as a sample's source. The importer, the store, the exporter and the
 none of them tests a kind's name. The deploy side has its own registry (``deploy/inputs.py``) and the
 UI its own (``ui/kinds.py``), keyed by the same names.
 
-A new kind is one module here and one line in ``SAMPLE_KINDS`` (and the name in the ``projects`` table's
-CHECK constraint, ``datasets/schema.py``).
+A new kind is one module here and one line in ``SAMPLE_KINDS``.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ SAMPLE_KINDS = {
     "image": ".image:IMAGE",
     "audio": ".audio:AUDIO",
     "text": ".text:TEXT",
+    "row": ".row:ROW",
 }
 
 
