@@ -17,6 +17,7 @@ from modeldesk.app.projects import ProjectCalls
 from modeldesk.app.recovery import open_paths, start_cleanup
 from modeldesk.app.serving import ServingCalls
 from modeldesk.app.settings import Settings
+from modeldesk.app.tables import TableCalls, remember_target
 from modeldesk.app.training import TrainingCalls
 from modeldesk.datasets import Store, export_project, import_path
 from modeldesk.trainers.tasks import FEW_EXAMPLES
@@ -31,7 +32,7 @@ TRAINING_TARGET = "modeldesk.app.training_job:run_training"
 APP_JOB_KINDS = {"train": TRAINING_TARGET}
 
 
-class Workspace(ProjectCalls, TrainingCalls, ServingCalls):
+class Workspace(ProjectCalls, TrainingCalls, ServingCalls, TableCalls):
     """One workspace folder: the data store, the models, the caches and the job queue.
 
     A thin facade: the calls on projects and samples are ``app/projects.py``'s, on training runs
@@ -91,12 +92,15 @@ class Workspace(ProjectCalls, TrainingCalls, ServingCalls):
 
     # -- projects and data ------------------------------------------------------------------
 
-    def create_project(self, name: str, task: str) -> dict:
-        """Create a project for one of the registered tasks (see :meth:`tasks`)."""
+    def create_project(self, name: str, task: str, *, target_column: str | None = None) -> dict:
+        """Create a project for one of the registered tasks (see :meth:`tasks`); ``target_column``: the
+        column a table project predicts (its cells become labels when rows are imported)."""
         from modeldesk.trainers.tasks import get_task
 
         spec = get_task(task)
         project = self.store.create_project(name, spec.name, kind=spec.input_kind, target=spec.target)
+        if target_column:
+            remember_target(self.store, project, target_column)
         log.info("created project %r (%s)", project.name, project.task)
         return self._project_dict(project)
 
@@ -129,13 +133,14 @@ class Workspace(ProjectCalls, TrainingCalls, ServingCalls):
         label_column=None,
     ) -> dict:
         """Import files, a folder or a zip archive; returns the import report as a dict."""
+        record = self.project(project)
         report = import_path(
             self.store,
-            self.project(project),
+            record,
             path,
             format=format,
             text_column=text_column,
-            label_column=label_column,
+            label_column=remember_target(self.store, record, label_column),
             progress=progress,
             should_stop=should_stop,
         )

@@ -45,6 +45,8 @@ class SampleKind:
         None when the generic media reader (``datasets/folders.py``) does it.
     read_table : (path, report, text_column, label_column, multi) -> (count, items), for a CSV of this
         kind; None when the generic table of file paths (``datasets/csvpaths.py``) does it.
+    columns : True when a sample is a row of named columns and its label one of them: the project
+        remembers which column it predicts (``app/tables.py``).
     """
 
     name: str
@@ -58,6 +60,7 @@ class SampleKind:
     thumbnail: Callable | None = None
     read_folders: Callable | None = None
     read_table: Callable | None = None
+    columns: bool = False
 
     def source(self, sample) -> str | None:
         """What a trainer or a predictor reads for ``sample``: its text, or its media file's path."""

@@ -45,4 +45,5 @@ ROW = SampleKind(
     thumbnail=_thumbnail,
     read_folders=_read_folder,
     read_table=_read_table,
+    columns=True,
 )

@@ -114,6 +114,7 @@ class TabularClassificationTrainer(TaskTrainer):
         should_stop=None,
         model_id=None,
         column_types: dict | None = None,
+        target_column: str | None = None,
     ) -> TrainResult:
         """Train, evaluate and export a table model (see the module docstring)."""
         started = time.monotonic()
@@ -215,6 +216,7 @@ class TabularClassificationTrainer(TaskTrainer):
                 "kind": "row",
                 "columns": [{"name": c.name, "type": c.type, "input": c.input} for c in codes_all],
                 "types": types,
+                "target": target_column,
             },
             "template": template.name,
             "head": {"kind": best["model"], "params": dict(best)},
