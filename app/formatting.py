@@ -257,6 +257,8 @@ def _prediction_line(p) -> str:
         answer = (
             f"not sure: unlike what it was trained on (closest guess {p['label']}, {p['score']:.1%})"
             if p.get("sure") is False
+            else p["label"]
+            if p.get("score") is None  # a regression's value: no score
             else f"{p['label']} ({p['score']:.1%})"
         )
         return f"{p['file']}: {answer}" + (f"  {_short(p['text'], 60)}" if "text" in p else "")

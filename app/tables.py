@@ -31,15 +31,19 @@ def _target(store, project) -> str | None:
     return store.setting(project, TARGET_SETTING)
 
 
-def remember_target(store, project, label_column: str | None) -> str | None:
-    """The label column an import into ``project`` uses: the one given (remembered as the project's
-    target when it has none yet), else the remembered one; None for projects that are not tables."""
+def remember_target(store, project, label_column: str | None, path=None) -> str | None:
+    """The label column an import of ``path`` into ``project`` uses: the one given (remembered as the
+    project's target when it has none yet), else the remembered one, else a column of the table named
+    like one to predict (``label``, ``target``, ``class``, ``y``); None for projects that are not tables."""
     from modeldesk.datasets.kinds import sample_kind
     from modeldesk.datasets.table_columns import TARGET_SETTING
+    from modeldesk.datasets.table_files import default_target
 
     if not sample_kind(project.kind).columns:
         return label_column
     target = _target(store, project)
+    if label_column is None and target is None and path is not None:
+        label_column = default_target(path)
     if label_column and target is None:
         store.set_setting(project, TARGET_SETTING, label_column)
         return label_column

@@ -140,7 +140,7 @@ class Workspace(ProjectCalls, TrainingCalls, ServingCalls, TableCalls):
             path,
             format=format,
             text_column=text_column,
-            label_column=remember_target(self.store, record, label_column),
+            label_column=remember_target(self.store, record, label_column, path),
             progress=progress,
             should_stop=should_stop,
         )

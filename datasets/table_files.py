@@ -191,6 +191,29 @@ def find_target(columns: list[str], wanted: str | None, name: str) -> str | None
     return folded[wanted.strip().lower()]
 
 
+#: column names taken as the one to predict when none was chosen
+TARGET_NAMES = ("label", "target", "class", "y")
+
+
+def default_target(path) -> str | None:
+    """The column of the table at ``path`` (a file, or the first table file of a folder) named like a
+    column to predict (:data:`TARGET_NAMES`), or None (also when the file cannot be read)."""
+    path = Path(path)
+    if path.is_dir():
+        tables = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in TABLE_EXTS)
+        if not tables:
+            return None
+        path = tables[0]
+    if path.suffix.lower() not in TABLE_EXTS:
+        return None
+    try:
+        columns, _rows = table_rows(path, ImportReport())
+    except (ValueError, OSError):
+        return None
+    folded = {c.strip().lower(): c for c in columns}
+    return next((folded[name] for name in TARGET_NAMES if name in folded), None)
+
+
 def value_splits(keyed: list[tuple[str, float]], targets=SPLIT_TARGETS) -> dict[str, str]:
     """key -> split for rows with a numeric target: stratified by value (rows sorted by value, each run
     of 20 spread over train/val/test in the split shares), so every split sees the whole range."""

@@ -167,7 +167,7 @@ class RowInput(ModelInput):
         )
 
     def example(self):
-        return {c["name"]: None for c in self.columns}
+        return self.load({})  # every cell missing: the graph fills them in
 
     def load(self, source) -> dict:
         row = decode_row(source, "the row")
