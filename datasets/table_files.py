@@ -58,6 +58,8 @@ def cell(value):
         return int(value)
     if isinstance(value, (int, float)):
         return value if math.isfinite(float(value)) else None
+    if isinstance(value, _dt.datetime) and value.time() == _dt.time() and value.tzinfo is None:
+        return value.date().isoformat()  # Excel keeps a date as a date-time at midnight
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
     text = str(value).strip()

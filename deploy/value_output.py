@@ -26,7 +26,7 @@ class ValueOutput:
         return {"value": {"type": "number", "description": "the predicted value of the target column"}}
 
     def format(self, outputs: list) -> list[dict]:
-        results = []
+        results: list[dict] = []
         for raw in np.asarray(outputs[0], dtype=np.float64).reshape(-1):
             value = float(raw) if math.isfinite(raw) else None
             shown = "" if value is None else f"{value:.{self.digits}g}"
