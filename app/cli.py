@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=task_names(),
         help="what the model will do (see `modeldesk templates` for what trains)",
     )
+    create.add_argument("--target", metavar="COLUMN", help="tables: the column to predict")
     project_sub.add_parser("list", parents=[common], help="list projects")
 
     imp = command("import", "add files, folders or zip archives to a project")
@@ -124,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--credentials", metavar="FILE", help="TLS credentials file for a tls:// cluster")
     train.add_argument("--device", help="auto, cpu, cuda, cuda:1, ... (default: the workspace setting, auto)")
+    train.add_argument(
+        "--target", metavar="COLUMN", help="tables: the column to predict (the project remembers it)"
+    )
 
     command("templates", "list training templates")
 
@@ -277,7 +281,7 @@ def _dispatch_workspace(ws, args):
     command = args.command
     if command == "project":
         if args.project_command == "create":
-            result = ws.create_project(args.name, args.task)
+            result = ws.create_project(args.name, args.task, target_column=args.target)
             return result, f"created project {result['name']} ({result['task']}) in {ws.paths.root}"
         projects = ws.list_projects()
         return {"projects": projects}, formatting.project_table(projects)
@@ -358,6 +362,8 @@ def _dispatch_workspace(ws, args):
 
 def _train(ws, args):
     device = args.device or ws.settings.device
+    if args.target:
+        ws.set_table_target(args.name, args.target)
     ws.check_training(args.name, args.template)  # refuse before a plan is printed
     estimate = ws.estimate_training(
         args.name, args.template, device=device, cluster=args.cluster, credentials=args.credentials

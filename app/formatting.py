@@ -104,6 +104,11 @@ def metrics_text(metrics) -> str:
         return detection_metrics_text(metrics)
     if "auroc" in metrics:
         return anomaly_metrics_text(metrics)
+    if "r2" in metrics:
+        return (
+            f"MAE {metrics['mae']:.4g}, RMSE {metrics['rmse']:.4g}, R² {metrics['r2']:.3f} "
+            f"on {metrics.get('n', '?')} rows"
+        )
     lines = [
         f"accuracy {metrics['accuracy']:.1%}, macro-F1 {metrics['macro_f1']:.3f} "
         f"on {metrics.get('n', '?')} samples"
@@ -175,6 +180,8 @@ def train_text(result) -> str:
         if "map50" in metrics
         else anomaly_metrics_text(metrics)
         if "auroc" in metrics
+        else metrics_text(metrics)
+        if "r2" in metrics
         else f"accuracy {metrics.get('accuracy', 0):.1%}, macro-F1 {metrics.get('macro_f1', 0):.3f} "
         f"on {metrics.get('n', '?')} held-out samples"
     )
@@ -250,6 +257,8 @@ def _prediction_line(p) -> str:
         answer = (
             f"not sure: unlike what it was trained on (closest guess {p['label']}, {p['score']:.1%})"
             if p.get("sure") is False
+            else p["label"]
+            if p.get("score") is None  # a regression's value: no score
             else f"{p['label']} ({p['score']:.1%})"
         )
         return f"{p['file']}: {answer}" + (f"  {_short(p['text'], 60)}" if "text" in p else "")

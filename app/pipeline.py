@@ -134,6 +134,10 @@ def headline(metrics: dict) -> dict:
         "false_boxes",
         "threshold",
         *ANOMALY_KEYS,
+        "mae",
+        "rmse",
+        "r2",
+        "interval",
     )
     return {k: metrics[k] for k in keys if k in metrics}
 
@@ -217,7 +221,8 @@ def _prelabel_labels(ws, project, model_id, artifact_dir, ctx, progress=None) ->
                     (
                         sample.id,
                         answer_label(prediction, sample.labels),
-                        prediction.get("confidence", prediction["score"]),
+                        # a regression's answer has no score: 0, so its rows count as least sure
+                        prediction.get("confidence", prediction["score"]) or 0.0,
                     )
                 )
         if progress is not None:
@@ -317,7 +322,8 @@ def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None
             task = get_task(artifact.card["task"])
             kind, target = task.input_kind, task.target
         project = store.create_project("evaluation", artifact.card["task"], kind=kind, target=target)
-        report = import_path(store, project, path, format=format, progress=progress)
+        target = (artifact.card.get("preprocessing") or {}).get("target")  # a table model's target column
+        report = import_path(store, project, path, format=format, label_column=target, progress=progress)
         samples = labeled_samples(store, project)
         if not samples:
             raise UserError(f"{path}: no labeled samples found to evaluate on")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from modeldesk.app.tables import remember_target
 from modeldesk.datasets import export_project, import_path
 
 log = logging.getLogger(__name__)
@@ -259,12 +260,15 @@ class ProjectCalls:
 
     # -- projects and data -------------------------------------------------------------------
 
-    def create_project(self, name: str, task: str) -> dict:
-        """Create a project for one of the registered tasks (see :meth:`tasks`)."""
+    def create_project(self, name: str, task: str, *, target_column: str | None = None) -> dict:
+        """Create a project for one of the registered tasks (see :meth:`tasks`); ``target_column``: the
+        column a table project predicts (its cells become labels when rows are imported)."""
         from modeldesk.trainers.tasks import get_task
 
         spec = get_task(task)
         project = self.store.create_project(name, spec.name, kind=spec.input_kind, target=spec.target)
+        if target_column:
+            remember_target(self.store, project, target_column)
         log.info("created project %r (%s)", project.name, project.task)
         return self._project_dict(project)
 
@@ -297,13 +301,14 @@ class ProjectCalls:
         label_column=None,
     ) -> dict:
         """Import files, a folder or a zip archive; returns the import report as a dict."""
+        record = self.project(project)
         report = import_path(
             self.store,
-            self.project(project),
+            record,
             path,
             format=format,
             text_column=text_column,
-            label_column=label_column,
+            label_column=remember_target(self.store, record, label_column, path),
             progress=progress,
             should_stop=should_stop,
         )

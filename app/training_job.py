@@ -8,6 +8,7 @@ import time
 from modeldesk.app import pipeline
 from modeldesk.app.keep_up import ORIGIN, ORIGIN_KEY
 from modeldesk.app.run_time import RunProgress, scoring_count, scoring_seconds, whole_run
+from modeldesk.app.tables import train_options
 from modeldesk.app.workspace import Workspace
 from modeldesk.datasets.kinds import sample_kind
 
@@ -39,6 +40,7 @@ def run_training(params: dict, ctx) -> dict:
             counted=bool(getattr(trainer, "counts_scoring", False)),
         )
         options = {"cluster": params["cluster"]} if params.get("cluster") else {}
+        options.update(train_options(ws.store, project))  # a table's target column and column types
         started = time.monotonic()
         result = trainer.train(
             samples,

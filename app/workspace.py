@@ -16,6 +16,7 @@ from modeldesk.app.projects import ProjectCalls
 from modeldesk.app.recovery import open_paths, start_cleanup
 from modeldesk.app.serving import ServingCalls
 from modeldesk.app.settings import Settings
+from modeldesk.app.tables import TableCalls
 from modeldesk.app.training import APP_JOB_KINDS, TRAINING_TARGET, TrainingCalls
 from modeldesk.datasets import Store
 from modeldesk.trainers.tasks import FEW_EXAMPLES
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 __all__ = ["APP_JOB_KINDS", "FEW_EXAMPLES", "TRAINING_TARGET", "Workspace"]
 
 
-class Workspace(ProjectCalls, TrainingCalls, ModelCalls, ServingCalls):
+class Workspace(ProjectCalls, TrainingCalls, ModelCalls, ServingCalls, TableCalls):
     """One workspace folder: the data store, the models, the caches and the job queue.
 
     A thin facade over four mixins, one per domain: tasks, projects and samples are

@@ -32,6 +32,7 @@ FORMATS = (
 )
 _IGNORED_NAMES = {"thumbs.db", "desktop.ini", "__macosx"}
 _TEXT_TABLE_EXTS = {".csv", ".tsv"}
+_SHEET_EXTS = {".xlsx", ".parquet"}
 _JSONL_EXTS = {".jsonl", ".ndjson"}
 
 
@@ -169,6 +170,8 @@ def scan(path) -> Scan:
             return Scan("zip", None, path)
         if ext in _TEXT_TABLE_EXTS:
             return Scan("csv", table_media(path), path)
+        if ext in _SHEET_EXTS:  # a table of values (rows of a tabular project)
+            return Scan("csv", None, path)
         if ext in _JSONL_EXTS:
             return Scan("jsonl", None, path)
         if ext == ".txt":

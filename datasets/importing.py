@@ -334,6 +334,7 @@ def _to_sample(kind: str, item: Item, stored, report: ImportReport) -> NewSample
             source=item.source,
             text=text,
             labels=list(item.labels),
+            split=item.split,
         )
     content_hash, ext, width, height, duration, _created = stored
     boxes = _clip_boxes(item, width, height, report) if item.boxes else []

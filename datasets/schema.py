@@ -82,8 +82,57 @@ UPDATE projects SET target = 'tags' WHERE task = 'image-multilabel';
 UPDATE projects SET target = 'boxes' WHERE task = 'object-detection';
 """
 
+# The kinds of sample are the registry's (``datasets/kinds/``), checked in Python when a project is made,
+# so a new kind needs no schema change: the two CHECKs on ``kind`` go (SQLite cannot drop a CHECK, so
+# both tables are rebuilt; ``migrate`` runs with foreign keys off, so no row of another table is touched).
+# ``project_settings`` keeps what a project remembers beyond its rows, as JSON by key (a table's target
+# column and the column types the user corrected).
+_V3 = """
+CREATE TABLE projects_v3 (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    task TEXT NOT NULL,
+    created REAL NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'image',
+    target TEXT NOT NULL DEFAULT 'label' CHECK (target IN ('label', 'tags', 'boxes'))
+);
+INSERT INTO projects_v3(id, name, task, created, kind, target)
+    SELECT id, name, task, created, kind, target FROM projects;
+DROP TABLE projects;
+ALTER TABLE projects_v3 RENAME TO projects;
+CREATE TABLE samples_v3 (
+    id INTEGER PRIMARY KEY,
+    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    content_hash TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    ext TEXT,
+    text TEXT,
+    source TEXT NOT NULL,
+    split TEXT CHECK (split IN ('train', 'val', 'test')),
+    width INTEGER,
+    height INTEGER,
+    duration REAL,
+    added REAL NOT NULL,
+    UNIQUE (project_id, content_hash)
+);
+INSERT INTO samples_v3(id, project_id, content_hash, kind, ext, text, source, split, width, height,
+    duration, added)
+    SELECT id, project_id, content_hash, kind, ext, text, source, split, width, height, duration, added
+    FROM samples;
+DROP TABLE samples;
+ALTER TABLE samples_v3 RENAME TO samples;
+CREATE INDEX samples_project_split ON samples(project_id, split);
+CREATE INDEX samples_hash ON samples(content_hash);
+CREATE TABLE project_settings (
+    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (project_id, key)
+) WITHOUT ROWID;
+"""
+
 #: One SQL script per version step, applied in order inside one transaction each.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -99,6 +148,19 @@ def migrate(conn: sqlite3.Connection) -> int:
             f"this workspace was written by a newer ModelDesk (schema {version}, "
             f"this version knows up to {SCHEMA_VERSION})"
         )
+    # a step may rebuild a table: with foreign keys on, dropping the old table would cascade to its rows'
+    # children (PRAGMA foreign_keys is a no-op inside a transaction, so it is switched here)
+    foreign_keys = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    if version < SCHEMA_VERSION:
+        conn.execute("PRAGMA foreign_keys=OFF")
+    try:
+        _steps(conn, version)
+    finally:
+        conn.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
+    return version
+
+
+def _steps(conn: sqlite3.Connection, version: int) -> None:
     for step in range(version, SCHEMA_VERSION):
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -108,12 +170,14 @@ def migrate(conn: sqlite3.Connection) -> int:
                 continue
             for statement in _statements(MIGRATIONS[step]):
                 conn.execute(statement)
+            broken = conn.execute("PRAGMA foreign_key_check").fetchone()
+            if broken is not None:
+                raise RuntimeError(f"schema step {step + 1} left a dangling reference in {broken[0]}")
             conn.execute(f"PRAGMA user_version = {step + 1}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    return version
 
 
 def _statements(script: str):

@@ -306,6 +306,39 @@ class Store:
             if cur.rowcount == 0:
                 raise KeyError(f"project {project.name!r} has no label {name!r}")
 
+    # ------------------------------------------------------------------ project settings
+    def setting(self, project, key: str, default=None):
+        """What the project remembers under ``key`` (a JSON value), or ``default``."""
+        project = self.get_project(project)
+        row = (
+            self._conn()
+            .execute("SELECT value FROM project_settings WHERE project_id = ? AND key = ?", (project.id, key))
+            .fetchone()
+        )
+        return default if row is None else json.loads(row[0])
+
+    def set_setting(self, project, key: str, value) -> None:
+        """Remember a JSON value under ``key`` for the project (None forgets it)."""
+        project = self.get_project(project)
+        with self._write() as conn:
+            if value is None:
+                conn.execute(
+                    "DELETE FROM project_settings WHERE project_id = ? AND key = ?", (project.id, key)
+                )
+            else:
+                conn.execute(
+                    "INSERT OR REPLACE INTO project_settings(project_id, key, value) VALUES (?, ?, ?)",
+                    (project.id, key, json.dumps(value)),
+                )
+
+    def set_texts(self, texts: dict[int, str]) -> None:
+        """Replace the inline content of samples (sample id -> text) in one transaction; the content
+        hash, the sample's identity, stays what it was at import."""
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE samples SET text = ? WHERE id = ?", [(t, int(i)) for i, t in texts.items()]
+            )
+
     # ------------------------------------------------------------------ samples: reading
     def _filter_sql(self, project: Project, split, label, unlabeled, ids) -> tuple[str, list]:
         where = ["s.project_id = ?"]

@@ -23,6 +23,7 @@ INPUT_KINDS = {
     "image": ".image_input:ImageInput",
     "audio": ".audio_input:AudioInput",
     "text": ".text_input:TextInput",
+    "row": ".row_input:RowInput",
 }
 #: target -> ".module:Class"
 OUTPUT_KINDS = {
@@ -30,6 +31,7 @@ OUTPUT_KINDS = {
     "tags": ".outputs:TagsOutput",
     "boxes": ".boxes_output:BoxesOutput",
     "anomaly": ".anomaly_output:AnomalyOutput",
+    "value": ".value_output:ValueOutput",
 }
 
 

@@ -98,8 +98,32 @@ def _inspection(folder: Path) -> tuple[Path, list[Path]]:
     return folder, probes
 
 
+def _table(folder: Path, regression: bool) -> tuple[Path, list[Path]]:
+    """A CSV of rows (a number, a category, a text and an identifier column; ``label`` to predict) and a
+    JSON Lines file of rows to ask about, one with an unseen category and a missing number."""
+    rng = np.random.default_rng(1)
+    folder.mkdir(parents=True)
+    lines = ["id,size,colour,note,label"]
+    for i in range(60):
+        size, colour = rng.uniform(0, 10), ["red", "green", "blue"][i % 3]
+        note = ["a small round thing", "very large and heavy", "plain"][int(size) % 3]
+        value = size * 3 + {"red": 0, "green": 5, "blue": 10}[colour] + rng.normal(0, 0.5)
+        label = f"{value:.2f}" if regression else ("big" if size + (colour == "blue") * 3 > 6 else "small")
+        lines.append(f"{1000 + i},{size:.3f},{colour},{note},{label}")
+    table = folder / "rows.csv"
+    table.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    probe = folder.parent / "probes.jsonl"
+    rows = [
+        {"size": 9.5, "colour": "blue", "note": "very large"},
+        {"size": "1.2", "colour": "red"},
+        {"colour": "purple", "note": "never seen"},
+    ]
+    probe.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return table, [probe]
+
+
 #: task -> maker, for a task whose data is not what its (input kind, target) pair usually means
-TASK_MAKERS = {"anomaly-detection": _inspection}
+TASK_MAKERS = {"anomaly-detection": _inspection, "tabular-regression": lambda f: _table(f, True)}
 #: (input kind, target) -> folder -> (what to import, files to ask the model about)
 MAKERS = {
     ("image", "label"): _images,
@@ -107,6 +131,7 @@ MAKERS = {
     ("image", "boxes"): _boxes,
     ("text", "label"): _texts,
     ("audio", "label"): _clips,
+    ("row", "label"): lambda f: _table(f, False),
 }
 
 TASKS = [task for task in list_tasks() if task.trainable]
@@ -158,6 +183,7 @@ def _same(got: list[dict], want: list[dict]) -> None:
         else:
             assert a.get("label") == b.get("label") and a.get("tags") == b.get("tags")
             assert a["scores"] == pytest.approx(b["scores"], abs=1e-4)
+            assert a.get("value") == pytest.approx(b.get("value"), rel=1e-5)
 
 
 def _content_type(path: Path) -> str:
@@ -196,7 +222,7 @@ def test_the_service_answers_as_the_app(trained, task, template):
         described = client.get("/v1/model").json()["input"]
         if described["console"]["widget"] == "text":
             texts = [line for p in probes for line in p.read_text(encoding="utf-8").splitlines() if line]
-            response = client.post("/v1/predict", json={"texts": texts})
+            response = client.post("/v1/predict", json={described["json_fields"][1]: texts})
         else:
             files = [("file", (p.name, p.read_bytes(), _content_type(p))) for p in probes]
             response = client.post("/v1/predict", files=files)

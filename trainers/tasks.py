@@ -187,6 +187,25 @@ _BUILTIN = (
         templates="modeldesk.trainers.anomaly.templates:TEMPLATES",
         min_classes=1,
     ),
+    Task(
+        "tabular-classification",
+        "Predict a column's class from the others",
+        "Each row of a table gets one class from its other columns, e.g. whether a customer will leave.",
+        "row",
+        "label",
+        trainer="modeldesk.trainers.tabular.trainer:TabularClassificationTrainer",
+        templates="modeldesk.trainers.tabular.templates:CLASSIFICATION_TEMPLATES",
+    ),
+    Task(
+        "tabular-regression",
+        "Predict a column's number from the others",
+        "Each row of a table gets a number from its other columns, e.g. a price or a weight.",
+        "row",
+        "label",  # the number is stored as the row's label, written canonically ("4250", "3.5")
+        trainer="modeldesk.trainers.tabular.trainer:TabularRegressionTrainer",
+        templates="modeldesk.trainers.tabular.templates:REGRESSION_TEMPLATES",
+        min_classes=1,
+    ),
 )
 
 _TASKS: dict[str, Task] = {task.name: task for task in _BUILTIN}

@@ -87,6 +87,15 @@ UI_KINDS: dict[str, UiKind] = {
         label_view=".pages.label.text_view:TextView",
         add_filter="Texts (*.csv *.tsv *.jsonl *.ndjson *.txt *.zip)",
     ),
+    # rows of a table: shown as text by the generic views until the table views land
+    "row": UiKind(
+        "row",
+        "rows",
+        try_parts=frozenset({"text"}),
+        try_hint='Type a row as JSON, e.g. {"age": 22, "sex": "male"}, to see what the model says.',
+        label_view=".pages.label.text_view:TextView",
+        add_filter="Tables (*.csv *.tsv *.xlsx *.parquet)",
+    ),
 }
 
 

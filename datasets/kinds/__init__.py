@@ -6,8 +6,7 @@ trainer gets as a sample's source. The importer, the store, the exporter and the
 none of them tests a kind's name. The deploy side has its own registry (``deploy/inputs.py``) and the
 UI its own (``ui/kinds.py``), keyed by the same names.
 
-A new kind is one module here and one line in ``SAMPLE_KINDS`` (and the name in the ``projects`` table's
-CHECK constraint, ``datasets/schema.py``).
+A new kind is one module here and one line in ``SAMPLE_KINDS``.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ SAMPLE_KINDS = {
     "image": ".image:IMAGE",
     "audio": ".audio:AUDIO",
     "text": ".text:TEXT",
+    "row": ".row:ROW",
 }
 
 
@@ -45,6 +45,8 @@ class SampleKind:
         None when the generic media reader (``datasets/folders.py``) does it.
     read_table : (path, report, text_column, label_column, multi) -> (count, items), for a CSV of this
         kind; None when the generic table of file paths (``datasets/csvpaths.py``) does it.
+    columns : True when a sample is a row of named columns and its label one of them: the project
+        remembers which column it predicts (``app/tables.py``).
     """
 
     name: str
@@ -58,6 +60,7 @@ class SampleKind:
     thumbnail: Callable | None = None
     read_folders: Callable | None = None
     read_table: Callable | None = None
+    columns: bool = False
 
     def source(self, sample) -> str | None:
         """What a trainer or a predictor reads for ``sample``: its text, or its media file's path."""

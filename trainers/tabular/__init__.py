@@ -1,0 +1,1 @@
+"""Tabular classification and regression: a row of named columns -> a class or a value."""
