@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 def labeled_samples(store, project) -> list:
     """The project's labeled samples as the trainers' neutral input type (``LabeledSample``)."""
+    from modeldesk.datasets.masks import mask_ref
     from modeldesk.trainers.data import LabeledSample
 
     store.assign_splits(project)
@@ -34,6 +35,8 @@ def labeled_samples(store, project) -> list:
             target = s.labels[0] if s.labels else None
         elif project.target == "tags":
             target = tuple(s.labels) or None
+        elif project.target == "mask":
+            target = mask_ref(store, project, s) if s.labels else None
         else:
             target = tuple(s.boxes) or None
         if target is not None:
@@ -49,6 +52,8 @@ def class_counts(samples, target: str) -> Counter:
             counts[sample.target] += 1
         elif target == "tags":
             counts.update(set(sample.target))
+        elif target == "mask":
+            counts.update(sample.target.present)
         else:
             counts.update({box.label for box in sample.target})
     return counts
