@@ -13,6 +13,7 @@ from pathlib import Path
 
 from modeldesk.app.anomaly_formatting import HEADLINE_KEYS as ANOMALY_KEYS
 from modeldesk.app.anomaly_formatting import answer_label
+from modeldesk.app.seg_formatting import HEADLINE_KEYS as SEG_KEYS
 from modeldesk.datasets.kinds import sample_kind
 from modeldesk.errors import UserError
 
@@ -40,7 +41,7 @@ def labeled_samples(store, project) -> list:
         else:
             target = tuple(s.boxes) or None
         if target is not None:
-            samples.append(LabeledSample(s.content_hash, source, target, s.split or "train"))
+            samples.append(LabeledSample(s.content_hash, source, target, s.split or "train", s.source))
     return samples
 
 
@@ -139,6 +140,7 @@ def headline(metrics: dict) -> dict:
         "false_boxes",
         "threshold",
         *ANOMALY_KEYS,
+        *SEG_KEYS,
     )
     return {k: metrics[k] for k in keys if k in metrics}
 
@@ -324,7 +326,8 @@ def evaluate_outside(ws, artifact_dir: Path, path, format: str, *, progress=None
         if not samples:
             raise UserError(f"{path}: no labeled samples found to evaluate on")
         hashes = {s.source: s.content_hash for s in store.samples(project)}
-        masks = {hashes[source]: mask for source, mask in mask_files(path, hashes).items()}
+        defect_masks = mask_files(path, hashes) if project.target != "mask" else {}  # class masks are targets
+        masks = {hashes[source]: mask for source, mask in defect_masks.items()}
         options = {"masks": masks} if masks else {}  # defect masks beside the photos: pixel AUROC
         try:
             metrics = get_trainer(project.task).evaluate(artifact.path, samples, **options)

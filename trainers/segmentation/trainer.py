@@ -29,6 +29,7 @@ from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import TaskTrainer
 from modeldesk.trainers.detection.features import maps_feature_spec
 from modeldesk.trainers.features import plan_feature_extraction
+from modeldesk.trainers.heads.linear import LogisticRegressionHead
 from modeldesk.trainers.heads.mlp import MLPHead
 from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.segmentation.evaluation import confusion, evaluate_segmentation, mean_iou
@@ -61,6 +62,10 @@ def _sequence(source: str) -> str:
     return re.sub(r"\d+$", "", Path(source).stem)
 
 
+def _name(sample) -> str:
+    return getattr(sample, "name", "") or sample.source
+
+
 def split_roles(samples) -> tuple[list, list, list, list[str]]:
     """(train, held-out for stopping, test, warnings). Without a validation split, the last frames of
     each sequence of training photos are held out (contiguous, not at random: neighbours look alike)."""
@@ -75,14 +80,14 @@ def split_roles(samples) -> tuple[list, list, list, list[str]]:
         warnings.append("no test split: the validation photos measure the model, the training photos stop it")
     if not val:
         groups = defaultdict(list)
-        for s in sorted(train, key=lambda s: s.source):
-            groups[_sequence(s.source)].append(s)
+        for s in sorted(train, key=_name):
+            groups[_sequence(_name(s))].append(s)
         for frames in groups.values():
             k = int(round(HELD_SHARE * len(frames)))
             if len(frames) >= 4 and k:
                 val += frames[-k:]
         if not val and len(train) >= 3:
-            val = sorted(train, key=lambda s: s.source)[-1:]
+            val = sorted(train, key=_name)[-1:]
         held = {s.key for s in val}
         train = [s for s in train if s.key not in held] or train
     if not test:
@@ -238,18 +243,21 @@ class SegmentationTrainer(TaskTrainer):
         spent = time.monotonic() - started
         epoch_s = self._fit_seconds(template, backbone, len(train)) / template.epochs
         epochs = int(max(3, min(template.epochs, (0.85 * budget - spent) / max(epoch_s, 1e-6))))
-        head = MLPHead(
-            hidden=template.hidden,
-            l2=1e-4,
-            dropout=0.1,
-            lr=2e-3,
-            epochs=epochs,
-            batch_size=512,
-            patience=3,
-            random_state=0,
-        )
+        if template.hidden:
+            head = MLPHead(
+                hidden=template.hidden,
+                l2=1e-4,
+                dropout=0.1,
+                lr=2e-3,
+                epochs=epochs,
+                batch_size=512,
+                patience=3,
+                random_state=0,
+            )
+        else:  # a linear per-pixel head (the plain reference)
+            head = LogisticRegressionHead(l2=1e-3, max_iter=30 * epochs, patience=10)
         head.fit(X, y, X_val, y_val)
-        if head.n_iter_ >= epochs and epochs < template.epochs:
+        if template.hidden and head.n_iter_ >= epochs and epochs < template.epochs:
             warnings.append(f"the time budget allowed {epochs} of {template.epochs} passes over the points")
         layers = head_layers(head, len(classes))
         del X, X_val
@@ -326,7 +334,7 @@ class SegmentationTrainer(TaskTrainer):
         card["training"] = {
             "samples": {"train": len(train), "held_out": len(held), "test": len(test)},
             "rows": int(len(y)),
-            "epochs": int(head.n_iter_),
+            "epochs": int(getattr(head, "n_iter_", 0)),
             "seconds": round(time.monotonic() - started, 2),
             "skipped": skipped,
         }
