@@ -11,6 +11,7 @@ import threading
 
 from modeldesk.app.logs import fallback_log_file, setup_logging
 from modeldesk.app.models import ModelCalls
+from modeldesk.app.masks import MaskCalls
 from modeldesk.app.paths import default_workspace
 from modeldesk.app.projects import ProjectCalls
 from modeldesk.app.recovery import open_paths, start_cleanup
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 __all__ = ["APP_JOB_KINDS", "FEW_EXAMPLES", "TRAINING_TARGET", "Workspace"]
 
 
-class Workspace(ProjectCalls, TrainingCalls, ModelCalls, ServingCalls, TableCalls):
+class Workspace(ProjectCalls, MaskCalls, TrainingCalls, ModelCalls, ServingCalls, TableCalls):
     """One workspace folder: the data store, the models, the caches and the job queue.
 
     A thin facade over four mixins, one per domain: tasks, projects and samples are

@@ -82,8 +82,8 @@ UPDATE projects SET target = 'tags' WHERE task = 'image-multilabel';
 UPDATE projects SET target = 'boxes' WHERE task = 'object-detection';
 """
 
-# The kinds of sample are the registry's (``datasets/kinds/``), checked in Python when a project is made,
-# so a new kind needs no schema change: the two CHECKs on ``kind`` go (SQLite cannot drop a CHECK, so
+# The kinds of sample and of annotation are the registries' (``datasets/kinds/``, ``TARGETS``), checked in
+# Python when a project is made, so a new kind or target needs no schema change: the CHECKs go (SQLite cannot drop a CHECK, so
 # both tables are rebuilt; ``migrate`` runs with foreign keys off, so no row of another table is touched).
 # ``project_settings`` keeps what a project remembers beyond its rows, as JSON by key (a table's target
 # column and the column types the user corrected).
@@ -94,7 +94,7 @@ CREATE TABLE projects_v3 (
     task TEXT NOT NULL,
     created REAL NOT NULL,
     kind TEXT NOT NULL DEFAULT 'image',
-    target TEXT NOT NULL DEFAULT 'label' CHECK (target IN ('label', 'tags', 'boxes'))
+    target TEXT NOT NULL DEFAULT 'label'
 );
 INSERT INTO projects_v3(id, name, task, created, kind, target)
     SELECT id, name, task, created, kind, target FROM projects;

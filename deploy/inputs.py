@@ -32,6 +32,7 @@ OUTPUT_KINDS = {
     "boxes": ".boxes_output:BoxesOutput",
     "anomaly": ".anomaly_output:AnomalyOutput",
     "value": ".value_output:ValueOutput",
+    "mask": ".mask_output:MaskOutput",
 }
 
 
