@@ -10,8 +10,8 @@ import logging
 import threading
 
 from modeldesk.app.logs import fallback_log_file, setup_logging
-from modeldesk.app.models import ModelCalls
 from modeldesk.app.masks import MaskCalls
+from modeldesk.app.models import ModelCalls
 from modeldesk.app.paths import default_workspace
 from modeldesk.app.projects import ProjectCalls
 from modeldesk.app.recovery import open_paths, start_cleanup

@@ -120,6 +120,8 @@ def _table(folder: Path, regression: bool) -> tuple[Path, list[Path]]:
     ]
     probe.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return table, [probe]
+
+
 def _masks(folder: Path) -> tuple[Path, list[Path]]:
     """Scenes with a disk and a bar, ``images/`` + ``masks/`` + ``classes.txt``; two new scenes to probe."""
     import importlib.util

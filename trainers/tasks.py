@@ -205,6 +205,8 @@ _BUILTIN = (
         trainer="modeldesk.trainers.tabular.trainer:TabularRegressionTrainer",
         templates="modeldesk.trainers.tabular.templates:REGRESSION_TEMPLATES",
         min_classes=1,
+    ),
+    Task(
         "segmentation",
         "Find the exact shape of things, pixel by pixel",
         "Paint each class on the photos (road, leaf, scratch...): the model colours every pixel, so "
