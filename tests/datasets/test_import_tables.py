@@ -185,3 +185,19 @@ def test_exported_rows_read_back_as_they_were(store, tmp_path):
     import_path(store, again, tmp_path / "out" / "data.csv", label_column="label")
     before = [(parse_row(s.text), s.labels) for s in store.samples(project)]
     assert [(parse_row(s.text), s.labels) for s in store.samples(again)] == before
+
+
+def test_a_parquet_table_is_read_when_pyarrow_is_there(store, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pa.table({"size": [1.5, None, 3.0], "colour": ["red", "blue", None], "label": ["a", "b", None]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    project = _project(store)
+    report = import_path(store, project, tmp_path / "t.parquet", label_column="label")
+    assert report.added == 3 and any("1 of 3 rows have no 'label' value" in w for w in report.warnings)
+    rows = [(parse_row(s.text), s.labels) for s in store.samples(project)]
+    assert rows == [
+        ({"size": 1.5, "colour": "red"}, ["a"]),
+        ({"size": None, "colour": "blue"}, ["b"]),
+        ({"size": 3.0, "colour": None}, []),
+    ]
