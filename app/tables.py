@@ -182,8 +182,7 @@ class TableCalls:
             keyed = [(h, float(labels[i])) for i, h in unassigned.items()]
             by_hash = value_splits(keyed)
             self.store.set_splits({i: by_hash[h] for i, h in unassigned.items()})
-        for sample_id, label in labels.items():
-            self.store.set_label(sample_id, label)
+        self.store.set_labels(labels)
         self.store.set_setting(project, TARGET_SETTING, column)
         labeled = sum(label is not None for label in labels.values())
         log.info(
