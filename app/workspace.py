@@ -17,7 +17,7 @@ from modeldesk.app.projects import ProjectCalls
 from modeldesk.app.recovery import open_paths, start_cleanup
 from modeldesk.app.serving import ServingCalls
 from modeldesk.app.settings import Settings
-from modeldesk.app.tables import TableCalls, remember_target
+from modeldesk.app.tables import TableCalls, remember_target, table_files
 from modeldesk.app.training import TrainingCalls
 from modeldesk.datasets import Store, export_project, import_path
 from modeldesk.trainers.tasks import FEW_EXAMPLES
@@ -339,6 +339,9 @@ class Workspace(ProjectCalls, TrainingCalls, ServingCalls, TableCalls):
         (``file`` is then ``name:line``, and ``text`` is added).
         """
         predictor = self._predictor(model)
+        tables = table_files(predictor.input.kind, files)
+        if tables:  # a table model asked about tables: one answer a row
+            return [p for path in tables for p in self.predict_table(model, path)]
         if predictor.input.inline:
             return self.predict_texts(model, *pipeline.text_lines(files))
         files = [str(f) for f in files]
