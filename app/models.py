@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from modeldesk.app import pipeline
+from modeldesk.app.tables import table_files
 
 
 class ModelCalls:
@@ -63,6 +64,9 @@ class ModelCalls:
         (``file`` is then ``name:line``, and ``text`` is added).
         """
         predictor = self._predictor(model)
+        tables = table_files(predictor.input.kind, files)
+        if tables:  # a table model asked about tables: one answer a row
+            return [p for path in tables for p in self.predict_table(model, path)]
         if predictor.input.inline:
             return self.predict_texts(model, *pipeline.text_lines(files))
         files = [str(f) for f in files]

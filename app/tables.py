@@ -82,6 +82,20 @@ def train_options(store, project) -> dict:
     return {"target_column": target, "column_types": store.setting(project, SETTING, {})}
 
 
+def table_files(kind: str, files) -> list:
+    """The ``files`` when every one is a table (.csv, .tsv, .xlsx, .parquet) and a model of input ``kind``
+    reads rows; else an empty list (the files are read another way)."""
+    from pathlib import Path
+
+    from modeldesk.datasets.kinds import SAMPLE_KINDS, sample_kind
+    from modeldesk.datasets.table_files import TABLE_EXTS
+
+    files = [Path(f) for f in files]
+    if kind not in SAMPLE_KINDS or not sample_kind(kind).columns:
+        return []
+    return files if files and all(f.suffix.lower() in TABLE_EXTS for f in files) else []
+
+
 class TableCalls:
     """Workspace calls on tables (mixed into ``Workspace``; uses its ``store``)."""
 
@@ -182,14 +196,30 @@ class TableCalls:
             keyed = [(h, float(labels[i])) for i, h in unassigned.items()]
             by_hash = value_splits(keyed)
             self.store.set_splits({i: by_hash[h] for i, h in unassigned.items()})
-        for sample_id, label in labels.items():
-            self.store.set_label(sample_id, label)
+        self.store.set_labels(labels)
         self.store.set_setting(project, TARGET_SETTING, column)
         labeled = sum(label is not None for label in labels.values())
         log.info(
             "project %r now predicts %r (%d of %d rows labeled)", project.name, column, labeled, len(labels)
         )
         return {"target": column, "labeled": labeled, "unlabeled": len(labels) - labeled}
+
+    def predict_table(self, model, path) -> list[dict]:
+        """The model's answer for every row of a table file (CSV, TSV, xlsx, Parquet), each with ``file``
+        (``name:row``) added; the target column, if the table has it, is ignored."""
+        from pathlib import Path
+
+        from modeldesk.datasets.items import ImportReport
+        from modeldesk.datasets.table_files import table_rows
+
+        path = Path(path)
+        _columns, rows = table_rows(path, ImportReport())
+        rows = list(rows)
+        if not rows:
+            raise UserError(f"{path}: the table holds no rows")
+        names = [f"{path.name}:{i}" for i in range(2, len(rows) + 2)]
+        answers = self.predict_rows(model, rows)
+        return [{"file": name, **answer} for name, answer in zip(names, answers)]
 
     def predict_rows(self, model, rows: list[dict]) -> list[dict]:
         """The model's answers for rows given as dicts of cells (a form, a CSV upload), as the service

@@ -197,6 +197,13 @@ def _atomic_open(path: Path):
     return atomic_open(path, "w", encoding="utf-8", newline="")
 
 
+def _write_inline(store, project, out: Path, samples) -> tuple[int, int]:
+    write = sample_kind(project.kind).write_table
+    if write is not None:
+        return write(store, project, out, samples), 1
+    return _write_text_csv(out, samples)
+
+
 def _write_text_csv(out: Path, samples) -> tuple[int, int]:
     count = 0
     with _atomic_open(out / "data.csv") as handle:
@@ -210,7 +217,7 @@ def _write_text_csv(out: Path, samples) -> tuple[int, int]:
 
 def _folder(store, project, out: Path, samples) -> tuple[int, int]:
     if sample_kind(project.kind).inline:
-        return _write_text_csv(out, samples)
+        return _write_inline(store, project, out, samples)
     namers: dict[str, _Namer] = {}
     count = files = 0
     for sample in samples:
@@ -224,7 +231,7 @@ def _folder(store, project, out: Path, samples) -> tuple[int, int]:
 
 def _csv(store, project, out: Path, samples) -> tuple[int, int]:
     if sample_kind(project.kind).inline:
-        return _write_text_csv(out, samples)
+        return _write_inline(store, project, out, samples)
     namer, count, files = _Namer(), 0, 1
     detection = project.target == "boxes"
     with _atomic_open(out / "data.csv") as handle:

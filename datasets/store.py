@@ -565,6 +565,28 @@ class Store:
                 )
                 self._assign(conn, pid, only=[int(sample_id)])
 
+    def set_labels(self, labels: dict[int, str | None]) -> None:
+        """:meth:`set_label` for many samples of one project in one transaction (sample id -> label)."""
+        if not labels:
+            return
+        with self._write() as conn:
+            pid = self._sample_project(conn, next(iter(labels)))
+            ids = [int(i) for i in labels]
+            for start in range(0, len(ids), _CHUNK):
+                chunk = json.dumps(ids[start : start + _CHUNK])
+                conn.execute(
+                    "DELETE FROM sample_labels WHERE sample_id IN (SELECT value FROM json_each(?))", (chunk,)
+                )
+            label_ids: dict[str, int] = {}
+            rows = []
+            for sample_id, label in labels.items():
+                if label is not None:
+                    if label not in label_ids:
+                        label_ids[label] = self._label_id(conn, pid, label)
+                    rows.append((int(sample_id), label_ids[label]))
+            conn.executemany("INSERT INTO sample_labels(sample_id, label_id) VALUES (?, ?)", rows)
+            self._assign(conn, pid, only=[sid for sid, _ in rows])
+
     def set_tags(self, sample_id: int, labels: Iterable[str]) -> None:
         """Multi-label tasks: replace the sample's tags with ``labels``."""
         labels = sorted({_clean_label(n) for n in labels})

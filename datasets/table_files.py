@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .csvtext import sniff_encoding, sniff_header
 from .items import ImportReport, Item
+from .safety import unescape_cell
 from .splits import SPLIT_TARGETS
 from .textchecks import warn_one_class
 
@@ -108,7 +109,7 @@ def _csv_rows(path: Path, report: ImportReport) -> tuple[list[str], Iterator[lis
             next(reader, None)
             for row in reader:
                 if any(c.strip() for c in row):
-                    yield row
+                    yield [unescape_cell(c) for c in row]
 
     return columns, rows()
 
@@ -272,6 +273,39 @@ def read_rows(path: Path, report: ImportReport, target: str | None) -> list[Item
             if item.labels and item.text:
                 item.split = splits[sha256_bytes(item.text.encode())]
     return items
+
+
+def write_rows(store, project, path: Path, samples) -> int:
+    """The rows as a CSV table (their columns in first-seen order, then the target column with each
+    row's label), as an import reads it back; returns how many rows were written."""
+    from modeldesk.fileio import atomic_open
+
+    from .safety import escape_cell
+    from .table_columns import TARGET_SETTING
+
+    target = store.setting(project, TARGET_SETTING) or "label"
+    rows = [(parse_row(s.text) if s.text else {}, s.labels[0] if s.labels else None) for s in samples]
+    columns = [c for c in dict.fromkeys(c for row, _ in rows for c in row) if c != target] + [target]
+    with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([escape_cell(c) for c in columns])
+        for row, label in rows:
+            cells = [row.get(c) for c in columns[:-1]] + [label]
+            writer.writerow([_exported(v, escape_cell) for v in cells])
+    return len(rows)
+
+
+def _exported(value, escape) -> str:
+    """A cell as written: empty for None, a number as it is (``-1.5`` stays a number), text escaped
+    against spreadsheet formulas (read back by :func:`table_rows`)."""
+    if value is None:
+        return ""
+    text = str(value)
+    try:
+        float(text)
+    except ValueError:
+        return escape(text)
+    return text
 
 
 def read_tables(path: Path, report: ImportReport, target: str | None) -> tuple[int, list[Item]]:

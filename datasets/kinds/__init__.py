@@ -47,6 +47,8 @@ class SampleKind:
         kind; None when the generic table of file paths (``datasets/csvpaths.py``) does it.
     columns : True when a sample is a row of named columns and its label one of them: the project
         remembers which column it predicts (``app/tables.py``).
+    write_table : (store, project, folder, samples) -> count, writing ``folder/data.csv`` for the csv
+        and folder exports of an inline kind; None: a ``text,label`` table.
     """
 
     name: str
@@ -61,6 +63,7 @@ class SampleKind:
     read_folders: Callable | None = None
     read_table: Callable | None = None
     columns: bool = False
+    write_table: Callable | None = None
 
     def source(self, sample) -> str | None:
         """What a trainer or a predictor reads for ``sample``: its text, or its media file's path."""

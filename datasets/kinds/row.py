@@ -30,6 +30,12 @@ def _read_table(path: Path, report, text_column, label_column, multi: bool):
     return read_tables(path, report, label_column)
 
 
+def _write_table(store, project, folder: Path, samples) -> int:
+    from ..table_files import write_rows
+
+    return write_rows(store, project, folder / "data.csv", samples)
+
+
 def _read_folder(path: Path, report):
     from ..table_files import read_tables
 
@@ -46,4 +52,5 @@ ROW = SampleKind(
     read_folders=_read_folder,
     read_table=_read_table,
     columns=True,
+    write_table=_write_table,
 )

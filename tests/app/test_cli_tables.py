@@ -45,6 +45,8 @@ def test_classification_and_regression_through_the_command_line(cli, tmp_path):
     rows.write_text('{"size": 3, "colour": "blue"}\n', encoding="utf-8")
     code, out = cli("predict", trained["model"], rows)
     assert code == 0 and out["predictions"][0]["value"] == pytest.approx(70, abs=8)
+    code, out = cli("predict", trained["model"], outside)  # a table: one answer a row
+    assert code == 0 and len(out["predictions"]) == 40 and out["predictions"][0]["file"] == "outside.csv:2"
 
     code, text = cli("train", "weights", "--template", "tabular-regression/fast", "--target", "height")
     assert code == 1 and "no column 'height'" in text and len(text.strip().splitlines()) == 1

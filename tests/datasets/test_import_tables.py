@@ -169,3 +169,35 @@ def test_a_version_2_workspace_keeps_its_samples_and_labels_and_can_hold_rows(tm
     finally:
         store.close()
     assert json.loads(json.dumps(schema.SCHEMA_VERSION)) == 3
+
+
+def test_exported_rows_read_back_as_they_were(store, tmp_path):
+    from modeldesk.datasets.exporting import export_project
+
+    table = _csv(tmp_path / "t.csv", ["note,delta,label", "=SUM(A1),-1.5,a", '"x, y",,b', "plain,2,"])
+    project = _project(store)
+    import_path(store, project, table, label_column="label")
+    store.set_setting(project, "table_target", "label")
+    export_project(store, project, tmp_path / "out", "csv")
+    text = (tmp_path / "out" / "data.csv").read_text(encoding="utf-8")
+    assert text.splitlines()[:2] == ["note,delta,label", "'=SUM(A1),-1.5,a"]  # no formula, a number
+    again = _project(store, "again")
+    import_path(store, again, tmp_path / "out" / "data.csv", label_column="label")
+    before = [(parse_row(s.text), s.labels) for s in store.samples(project)]
+    assert [(parse_row(s.text), s.labels) for s in store.samples(again)] == before
+
+
+def test_a_parquet_table_is_read_when_pyarrow_is_there(store, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pa.table({"size": [1.5, None, 3.0], "colour": ["red", "blue", None], "label": ["a", "b", None]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    project = _project(store)
+    report = import_path(store, project, tmp_path / "t.parquet", label_column="label")
+    assert report.added == 3 and any("1 of 3 rows have no 'label' value" in w for w in report.warnings)
+    rows = [(parse_row(s.text), s.labels) for s in store.samples(project)]
+    assert rows == [
+        ({"size": 1.5, "colour": "red"}, ["a"]),
+        ({"size": None, "colour": "blue"}, ["b"]),
+        ({"size": 3.0, "colour": None}, []),
+    ]

@@ -120,3 +120,32 @@ def test_a_regression_on_words_is_refused_in_one_sentence(tmp_path):
     rows = _rows(20)
     with pytest.raises(UserError, match="holds 'tall', which is not a number"):
         TabularRegressionTrainer().check(_samples(rows, ["tall"] * 20))
+
+
+@pytest.mark.parametrize("regression", [False, True], ids=["classes", "values"])
+def test_trees_and_a_blend_of_trees_and_linear_export_exactly(tmp_path, regression):
+    from modeldesk.trainers.tabular.templates import TableTemplate
+
+    rows = _rows(90, seed=3)
+    trees = {
+        "model": "trees",
+        "learning_rate": 0.1,
+        "num_leaves": 7,
+        "min_child_samples": 5,
+        "n_estimators": 40,
+    }
+    linear = {"model": "linear", "alpha": 1.0} if regression else {"model": "linear", "C": 1.0}
+    task = "tabular-regression" if regression else "tabular-classification"
+    if regression:
+        targets = [round(2 * (r["size"] or 4) + (r["colour"] == "red") * 5, 2) for r in rows]
+    else:
+        targets = [
+            r["colour"] if (r["size"] or 0) > 3 else "tiny" for r in rows
+        ]  # three classes and one more
+    trainer = TabularRegressionTrainer() if regression else TabularClassificationTrainer()
+    for candidate in (trees, {"model": "blend", "parts": [trees, linear]}):
+        template = TableTemplate(f"{task}/test", task, "a test", 60.0, candidates=(candidate,))
+        out = tmp_path / candidate["model"]
+        result = trainer.train(_samples(rows, targets), template, out, tmp_path / "c")
+        assert result.metrics["export_max_abs_diff"] < 1e-3
+        assert load_artifact(result.artifact_dir).card["head"]["kind"] == candidate["model"]

@@ -30,6 +30,8 @@ def fit(candidate: dict, X: np.ndarray, y: np.ndarray, classes: int, seed: int =
     from threadpoolctl import threadpool_limits
 
     # BLAS on one thread: L-BFGS's small products are 50x slower when threads fight for busy cores
+    if candidate["model"] == "blend":
+        return [fit(part, X, y, classes, seed) for part in candidate["parts"]]
     with threadpool_limits(1):
         return _fit(candidate, X, y, classes, seed)
 
@@ -67,6 +69,8 @@ def _fit(candidate: dict, X: np.ndarray, y: np.ndarray, classes: int, seed: int)
 
 def predict(model, X: np.ndarray, classes: int) -> np.ndarray:
     """(N, C) probabilities in class order 0..C-1, or (N,) values."""
+    if isinstance(model, list):  # a blend: the average of its parts
+        return np.mean([predict(part, X, classes) for part in model], axis=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if not classes:
@@ -123,7 +127,46 @@ def _tree_head(model, width: int, classes: int):
     return onnx_model
 
 
+def _blend_head(models_: list, parts: list[dict], width: int, classes: int):
+    """The parts' heads side by side on the same ``features``, their answers averaged."""
+    out = PROBABILITIES if classes else VALUE
+    nodes, inits, versions = [], [], {}
+    for i, (model, part) in enumerate(zip(models_, parts)):
+        head, name = head_model(model, part, width, classes)
+
+        def renamed(edge: str, prefix=f"blend{i}_") -> str:
+            return edge if edge in (FEATURES, "") else prefix + edge
+
+        for node in head.graph.node:
+            node.input[:] = [renamed(e) for e in node.input]
+            node.output[:] = [renamed(e) for e in node.output]
+            node.name = renamed(node.name) if node.name else node.name
+            nodes.append(node)
+        for init in head.graph.initializer:
+            init.name = renamed(init.name)
+            inits.append(init)
+        for opset in head.opset_import:
+            versions[opset.domain] = max(versions.get(opset.domain, 0), opset.version)
+        nodes.append(helper.make_node("Identity", [renamed(name)], [f"blend{i}_answer"]))
+    inits.append(numpy_helper.from_array(np.array(1.0 / len(parts), np.float32), "blend_share"))
+    nodes += [
+        helper.make_node("Sum", [f"blend{i}_answer" for i in range(len(parts))], ["blend_sum"]),
+        helper.make_node("Mul", ["blend_sum", "blend_share"], [out]),
+    ]
+    shape = ["N", classes] if classes else ["N", 1]
+    graph = helper.make_graph(
+        nodes,
+        "blend",
+        [helper.make_tensor_value_info(FEATURES, TensorProto.FLOAT, ["N", width])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, shape)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in versions.items()])
+
+
 def head_model(model, candidate: dict, width: int, classes: int):
     """(ONNX model from ``features`` to the answer, the output's name)."""
+    if candidate["model"] == "blend":
+        return _blend_head(model, candidate["parts"], width, classes), PROBABILITIES if classes else VALUE
     build = _linear_head if candidate["model"] == "linear" else _tree_head
     return build(model, width, classes), PROBABILITIES if classes else VALUE

@@ -59,7 +59,7 @@ def _templates(task: str, classes: bool, what: str) -> tuple:
             name=f"{task}/fast",
             task=task,
             description=f"A weighted sum of the columns (numbers scaled, categories one-hot, words counted) "
-            f"that {what}. Trains in seconds and is easy to read; misses interactions between columns.",
+            f"that {what}. The quickest and easy to read; misses interactions between columns.",
             time_budget_s=60.0,
             candidates=_linear(classes),
         ),
