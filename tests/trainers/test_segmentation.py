@@ -61,7 +61,9 @@ def test_photos_with_masks_import_with_their_classes(tmp_path):
         assert ws.labels("scenes") == sorted(CLASSES)
         index = {name: k for k, name in enumerate(ws.labels("scenes"))}
         for sample_id in ws.sample_ids("scenes"):
-            source_mask = np.asarray(Image.open(source / "masks" / ws.sample(sample_id).source.split("/")[-1]))
+            source_mask = np.asarray(
+                Image.open(source / "masks" / ws.sample(sample_id).source.split("/")[-1])
+            )
             want = np.full(source_mask.shape, VOID, np.uint8)
             for value, name in enumerate(CLASSES):
                 want[source_mask == value] = index[name]
@@ -78,7 +80,9 @@ def test_a_camvid_layout_imports_with_splits_and_void(tmp_path):
     (root / "classes.txt").write_text("0 Sky\n1 Road\n2 Unlabelled\n", encoding="utf-8")
     mask = np.array([[0, 1, 2, 1]] * 3, np.uint8)
     for split in ("train", "val"):
-        Image.new("RGB", (4, 3), (9, 9, 9) if split == "train" else (99, 9, 9)).save(root / split / "a_001.png")
+        Image.new("RGB", (4, 3), (9, 9, 9) if split == "train" else (99, 9, 9)).save(
+            root / split / "a_001.png"
+        )
         Image.fromarray(mask, mode="L").save(root / f"{split}annot" / "a_001.png")
     Image.new("RGB", (4, 3), (7, 70, 7)).save(root / "train" / "colour.png")
     Image.new("RGB", (4, 3), (1, 2, 3)).save(root / "trainannot" / "colour.png")  # a colour picture
@@ -153,8 +157,40 @@ def test_evaluate_on_a_folder_gives_miou_and_iou_per_class(trained, capsys):
     from modeldesk.app.cli import main
 
     ws, _model, result, probes = trained
-    code = main(["evaluate", str(result.artifact_dir), str(probes), "--json", "--workspace", str(ws.paths.root)])
+    code = main(
+        ["evaluate", str(result.artifact_dir), str(probes), "--json", "--workspace", str(ws.paths.root)]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     assert 0 < out["miou"] <= 1 and 0 < out["pixel_accuracy"] <= 1
     assert set(out["per_class"]) == set(CLASSES) and out["n"] == 3
+
+
+def test_the_accurate_options_export_the_apps_masks(tmp_path):
+    """A stride-4 grid, context pooling, a projection, test-time flip and the refinement, all in one graph."""
+    from dataclasses import replace
+
+    from modeldesk.app.pipeline import labeled_samples
+    from modeldesk.trainers.tasks import get_trainer
+
+    template = replace(
+        TINY,
+        neck=SegNeck(size=128, stride=4, pyramid=(1, 2, 4)),
+        components=24,
+        flip_test=True,
+        refine=True,
+        epochs=4,
+    )
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("scenes", "segmentation")
+        ws.import_data("scenes", write_mask_folder(tmp_path / "data", n=8, seed=3))
+        samples = labeled_samples(ws.store, ws.project("scenes"))
+        result = get_trainer("segmentation").train(
+            samples, template, tmp_path / "model", ws.paths.cache / "features"
+        )
+    finally:
+        ws.close()
+    metrics = result.metrics
+    assert metrics["export_agreement"] >= 0.999 and metrics["miou"] > 0.3, metrics
+    assert "held_out_miou_unrefined" in metrics and isinstance(metrics["refined"], bool)

@@ -23,6 +23,11 @@ class SegmentationTemplate:
     flip_train : the mirrored photos train too.
     flip_test : the exported model also looks at the mirrored photo and averages (twice the work).
     epochs : most passes over the rows (early stopping on held-out photos usually ends sooner).
+    components : the features are projected on their ``components`` main directions (PCA on the
+        training points, folded into the head's first layer) before the head learns: a wide feature
+        grid trains several times faster (None: no projection).
+    refine : the logits are refined at the input's full resolution by a guided filter on the photo
+        (class edges snap to the photo's edges), when that helps on the held-out photos.
     """
 
     name: str
@@ -36,6 +41,8 @@ class SegmentationTemplate:
     flip_train: bool = True
     flip_test: bool = False
     epochs: int = 25
+    components: int | None = None
+    refine: bool = False
     time_budget_s: float = 180.0
 
     @property
@@ -57,6 +64,8 @@ class SegmentationTemplate:
             "flip_train": self.flip_train,
             "flip_test": self.flip_test,
             "epochs": self.epochs,
+            "components": self.components,
+            "refine": self.refine,
             "time_budget_s": self.time_budget_s,
         }
 
