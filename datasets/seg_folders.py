@@ -131,6 +131,7 @@ def _load_values(path: Path) -> np.ndarray:
 def attach_masks(store, project, root: Path, report: ImportReport) -> int:
     """Store the mask of every sample imported from ``root``'s photo folders; returns how many."""
     names = read_classes(root)
+    numbered = not names
     for name in sorted({n for n in names.values() if n}):
         store.add_label(project, name)
     by_source = {}
@@ -147,15 +148,15 @@ def attach_masks(store, project, root: Path, report: ImportReport) -> int:
             continue
         try:
             values = _load_values(path)
-            if not names:  # no class list: every value found is a class of its own
-                for value in sorted(set(np.unique(values).tolist()) - {VOID}):
+            if numbered:  # no class list: every value found is a class of its own
+                for value in sorted(set(np.unique(values).tolist()) - {VOID} - set(names)):
                     names[value] = f"class {value}"
-                    store.add_label(project, names[value])
+                    store.add_label(project, f"class {value}")
             classes = store.labels(project)
             table = np.full(max(256, int(values.max(initial=0)) + 1), VOID, np.uint8)
-            for value, name in names.items():
-                if name is not None:
-                    table[value] = classes.index(name)
+            for value, class_name in names.items():
+                if class_name is not None:
+                    table[value] = classes.index(class_name)
             unknown |= set(np.unique(values).tolist()) - set(names) - {VOID}
             write_mask(store, sample.id, table[values])
             done += 1
