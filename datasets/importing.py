@@ -192,7 +192,9 @@ def import_path(
     if format == "zip":
         raise ValueError(f"{path} is not a zip archive")
     fmt = found.format if format == "auto" else format
-    media = found.media
+    if format == "auto" and project.target == "mask" and seg_folders.is_mask_folder(path):
+        fmt = "masks"  # a VOC folder holds boxes too: a segmentation project takes its masks
+    media = found.media if fmt != "masks" else "image"
     if fmt in _DETECTION_FORMATS:
         media = "image"
     elif fmt in ("folder", "flat", "inspection", "masks") and media is None:

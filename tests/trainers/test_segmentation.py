@@ -194,3 +194,29 @@ def test_the_accurate_options_export_the_apps_masks(tmp_path):
     metrics = result.metrics
     assert metrics["export_agreement"] >= 0.999 and metrics["miou"] > 0.3, metrics
     assert "held_out_miou_unrefined" in metrics and isinstance(metrics["refined"], bool)
+
+
+@pytest.mark.parametrize("format", ["masks", "voc"])
+def test_masks_export_and_import_back_exactly(tmp_path, format):
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("scenes", "segmentation")
+        ws.import_data("scenes", write_mask_folder(tmp_path / "data", n=4, seed=5))
+        ws.add_class("scenes", "unused")  # a class no mask shows yet travels too
+        first = ws.sample_ids("scenes")[0]
+        ws.set_sample_mask(first, None)  # a photo without a mask exports unlabeled
+        exported = ws.export_data("scenes", tmp_path / "out", format)
+        assert exported["samples"] == 4 and exported["files"] == 4 + 3 + 1
+        ws.create_project("back", "segmentation")
+        report = ws.import_data("back", tmp_path / "out")
+        assert report["format"] == "masks" and report["added"] == 4
+        assert ws.labels("back") == ws.labels("scenes")
+        masks = {ws.sample(i).content_hash: ws.sample_mask(i) for i in ws.sample_ids("scenes")}
+        for sample_id in ws.sample_ids("back"):
+            want = masks[ws.sample(sample_id).content_hash]
+            got = ws.sample_mask(sample_id)
+            assert (want is None and got is None) or np.array_equal(want, got)
+        with pytest.raises(ValueError, match="masks or voc"):
+            ws.export_data("scenes", tmp_path / "out2", "coco")
+    finally:
+        ws.close()
