@@ -21,7 +21,7 @@ from pathlib import Path
 
 from modeldesk.fileio import atomic_open, atomic_write
 
-from . import seg_folders
+from . import seg_coco, seg_folders
 from .coco import coco_document
 from .createml import createml_document
 from .cvat import cvat_document
@@ -112,9 +112,9 @@ def export_project(
     masks = project.target == "mask"
     if format == "masks" and not masks:
         raise ValueError(f"masks export is for segmentation projects; {project.name!r} is {project.task}")
-    if masks and format not in ("masks", "voc"):
+    if masks and format not in ("masks", "voc", "coco"):
         raise ValueError(
-            f"{format} export cannot hold masks; project {project.name!r} is {project.task}: use masks or voc"
+            f"{format} export cannot hold masks; project {project.name!r} is {project.task}: use masks, voc or coco"
         )
     if format in _BOX_FORMATS and not detection and not masks:
         raise ValueError(
@@ -143,8 +143,10 @@ def export_project(
         "multiclass": _multiclass,
         "masks": seg_folders.write_masks,
     }[format]
-    if format == "voc" and project.target == "mask":  # Pascal VOC's segmentation layout
+    if format == "voc" and masks:  # Pascal VOC's segmentation layout
         writer = partial(seg_folders.write_masks, voc=True)
+    if format == "coco" and masks:  # one compressed RLE per class and photo
+        writer = seg_coco.write_coco_masks
     skipped: list[dict] = []
     with _staging(out) as staging:
         samples, files = writer(

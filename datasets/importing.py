@@ -17,6 +17,7 @@ import unicodedata
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from . import (
@@ -28,6 +29,7 @@ from . import (
     folders,
     merging,
     readers,
+    seg_coco,
     seg_folders,
     textfiles,
     voc,
@@ -90,7 +92,7 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
     kind = project.kind
     inline = sample_kind(kind).inline
     what = _FORMAT_NAMES.get(fmt, fmt)
-    if fmt in _DETECTION_FORMATS and project.target != "boxes":
+    if fmt in _DETECTION_FORMATS and project.target != "boxes" and (fmt, project.target) != ("coco", "mask"):
         raise ValueError(
             f"{path} holds {what} data with boxes, but project {project.name!r} is "
             f"{project.task}: import it into a project that finds objects with boxes"
@@ -216,6 +218,8 @@ def import_path(
     _ingest(store, project, items, total, report, progress, should_stop, on_commit)
     if fmt == "masks":
         seg_folders.attach_masks(store, project, path, report)
+    if fmt == "coco" and project.target == "mask":  # polygons and RLE become the photos' masks
+        seg_coco.attach_coco_masks(store, project, path, report)
     store.assign_splits(project)
     return report
 
@@ -256,6 +260,9 @@ def _read(path: Path, fmt: str, report: ImportReport, project: Project, text_col
         return textfiles.each_file(path, textfiles.TEXT_FILE_EXTS, lambda f: textfiles.read_txt(f, report))
     if fmt == "voc":
         return voc.read_voc(path, report)
+    if fmt == "coco" and project.target == "mask":  # the photos now, their masks after they are stored
+        total, items = coco.read_coco(path, report)
+        return total, (replace(item, boxes=None, labels=[]) for item in items)
     if fmt == "coco":
         return coco.read_coco(path, report)
     if fmt == "yolo":
