@@ -31,6 +31,7 @@ from . import (
     readers,
     seg_coco,
     seg_folders,
+    seg_outlines,
     textfiles,
     voc,
     yolo,
@@ -220,6 +221,8 @@ def import_path(
         seg_folders.attach_masks(store, project, path, report)
     if fmt == "coco" and project.target == "mask":  # polygons and RLE become the photos' masks
         seg_coco.attach_coco_masks(store, project, path, report)
+    if fmt == "labelme" and project.target == "mask":  # outlines become the photos' masks
+        seg_outlines.attach_labelme_masks(store, project, path, report)
     store.assign_splits(project)
     return report
 

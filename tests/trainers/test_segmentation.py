@@ -284,3 +284,31 @@ def test_a_coco_file_with_polygons_imports_as_masks(tmp_path):
         assert ws.stats("leaves")["boxes"] == 0
     finally:
         ws.close()
+
+
+def test_labelme_outlines_import_as_masks(tmp_path):
+    import json as json_module
+
+    folder = tmp_path / "labelme"
+    folder.mkdir()
+    Image.new("RGB", (40, 30), (5, 5, 5)).save(folder / "a.jpg")
+    shapes = [
+        {"label": "leaf", "points": [[10, 5], [20, 5], [20, 15], [10, 15]], "shape_type": "polygon"},
+        {"label": "rust", "points": [[12, 7], [14, 9]], "shape_type": "rectangle"},  # over the leaf
+        {"label": "vein", "points": [[0, 0], [5, 5]], "shape_type": "line"},
+    ]
+    document = {"shapes": shapes, "imagePath": "a.jpg", "imageWidth": 40, "imageHeight": 30, "flags": {}}
+    (folder / "a.json").write_text(json_module.dumps(document), encoding="utf-8")
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("leaves", "segmentation")
+        report = ws.import_data("leaves", folder)
+        assert report["added"] == 1 and not report["failed"], report
+        assert not any("boxes around them" in w for w in report["warnings"])
+        assert ws.labels("leaves") == ["background", "leaf", "rust"]
+        mask = ws.sample_mask(ws.sample_ids("leaves")[0])
+        assert (mask == 2).sum() == 4 and (mask == 1).sum() == 96 and (mask == 0).sum() == 40 * 30 - 100
+        with pytest.raises(ValueError, match="draw no masks"):
+            ws.import_data("leaves", folder, format="cvat")
+    finally:
+        ws.close()
