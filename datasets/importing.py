@@ -93,7 +93,8 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
     kind = project.kind
     inline = sample_kind(kind).inline
     what = _FORMAT_NAMES.get(fmt, fmt)
-    if fmt in _DETECTION_FORMATS and project.target != "boxes" and (fmt, project.target) != ("coco", "mask"):
+    outlines = fmt in ("coco", "yolo") and project.target == "mask"  # polygons drawn as masks
+    if fmt in _DETECTION_FORMATS and project.target != "boxes" and not outlines:
         raise ValueError(
             f"{path} holds {what} data with boxes, but project {project.name!r} is "
             f"{project.task}: import it into a project that finds objects with boxes"
@@ -223,6 +224,8 @@ def import_path(
         seg_coco.attach_coco_masks(store, project, path, report)
     if fmt == "labelme" and project.target == "mask":  # outlines become the photos' masks
         seg_outlines.attach_labelme_masks(store, project, path, report)
+    if fmt == "yolo" and project.target == "mask":  # YOLO-seg polygons become the photos' masks
+        seg_outlines.attach_yolo_masks(store, project, path, report)
     store.assign_splits(project)
     return report
 
@@ -263,9 +266,9 @@ def _read(path: Path, fmt: str, report: ImportReport, project: Project, text_col
         return textfiles.each_file(path, textfiles.TEXT_FILE_EXTS, lambda f: textfiles.read_txt(f, report))
     if fmt == "voc":
         return voc.read_voc(path, report)
-    if fmt == "coco" and project.target == "mask":  # the photos now, their masks after they are stored
-        total, items = coco.read_coco(path, report)
-        return total, (replace(item, boxes=None, labels=[]) for item in items)
+    if fmt in ("coco", "yolo") and project.target == "mask":  # the photos now, their masks once stored
+        total, items = (coco.read_coco if fmt == "coco" else yolo.read_yolo)(path, report)
+        return total, (replace(item, boxes=None, labels=[], normalised=False) for item in items)
     if fmt == "coco":
         return coco.read_coco(path, report)
     if fmt == "yolo":

@@ -66,7 +66,12 @@ def folder_pairs(root) -> list[tuple[Path, Path]]:
         masks = next((dirs[n] for n in MASK_DIRS if n in dirs), None)
         if masks is not None:
             pairs.append((dirs["images"], masks))
-    return pairs
+    # a folder of label files (YOLO's labels/, VOC's Annotations/) holds no masks
+    return [(photos, masks) for photos, masks in pairs if _has_image(masks)]
+
+
+def _has_image(folder: Path) -> bool:
+    return any(media_kind(p.suffix.lower()) == "image" for p in iter_files(folder))
 
 
 def is_mask_folder(root) -> bool:

@@ -1,5 +1,5 @@
-"""LabelMe outlines as a segmentation project's masks: each photo's polygons, rectangles and circles
-painted in their file's order (a later shape covers an earlier one), a pixel taken when its centre is
+"""LabelMe and YOLO-seg outlines as a segmentation project's masks: each photo's polygons (LabelMe's
+rectangles and circles too; a YOLO line of 4 numbers is a box) painted in their file's order (a later shape covers an earlier one), a pixel taken when its centre is
 inside the shape (``seg_coco.polygon_mask``). Pixels no shape covers are ``_background_`` in LabelMe's
 own convention (``labelme2voc``); here they are the class ``background``. Lines and points outline
 nothing and are left out.
@@ -81,4 +81,63 @@ def attach_labelme_masks(store, project, root: Path, report: ImportReport) -> in
     return done
 
 
-__all__ = ["attach_labelme_masks", "shape_mask"]
+def yolo_polygons(path: Path, names: dict, width: int, height: int) -> list[tuple[str, list[float]]]:
+    """(class, polygon in pixels) of every line of a YOLO-seg label file (``class x1 y1 x2 y2 ...``,
+    normalised; a line of 4 numbers is a box ``cx cy w h``, painted as its rectangle)."""
+    shapes = []
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            cls, values = int(parts[0]), [float(v) for v in parts[1:]]
+        except ValueError:
+            raise ValueError(f"line {number} is not 'class x1 y1 x2 y2 ...'") from None
+        if cls not in names:
+            raise ValueError(f"line {number}: class {cls} is not in the {len(names)} class names")
+        if len(values) == 4:
+            cx, cy, w, h = values
+            values = [
+                cx - w / 2,
+                cy - h / 2,
+                cx + w / 2,
+                cy - h / 2,
+                cx + w / 2,
+                cy + h / 2,
+                cx - w / 2,
+                cy + h / 2,
+            ]
+        if len(values) < 6 or len(values) % 2:
+            raise ValueError(f"line {number} has {len(values)} coordinates: a polygon needs 3 points or more")
+        pixels = [v * (width if k % 2 == 0 else height) for k, v in enumerate(values)]
+        shapes.append((names[cls], pixels))
+    return shapes
+
+
+def attach_yolo_masks(store, project, root: Path, report: ImportReport) -> int:
+    """Store the masks the YOLO-seg label files under ``root`` outline for the samples imported with them."""
+    from .yolo import _label_file, _Layout
+
+    names = _Layout(root).names or {}
+    store.add_label(project, BACKGROUND)
+    for name in names.values():
+        store.add_label(project, name)
+    classes = store.labels(project)
+    done = 0
+    for sample in store.samples(project):
+        image = root / sample.source
+        label_path = _label_file(image, root) if image.is_file() else None
+        if label_path is None:
+            continue
+        try:
+            mask = np.full((sample.height, sample.width), classes.index(BACKGROUND), np.uint8)
+            for label, polygon in yolo_polygons(label_path, names, sample.width, sample.height):
+                mask[polygon_mask([polygon], sample.height, sample.width)] = classes.index(label)
+            write_mask(store, sample.id, mask)
+            done += 1
+        except (OSError, ValueError, MaskError) as exc:
+            report.fail(sample.source, f"label file {label_path.name}: {exc}")
+    return done
+
+
+__all__ = ["attach_labelme_masks", "attach_yolo_masks", "shape_mask", "yolo_polygons"]

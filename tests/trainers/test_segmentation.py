@@ -312,3 +312,27 @@ def test_labelme_outlines_import_as_masks(tmp_path):
             ws.import_data("leaves", folder, format="cvat")
     finally:
         ws.close()
+
+
+def test_yolo_seg_polygons_import_as_masks(tmp_path):
+    folder = tmp_path / "yolo"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    Image.new("RGB", (40, 20), (5, 5, 5)).save(folder / "images" / "a.jpg")
+    (folder / "classes.txt").write_text("scratch\npit\n", encoding="utf-8")
+    # a scratch polygon over x 10..20, y 5..15 (pixels), and a pit as a box line (cx cy w h)
+    (folder / "labels" / "a.txt").write_text(
+        "0 0.25 0.25 0.5 0.25 0.5 0.75 0.25 0.75\n1 0.8 0.5 0.1 0.2\n", encoding="utf-8"
+    )
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("parts", "segmentation")
+        report = ws.import_data("parts", folder)
+        assert report["added"] == 1 and not report["failed"], report
+        assert ws.labels("parts") == ["background", "pit", "scratch"]
+        mask = ws.sample_mask(ws.sample_ids("parts")[0])
+        assert (mask == 2).sum() == 100 and (mask[5:15, 10:20] == 2).all()
+        assert (mask == 1).sum() == 4 * 4 and (mask[8:12, 30:34] == 1).all()
+        assert ws.stats("parts")["boxes"] == 0
+    finally:
+        ws.close()
