@@ -84,8 +84,76 @@ def _reverse_width(source: str, out: str, prefix: str, inits: list) -> onnx.Node
     return helper.make_node("Slice", [source, *names], [out], name=out)
 
 
-def tail_nodes(prefix: str = "segtail/") -> tuple[list, list]:
-    """``seg_logits`` + ``image_size`` -> ``mask`` (N, H, W) uint8 at the photo's size, ``class_scores``."""
+REFINED = "seg_refined"
+#: the guided filter's window radius (input pixels) and regularisation (squared units of the input's
+#: normalised brightness, which spans about -1..1)
+REFINE_RADIUS = 4
+REFINE_EPS = 0.01
+
+
+def refine_nodes(neck: SegNeck, image: str, prefix: str = "segref/") -> tuple[list, list]:
+    """``seg_logits`` -> ``seg_refined`` (N, C, S, S): the class probabilities at the input's full
+    resolution, guided-filtered (He et al.) on the photo's brightness so that class edges follow the
+    photo's edges; ``image`` is the (N, 3, S, S) input."""
+    nodes, inits = [], []
+
+    def const(name, value, dtype=np.float32):
+        inits.append(numpy_helper.from_array(np.asarray(value, dtype), prefix + name))
+        return prefix + name
+
+    def node(op, inputs, name, **attrs):
+        nodes.append(helper.make_node(op, inputs, [prefix + name], name=prefix + name, **attrs))
+        return prefix + name
+
+    k = 2 * REFINE_RADIUS + 1
+
+    def box(source, name):
+        return node(
+            "AveragePool",
+            [source],
+            name,
+            kernel_shape=[k, k],
+            pads=[REFINE_RADIUS] * 4,
+            strides=[1, 1],
+            count_include_pad=0,
+        )
+
+    factor = float(neck.stride)
+    up = node(
+        "Resize",
+        [LOGITS, "", const("scales", [1, 1, factor, factor])],
+        "up",
+        mode="linear",
+        coordinate_transformation_mode="half_pixel",
+    )
+    p = node("Softmax", [up], "p", axis=1)
+    guide = node("ReduceMean", [image], "guide", axes=[1], keepdims=1)
+    mean_i = box(guide, "mean_i")
+    var_i = node(
+        "Sub",
+        [box(node("Mul", [guide, guide], "ii"), "mean_ii"), node("Mul", [mean_i, mean_i], "mi2")],
+        "var_i",
+    )
+    mean_p = box(p, "mean_p")
+    cov = node(
+        "Sub", [box(node("Mul", [guide, p], "ip"), "mean_ip"), node("Mul", [mean_i, mean_p], "mimp")], "cov"
+    )
+    a = node("Div", [cov, node("Add", [var_i, const("eps", REFINE_EPS)], "var_eps")], "a")
+    b = node("Sub", [mean_p, node("Mul", [a, mean_i], "a_mi")], "b")
+    nodes.append(
+        helper.make_node(
+            "Add",
+            [node("Mul", [box(a, "mean_a"), guide], "qa"), box(b, "mean_b")],
+            [REFINED],
+            name=prefix + "q",
+        )
+    )
+    return nodes, inits
+
+
+def tail_nodes(source: str = LOGITS, prefix: str = "segtail/") -> tuple[list, list]:
+    """``source`` (class logits or probabilities, any grid) + ``image_size`` -> ``mask`` (N, H, W)
+    uint8 at the photo's size; ``seg_logits`` -> ``class_scores``."""
     nodes, inits = [], []
 
     def const(name, value, dtype=np.float32):
@@ -124,7 +192,7 @@ def tail_nodes(prefix: str = "segtail/") -> tuple[list, list]:
     )
     up = node(
         "Resize",
-        [LOGITS, "", "", node("Concat", [batch_classes, inner], "inner_sizes", axis=0)],
+        [source, "", "", node("Concat", [batch_classes, inner], "inner_sizes", axis=0)],
         "up",
         mode="linear",
         coordinate_transformation_mode="half_pixel",
@@ -173,18 +241,34 @@ def _finish(graph) -> onnx.ModelProto:
     return model
 
 
-def tail_model(n_classes: int, grid: int) -> onnx.ModelProto:
-    """``seg_logits`` (N, C, G, G) + ``image_size`` (N, 2) -> ``mask`` and ``class_scores`` (training's path)."""
-    nodes, inits = tail_nodes()
+IMAGE = "image"
+
+
+def tail_model(n_classes: int, neck: SegNeck, *, refine: bool = False) -> onnx.ModelProto:
+    """``seg_logits`` (N, C, G, G) + ``image_size`` (N, 2) (+ ``image`` when refining) -> ``mask`` and
+    ``class_scores``: the graph's last part alone (training's path)."""
+    nodes, inits = refine_nodes(neck, IMAGE) if refine else ([], [])
+    t_nodes, t_inits = tail_nodes(REFINED if refine else LOGITS)
+    nodes, inits = nodes + t_nodes, inits + t_inits
+    grid = neck.grid
     inputs = [
         helper.make_tensor_value_info(LOGITS, TensorProto.FLOAT, ["N", n_classes, grid, grid]),
         helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2]),
     ]
+    if refine:
+        inputs.append(helper.make_tensor_value_info(IMAGE, TensorProto.FLOAT, ["N", 3, neck.size, neck.size]))
     return _finish(helper.make_graph(nodes, "segmentation_tail", inputs, _outputs(n_classes, grid), inits))
 
 
 def build_segmentation_graph(
-    backbone: Backbone, neck: SegNeck, layers, n_classes: int, graph_dir, *, flip: bool = False
+    backbone: Backbone,
+    neck: SegNeck,
+    layers,
+    n_classes: int,
+    graph_dir,
+    *,
+    flip: bool = False,
+    refine: bool = False,
 ) -> onnx.ModelProto:
     """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> ``mask``, ``class_scores``."""
     model = backbone.load_onnx(graph_dir)
@@ -215,7 +299,11 @@ def build_segmentation_graph(
         graph.node.append(
             helper.make_node("Mul", ["segflip/sum", "segflip/half"], [LOGITS], name="segflip/mean")
         )
-    t_nodes, t_inits = tail_nodes()
+    if refine:
+        r_nodes, r_inits = refine_nodes(neck, name)
+        graph.node.extend(r_nodes)
+        inits += r_inits
+    t_nodes, t_inits = tail_nodes(REFINED if refine else LOGITS)
     graph.node.extend(t_nodes)
     graph.initializer.extend(inits + t_inits)
     graph.input.append(helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2]))

@@ -22,7 +22,7 @@ import numpy as np
 
 from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
-from modeldesk.deploy.preprocess import ImageDecodeError, image_size
+from modeldesk.deploy.preprocess import ImageDecodeError, image_size, preprocess_image
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
 from modeldesk.trainers.backbones import get_backbone
@@ -32,9 +32,10 @@ from modeldesk.trainers.features import plan_feature_extraction
 from modeldesk.trainers.heads.linear import LogisticRegressionHead
 from modeldesk.trainers.heads.mlp import MLPHead
 from modeldesk.trainers.progress import stage_reporter
-from modeldesk.trainers.segmentation.evaluation import confusion, evaluate_segmentation, mean_iou
+from modeldesk.trainers.segmentation.evaluation import confusion, evaluate_segmentation, mean_iou, truth_mask
 from modeldesk.trainers.segmentation.features import FeatureGrid, extract_maps, label_grid
 from modeldesk.trainers.segmentation.graph import (
+    IMAGE,
     LOGITS,
     MASK_OUTPUT,
     SCORES_OUTPUT,
@@ -99,6 +100,31 @@ def split_roles(samples) -> tuple[list, list, list, list[str]]:
     return train, val, test, warnings
 
 
+def principal_directions(X: np.ndarray, k: int, sample: int = 20_000) -> tuple[np.ndarray, np.ndarray]:
+    """(mean (D,), directions (D, k)): the ``k`` main directions of the rows of ``X`` (PCA)."""
+    rows = X[np.linspace(0, len(X) - 1, min(sample, len(X))).astype(np.int64)].astype(np.float64)
+    mean = rows.mean(axis=0)
+    values, vectors = np.linalg.eigh(np.cov(rows - mean, rowvar=False))
+    return mean.astype(np.float32), np.ascontiguousarray(vectors[:, ::-1][:, :k], np.float32)
+
+
+def project(X: np.ndarray, projection) -> np.ndarray:
+    mean, directions = projection
+    out = np.empty((len(X), directions.shape[1]), np.float32)
+    for start in range(0, len(X), 8192):
+        out[start : start + 8192] = (X[start : start + 8192] - mean) @ directions
+    return out
+
+
+def fold_projection(layers: list, projection) -> list:
+    """The head's layers with the projection folded into the first: ``(x - m) P W + b = x (P W) + (b - m P W)``."""
+    if projection is None:
+        return layers
+    mean, directions = (np.asarray(a, np.float64) for a in projection)
+    W, b = layers[0]
+    return [(directions @ W, b - (mean @ directions) @ W), *layers[1:]]
+
+
 class SegmentationTrainer(TaskTrainer):
     """The segmentation task's trainer (see ``trainers.tasks.Trainer``)."""
 
@@ -156,7 +182,8 @@ class SegmentationTrainer(TaskTrainer):
     def _fit_seconds(template, backbone, n_photos: int) -> float:
         rows = min(template.rows, n_photos * template.neck.grid**2)
         width = template.hidden or len(backbone.outputs)
-        return rows * template.neck.dim(backbone) * width * 6 * template.epochs / FLOPS
+        dim = min(template.neck.dim(backbone), template.components or 10**9)
+        return rows * dim * width * 6 * template.epochs / FLOPS
 
     def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
         return evaluate_segmentation(artifact_path, samples, progress=progress)
@@ -240,6 +267,11 @@ class SegmentationTrainer(TaskTrainer):
             keep = np.isin(y_val, np.unique(y))  # a class the training rows lack cannot be scored
             X_val, y_val = (X_val[keep], y_val[keep]) if keep.any() else (None, None)
         report("Learning the classes of pixels", 0.6)
+        projection = None
+        if template.components and template.components < X.shape[1]:
+            projection = principal_directions(X, template.components)
+            X = project(X, projection)
+            X_val = None if X_val is None else project(X_val, projection)
         spent = time.monotonic() - started
         epoch_s = self._fit_seconds(template, backbone, len(train)) / template.epochs
         epochs = int(max(3, min(template.epochs, (0.85 * budget - spent) / max(epoch_s, 1e-6))))
@@ -259,35 +291,53 @@ class SegmentationTrainer(TaskTrainer):
         head.fit(X, y, X_val, y_val)
         if template.hidden and head.n_iter_ >= epochs and epochs < template.epochs:
             warnings.append(f"the time budget allowed {epochs} of {template.epochs} passes over the points")
-        layers = head_layers(head, len(classes))
+        layers = fold_projection(head_layers(head, len(classes)), projection)
         del X, X_val
 
-        report("Exporting", 0.8)
-        model = prune_unused(
-            build_segmentation_graph(
-                backbone, neck, layers, len(classes), cache.root / "graphs", flip=template.flip_test
+        report("Checking on the held-out photos", 0.75)
+        tails = {
+            refine: create_session(
+                tail_model(len(classes), neck, refine=refine).SerializeToString(), device="cpu"
             )
-        )
-        tail = create_session(tail_model(len(classes), neck.grid).SerializeToString(), device="cpu")
+            for refine in ((False, True) if template.refine else (False,))
+        }
 
-        def app_mask(sample):
+        def app_mask(sample, refine):
             """The mask the training path gives: cached maps -> neck -> head -> the graph's tail."""
             logits = head_logits(layers, features(sample)[None])
             if template.flip_test:
                 mirrored = head_logits(layers, features(sample, "hflip")[None])[..., ::-1]
                 logits = 0.5 * (logits + mirrored)
             width, height = image_size(sample.path)
-            size = np.array([[width, height]], np.float32)
-            return tail.run(
-                [MASK_OUTPUT], {LOGITS: np.ascontiguousarray(logits, np.float32), SIZE_INPUT: size}
-            )[0][0]
+            feeds = {
+                LOGITS: np.ascontiguousarray(logits, np.float32),
+                SIZE_INPUT: np.array([[width, height]], np.float32),
+            }
+            if refine:
+                feeds[IMAGE] = preprocess_image(sample.path, neck.spec)[None]
+            return tails[refine].run([MASK_OUTPUT], feeds)[0][0]
 
-        held_miou = None
+        held_scores = {}
         if held:
-            from modeldesk.trainers.segmentation.evaluation import truth_mask
+            truths = [truth_mask(s, classes) for s in held]
+            for refine in tails:
+                total = sum(confusion(t, app_mask(s, refine), len(classes)) for s, t in zip(held, truths))
+                held_scores[refine] = round(mean_iou(total), 4)
+        refine = bool(held_scores) and held_scores.get(True, -1.0) > held_scores[False]
+        held_miou = held_scores.get(refine)
 
-            total = sum(confusion(truth_mask(s, classes), app_mask(s), len(classes)) for s in held)
-            held_miou = round(mean_iou(total), 4)
+        report("Exporting", 0.8)
+        model = prune_unused(
+            build_segmentation_graph(
+                backbone,
+                neck,
+                layers,
+                len(classes),
+                cache.root / "graphs",
+                flip=template.flip_test,
+                refine=refine,
+            )
+        )
         card = {
             "id": model_id or new_model_id(),
             "task": template.task,
@@ -302,6 +352,7 @@ class SegmentationTrainer(TaskTrainer):
             "scores_output": SCORES_OUTPUT,
             "grid": neck.grid,
             "flip_test": template.flip_test,
+            "refined": refine,
             "versions": versions(),
             "warnings": warnings,
             "metrics": {},
@@ -320,11 +371,16 @@ class SegmentationTrainer(TaskTrainer):
             else ("val" if any(s.split == "val" for s in test) else "train")
         )
         metrics["held_out_miou"] = held_miou
+        metrics["refined"] = refine
+        if len(held_scores) > 1:
+            metrics["held_out_miou_unrefined"] = held_scores[False]
         # the app's masks against the exported graph's, on a few test photos
         from modeldesk.deploy import Predictor
 
         predictor = Predictor(artifact_dir, device="cpu")
-        agree = [float(np.mean(app_mask(s) == predictor.predict([s.path])[0]["mask"])) for s in test[:3]]
+        agree = [
+            float(np.mean(app_mask(s, refine) == predictor.predict([s.path])[0]["mask"])) for s in test[:3]
+        ]
         metrics["export_agreement"] = round(min(agree), 6) if agree else None
         if agree and min(agree) < PARITY_AGREEMENT:
             warnings.append(
