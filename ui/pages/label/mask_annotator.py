@@ -1,0 +1,135 @@
+"""The annotator for target ``mask`` (segmentation): a class for every pixel of a photo, painted
+with the tools of :mod:`.mask_editor` on the labeling canvas.
+
+A value is an ``H x W`` uint8 array at the photo's size: the index of the pixel's class in the
+project's class list (sorted by name, as the Label page lists them), 255 where not labeled. It is
+read with ``Workspace.sample_mask`` on the page's worker thread and written, after each finished
+edit, through the page's usual write. Undo and redo are the editor's (per photo, changed
+rectangles only), so large photos do not pile whole masks up in memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QObject
+
+from ...wording import plural
+from .annotators import Annotator
+from .mask_editor import MaskEditor
+from .mask_ops import UNLABELED
+from .mask_tools import MaskTools
+
+
+class MaskAnnotator(Annotator):
+    """Paint classes on a photo: brush, eraser, polygon, fill and the assist; keys pick the class."""
+
+    target = "mask"
+    hint = "Press a class's key (or click it), then paint it on the photo with the tools above."
+    keys = (
+        "the key next to a class picks it · B, E, P, F, A pick a tool · [ ] brush size · "
+        "wheel zooms, right-drag moves the photo · Ctrl+Shift+Z redo"
+    )
+    clear_text = "Clear mask"
+    takes_suggestions = False
+    noun = "photo"
+    history = True
+
+    def __init__(self, view, parent: QObject | None = None):
+        super().__init__(view, parent)
+        self.canvas = view.canvas  # masks need a view that draws them (images)
+        self.editor = MaskEditor(self.canvas, self)
+        self.tools = MaskTools(self.editor)
+        self.editor.edited.connect(self._edited)
+        self.labels: list[str] = []
+        self.current = ""
+        self._active = False
+
+    def _edited(self, mask: np.ndarray) -> None:
+        if self._active:
+            self.edited.emit(mask)
+
+    # -- life on the page -------------------------------------------------------------------------
+
+    def activate(self, labels: list[str]) -> None:
+        self._active = True
+        self._set_labels(labels)
+        self.editor.activate()
+
+    def deactivate(self) -> None:
+        self._active = False
+        self.editor.deactivate()
+
+    def load(self, ws, sample) -> None:
+        """Worker thread: read the sample's saved mask (None when it has none yet)."""
+        sample.mask = ws.sample_mask(sample.id)
+
+    def show(self, sample, labels: list[str]) -> None:
+        self._set_labels(labels)
+        self.editor.set_mask(self._mask(sample), len(self.labels))
+        sample.labels = self.names(getattr(sample, "mask", None))
+
+    def _set_labels(self, labels: list[str]) -> None:
+        self.labels = list(labels)
+        if self.current not in self.labels:
+            self.current = self.labels[0] if self.labels else ""
+        index = self.labels.index(self.current) if self.current else 0
+        self.editor.set_class(index, len(self.labels))
+        self.tools.set_class_name(self.current)
+
+    def _mask(self, sample) -> np.ndarray | None:
+        mask = getattr(sample, "mask", None)
+        if mask is not None:
+            return mask
+        width, height = sample.width, sample.height
+        if not (width and height):
+            bounds = self.canvas.bounds
+            width, height = int(bounds.width()), int(bounds.height())
+        return np.full((height, width), UNLABELED, np.uint8) if width and height else None
+
+    def undo(self) -> bool:
+        return self.editor.undo()
+
+    def redo(self) -> bool:
+        return self.editor.redo()
+
+    # -- values ---------------------------------------------------------------------------------------
+
+    def value(self, sample):
+        return getattr(sample, "mask", None)
+
+    def names(self, value) -> list[str]:
+        if value is None:
+            return []
+        present = np.flatnonzero(np.bincount(value.ravel(), minlength=256)[: len(self.labels)])
+        return [self.labels[index] for index in present]
+
+    def set_local(self, sample, value) -> None:
+        sample.mask = value
+        sample.labels = self.names(value)
+        shown = self.editor.mask
+        if value is None:
+            value = self._mask(sample)
+        if shown is not None and value is not None and not np.array_equal(shown, value):
+            self.editor.replace(value)  # Clear: the editor did not draw it
+
+    def cleared(self):
+        shown = self.editor.mask
+        return None if shown is None else np.full_like(shown, UNLABELED)
+
+    def choose(self, sample, label: str):
+        self.current = label
+        self._set_labels(self.labels)
+        return None
+
+    def advances(self) -> bool:
+        return False
+
+    def checked(self, sample) -> set[str]:
+        return {self.current} if self.current else set()
+
+    def describe(self, sample) -> str:
+        mask = getattr(sample, "mask", None)
+        if mask is None or not (mask != UNLABELED).any():
+            return "nothing painted yet"
+        share = float(np.mean(mask != UNLABELED))
+        return f"{share:.0%} painted, {plural(len(self.names(mask)), 'class', 'classes')}"
