@@ -350,7 +350,9 @@ class MaskEditor(QObject):
                 self.paint(self._stroke[0], point)
         elif self.tool == "polygon" and self._polygon:
             self.draft.show_polygon(self._polygon, point)
-        elif self.tool == "assist" and self._press is not None and self._dragged(event.position()):
+        elif (
+            self.tool == "assist" and self._press is not None and self._dragged(self._press, event.position())
+        ):
             self.draft.show_box(self.canvas.mapToScene(self._press.toPoint()), point)
             self.draft.show()
         return True
@@ -368,7 +370,7 @@ class MaskEditor(QObject):
         elif self._press is not None:
             press, self._press = self._press, None
             self.draft.clear()
-            if self._dragged(event.position()):
+            if self._dragged(press, event.position()):
                 self.assist_box(self.canvas.mapToScene(press.toPoint()), self._scene(event))
             else:
                 self.assist_click(self._scene(event))
@@ -404,8 +406,9 @@ class MaskEditor(QObject):
         first = QPointF(self.canvas.mapFromScene(self._polygon[0]))
         return math.dist((first.x(), first.y()), (position.x(), position.y())) <= CLOSE_DISTANCE
 
-    def _dragged(self, position: QPointF) -> bool:
-        delta = position - self._press
+    @staticmethod
+    def _dragged(press: QPointF, position: QPointF) -> bool:
+        delta = position - press
         return abs(delta.x()) + abs(delta.y()) > DRAG_DISTANCE
 
     def _drop_drafts(self) -> None:
