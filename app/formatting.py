@@ -6,6 +6,7 @@ from collections import Counter
 
 from modeldesk.app.anomaly_formatting import anomaly_metrics_text
 from modeldesk.app.progress import format_seconds
+from modeldesk.app.seg_formatting import seg_headline, seg_metrics_text
 
 SHOWN_FAILURES = 20  # files named one per line; the rest are counted by reason
 
@@ -104,6 +105,8 @@ def metrics_text(metrics) -> str:
         return detection_metrics_text(metrics)
     if "auroc" in metrics:
         return anomaly_metrics_text(metrics)
+    if "miou" in metrics:
+        return seg_metrics_text(metrics)
     lines = [
         f"accuracy {metrics['accuracy']:.1%}, macro-F1 {metrics['macro_f1']:.3f} "
         f"on {metrics.get('n', '?')} samples"
@@ -175,6 +178,8 @@ def train_text(result) -> str:
         if "map50" in metrics
         else anomaly_metrics_text(metrics)
         if "auroc" in metrics
+        else seg_headline(metrics)
+        if "miou" in metrics
         else f"accuracy {metrics.get('accuracy', 0):.1%}, macro-F1 {metrics.get('macro_f1', 0):.3f} "
         f"on {metrics.get('n', '?')} held-out samples"
     )

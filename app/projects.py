@@ -99,15 +99,18 @@ class ProjectCalls:
         return self.store.get_sample(int(sample_id))
 
     def annotate(self, sample_id: int, target: str, value) -> None:
-        """Write a sample's annotation: ``label`` (a name or None), ``tags`` (names) or ``boxes``."""
+        """Write a sample's annotation: ``label`` (a name or None), ``tags`` (names), ``boxes`` or ``mask``
+        (an (H, W) uint8 array, see :meth:`set_sample_mask`)."""
         if target == "label":
             self.store.set_label(int(sample_id), value)
         elif target == "tags":
             self.store.set_tags(int(sample_id), list(value or ()))
         elif target == "boxes":
             self.store.set_boxes(int(sample_id), _box_records(value or ()))
+        elif target == "mask":
+            self.set_sample_mask(int(sample_id), value)
         else:
-            raise ValueError(f"unknown annotation target {target!r}; use label, tags or boxes")
+            raise ValueError(f"unknown annotation target {target!r}; use label, tags, boxes or mask")
 
     def add_text(self, project, text: str, label: str = "") -> dict:
         """Add one typed or pasted text (with its class, or unlabeled) to a text project; the import

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from modeldesk.app import pipeline
 from modeldesk.app.logs import fallback_log_file, setup_logging
+from modeldesk.app.masks import MaskCalls
 from modeldesk.app.paths import default_workspace
 from modeldesk.app.projects import ProjectCalls
 from modeldesk.app.recovery import open_paths, start_cleanup
@@ -31,7 +32,7 @@ TRAINING_TARGET = "modeldesk.app.training_job:run_training"
 APP_JOB_KINDS = {"train": TRAINING_TARGET}
 
 
-class Workspace(ProjectCalls, TrainingCalls, ServingCalls):
+class Workspace(ProjectCalls, MaskCalls, TrainingCalls, ServingCalls):
     """One workspace folder: the data store, the models, the caches and the job queue.
 
     A thin facade: the calls on projects and samples are ``app/projects.py``'s, on training runs

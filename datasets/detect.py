@@ -29,6 +29,7 @@ FORMATS = (
     "txt",
     "zip",
     "inspection",
+    "masks",
 )
 _IGNORED_NAMES = {"thumbs.db", "desktop.ini", "__macosx"}
 _TEXT_TABLE_EXTS = {".csv", ".tsv"}
@@ -239,6 +240,10 @@ def scan(path) -> Scan:
 
         if is_inspection_folder(path):  # good/ + defect/<kind>/ (+ masks/): anomaly detection's layout
             return Scan("inspection", "image", path)
+        from .seg_folders import is_mask_folder
+
+        if is_mask_folder(path):  # train/ + trainannot/, images/ + masks/: segmentation's layout
+            return Scan("masks", "image", path)
     if sub_media:
         return Scan("folder", media, path)
     if root_media:

@@ -28,6 +28,7 @@ from . import (
     folders,
     merging,
     readers,
+    seg_folders,
     textfiles,
     voc,
     yolo,
@@ -62,6 +63,7 @@ RESERVE_BYTES = 1 << 20  # free space media files never take: the database must 
 _FORMAT_NAMES = {
     "folder": "folder-per-class",
     "inspection": "good/defect folders",
+    "masks": "photos with masks",
     "flat": "unlabeled files",
     "voc": "Pascal VOC",
     "coco": "COCO",
@@ -92,6 +94,11 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
         raise ValueError(
             f"{path} holds {what} data with boxes, but project {project.name!r} is "
             f"{project.task}: import it into a project that finds objects with boxes"
+        )
+    if fmt == "masks" and project.target != "mask":
+        raise ValueError(
+            f"{path} holds photos with masks (a class per pixel), but project {project.name!r} is "
+            f"{project.task}: import it into a segmentation project"
         )
     if fmt == "csv":
         if media is None and not inline:
@@ -188,7 +195,7 @@ def import_path(
     media = found.media
     if fmt in _DETECTION_FORMATS:
         media = "image"
-    elif fmt in ("folder", "flat", "inspection") and media is None:
+    elif fmt in ("folder", "flat", "inspection", "masks") and media is None:
         raise ValueError(f"no supported files found in {path}")
     nested = format == "auto" and fmt == "folder" and project.target == "boxes"
     if nested:  # sub-folders of photos to label with boxes: their names are not classes
@@ -205,6 +212,8 @@ def import_path(
     if total == 0:
         raise ValueError(f"no supported files found in {path}")
     _ingest(store, project, items, total, report, progress, should_stop, on_commit)
+    if fmt == "masks":
+        seg_folders.attach_masks(store, project, path, report)
     store.assign_splits(project)
     return report
 
@@ -231,6 +240,8 @@ def _read(path: Path, fmt: str, report: ImportReport, project: Project, text_col
         return folders.read_class_folders(path, report, kind)
     if fmt == "inspection":
         return anomaly_folders.read_inspection_folder(path, report, kind)
+    if fmt == "masks":
+        return seg_folders.read_mask_folders(path, report, kind)
     if fmt == "flat":
         return folders.read_flat(path, report, kind)
     if fmt == "jsonl":

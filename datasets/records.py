@@ -14,8 +14,8 @@ from .kinds import SAMPLE_KINDS
 
 #: What a sample is (the registered sample kinds, ``datasets/kinds/``).
 KINDS = tuple(SAMPLE_KINDS)
-#: What a sample's annotation is: one class label, a set of tags, or labeled boxes.
-TARGETS = ("label", "tags", "boxes")
+#: What a sample's annotation is: one class label, a set of tags, labeled boxes, or a class per pixel.
+TARGETS = ("label", "tags", "boxes", "mask")
 
 SPLITS = ("train", "val", "test")
 

@@ -6,6 +6,7 @@ version ``i`` to ``i + 1``; a new version appends a step and never edits an old 
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 _V1 = """
@@ -82,8 +83,38 @@ UPDATE projects SET target = 'tags' WHERE task = 'image-multilabel';
 UPDATE projects SET target = 'boxes' WHERE task = 'object-detection';
 """
 
-#: One SQL script per version step, applied in order inside one transaction each.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+
+def _v3_open_kinds(conn: sqlite3.Connection) -> None:
+    """Drop the CHECKs that pin ``projects.kind``/``target`` and ``samples.kind`` to the first values.
+
+    New tasks bring new targets (``mask``) and input kinds, which ``Store`` checks against the
+    registered ``KINDS``/``TARGETS``; SQLite cannot alter a CHECK, and rebuilding ``projects`` would
+    cascade-delete every row under it, so the stored schema text is edited in place: SQLite's own
+    procedure for removing CHECK constraints (sqlite.org/lang_altertable.html), which leaves the file's
+    content untouched. The schema cookie is bumped so every connection re-reads it.
+    """
+    cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute("PRAGMA writable_schema=ON")
+    try:
+        for table in ("projects", "samples"):
+            (sql,) = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+            opened = _KIND_CHECK.sub("", sql)
+            if opened != sql:
+                conn.execute(
+                    "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", (opened, table)
+                )
+        conn.execute(f"PRAGMA schema_version = {int(cookie) + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema=OFF")
+
+
+_KIND_CHECK = re.compile(r"\s*CHECK\s*\(\s*(?:kind|target)\s+IN\s*\([^)]*\)\s*\)", re.IGNORECASE)
+
+#: One SQL script (or a function of the connection) per version step, applied in order inside one
+#: transaction each.
+MIGRATIONS: tuple = (_V1, _V2, _v3_open_kinds)
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -106,8 +137,11 @@ def migrate(conn: sqlite3.Connection) -> int:
             if conn.execute("PRAGMA user_version").fetchone()[0] != step:
                 conn.execute("ROLLBACK")
                 continue
-            for statement in _statements(MIGRATIONS[step]):
-                conn.execute(statement)
+            if callable(MIGRATIONS[step]):
+                MIGRATIONS[step](conn)
+            else:
+                for statement in _statements(MIGRATIONS[step]):
+                    conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {step + 1}")
             conn.execute("COMMIT")
         except BaseException:

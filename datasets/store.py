@@ -267,6 +267,12 @@ class Store:
         )
         return [row[0] for row in rows]
 
+    def label_ids(self, project) -> dict[str, int]:
+        """Label name -> its row id (stable across renames: what stored masks refer to)."""
+        project = self.get_project(project)
+        rows = self._conn().execute("SELECT name, id FROM labels WHERE project_id = ?", (project.id,))
+        return dict(rows.fetchall())
+
     def add_label(self, project, name: str) -> None:
         """Add a label (no-op if it exists)."""
         project = self.get_project(project)

@@ -30,6 +30,7 @@ OUTPUT_KINDS = {
     "tags": ".outputs:TagsOutput",
     "boxes": ".boxes_output:BoxesOutput",
     "anomaly": ".anomaly_output:AnomalyOutput",
+    "mask": ".mask_output:MaskOutput",
 }
 
 

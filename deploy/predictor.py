@@ -125,12 +125,12 @@ class Predictor:
     def run_items(self, items: list) -> list[dict]:
         """Predictions for prepared items, in batches of ``batch_size`` (the second half)."""
         results: list[dict] = []
-        for start in range(0, len(items), self.batch_size):
+        step = 1 if getattr(self.output, "one_per_run", False) else self.batch_size  # masks: a photo's size
+        for start in range(0, len(items), step):
             results.extend(
                 self.output.format(
                     self.session.run(
-                        self.output.names,
-                        self.input.feeds(items[start : start + self.batch_size], self.input_name),
+                        self.output.names, self.input.feeds(items[start : start + step], self.input_name)
                     )
                 )
             )

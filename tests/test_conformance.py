@@ -98,6 +98,20 @@ def _inspection(folder: Path) -> tuple[Path, list[Path]]:
     return folder, probes
 
 
+def _masks(folder: Path) -> tuple[Path, list[Path]]:
+    """Scenes with a disk and a bar, ``images/`` + ``masks/`` + ``classes.txt``; two new scenes to probe."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "segmentation_data", Path(__file__).parent / "trainers" / "segmentation_data.py"
+    )
+    data = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(data)
+    data.write_mask_folder(folder, n=10, seed=1)
+    data.write_mask_folder(folder.parent / "probes", n=2, seed=2)
+    return folder, sorted((folder.parent / "probes" / "images").iterdir())
+
+
 #: task -> maker, for a task whose data is not what its (input kind, target) pair usually means
 TASK_MAKERS = {"anomaly-detection": _inspection}
 #: (input kind, target) -> folder -> (what to import, files to ask the model about)
@@ -107,6 +121,7 @@ MAKERS = {
     ("image", "boxes"): _boxes,
     ("text", "label"): _texts,
     ("audio", "label"): _clips,
+    ("image", "mask"): _masks,
 }
 
 TASKS = [task for task in list_tasks() if task.trainable]

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+from modeldesk.datasets.masks import MaskRef
 from modeldesk.datasets.records import Box
 
 SPLITS = ("train", "val", "test")
 
-#: A label (``str``), a set of tags (``tuple[str, ...]``) or boxes (``tuple[Box, ...]``); None: unlabeled.
-Target = Union[str, "tuple[str, ...]", "tuple[Box, ...]", None]
+#: A label (``str``), a set of tags (``tuple[str, ...]``), boxes (``tuple[Box, ...]``) or a stored mask
+#: (``datasets.masks.MaskRef``); None: unlabeled.
+Target = Union[str, "tuple[str, ...]", "tuple[Box, ...]", MaskRef, None]
 
 
 @dataclass(frozen=True)
@@ -24,12 +26,15 @@ class LabeledSample:
     target : what the task predicts: a class label, a tuple of tags or a tuple of ``Box``;
         None when the sample is not labeled yet (ignored for training).
     split : ``"train"``, ``"val"`` or ``"test"``.
+    name : the file's name where it came from (``source`` is the stored copy's path); frames of a
+        video keep their order in it.
     """
 
     key: str
     source: str
     target: Target
     split: str = "train"
+    name: str = ""
 
     def __post_init__(self):
         if self.split not in SPLITS:
@@ -46,4 +51,4 @@ class LabeledSample:
         return self.target if isinstance(self.target, str) or self.target is None else None
 
     def with_split(self, split: str) -> LabeledSample:
-        return LabeledSample(self.key, self.source, self.target, split)
+        return LabeledSample(self.key, self.source, self.target, split, self.name)

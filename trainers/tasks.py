@@ -97,7 +97,7 @@ class Task:
     name : e.g. ``"image-classification"``.
     title, description : words for people (the New project dialog).
     input_kind : ``"image"``, ``"text"`` or ``"audio"`` (what a sample is).
-    target : ``"label"``, ``"tags"`` or ``"boxes"`` (what a sample's annotation is).
+    target : ``"label"``, ``"tags"``, ``"boxes"`` or ``"mask"`` (what a sample's annotation is).
     trainer : ``"module:attr"`` of the Trainer (a class or an instance), None while it cannot train.
     templates : ``"module:attr"`` of a sequence of templates.
     missing : one sentence saying why the task cannot train yet (when ``trainer`` is None).
@@ -186,6 +186,16 @@ _BUILTIN = (
         trainer="modeldesk.trainers.anomaly.trainer:AnomalyDetectionTrainer",
         templates="modeldesk.trainers.anomaly.templates:TEMPLATES",
         min_classes=1,
+    ),
+    Task(
+        "segmentation",
+        "Find the exact shape of things, pixel by pixel",
+        "Paint each class on the photos (road, leaf, scratch...): the model colours every pixel, so "
+        "you can measure areas and outlines.",
+        "image",
+        "mask",
+        trainer="modeldesk.trainers.segmentation.trainer:SegmentationTrainer",
+        templates="modeldesk.trainers.segmentation.templates:TEMPLATES",
     ),
 )
 

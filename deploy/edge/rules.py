@@ -1,14 +1,15 @@
 """Rules: a condition on a model's answer, held for k frames or s seconds, with a cool-down.
 
 A rule is the object of ``docs/EDGE_API.md``: ``{"id", "when": {"kind", "label", "score", "count"},
-"hold_frames", "hold_s", "cooldown_s", "actions": [...]}``.
+"hold_frames", "hold_s", "cooldown_s", "actions": [...]}``. Kind ``area`` (segmentation models): the
+class ``label`` covers at least ``score`` of the picture (the answer's ``areas``).
 """
 
 from __future__ import annotations
 
 import uuid
 
-KINDS = ("label", "not_sure", "count", "score")
+KINDS = ("label", "not_sure", "count", "score", "area")
 ACTION_TYPES = {"webhook": "url", "jsonl": "path", "csv": "path", "save_frame": "folder"}
 
 
@@ -37,7 +38,7 @@ def check_rule(rule: dict, labels: list[str] | None = None) -> dict:
     if kind not in KINDS:
         raise RuleError(f"rule kind {kind!r} is not one of {', '.join(KINDS)}")
     checked_when = {"kind": kind, "score": _number(when.get("score", 0.5), "when.score", 0.0, 1e9)}
-    if kind in ("label", "count"):
+    if kind in ("label", "count", "area"):
         label = when.get("label")
         if not isinstance(label, str) or not label:
             raise RuleError(f'a "{kind}" rule needs the label it looks for')
@@ -108,6 +109,9 @@ def condition(when: dict, answer: dict) -> tuple[bool, str | None, float | None]
         ]
         best = max((float(b.get("score", 0)) for b in boxes), default=None)
         return len(boxes) >= when["count"], when["label"], best
+    if kind == "area":  # segmentation: the share of the picture the class covers
+        area = (answer.get("areas") or {}).get(when["label"])
+        return (area is not None and float(area) >= threshold), when["label"], area
     value = answer.get("anomaly_score", answer.get("score"))
     value = None if value is None else float(value)
     return (value is not None and value >= threshold), top_label, value

@@ -1,0 +1,196 @@
+"""Segmentation: import photos with masks, train the per-pixel head, export one graph, measure it."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from modeldesk.app.workspace import Workspace
+from modeldesk.datasets.masks import VOID
+from modeldesk.deploy import Predictor
+from modeldesk.trainers.data import LabeledSample
+from modeldesk.trainers.segmentation.features import SegNeck
+from modeldesk.trainers.segmentation.templates import SegmentationTemplate
+from modeldesk.trainers.segmentation.trainer import split_roles
+
+from .segmentation_data import CLASSES, write_mask_folder
+
+#: small and quick: a 128 px input, a small head, few points
+TINY = SegmentationTemplate(
+    name="segmentation/tiny",
+    task="segmentation",
+    description="test",
+    backbone="efficientnet-lite0",
+    neck=SegNeck(size=128, stride=8, pyramid=(1,)),
+    hidden=32,
+    rows=6000,
+    epochs=15,
+    time_budget_s=60,
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(workspace, model id, artifact path, probe folder) of TINY trained on 12 scenes."""
+    root = tmp_path_factory.mktemp("seg")
+    ws = Workspace(root / "ws", cleanup=False)
+    ws.create_project("scenes", "segmentation")
+    ws.import_data("scenes", write_mask_folder(root / "data", n=12, seed=0))
+    from modeldesk.app.pipeline import labeled_samples
+    from modeldesk.trainers.tasks import get_trainer
+
+    samples = labeled_samples(ws.store, ws.project("scenes"))
+    result = get_trainer("segmentation").train(samples, TINY, root / "model", ws.paths.cache / "features")
+    ws.store.add_model(ws.project("scenes"), "tiny", result.artifact_dir, TINY.name, result.metrics)
+    yield ws, "tiny", result, write_mask_folder(root / "probes", n=3, seed=7)
+    ws.close()
+
+
+def test_photos_with_masks_import_with_their_classes(tmp_path):
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("scenes", "segmentation")
+        source = write_mask_folder(tmp_path / "data", n=3, seed=0)
+        report = ws.import_data("scenes", source)
+        assert report["added"] == 3 and report["format"] == "masks"
+        assert ws.labels("scenes") == sorted(CLASSES)
+        index = {name: k for k, name in enumerate(ws.labels("scenes"))}
+        for sample_id in ws.sample_ids("scenes"):
+            source_mask = np.asarray(
+                Image.open(source / "masks" / ws.sample(sample_id).source.split("/")[-1])
+            )
+            want = np.full(source_mask.shape, VOID, np.uint8)
+            for value, name in enumerate(CLASSES):
+                want[source_mask == value] = index[name]
+            np.testing.assert_array_equal(ws.sample_mask(sample_id), want)
+        assert ws.stats("scenes")["labeled"] == 3
+    finally:
+        ws.close()
+
+
+def test_a_camvid_layout_imports_with_splits_and_void(tmp_path):
+    root = tmp_path / "CamVid"
+    for folder in ("train", "trainannot", "val", "valannot"):
+        (root / folder).mkdir(parents=True)
+    (root / "classes.txt").write_text("0 Sky\n1 Road\n2 Unlabelled\n", encoding="utf-8")
+    mask = np.array([[0, 1, 2, 1]] * 3, np.uint8)
+    for split in ("train", "val"):
+        Image.new("RGB", (4, 3), (9, 9, 9) if split == "train" else (99, 9, 9)).save(
+            root / split / "a_001.png"
+        )
+        Image.fromarray(mask, mode="L").save(root / f"{split}annot" / "a_001.png")
+    Image.new("RGB", (4, 3), (7, 70, 7)).save(root / "train" / "colour.png")
+    Image.new("RGB", (4, 3), (1, 2, 3)).save(root / "trainannot" / "colour.png")  # a colour picture
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("cv", "segmentation")
+        report = ws.import_data("cv", root)
+        assert report["added"] == 3
+        assert any("colour.png" in f["file"] and "index mask" in f["reason"] for f in report["failed"])
+        assert ws.labels("cv") == ["Road", "Sky"]
+        splits = {ws.sample(i).source: ws.sample(i).split for i in ws.sample_ids("cv")}
+        assert splits["train/a_001.png"] == "train" and splits["val/a_001.png"] == "val"
+        got = ws.sample_mask(ws.sample_ids("cv")[0])
+        np.testing.assert_array_equal(got, np.array([[1, 0, VOID, 0]] * 3, np.uint8))
+    finally:
+        ws.close()
+
+
+def test_masks_refuse_a_project_of_another_task(tmp_path):
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("pets", "image-classification")
+        with pytest.raises(ValueError, match="segmentation project"):
+            ws.import_data("pets", write_mask_folder(tmp_path / "data", n=2), format="masks")
+    finally:
+        ws.close()
+
+
+def _sample(name, split):
+    return LabeledSample(name, f"/media/{name}", "x", split, name)
+
+
+def test_without_a_validation_split_the_last_frames_of_each_sequence_stop_training():
+    frames = [_sample(f"seqA_{i:03d}.png", "train") for i in range(20)]
+    frames += [_sample(f"seqB_{i:03d}.png", "train") for i in range(8)] + [_sample("t_1.png", "test")]
+    train, held, test, _ = split_roles(frames)
+    assert [s.name for s in held] == ["seqA_017.png", "seqA_018.png", "seqA_019.png", "seqB_007.png"]
+    assert not {s.key for s in held} & {s.key for s in train} and [s.name for s in test] == ["t_1.png"]
+
+
+def test_training_learns_the_shapes_and_measures_the_exported_graph(trained):
+    _ws, _model, result, _probes = trained
+    metrics = result.metrics
+    assert metrics["miou"] > 0.6, metrics
+    assert set(metrics["per_class"]) == set(CLASSES) and 0 <= metrics["pixel_accuracy"] <= 1
+    low, high = metrics["miou_interval"]
+    assert low <= metrics["miou"] <= high
+    assert metrics["export_agreement"] >= 0.999
+    assert metrics["photos"][0]["miou"] <= metrics["photos"][-1]["miou"]  # worst first
+
+
+def test_exported_masks_equal_the_apps_at_the_photos_size(trained, tmp_path):
+    ws, model, result, probes = trained
+    photos = sorted((probes / "images").iterdir())
+    wide = tmp_path / "wide.png"
+    Image.open(photos[0]).resize((150, 41)).save(wide)  # another size and shape than training's
+    exported = ws.export_model(model, tmp_path / "export")
+    app = ws.predict(model, [*photos, wide])
+    graph = Predictor(exported["path"], device="cpu").predict([*map(str, photos), str(wide)])
+    for a, g in zip(app, graph):
+        shown = np.asarray(Image.open(io.BytesIO(base64.b64decode(a["mask_png"]))))
+        np.testing.assert_array_equal(shown, g["mask"])
+        assert a["areas"] == pytest.approx(g["areas"]) and sum(a["areas"].values()) == pytest.approx(1.0)
+    assert graph[-1]["mask"].shape == (41, 150) and graph[-1]["size"] == [150, 41]
+    truth = np.asarray(Image.open(probes / "masks" / photos[0].name))
+    disk = ws.labels("scenes").index("disk")
+    found = graph[0]["mask"] == disk
+    assert (found & (truth == 1)).sum() / max((found | (truth == 1)).sum(), 1) > 0.5  # the disk is found
+
+
+def test_evaluate_on_a_folder_gives_miou_and_iou_per_class(trained, capsys):
+    from modeldesk.app.cli import main
+
+    ws, _model, result, probes = trained
+    code = main(
+        ["evaluate", str(result.artifact_dir), str(probes), "--json", "--workspace", str(ws.paths.root)]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert 0 < out["miou"] <= 1 and 0 < out["pixel_accuracy"] <= 1
+    assert set(out["per_class"]) == set(CLASSES) and out["n"] == 3
+
+
+def test_the_accurate_options_export_the_apps_masks(tmp_path):
+    """A stride-4 grid, context pooling, a projection, test-time flip and the refinement, all in one graph."""
+    from dataclasses import replace
+
+    from modeldesk.app.pipeline import labeled_samples
+    from modeldesk.trainers.tasks import get_trainer
+
+    template = replace(
+        TINY,
+        neck=SegNeck(size=128, stride=4, pyramid=(1, 2, 4)),
+        components=24,
+        flip_test=True,
+        refine=True,
+        epochs=4,
+    )
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("scenes", "segmentation")
+        ws.import_data("scenes", write_mask_folder(tmp_path / "data", n=8, seed=3))
+        samples = labeled_samples(ws.store, ws.project("scenes"))
+        result = get_trainer("segmentation").train(
+            samples, template, tmp_path / "model", ws.paths.cache / "features"
+        )
+    finally:
+        ws.close()
+    metrics = result.metrics
+    assert metrics["export_agreement"] >= 0.999 and metrics["miou"] > 0.3, metrics
+    assert "held_out_miou_unrefined" in metrics and isinstance(metrics["refined"], bool)

@@ -1,0 +1,1 @@
+"""Semantic segmentation: a class for every pixel, from the frozen backbone's stride maps."""

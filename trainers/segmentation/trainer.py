@@ -1,0 +1,446 @@
+"""The segmentation trainer: a class for every pixel, learned on the frozen backbone's stride maps.
+
+The backbone's maps of every photo (and its mirror image) are cached; the neck brings them to one
+grid of per-pixel features; a head (1x1 convolutions, fitted with numpy on grid points sampled from
+the training photos, rare classes drawn more often) says each point's class; the logits are resized
+to the photo's size. The head stops training where the held-out photos' loss is lowest (the
+validation split, else the last frames of each sequence of training photos, since neighbouring frames
+look alike); the test split is then measured through the exported graph, as users run it, with
+intervals over photos. Memory stays bounded: the head sees at most ``template.rows`` points, the
+graph one photo at a time at a fixed input size.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from modeldesk.deploy.artifact import new_model_id, save_artifact
+from modeldesk.deploy.graph import prune_unused
+from modeldesk.deploy.preprocess import ImageDecodeError, image_size, preprocess_image
+from modeldesk.deploy.runtime import create_session
+from modeldesk.errors import UserError
+from modeldesk.trainers.backbones import get_backbone
+from modeldesk.trainers.base import TaskTrainer
+from modeldesk.trainers.detection.features import maps_feature_spec
+from modeldesk.trainers.features import plan_feature_extraction
+from modeldesk.trainers.heads.linear import LogisticRegressionHead
+from modeldesk.trainers.heads.mlp import MLPHead
+from modeldesk.trainers.progress import stage_reporter
+from modeldesk.trainers.segmentation.evaluation import confusion, evaluate_segmentation, mean_iou, truth_mask
+from modeldesk.trainers.segmentation.features import FeatureGrid, extract_maps, label_grid
+from modeldesk.trainers.segmentation.graph import (
+    IMAGE,
+    LOGITS,
+    MASK_OUTPUT,
+    SCORES_OUTPUT,
+    SIZE_INPUT,
+    build_segmentation_graph,
+    head_layers,
+    head_logits,
+    tail_model,
+)
+from modeldesk.trainers.tasks import TrainResult
+from modeldesk.trainers.templates import get_template
+from modeldesk.trainers.versions import versions
+
+log = logging.getLogger(__name__)
+
+SECONDS_PER_IMAGE = 0.06  # backbone at 512 px on a CPU, before anything was measured here
+FLOPS = 4e9  # numpy's multiply-adds per second in the head's fit, on a laptop CPU (conservative)
+HELD_SHARE = 0.15  # of each sequence's training frames, when there is no validation split
+PARITY_AGREEMENT = 0.999  # share of pixels the exported graph's masks must share with training's
+VAL_ROWS = 20_000
+
+
+def _sequence(source: str) -> str:
+    """The sequence a frame belongs to: its file name without the trailing frame number."""
+    return re.sub(r"\d+$", "", Path(source).stem)
+
+
+def _name(sample) -> str:
+    return getattr(sample, "name", "") or sample.source
+
+
+def split_roles(samples) -> tuple[list, list, list, list[str]]:
+    """(train, held-out for stopping, test, warnings). Without a validation split, the last frames of
+    each sequence of training photos are held out (contiguous, not at random: neighbours look alike)."""
+    train = [s for s in samples if s.split == "train"]
+    val = [s for s in samples if s.split == "val"]
+    test = [s for s in samples if s.split == "test"]
+    warnings = []
+    if not train:
+        train, val = val, []
+    if not test and val:
+        test, val = val, []
+        warnings.append("no test split: the validation photos measure the model, the training photos stop it")
+    if not val:
+        groups = defaultdict(list)
+        for s in sorted(train, key=_name):
+            groups[_sequence(_name(s))].append(s)
+        for frames in groups.values():
+            k = int(round(HELD_SHARE * len(frames)))
+            if len(frames) >= 4 and k:
+                val += frames[-k:]
+        if not val and len(train) >= 3:
+            val = sorted(train, key=_name)[-1:]
+        held = {s.key for s in val}
+        train = [s for s in train if s.key not in held] or train
+    if not test:
+        test = val or train
+        warnings.append(
+            "no photos were left to test on: the metrics come from photos the training saw or stopped on, "
+            "so they are optimistic"
+        )
+    return train, val, test, warnings
+
+
+def principal_directions(X: np.ndarray, k: int, sample: int = 20_000) -> tuple[np.ndarray, np.ndarray]:
+    """(mean (D,), directions (D, k)): the ``k`` main directions of the rows of ``X`` (PCA)."""
+    rows = X[np.linspace(0, len(X) - 1, min(sample, len(X))).astype(np.int64)].astype(np.float64)
+    mean = rows.mean(axis=0)
+    values, vectors = np.linalg.eigh(np.cov(rows - mean, rowvar=False))
+    return mean.astype(np.float32), np.ascontiguousarray(vectors[:, ::-1][:, :k], np.float32)
+
+
+def project(X: np.ndarray, projection) -> np.ndarray:
+    mean, directions = projection
+    out = np.empty((len(X), directions.shape[1]), np.float32)
+    for start in range(0, len(X), 8192):
+        out[start : start + 8192] = (X[start : start + 8192] - mean) @ directions
+    return out
+
+
+def fold_projection(layers: list, projection) -> list:
+    """The head's layers with the projection folded into the first: ``(x - m) P W + b = x (P W) + (b - m P W)``."""
+    if projection is None:
+        return layers
+    mean, directions = (np.asarray(a, np.float64) for a in projection)
+    W, b = layers[0]
+    return [(directions @ W, b - (mean @ directions) @ W), *layers[1:]]
+
+
+class SegmentationTrainer(TaskTrainer):
+    """The segmentation task's trainer (see ``trainers.tasks.Trainer``)."""
+
+    evaluator = "modeldesk.trainers.segmentation.evaluation:evaluate_segmentation"
+
+    def check(self, samples) -> None:
+        labeled = [s for s in samples if s.target is not None]
+        if len(labeled) < 2:
+            raise UserError(
+                "segmentation learns from photos with masks: paint the classes on at least 2 photos "
+                "(Label page), or import photos with their masks"
+            )
+        present = set().union(*(set(s.target.present) for s in labeled))
+        if len(present) < 2:
+            raise UserError(
+                f"the masks show only {', '.join(map(repr, sorted(present))) or 'no class'}: paint at "
+                "least two classes (the background can be one)"
+            )
+
+    def estimate(
+        self, samples, template, cache_dir, *, device: str = "auto", time_budget=None, cluster=None
+    ) -> dict:
+        from modeldesk.trainers.feature_cache import FeatureCache
+
+        template = get_template(template)
+        backbone = get_backbone(template.backbone)
+        cache = FeatureCache(cache_dir)
+        keys = [s.key for s in samples if s.target is not None]
+        missing = {
+            key
+            for view in template.views
+            for key in cache.missing((backbone.key, template.neck.maps_name, view), keys)
+        }
+        plan = plan_feature_extraction(
+            backbone,
+            len(missing),
+            cache,
+            views=template.views,
+            features=maps_feature_spec(template.neck),
+            device=device,
+            batch_size=8,
+        )
+        features_s = (
+            plan.eta_s if plan.eta_s is not None else len(missing) * len(template.views) * SECONDS_PER_IMAGE
+        )
+        budget = float(time_budget or template.time_budget_s)
+        fit_s = min(self._fit_seconds(template, backbone, len(keys)), 0.6 * budget)
+        # rows: the neck on every photo and view; evaluation: a third of the photos through the graph
+        grid_s = 0.02 * len(keys) * len(template.views) * (4 if template.neck.stride == 4 else 1)
+        eval_s = len(keys) / 3 * SECONDS_PER_IMAGE * (2 if template.flip_test else 1) * 1.5
+        eta = round(features_s + fit_s + grid_s + eval_s + 5.0, 1)
+        return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
+
+    @staticmethod
+    def _fit_seconds(template, backbone, n_photos: int) -> float:
+        rows = min(template.rows, n_photos * template.neck.grid**2)
+        width = template.hidden or len(backbone.outputs)
+        dim = min(template.neck.dim(backbone), template.components or 10**9)
+        return rows * dim * width * 6 * template.epochs / FLOPS
+
+    def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
+        return evaluate_segmentation(artifact_path, samples, progress=progress)
+
+    def train(
+        self,
+        samples,
+        template,
+        out_dir,
+        cache_dir,
+        *,
+        time_budget=None,
+        device: str = "auto",
+        progress=None,
+        should_stop=None,
+        model_id=None,
+        cluster=None,
+    ) -> TrainResult:
+        """Extract maps, fit the per-pixel head, export one graph, measure it on the test photos."""
+        from modeldesk.trainers.feature_cache import FeatureCache
+
+        started = time.monotonic()
+        template = get_template(template)
+        budget = float(time_budget or template.time_budget_s)
+        backbone = get_backbone(template.backbone)
+        neck = template.neck
+        labeled = [s for s in samples if s.target is not None]
+        self.check(labeled)
+        classes = list(labeled[0].target.classes)
+        cache = FeatureCache(cache_dir)
+        estimate = self.estimate(labeled, template, cache_dir, device=device, time_budget=budget)
+        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
+        warnings: list[str] = []
+
+        readable, skipped = [], []
+        for s in labeled:
+            try:
+                image_size(s.path)
+                readable.append(s)
+            except (ImageDecodeError, OSError) as exc:
+                skipped.append({"file": str(s.path), "reason": str(exc)})
+        extracted = extract_maps(
+            backbone,
+            neck,
+            [(s.key, s.path) for s in readable],
+            cache,
+            views=template.views,
+            device=device,
+            should_stop=should_stop,
+            progress=lambda done, total: report("Extracting features", 0.5 * done / max(total, 1)),
+        )
+        identity = extracted["identity"]
+        skipped += identity.skipped
+        rows_of = {view: {key: r for r, key in enumerate(result.keys)} for view, result in extracted.items()}
+        usable = [s for s in readable if s.key in rows_of["identity"]]
+        if skipped:
+            warnings.append(f"{len(skipped)} photo(s) could not be read and were left out")
+        train, held, test, notes = split_roles(usable)
+        warnings += notes
+        grid = FeatureGrid(neck, backbone)
+
+        def features(sample, view="identity"):
+            result = extracted[view]
+            return grid(result.features[[rows_of[view][sample.key]]])[0]
+
+        # the head's rows: grid points of the training photos (and their mirror images), rare classes drawn more
+        report("Choosing the points to learn from", 0.52)
+        train_views = [
+            (s, v) for s in train for v in (("identity", "hflip") if template.flip_train else ("identity",))
+        ]
+        X, y = self._rows(
+            train_views, features, neck.grid, len(classes), template.rows, template.balance, report
+        )
+        held_views = [(s, "identity") for s in held]
+        X_val, y_val = (
+            self._rows(held_views, features, neck.grid, len(classes), VAL_ROWS, 0.0, None)
+            if held
+            else (None, None)
+        )
+        if X_val is not None:
+            keep = np.isin(y_val, np.unique(y))  # a class the training rows lack cannot be scored
+            X_val, y_val = (X_val[keep], y_val[keep]) if keep.any() else (None, None)
+        report("Learning the classes of pixels", 0.6)
+        projection = None
+        if template.components and template.components < X.shape[1]:
+            projection = principal_directions(X, template.components)
+            X = project(X, projection)
+            X_val = None if X_val is None else project(X_val, projection)
+        spent = time.monotonic() - started
+        epoch_s = self._fit_seconds(template, backbone, len(train)) / template.epochs
+        epochs = int(max(3, min(template.epochs, (0.85 * budget - spent) / max(epoch_s, 1e-6))))
+        if template.hidden:
+            head = MLPHead(
+                hidden=template.hidden,
+                l2=1e-4,
+                dropout=0.1,
+                lr=2e-3,
+                epochs=epochs,
+                batch_size=512,
+                patience=3,
+                random_state=0,
+            )
+        else:  # a linear per-pixel head (the plain reference)
+            head = LogisticRegressionHead(l2=1e-3, max_iter=30 * epochs, patience=10)
+        head.fit(X, y, X_val, y_val)
+        if template.hidden and head.n_iter_ >= epochs and epochs < template.epochs:
+            warnings.append(f"the time budget allowed {epochs} of {template.epochs} passes over the points")
+        layers = fold_projection(head_layers(head, len(classes)), projection)
+        del X, X_val
+
+        report("Checking on the held-out photos", 0.75)
+        tails = {
+            refine: create_session(
+                tail_model(len(classes), neck, refine=refine).SerializeToString(), device="cpu"
+            )
+            for refine in ((False, True) if template.refine else (False,))
+        }
+
+        def app_mask(sample, refine):
+            """The mask the training path gives: cached maps -> neck -> head -> the graph's tail."""
+            logits = head_logits(layers, features(sample)[None])
+            if template.flip_test:
+                mirrored = head_logits(layers, features(sample, "hflip")[None])[..., ::-1]
+                logits = 0.5 * (logits + mirrored)
+            width, height = image_size(sample.path)
+            feeds = {
+                LOGITS: np.ascontiguousarray(logits, np.float32),
+                SIZE_INPUT: np.array([[width, height]], np.float32),
+            }
+            if refine:
+                feeds[IMAGE] = preprocess_image(sample.path, neck.spec)[None]
+            return tails[refine].run([MASK_OUTPUT], feeds)[0][0]
+
+        held_scores = {}
+        if held:
+            truths = [truth_mask(s, classes) for s in held]
+            for refine in tails:
+                total = sum(confusion(t, app_mask(s, refine), len(classes)) for s, t in zip(held, truths))
+                held_scores[refine] = round(mean_iou(total), 4)
+        refine = bool(held_scores) and held_scores.get(True, -1.0) > held_scores[False]
+        held_miou = held_scores.get(refine)
+
+        report("Exporting", 0.8)
+        model = prune_unused(
+            build_segmentation_graph(
+                backbone,
+                neck,
+                layers,
+                len(classes),
+                cache.root / "graphs",
+                flip=template.flip_test,
+                refine=refine,
+            )
+        )
+        card = {
+            "id": model_id or new_model_id(),
+            "task": template.task,
+            "target": "mask",
+            "labels": classes,
+            "preprocessing": neck.spec.to_dict(),
+            "template": template.name,
+            "backbone": backbone.key,
+            "input_name": backbone.input_name,
+            "size_input": SIZE_INPUT,
+            "output_name": MASK_OUTPUT,
+            "scores_output": SCORES_OUTPUT,
+            "grid": neck.grid,
+            "flip_test": template.flip_test,
+            "refined": refine,
+            "versions": versions(),
+            "warnings": warnings,
+            "metrics": {},
+        }
+        artifact_dir = Path(save_artifact(out_dir, model, card))
+
+        report("Evaluating", 0.85)
+        metrics = evaluate_segmentation(
+            artifact_dir,
+            test,
+            progress=lambda done, total, _m="": report("Evaluating", 0.85 + 0.13 * done / max(total, 1)),
+        )
+        metrics["split"] = (
+            "test"
+            if any(s.split == "test" for s in test)
+            else ("val" if any(s.split == "val" for s in test) else "train")
+        )
+        metrics["held_out_miou"] = held_miou
+        metrics["refined"] = refine
+        if len(held_scores) > 1:
+            metrics["held_out_miou_unrefined"] = held_scores[False]
+        # the app's masks against the exported graph's, on a few test photos
+        from modeldesk.deploy import Predictor
+
+        predictor = Predictor(artifact_dir, device="cpu")
+        agree = [
+            float(np.mean(app_mask(s, refine) == predictor.predict([s.path])[0]["mask"])) for s in test[:3]
+        ]
+        metrics["export_agreement"] = round(min(agree), 6) if agree else None
+        if agree and min(agree) < PARITY_AGREEMENT:
+            warnings.append(
+                f"the exported model's masks differ from training's on {100 * (1 - min(agree)):.2f}% of pixels"
+            )
+        card["metrics"], card["warnings"] = metrics, warnings
+        card["training"] = {
+            "samples": {"train": len(train), "held_out": len(held), "test": len(test)},
+            "rows": int(len(y)),
+            "epochs": int(getattr(head, "n_iter_", 0)),
+            "seconds": round(time.monotonic() - started, 2),
+            "skipped": skipped,
+        }
+        save_artifact(artifact_dir, model, card)
+        report("Done", 1.0, {"miou": metrics.get("miou"), "pixel_accuracy": metrics.get("pixel_accuracy")})
+        return TrainResult(
+            artifact_dir=artifact_dir,
+            metrics=metrics,
+            warnings=warnings,
+            skipped=skipped,
+            plan={
+                **estimate["plan"],
+                **(identity.plan or {}),
+                "eta_s": estimate["eta_s"],
+                "actual_s": round(time.monotonic() - started, 2),
+            },
+        )
+
+    @staticmethod
+    def _rows(photo_views, features, grid: int, n_classes: int, limit: int, balance: float, report):
+        """(X (rows, D) float32, y (rows,)): grid points drawn from the photos' views, a point of a class
+        with ``n`` points weighted ``n ** -balance``."""
+        from modeldesk.datasets.masks import VOID
+
+        labels = []
+        for sample, view in photo_views:
+            points = label_grid(sample.target.read(), grid)
+            labels.append(points[:, ::-1] if view == "hflip" else points)
+        flat = np.stack(labels).reshape(len(labels), -1) if labels else np.zeros((0, grid * grid), np.uint8)
+        counts = np.bincount(flat[flat != VOID].astype(np.int64), minlength=n_classes)[:n_classes]
+        weight = np.zeros(256)
+        weight[:n_classes] = np.where(counts > 0, np.maximum(counts, 1).astype(np.float64) ** -balance, 0.0)
+        p = weight[flat.ravel()]
+        if p.sum() <= 0:
+            raise UserError("the masks have no labeled pixels at the model's grid: paint larger areas")
+        rng = np.random.default_rng(0)
+        n = int(min(limit, np.count_nonzero(p)))
+        chosen = np.sort(rng.choice(p.size, size=n, replace=False, p=p / p.sum()))
+        by_photo = np.searchsorted(np.arange(1, len(labels) + 1) * grid * grid, chosen, side="right")
+        X, y, start = None, np.empty(n, np.int64), 0
+        for k in np.unique(by_photo):
+            picks = chosen[by_photo == k] - k * grid * grid
+            sample, view = photo_views[k]
+            grid_features = features(sample, view)
+            rows = grid_features.reshape(grid_features.shape[0], -1)[:, picks].T
+            if X is None:
+                X = np.empty((n, rows.shape[1]), np.float32)
+            X[start : start + len(picks)] = rows
+            y[start : start + len(picks)] = flat[k, picks]
+            start += len(picks)
+            if report is not None:
+                report("Choosing the points to learn from", 0.52 + 0.08 * (k + 1) / len(photo_views))
+        return X, y
