@@ -1,8 +1,7 @@
 """The mask annotator driven with the mouse and keys: brush, eraser, polygon, fill, the assist, zoom,
 undo and redo on the canvas; and on the Label page, class keys, saving and loading a photo's mask.
 
-Until the segmentation task lands, the page runs on a real workspace whose project says its target is
-``mask`` and whose mask storage is a dict (the contract: ``sample_mask`` / ``set_sample_mask``).
+The page runs on a real workspace with a segmentation project (masks saved by ``set_sample_mask``).
 """
 
 from __future__ import annotations
@@ -181,36 +180,23 @@ def test_the_assist_turns_a_rough_box_into_the_object(qtbot):
 
 
 @pytest.fixture
-def mask_project(ws, tmp_path, monkeypatch):
-    """Three 80x60 photos in a project whose target is ``mask``, classes car, road, sky; the saved
-    masks live in the returned dict (sample id -> mask)."""
+def mask_project(ws, tmp_path):
+    """A segmentation project with three 80x60 photos and the classes car, road and sky."""
     folder = tmp_path / "street"
     folder.mkdir()
     rng = np.random.default_rng(0)
     for index in range(3):
         Image.fromarray(rng.integers(0, 255, (60, 80, 3), dtype=np.uint8)).save(folder / f"s{index}.png")
-    ws.create_project("street", "image-classification")
+    ws.create_project("street", "segmentation")
     ws.import_data("street", folder, format="flat")
     for name in ("car", "road", "sky"):
         ws.add_class("street", name)
-    saved: dict[int, np.ndarray] = {}
-    info, annotate = ws.project_info, ws.annotate
-    monkeypatch.setattr(ws, "project_info", lambda project: {**info(project), "target": "mask"})
-    monkeypatch.setattr(ws, "sample_mask", lambda sample_id: saved.get(sample_id), raising=False)
-
-    def write(sample_id, target, value):
-        if target != "mask":
-            return annotate(sample_id, target, value)
-        saved[sample_id] = np.array(value, copy=True)
-
-    monkeypatch.setattr(ws, "annotate", write)
-    return saved
+    return "street"
 
 
 def test_on_the_label_page_keys_pick_the_class_strokes_are_saved_and_come_back(
     qtbot, ws, mask_project, show_widget
 ):
-    saved = mask_project
     page = LabelPage(ws)
     page.resize(1100, 760)
     show_widget(page)
@@ -226,23 +212,32 @@ def test_on_the_label_page_keys_pick_the_class_strokes_are_saved_and_come_back(
     assert [b.isChecked() for b in page.class_buttons] == [False, True, False]
     page.canvas.setFocus()
     got = _stroke(annotator.editor, [(10, 30), (70, 30)])
-    qtbot.waitUntil(lambda: first in saved and page.is_idle(), timeout=10_000)
+    qtbot.waitUntil(page.is_idle, timeout=10_000)
     road = _near_stroke((60, 80), got, annotator.editor.size / 2)
-    assert np.array_equal(saved[first] == 1, road) and (saved[first][~road] == UNLABELED).all()
-    assert "painted" in page.position.text()
+    saved = ws.sample_mask(first)
+    assert np.array_equal(saved == 1, road) and (saved[~road] == UNLABELED).all()
+    assert page.counts["road"] == 1 and "painted" in page.position.text()
 
     page.undo()  # the page's Ctrl+Z goes to the mask's own history
-    qtbot.waitUntil(lambda: page.is_idle() and (saved[first] == UNLABELED).all(), timeout=10_000)
+    qtbot.waitUntil(page.is_idle, timeout=10_000)
+    assert ws.sample_mask(first) is None and page.counts["road"] == 0
     annotator.redo()
-    qtbot.waitUntil(lambda: page.is_idle() and np.array_equal(saved[first] == 1, road), timeout=10_000)
+    qtbot.waitUntil(page.is_idle, timeout=10_000)
+    assert np.array_equal(ws.sample_mask(first) == 1, road)
+
+    page.add_class("bus")  # sorts first: road becomes class 2, its pixels stay road
+    qtbot.waitUntil(page.is_idle, timeout=10_000)
+    assert np.array_equal(annotator.editor.mask == 2, road) and annotator.editor.value == 2
 
     page.next()
     qtbot.waitUntil(lambda: page.sample.id != first and page.is_idle(), timeout=10_000)
     assert (annotator.editor.mask == UNLABELED).all() and annotator.editor.mask.shape == (60, 80)
     page.previous()
     qtbot.waitUntil(lambda: page.sample.id == first and page.is_idle(), timeout=10_000)
-    assert np.array_equal(annotator.editor.mask, saved[first])  # the saved mask is shown again
+    assert np.array_equal(annotator.editor.mask, ws.sample_mask(first))  # the saved mask is shown again
+    assert np.array_equal(annotator.editor.mask == 2, road)
 
     page.clear_annotations()
-    qtbot.waitUntil(lambda: page.is_idle() and (saved[first] == UNLABELED).all(), timeout=10_000)
-    assert annotator.undo() and np.array_equal(annotator.editor.mask == 1, road)  # Clear can be undone
+    qtbot.waitUntil(page.is_idle, timeout=10_000)
+    assert ws.sample_mask(first) is None
+    assert annotator.undo() and np.array_equal(annotator.editor.mask == 2, road)  # Clear can be undone

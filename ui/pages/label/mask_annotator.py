@@ -69,7 +69,13 @@ class MaskAnnotator(Annotator):
         sample.labels = self.names(getattr(sample, "mask", None))
 
     def _set_labels(self, labels: list[str]) -> None:
-        self.labels = list(labels)
+        labels = list(labels)
+        if self.labels and labels != self.labels:  # a class added or gone: the same pixels, new numbers
+            lut = np.full(256, UNLABELED, np.uint8)
+            for index, name in enumerate(self.labels):
+                lut[index] = labels.index(name) if name in labels else UNLABELED
+            self.editor.remap(lut)
+        self.labels = labels
         if self.current not in self.labels:
             self.current = self.labels[0] if self.labels else ""
         index = self.labels.index(self.current) if self.current else 0

@@ -119,6 +119,13 @@ class MaskEditor(QObject):
         self.overlay.update()
         self.state_changed.emit()
 
+    def remap(self, lut: np.ndarray) -> None:
+        """Renumber the classes of the mask and its history (``lut``: old value -> new value)."""
+        if self.mask is not None:
+            np.copyto(self.mask, lut[self.mask])
+            self.history.remap(lut)
+            self.overlay.update()
+
     def set_class(self, index: int, count: int) -> None:
         """Paint with the class at ``index`` of ``count`` classes."""
         self.value, self.class_count = index, count

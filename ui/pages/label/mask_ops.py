@@ -179,6 +179,11 @@ class MaskHistory:
         if old.shape == new.shape and not np.array_equal(old, new):
             self._push(_Step((0, old.shape[0], 0, old.shape[1]), old.copy(), new.copy()))
 
+    def remap(self, lut: np.ndarray) -> None:
+        """Renumber the classes in every kept step (``lut``: old value -> new value, 256 entries)."""
+        for step in self._undo + self._redo:
+            step.before, step.after = lut[step.before], lut[step.after]
+
     def _push(self, step: _Step) -> None:
         self._undo.append(step)
         self._redo.clear()
