@@ -152,8 +152,9 @@ def test_the_wheel_zooms_around_the_pointer(qtbot, editor):
     assert abs(after.x() - at.x()) <= 1 and abs(after.y() - at.y()) <= 1
 
 
-def test_the_assist_turns_a_rough_box_into_the_object(qtbot):
-    """A red disc on a textured grey photo: a box dragged loosely around it gives the disc's pixels."""
+@pytest.fixture
+def disc_editor(qtbot):
+    """An editor in assist mode on a red disc on a textured grey 160x120 photo; returns it and the disc."""
     rng = np.random.default_rng(3)
     photo = np.clip(rng.normal(110, 18, (120, 160, 3)), 0, 255)
     rows, cols = np.mgrid[:120, :160]
@@ -169,11 +170,32 @@ def test_the_assist_turns_a_rough_box_into_the_object(qtbot):
     editor.set_mask(np.full((120, 160), UNLABELED, np.uint8), 2)
     editor.set_class(1, 2)
     QTest.keyClick(canvas, Qt.Key_A)
+    assert editor.tool == "assist"
+    return editor, disc
+
+
+def test_the_assist_turns_a_rough_box_into_the_object(qtbot, disc_editor):
+    editor, disc = disc_editor
     with qtbot.waitSignal(editor.edited, timeout=20_000):
         _stroke(editor, [(58, 28), (90, 60), (122, 93)])
     found = editor.mask == 1
     assert (found & disc).sum() / (found | disc).sum() > 0.85
     assert not editor.busy and editor.message == ""
+
+
+def test_a_click_adds_the_region_under_it_and_size_sets_how_large(qtbot, disc_editor):
+    editor, disc = disc_editor
+    editor.set_size(5)
+    with qtbot.waitSignal(editor.edited, timeout=20_000):
+        _click(editor, (90, 60))
+    small = editor.mask == 1
+    assert small.sum() > 20 and (small & disc).sum() / small.sum() > 0.9  # on the object only
+    editor.undo()
+    editor.set_size(16)
+    with qtbot.waitSignal(editor.edited, timeout=20_000):
+        _click(editor, (90, 60))
+    large = editor.mask == 1
+    assert large.sum() > 2 * small.sum() and (large & disc).sum() / large.sum() > 0.9
 
 
 # -- on the Label page --------------------------------------------------------------------------------

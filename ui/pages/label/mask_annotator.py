@@ -48,6 +48,11 @@ class MaskAnnotator(Annotator):
         if self._active:
             self.edited.emit(mask)
 
+    def _show_legend(self) -> None:
+        mask = self.editor.mask
+        names = self.names(mask) if mask is not None else []
+        self.tools.set_legend([(self.labels.index(name), name) for name in names])
+
     # -- life on the page -------------------------------------------------------------------------
 
     def activate(self, labels: list[str]) -> None:
@@ -67,6 +72,7 @@ class MaskAnnotator(Annotator):
         self._set_labels(labels)
         self.editor.set_mask(self._mask(sample), len(self.labels))
         sample.labels = self.names(getattr(sample, "mask", None))
+        self._show_legend()
 
     def _set_labels(self, labels: list[str]) -> None:
         labels = list(labels)
@@ -117,6 +123,7 @@ class MaskAnnotator(Annotator):
             value = self._mask(sample)
         if shown is not None and value is not None and not np.array_equal(shown, value):
             self.editor.replace(value)  # Clear: the editor did not draw it
+        self._show_legend()
 
     def cleared(self):
         shown = self.editor.mask

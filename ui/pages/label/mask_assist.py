@@ -40,12 +40,13 @@ def resize_nearest(region: np.ndarray, shape) -> np.ndarray:
     return region[rows.astype(int)[:, None], cols.astype(int)[None, :]]
 
 
-def superpixels(image: np.ndarray) -> np.ndarray:
-    """Superpixel ids (int32, at most :data:`WORK_SIDE` a side) of an RGB uint8 photo."""
+def superpixels(image: np.ndarray, region_area: int = PIXELS_PER_SUPERPIXEL) -> np.ndarray:
+    """Superpixel ids (int32, at most :data:`WORK_SIDE` a side) of an RGB uint8 photo, regions of
+    about ``region_area`` photo pixels."""
     from skimage.segmentation import slic
 
     small = _reduced(np.ascontiguousarray(image[..., :3]))
-    count = max(16, small.shape[0] * small.shape[1] // PIXELS_PER_SUPERPIXEL)
+    count = max(16, image.shape[0] * image.shape[1] // max(int(region_area), 16))
     return slic(small, n_segments=count, compactness=10, sigma=1, start_label=0).astype(np.int32)
 
 

@@ -72,7 +72,7 @@ class MaskEditor(QObject):
         self._polygon: list[QPointF] = []
         self._press: QPointF | None = None  # the assist's press, in view coordinates
         self._pan: QPointF | None = None
-        self._segments: np.ndarray | None = None
+        self._segments: tuple[int, np.ndarray] | None = None  # (region area, superpixels)
         self._pending: list[tuple[float, float]] = []  # clicks waiting for the superpixels
         tasks = TaskGroup(self._failed, self)
         self._regions, self._objects = LatestTask(tasks, self), LatestTask(tasks, self)
@@ -203,16 +203,23 @@ class MaskEditor(QObject):
 
     # -- the assist (worker threads) -------------------------------------------------------------
 
+    @property
+    def region_area(self) -> int:
+        """The assist's region size in photo pixels: the brush size sets it too (about 1.4x its side)."""
+        return max(64, 2 * self.size * self.size)
+
     def assist_click(self, point: QPointF) -> None:
         """Add the photo's region (superpixel) under ``point``."""
         if self.mask is None:
             return
-        if self._segments is not None:
-            self.apply_region(region_at(self._segments, point.x(), point.y(), self.mask.shape))
+        area = self.region_area
+        if self._segments is not None and self._segments[0] == area:
+            self.apply_region(region_at(self._segments[1], point.x(), point.y(), self.mask.shape))
             return
         self._pending.append((point.x(), point.y()))
         if not self._regions.running:
-            self._run(self._regions, superpixels, self._segments_ready, "Finding the photo's regions…")
+            work = lambda photo: (area, superpixels(photo, area))  # noqa: E731
+            self._run(self._regions, work, self._segments_ready, "Finding the photo's regions…")
 
     def assist_box(self, a: QPointF, b: QPointF) -> None:
         """Add the object found inside the box ``a``-``b`` (a box drawn before it is done is dropped)."""
@@ -242,11 +249,11 @@ class MaskEditor(QObject):
         self._pending.clear()
         self._set_message("The assist could not work on this photo; use the brush or polygon.")
 
-    def _segments_ready(self, segments: np.ndarray) -> None:
+    def _segments_ready(self, segments: tuple[int, np.ndarray]) -> None:
         self._segments = segments
         pending, self._pending = self._pending, []
         for x, y in pending:
-            self.apply_region(region_at(segments, x, y, self.mask.shape))
+            self.apply_region(region_at(segments[1], x, y, self.mask.shape))
 
     def _photo(self) -> np.ndarray | None:
         """The shown photo as an RGB array (UI thread; the worker gets this copy)."""

@@ -97,14 +97,20 @@ def _cosmetic(color: str, width: float = 1.5, style=Qt.SolidLine) -> QPen:
 
 
 class BrushOutline(QGraphicsEllipseItem):
-    """The brush's size and place: a circle under the pointer."""
+    """The brush's size and place: a circle under the pointer, dark and light so that it shows on
+    any photo."""
 
     def __init__(self):
         super().__init__()
-        self.setPen(_cosmetic("#ffffff"))
+        self.setPen(_cosmetic("#ffffff", 1.2))
         self.setZValue(3)
         self.setAcceptedMouseButtons(Qt.NoButton)
         self.hide()
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        painter.setPen(_cosmetic("#000000", 3))
+        painter.drawEllipse(self.rect())
+        super().paint(painter, option, widget)
 
     def place(self, point: QPointF, size: float) -> None:
         radius = max(size, 1.0) / 2
@@ -122,9 +128,17 @@ class Draft(QGraphicsPathItem):
         self.setAcceptedMouseButtons(Qt.NoButton)
 
     def set_color(self, color: QColor) -> None:
+        """Outline and fill in the class's colour (a white dashed line vanished on a bright sky)."""
+        self.setPen(_cosmetic(QColor(color).darker(120).name(), 2))
         fill = QColor(color)
         fill.setAlpha(70)
         self.setBrush(fill)
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        super().paint(painter, option, widget)
+        painter.setPen(_cosmetic("#ffffff", 1, Qt.DashLine))  # light dashes over the coloured line
+        painter.setBrush(Qt.NoBrush)
+        painter.drawPath(self.path())
 
     def show_polygon(self, points: list[QPointF], pointer: QPointF | None = None) -> None:
         path = QPainterPath()

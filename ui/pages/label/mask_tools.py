@@ -3,6 +3,8 @@ painted (in its colour), zoom, undo and redo, and a line that says what the tool
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
@@ -25,7 +27,8 @@ TOOL_HINTS = {
     "eraser": "Drag to take the class off (back to not labeled).",
     "polygon": "Click the corners; click the first one, double-click or press Enter to fill it.",
     "fill": "Click inside an outline to fill the area it closes with the class.",
-    "assist": "Click a region to add it, or drag a rough box around an object to find it.",
+    "assist": "Click a region to add it (Size sets how large regions are), or drag a rough box "
+    "around an object to find it.",
 }
 
 
@@ -110,16 +113,28 @@ class MaskTools(QWidget):
         self.hint = QLabel()
         self.hint.setObjectName("Muted")
         self.hint.setWordWrap(True)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setToolTip("The classes painted on this photo, in their colours.")
         self.status = QLabel()
         self.status.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
-        for item in (self.title, grid, size_row, class_row, actions, self.hint, self.status):
+        for item in (self.title, grid, size_row, class_row, actions, self.hint, self.legend, self.status):
             layout.addLayout(item) if isinstance(item, (QHBoxLayout, QGridLayout)) else layout.addWidget(item)
         self.class_name = ""
         editor.state_changed.connect(self.sync)
         self.sync()
+
+    def set_legend(self, classes: list[tuple[int, str]]) -> None:
+        """Show the classes on the photo, ``(index, name)`` each, as coloured squares with names."""
+        items = [
+            f'<span style="color:{class_color(index).name()}">■</span>&nbsp;{html.escape(name)}'
+            for index, name in classes
+        ]
+        self.legend.setText("On this photo: " + " &nbsp; ".join(items) if items else "")
+        self.legend.setVisible(bool(items))
 
     def set_class_name(self, name: str) -> None:
         self.class_name = name
@@ -131,7 +146,7 @@ class MaskTools(QWidget):
         self.buttons[editor.tool].setChecked(True)
         self.size_slider.blockSignals(True)
         self.size_slider.setValue(editor.size)
-        self.size_slider.setEnabled(editor.tool in ("brush", "eraser"))
+        self.size_slider.setEnabled(editor.tool in ("brush", "eraser", "assist"))
         self.size_slider.blockSignals(False)
         self.size_label.setText(f"{editor.size} px")
         if editor.tool == "eraser":
