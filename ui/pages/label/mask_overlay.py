@@ -12,14 +12,13 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QPen, qRgba
 from PySide6.QtWidgets import QGraphicsEllipseItem, QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
+from modeldesk.app.mask_views import class_colors
+
 from .mask_ops import UNLABELED
 
-#: Class colours by class index (the project's classes sorted by name), distinct side by side.
-MASK_COLORS = (
-    "#e6194b", "#3cb44b", "#ffe119", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6",
-    "#bfef45", "#fabed4", "#469990", "#dcbeff", "#9a6324", "#fffac8", "#800000", "#aaffc3",
-    "#808000", "#ffd8b1", "#000075", "#a9a9a9",
-)  # fmt: skip
+#: Class colours by class index (the project's classes sorted by name): the service's mask PNGs and
+#: the Evaluate page use the same ones.
+MASK_COLORS = tuple(class_colors(UNLABELED))
 #: How opaque the mask is over the photo.
 OPACITY = 0.5
 

@@ -1,0 +1,147 @@
+"""A segmentation model's pages: Evaluate shows IoU per class and the test photos' true and predicted
+masks side by side, worst first, a click opening the photo on the Label step; Deploy's try-it draws
+the mask over the photo and says how much each class covers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+
+from modeldesk.app.mask_views import prediction_mask
+from modeldesk.app.workspace import Workspace
+from modeldesk.ui.pages.deploy import DeployPage
+from modeldesk.ui.pages.deploy.try_it import area_words
+from modeldesk.ui.pages.evaluate_page import EvaluatePage
+from modeldesk.ui.pages.segmentation_evaluation import most_mixed, segmentation_words
+
+CLASSES = ("background", "disk")
+
+
+def _scenes(root, n=10, seed=0):
+    """Photos of a yellow disk on a grey ground, with their masks (0 ground, 1 disk), as a mask folder."""
+    rng = np.random.default_rng(seed)
+    (root / "images").mkdir(parents=True)
+    (root / "masks").mkdir()
+    for i in range(n):
+        photo = rng.normal(110, 12, (72, 96, 3)).clip(0, 255)
+        yy, xx = np.mgrid[:72, :96]
+        disk = np.hypot(yy - rng.integers(20, 52), xx - rng.integers(20, 76)) <= rng.integers(9, 16)
+        photo[disk] = (235, 220, 60)
+        Image.fromarray(photo.astype(np.uint8)).save(root / "images" / f"scene_{i:02d}.png")
+        Image.fromarray(disk.astype(np.uint8), mode="L").save(root / "masks" / f"scene_{i:02d}.png")
+    (root / "classes.txt").write_text("0 background\n1 disk\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(workspace, model id, a probe photo) of a tiny segmentation model trained on ten scenes."""
+    from modeldesk.app.pipeline import labeled_samples
+    from modeldesk.trainers.segmentation.features import SegNeck
+    from modeldesk.trainers.segmentation.templates import SegmentationTemplate
+    from modeldesk.trainers.tasks import get_trainer
+
+    tiny = SegmentationTemplate(
+        name="segmentation/tiny",
+        task="segmentation",
+        description="test",
+        backbone="efficientnet-lite0",
+        neck=SegNeck(size=128, stride=8, pyramid=(1,)),
+        hidden=16,
+        rows=3000,
+        epochs=8,
+        time_budget_s=60,
+    )
+    root = tmp_path_factory.mktemp("segpages")
+    ws = Workspace(root / "ws", cleanup=False)
+    ws.create_project("scenes", "segmentation")
+    ws.import_data("scenes", _scenes(root / "data"))
+    samples = labeled_samples(ws.store, ws.project("scenes"))
+    result = get_trainer("segmentation").train(samples, tiny, root / "model", ws.paths.cache / "features")
+    ws.store.add_model(ws.project("scenes"), "tiny", result.artifact_dir, tiny.name, result.metrics)
+    probe = next((root / "data" / "images").glob("*.png"))
+    yield ws, "tiny", probe
+    ws.close()
+
+
+def _open(qtbot, cls, ws):
+    page = cls(ws)
+    page.resize(1200, 900)
+    page.show()
+    page.set_project("scenes")
+    return page
+
+
+def _close(qtbot, page):
+    qtbot.waitUntil(lambda: not page.tasks.busy, timeout=60_000)
+    page.shutdown()
+    page.close()
+    page.deleteLater()
+
+
+def test_words_for_a_segmentation_report():
+    report = {
+        "miou": 0.62,
+        "pixel_accuracy": 0.91,
+        "miou_interval": [0.55, 0.7],
+        "n": 12,
+        "labels": ["road", "sign"],
+        "per_class": {"road": 0.9, "sign": 0.34},
+        "confusion": [[900, 20], [30, 50]],
+    }
+    hero, detail, advice = segmentation_words(report)
+    assert "62%" in hero and "mean IoU" in hero
+    assert "91%" in detail and "55% to 70%" in detail and "12 photos" in detail
+    assert "<b>sign</b> least well (IoU 34%)" in advice
+    assert most_mixed(report) == ("sign", "road", 30 / 80)
+    assert area_words({"road": 0.7, "sign": 0.25, "sky": 0.005}).startswith("road 70%, sign 25%")
+
+
+def test_evaluate_shows_masks_side_by_side_worst_first_and_a_click_opens_the_photo(qtbot, trained):
+    ws, model_id, _ = trained
+    page = _open(qtbot, EvaluatePage, ws)
+    try:
+        card = page.segmentation
+        qtbot.waitUntil(lambda: page.report is not None and card.frame.isVisible(), timeout=30_000)
+        assert not page.middle.isVisible() and not page.mistakes_card.frame.isVisible()
+        assert "mean IoU" in page.hero.text()
+        photos = page.report["photos"]
+        assert card.photos.count() == len(photos) > 0
+        assert [p["miou"] for p in photos] == sorted(p["miou"] for p in photos)  # worst first
+        qtbot.waitUntil(
+            lambda: all(card.photos.item(i).data(Qt.UserRole) for i in range(card.photos.count()))
+        )
+        first = card.photos.item(0)
+        assert not first.icon().isNull()
+        icon = first.icon().pixmap(card.photos.iconSize()).toImage()
+        assert icon.width() > 1.8 * icon.height()  # two pictures side by side
+        expected = ws.sample_ids_for_keys("scenes", [photos[0]["key"]])[photos[0]["key"]]
+        with qtbot.waitSignal(page.relabel_requested) as opened:
+            card._clicked(first)
+        assert opened.args == [expected]
+    finally:
+        _close(qtbot, page)
+
+
+def test_try_it_draws_the_mask_over_the_photo(qtbot, trained):
+    ws, model_id, probe = trained
+    page = _open(qtbot, DeployPage, ws)
+    try:
+        qtbot.waitUntil(lambda: page.loaded, timeout=10_000)
+        page.try_file(str(probe))
+        qtbot.waitUntil(lambda: page.last_prediction is not None, timeout=30_000)
+        prediction = page.last_prediction
+        overlay = QImage(prediction["overlay"])
+        assert (overlay.width(), overlay.height()) == (96, 72)
+        assert "of the photo" in page.answer.text()
+        top = max(prediction["areas"], key=prediction["areas"].get)
+        assert page.answer.text().startswith(top)
+        disk = prediction_mask(prediction) == CLASSES.index("disk")
+        photo = QImage(str(probe))
+        y, x = np.argwhere(disk)[len(np.argwhere(disk)) // 2]
+        assert overlay.pixelColor(int(x), int(y)) != photo.pixelColor(int(x), int(y))  # drawn over the disk
+    finally:
+        _close(qtbot, page)
