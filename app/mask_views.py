@@ -63,6 +63,22 @@ def truth_for_model(ws, project, sample_id: int, model_labels: list[str]) -> np.
     return table[mask]
 
 
+def suggested_mask(ws, model, project, sample_id: int) -> np.ndarray | None:
+    """The model's mask for a sample, numbered as the project's classes (classes it does not know are
+    void); None when the model cannot read the photo."""
+    predictor = ws._predictor(model)
+    try:
+        prediction = predictor.predict([str(ws.sample(sample_id).path)])[0]
+    except (OSError, ValueError) as exc:
+        log.warning("no suggested mask for sample %s: %s", sample_id, exc)
+        return None
+    index = {name: k for k, name in enumerate(ws.labels(project))}
+    table = np.full(256, VOID, np.uint8)
+    for k, name in enumerate(predictor.labels):
+        table[k] = index.get(str(name), VOID)
+    return table[prediction_mask(prediction)]
+
+
 def comparison_file(ws, model, project, sample_id: int, *, side: int = 200) -> Path:
     """A PNG of the photo twice, ``side`` pixels at most each: with its true mask, then with the model's."""
     predictor = ws._predictor(model)  # one kept session per model

@@ -1,4 +1,4 @@
-"""A segmentation model's pages: Evaluate shows IoU per class and the test photos' true and predicted
+"""A segmentation model's pages: Label offers the model's mask for a new photo (Enter takes it); Evaluate shows IoU per class and the test photos' true and predicted
 masks side by side, worst first, a click opening the photo on the Label step; Deploy's try-it draws
 the mask over the photo and says how much each class covers."""
 
@@ -143,5 +143,33 @@ def test_try_it_draws_the_mask_over_the_photo(qtbot, trained):
         photo = QImage(str(probe))
         y, x = np.argwhere(disk)[len(np.argwhere(disk)) // 2]
         assert overlay.pixelColor(int(x), int(y)) != photo.pixelColor(int(x), int(y))  # drawn over the disk
+    finally:
+        _close(qtbot, page)
+
+
+def test_the_label_page_offers_the_models_mask_and_enter_takes_it(qtbot, trained, tmp_path):
+    from modeldesk.ui.pages.label import LabelPage
+
+    ws, model_id, probe = trained
+    new = tmp_path / "new"
+    new.mkdir()
+    Image.open(probe).transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(new / "fresh.png")
+    ws.import_data("scenes", new, format="flat")
+    (sample_id,) = ws.sample_ids("scenes", unlabeled=True)
+    page = _open(qtbot, LabelPage, ws)
+    try:
+        qtbot.waitUntil(lambda: page.sample is not None and page.sample.id == sample_id, timeout=10_000)
+        annotator = page.annotator
+        qtbot.waitUntil(lambda: annotator._proposed is not None and page.is_idle(), timeout=30_000)
+        assert page.banner.isVisible() and "Press Enter" in page.suggestion_label.text()
+        proposed = annotator._proposed[1]
+        assert annotator.proposal.isVisible() and annotator.proposal.mask is proposed
+        assert ws.labels("scenes") == list(CLASSES) and (proposed == 1).sum() > 50  # it sees the disk
+        assert (annotator.editor.mask == 255).all()  # only offered, nothing painted yet
+        page.accept_suggestion()
+        qtbot.waitUntil(page.is_idle, timeout=10_000)
+        assert np.array_equal(ws.sample_mask(sample_id), proposed)
+        assert np.array_equal(annotator.editor.mask, proposed) and not page.banner.isVisible()
+        assert annotator.undo() and (annotator.editor.mask == 255).all()  # taking it can be undone
     finally:
         _close(qtbot, page)

@@ -10,14 +10,23 @@ rectangles only), so large photos do not pile whole masks up in memory.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 from PySide6.QtCore import QObject
 
+from modeldesk.app.mask_views import suggested_mask
+
+from ...job_watcher import TaskGroup
+from ...page import LatestTask
 from ...wording import plural
 from .annotators import Annotator
 from .mask_editor import MaskEditor
 from .mask_ops import UNLABELED
+from .mask_overlay import MaskOverlay
 from .mask_tools import MaskTools
+
+log = logging.getLogger(__name__)
 
 
 class MaskAnnotator(Annotator):
@@ -30,7 +39,7 @@ class MaskAnnotator(Annotator):
         "wheel zooms, right-drag moves the photo · Ctrl+Shift+Z redo"
     )
     clear_text = "Clear mask"
-    takes_suggestions = False
+    takes_suggestions = True  # a trained model's mask: Enter takes it
     noun = "photo"
     history = True
 
@@ -40,8 +49,14 @@ class MaskAnnotator(Annotator):
         self.editor = MaskEditor(self.canvas, self)
         self.tools = MaskTools(self.editor)
         self.editor.edited.connect(self._edited)
+        self.proposal = MaskOverlay()
+        self.proposal.setOpacity(0.3)
+        self.canvas.scene().addItem(self.proposal)
+        self._proposed: tuple[int, np.ndarray] | None = None  # (sample id, the model's mask)
+        self._suggester = LatestTask(TaskGroup(self._no_suggestion, self), self)
         self.labels: list[str] = []
         self.current = ""
+        self.sample = None
         self._active = False
 
     def _edited(self, mask: np.ndarray) -> None:
@@ -62,6 +77,7 @@ class MaskAnnotator(Annotator):
 
     def deactivate(self) -> None:
         self._active = False
+        self.show_proposal(None)
         self.editor.deactivate()
 
     def load(self, ws, sample) -> None:
@@ -69,6 +85,7 @@ class MaskAnnotator(Annotator):
         sample.mask = ws.sample_mask(sample.id)
 
     def show(self, sample, labels: list[str]) -> None:
+        self.sample = sample
         self._set_labels(labels)
         self.editor.set_mask(self._mask(sample), len(self.labels))
         sample.labels = self.names(getattr(sample, "mask", None))
@@ -124,6 +141,47 @@ class MaskAnnotator(Annotator):
         if shown is not None and value is not None and not np.array_equal(shown, value):
             self.editor.replace(value)  # Clear: the editor did not draw it
         self._show_legend()
+
+    # -- the model's mask as a suggestion ----------------------------------------------------------------
+
+    def suggestion_text(self, label: str, score: float, proposal=None) -> str:
+        return (
+            f"The model painted this photo (faint colours; {score:.0%} sure on average). Press Enter to "
+            "take its mask, then fix what is off with the tools."
+        )
+
+    def show_proposal(self, proposal) -> None:
+        """Show the model's mask faintly while the page offers it (the page passes no ``proposal`` for
+        masks: the mask is asked for here, one photo at a time, off the UI thread)."""
+        sample, page = self.sample, self.parent()
+        wanted = sample is not None and not sample.labels and sample.id in getattr(page, "suggestions", {})
+        if not wanted or getattr(page, "model_id", None) is None:
+            self._suggester.cancel()
+            self._proposed = None
+            self.proposal.set_mask(None, 0)
+            return
+        if self._proposed is not None and self._proposed[0] == sample.id:
+            return
+        ws, model_id, project, sample_id = page.ws, page.model_id, page.project, sample.id
+        self._suggester.start(
+            lambda _state: (sample_id, suggested_mask(ws, model_id, project, sample_id)), self._proposal_ready
+        )
+
+    def _proposal_ready(self, result) -> None:
+        sample_id, mask = result
+        if mask is None or self.sample is None or self.sample.id != sample_id or self.sample.labels:
+            return
+        self._proposed = (sample_id, mask)
+        self.proposal.set_mask(mask, len(self.labels))
+
+    def _no_suggestion(self, *reason) -> None:
+        log.warning("the model's mask could not be shown: %s", reason)
+
+    def from_suggestion(self, label: str, proposal=None):
+        proposed = self._proposed
+        if proposed is None or self.sample is None or proposed[0] != self.sample.id:
+            return self.value(self.sample)  # not there yet: nothing changes
+        return proposed[1].copy()
 
     def cleared(self):
         shown = self.editor.mask
