@@ -92,23 +92,25 @@ def comparison_file(ws, model, project, sample_id: int, *, side: int = 200) -> P
     for picture in pictures:
         picture.thumbnail((side, side), Image.BILINEAR)
     width, height = pictures[0].size
-    both = Image.new("RGB", (2 * width + GAP, height), (255, 255, 255))
+    both = Image.new("RGBA", (2 * width + GAP, height), (0, 0, 0, 0))  # the gap shows the page
     both.paste(pictures[0], (0, 0))
     both.paste(pictures[1], (width + GAP, 0))
     return _save(both, ws, "mask-comparisons", model, sample_id, side)
 
 
 def comparison_thumbnails(ws, model, project, sample_ids, *, side: int = 200, should_stop=None) -> list:
-    """``[(sample_id, PNG path or None)]``: each photo's true and predicted masks side by side."""
+    """``[(sample_id, PNG path or None, the photo's file name)]``: each photo's true and predicted masks
+    side by side."""
     out = []
     for sample_id in sample_ids:
         if should_stop is not None and should_stop():
             break
-        picture = None
+        picture, name = None, ""
         if sample_id is not None:
             try:
+                name = Path(str(ws.sample(sample_id).source or "")).name
                 picture = comparison_file(ws, model, project, sample_id, side=side)
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("no mask comparison for sample %s: %s", sample_id, exc)
-        out.append((sample_id, picture))
+        out.append((sample_id, picture, name))
     return out

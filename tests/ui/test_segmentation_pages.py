@@ -116,6 +116,7 @@ def test_evaluate_shows_masks_side_by_side_worst_first_and_a_click_opens_the_pho
         )
         first = card.photos.item(0)
         assert not first.icon().isNull()
+        assert first.text().startswith("IoU ") and "scene_" in first.text()  # the photo's own name
         icon = first.icon().pixmap(card.photos.iconSize()).toImage()
         assert icon.width() > 1.8 * icon.height()  # two pictures side by side
         expected = ws.sample_ids_for_keys("scenes", [photos[0]["key"]])[photos[0]["key"]]

@@ -86,8 +86,8 @@ class SegmentationCard:
         self.legend = QLabel()
         self.legend.setWordWrap(True)
         layout.addWidget(self.legend)
-        cell = QSize(2 * SIDE + 30, SIDE * 3 // 4 + 44)
-        self.photos = thumbnail_list(2 * SIDE + 6, cell, cell.height() + 12)
+        self.cell = cell = QSize(2 * SIDE + 30, SIDE * 3 // 4 + 44)
+        self.photos = thumbnail_list(2 * SIDE + 6, cell, 2 * cell.height() + 12)
         self.photos.setIconSize(QSize(2 * SIDE + 6, SIDE * 3 // 4))
         self.photos.itemClicked.connect(self._clicked)
         layout.addWidget(self.photos)
@@ -122,14 +122,18 @@ class SegmentationCard:
                 f"{photo.get('file')}\nmean IoU {photo.get('miou', 0):.0%}, "
                 f"pixel accuracy {photo.get('pixel_accuracy', 0):.0%}"
             )
+            item.setSizeHint(self.cell)  # uniform sizes: measured before the pictures arrive
             self.photos.addItem(item)
             self._items.append(item)
+        self.photos.scrollToTop()
         if photos:
             self.load(photos, self._show_pictures)
 
     def _show_pictures(self, found: list) -> None:
-        for (sample_id, picture), item in zip(found, self._items):
+        for (sample_id, picture, name), item in zip(found, self._items):
             item.setData(Qt.UserRole, sample_id)
+            if name:  # the report names the stored copy; people know the photo by its own name
+                item.setText(f"{item.text().split(' · ')[0]} · {name}")
             if picture is not None:
                 item.setIcon(QIcon(QPixmap(str(picture))))
             if sample_id is None:
