@@ -90,6 +90,9 @@ class MaskOutput:
             }
             if scores is not None:
                 result["class_scores"] = scores[i]
+                # how sure, 0..1: the mean over the grid of the top class's probability (the Label
+                # page's "model unsure" order asks for the least sure photos first)
+                result["confidence"] = float(scores[i].max(axis=0).mean()) if scores[i].size else 0.0
             results.append(result)
         return results
 

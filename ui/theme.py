@@ -178,7 +178,8 @@ QSpinBox:focus {{ border-color: {colors.accent}; }}
 QSpinBox::up-button, QSpinBox::down-button {{ width: 0px; border: none; }}
 QSpinBox:disabled {{ color: {colors.muted}; background: {colors.window}; }}
 QPushButton#ClassButton {{ text-align: left; padding: 9px 12px; font-size: 14px; }}
-QPushButton#ClassButton:checked {{ background: {colors.accent}; color: {colors.accent_text};
+QPushButton#MaskTool {{ padding: 6px 4px; }}
+QPushButton#ClassButton:checked, QPushButton#MaskTool:checked {{ background: {colors.accent}; color: {colors.accent_text};
                                    border: none; font-weight: 600; }}
 QRadioButton::indicator, QCheckBox::indicator {{ width: 14px; height: 14px; border: 2px solid {colors.muted};
                                                 background: {colors.base}; }}

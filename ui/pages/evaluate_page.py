@@ -24,6 +24,7 @@ from ..wording import explain, headline, most_confused, nouns, per_class_rows, t
 from .anomaly_evaluation import AnomalyCard
 from .detection_photos import DetectionPhotosCard, load_photos
 from .detection_summary import detection_words
+from .segmentation_evaluation import SegmentationCard, segmentation_words
 from .tags_summary import tags_words
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,8 @@ class EvaluatePage(Page):
         self.detection_photos.frame.hide()
         self.anomaly = AnomalyCard(self._load_anomaly_photos, self._anomaly_words)
         self.anomaly.frame.hide()
+        self.segmentation = SegmentationCard(self._load_mask_photos, self.relabel_requested.emit)
+        self.segmentation.frame.hide()
 
         content = QWidget()
         layout = QVBoxLayout(content)
@@ -116,6 +119,7 @@ class EvaluatePage(Page):
         layout.addWidget(self.mistakes_card.frame)
         layout.addWidget(self.detection_photos.frame)
         layout.addWidget(self.anomaly.frame)
+        layout.addWidget(self.segmentation.frame)
         layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -199,9 +203,15 @@ class EvaluatePage(Page):
         confused = most_confused(report)
         detector = "map50" in report
         tags = "micro_f1" in report and report.get("accuracy") is None
+        segmentation = "miou" in report
         self.report_button.setVisible(bool(report.get("has_html", True)))
         if tags:  # each photo's set of tags instead of one label
             hero, detail, advice = tags_words(report, self.noun)
+            self.hero.setText(hero)
+            self.hero_detail.setText(detail)
+            self.advice.setText(advice)
+        elif segmentation:  # a class per pixel: overlap per class instead of right answers
+            hero, detail, advice = segmentation_words(report)
             self.hero.setText(hero)
             self.hero_detail.setText(detail)
             self.advice.setText(advice)
@@ -225,13 +235,17 @@ class EvaluatePage(Page):
         if labels and report.get("confusion"):
             self.matrix.set_data(labels, report["confusion"])
             self.matrix.setFixedHeight(self.matrix.sizeHint().height())
-        self.bars.set_rows(per_class_rows(report))
+        self.bars.set_rows([] if segmentation else per_class_rows(report))
         anomaly = "auroc" in report  # an anomaly model: caught defects and false alarms instead
-        self.middle.setVisible(not anomaly)
-        self.mistakes_card.frame.setVisible(not detector and not anomaly)
+        self.middle.setVisible(not anomaly and not segmentation)
+        self.mistakes_card.frame.setVisible(not detector and not anomaly and not segmentation)
+        self.segmentation.frame.setVisible(segmentation)
+        self.segmentation.set_report(report if segmentation else None)
         self.detection_photos.frame.setVisible(detector)
         self.anomaly.frame.setVisible(anomaly)
-        self.mistakes_card.set_report(None if detector or anomaly else report, sound=self.sound)
+        self.mistakes_card.set_report(
+            None if detector or anomaly or segmentation else report, sound=self.sound
+        )
         self.detection_photos.set_report(report if detector else None)
         self.anomaly.set_report(report if anomaly else None)
 
@@ -268,6 +282,20 @@ class EvaluatePage(Page):
             done,
             on_failed=lambda message, details: log.warning("test photos: %s", message),
         )
+
+    def _load_mask_photos(self, photos: list[dict], done) -> None:
+        """The test photos' true and predicted masks side by side, made off the UI thread."""
+        from modeldesk.app.mask_views import comparison_thumbnails
+
+        project, model_id, ws = self.project, self.model_id, self.ws
+
+        def make(state):
+            ids = report_sample_ids(ws, project, photos)
+            return comparison_thumbnails(
+                ws, model_id, project, ids, should_stop=state.is_interruption_requested
+            )
+
+        self.thumbs.start(make, done, on_failed=lambda message, details: log.warning("masks: %s", message))
 
     def _anomaly_words(self, hero: str, detail: str) -> None:
         self.hero.setText(hero)

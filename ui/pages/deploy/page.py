@@ -208,6 +208,10 @@ class DeployPage(Page):
                 from modeldesk.app.anomaly_views import overlay_file
 
                 results[0]["overlay"] = str(overlay_file(ws, model_id, path)[1])
+            elif "areas" in results[0]:  # a segmentation model: its mask drawn over the photo
+                from modeldesk.app.mask_views import overlay_file as mask_overlay
+
+                results[0]["overlay"] = str(mask_overlay(ws, model_id, path, results[0]))
             return results, (load_peaks(path) if sound else None)
 
         def done(result):

@@ -200,6 +200,12 @@ class TryIt:
             self.answer.setText(anomaly_answer(prediction))
             self.scores.set_rows([(prediction["label"], (prediction.get("confidence", 1.0),))])
             return
+        if "areas" in prediction:  # a segmentation model: the photo with its mask, the share of each class
+            if prediction.get("overlay"):
+                self.drop.show_image(prediction["overlay"])
+            self.answer.setText(area_words(prediction["areas"]))
+            self.scores.set_rows(top_scores({"scores": prediction["areas"]}, 10))
+            return
         if "boxes" in prediction:  # a detector: the boxes on the photo, one row per box
             if path:
                 self.drop.show_image(path, prediction["boxes"])
@@ -220,6 +226,15 @@ class TryIt:
                 f"({prediction['score']:.0%} sure)</span>"
             )
         self.scores.set_rows((label, (score,)) for label, score in top_scores(prediction))
+
+
+def area_words(areas: dict) -> str:
+    """Plain words for a segmentation model's answer: the classes that cover most of the photo."""
+    shown = [(label, share) for label, share in sorted(areas.items(), key=lambda x: -x[1]) if share >= 0.01]
+    if not shown:
+        return "Nothing found"
+    words = ", ".join(f"{label} {share:.0%}" for label, share in shown[:3])
+    return f"{words}  <span style='font-size:15px; font-weight:400'>of the photo</span>"
 
 
 def anomaly_answer(prediction: dict) -> str:

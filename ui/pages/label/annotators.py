@@ -6,7 +6,8 @@ name. An annotator says what a class key does, what is written, how an annotatio
 and (for boxes) drives the view. A new target adds a subclass and one :func:`register_annotator` call.
 
 Values are what ``Workspace.annotate(sample_id, target, value)`` takes: a class name or None
-(``label``), a sorted list of names (``tags``), a list of boxes (``boxes``).
+(``label``), a sorted list of names (``tags``), a list of boxes (``boxes``), an index mask (``mask``,
+see :mod:`.mask_annotator`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ class Annotator(QObject):
     takes_suggestions = True
     #: Whether labels are counted per sample (False: per box).
     noun = "example"
+    #: Whether the annotator keeps its own undo history (:meth:`undo`, :meth:`redo`) instead of the page's.
+    history = False
+    #: Its own tools for the side panel (a widget), if it has any.
+    tools = None
 
     def __init__(self, view, parent: QObject | None = None):
         super().__init__(parent)
@@ -53,8 +58,19 @@ class Annotator(QObject):
     def deactivate(self) -> None:
         """The page switched to another annotator."""
 
+    def load(self, ws, sample) -> None:
+        """Worker thread: read what the annotation needs beyond ``ws.sample`` (e.g. a mask) onto ``sample``."""
+
     def show(self, sample, labels: list[str]) -> None:
         """The view shows ``sample``; draw the annotation on the view if it lives there."""
+
+    def undo(self) -> bool:
+        """Undo the annotator's own last edit (with :attr:`history`); False when it has none."""
+        return False
+
+    def redo(self) -> bool:
+        """Redo what :meth:`undo` took back; False when there is nothing to redo."""
+        return False
 
     # -- values ---------------------------------------------------------------------------------------
 

@@ -164,6 +164,7 @@ class LabelPage(Page):
             ((Qt.Key_Left,), self.previous),
             ((Qt.Key_Return, Qt.Key_Enter), self._enter),
             ((QKeySequence.Undo,), self.undo),
+            ((QKeySequence.Redo,), lambda: self.annotator is not None and self.annotator.redo()),
             ((Qt.Key_Delete, Qt.Key_Backspace), self._delete_key),
         ):
             for key in keys:
@@ -275,11 +276,12 @@ class LabelPage(Page):
         self.position.setText(f"{index + 1:,} of {len(self.order):,}")
         self.prev_button.setEnabled(index > 0)
         self.next_button.setEnabled(index < len(self.order) - 1)
-        ws, view = self.ws, self.view
+        ws, view, annotator = self.ws, self.view, self.annotator
         cached = self._cache.get(sample_id) if view.cacheable else None
 
         def read(_state):
             sample = ws.sample(sample_id)
+            annotator.load(ws, sample)
             return sample, cached if cached is not None else view.load(sample)
 
         self.run(read, self._sample_ready, title="Could not show this sample")
@@ -422,7 +424,7 @@ class LabelPage(Page):
         if sample is None:
             return
         old = self.annotator.value(sample)
-        if record:
+        if record and not self.annotator.history:  # else the annotator keeps its own
             self.undo_stack.append((sample.id, old))
             self.undo_button.setEnabled(True)
         self._set_local(sample, old, value)
@@ -462,7 +464,7 @@ class LabelPage(Page):
 
     def undo(self) -> None:
         """Put back the annotation changed last (and show that sample)."""
-        if not self.undo_stack or self._typing():
+        if self._typing() or (self.annotator is not None and self.annotator.undo()) or not self.undo_stack:
             return
         sample_id, old = self.undo_stack.pop()
         self.undo_button.setEnabled(bool(self.undo_stack))

@@ -42,9 +42,12 @@ class SidePanel(QScrollArea):
         self.keys_help = QLabel()
         self.keys_help.setObjectName("Muted")
         self.keys_help.setWordWrap(True)
+        self.tools = None  # the annotator's own tools (masks: brush, polygon...), above the classes
         layout = QVBoxLayout(card)
         layout.setContentsMargins(16, 14, 16, 14)
         layout.setSpacing(8)
+        self.tools_slot = QVBoxLayout()
+        layout.addLayout(self.tools_slot)
         layout.addWidget(self.classes)
         layout.addSpacing(6)
         layout.addWidget(self.banner)
@@ -59,7 +62,16 @@ class SidePanel(QScrollArea):
         self.banner.setVisible(bool(text))
 
     def configure(self, annotator) -> None:
-        """Words for the annotator in use (its hint, what Clear does, its keys)."""
+        """Words for the annotator in use (its hint, what Clear does, its keys) and its own tools."""
+        if self.tools is not annotator.tools:
+            if self.tools is not None:
+                self.tools_slot.removeWidget(self.tools)
+                self.tools.hide()
+            self.tools = annotator.tools
+            if self.tools is not None:
+                self.tools_slot.addWidget(self.tools)
+                self.tools.show()
+        self.undo_button.setVisible(not annotator.history)  # its tools have Undo and Redo
         self.classes.hint.setText(annotator.hint)
         self.clear_button.setText(annotator.clear_text)
         enter = " · Enter accepts the model's suggestion" if annotator.takes_suggestions else ""

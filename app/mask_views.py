@@ -1,0 +1,116 @@
+"""Pictures for segmentation models: a photo with a mask drawn over it (Deploy's try-it) and a photo's
+true and predicted masks side by side (Evaluate), in the colours the service's mask PNGs use."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import logging
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from modeldesk.datasets.masks import VOID
+from modeldesk.deploy.mask_output import PALETTE, overlay
+from modeldesk.deploy.preprocess import load_image
+
+log = logging.getLogger(__name__)
+
+GAP = 6  # pixels between the two pictures of a comparison
+
+
+def class_colors(count: int) -> list[str]:
+    """``#rrggbb`` of the classes ``0 .. count - 1``: the colours of the service's mask PNGs."""
+    return ["#{:02x}{:02x}{:02x}".format(*PALETTE[k % len(PALETTE)]) for k in range(count)]
+
+
+def _save(picture: Image.Image, ws, folder: str, *key) -> Path:
+    digest = hashlib.sha1("\0".join(map(str, key)).encode()).hexdigest()[:16]
+    out = Path(ws.paths.tmp) / folder / f"{digest}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp.png")
+    picture.save(tmp)
+    tmp.replace(out)
+    return out
+
+
+def prediction_mask(prediction: dict) -> np.ndarray:
+    """The class-index mask of a prediction: its array, or the PNG the service answers with."""
+    if "mask" in prediction:
+        return np.asarray(prediction["mask"], np.uint8)
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(prediction["mask_png"]))), np.uint8)
+
+
+def overlay_file(ws, model, path, prediction: dict, *, max_side: int = 1024) -> Path:
+    """A PNG of the photo at ``path`` with the predicted mask (an array or the service's PNG) drawn over
+    it, at most ``max_side`` pixels on its longer side."""
+    picture = overlay(load_image(str(path)), prediction_mask(prediction))
+    picture.thumbnail((max_side, max_side), Image.BILINEAR)
+    return _save(picture, ws, "masks", model, Path(path).resolve())
+
+
+def truth_for_model(ws, project, sample_id: int, model_labels: list[str]) -> np.ndarray | None:
+    """The sample's saved mask renumbered to the model's classes (by name; classes it lacks are void)."""
+    mask = ws.sample_mask(sample_id)
+    if mask is None:
+        return None
+    table = np.full(256, VOID, np.uint8)
+    index = {name: k for k, name in enumerate(model_labels)}
+    for k, name in enumerate(ws.labels(project)):
+        table[k] = index.get(name, VOID)
+    return table[mask]
+
+
+def suggested_mask(ws, model, project, sample_id: int) -> np.ndarray | None:
+    """The model's mask for a sample, numbered as the project's classes (classes it does not know are
+    void); None when the model cannot read the photo."""
+    predictor = ws._predictor(model)
+    try:
+        prediction = predictor.predict([str(ws.sample(sample_id).path)])[0]
+    except (OSError, ValueError) as exc:
+        log.warning("no suggested mask for sample %s: %s", sample_id, exc)
+        return None
+    index = {name: k for k, name in enumerate(ws.labels(project))}
+    table = np.full(256, VOID, np.uint8)
+    for k, name in enumerate(predictor.labels):
+        table[k] = index.get(str(name), VOID)
+    return table[prediction_mask(prediction)]
+
+
+def comparison_file(ws, model, project, sample_id: int, *, side: int = 200) -> Path:
+    """A PNG of the photo twice, ``side`` pixels at most each: with its true mask, then with the model's."""
+    predictor = ws._predictor(model)  # one kept session per model
+    sample = ws.sample(sample_id)
+    prediction = predictor.predict([str(sample.path)])[0]
+    photo = load_image(str(sample.path))
+    truth = truth_for_model(ws, project, sample_id, [str(x) for x in predictor.labels])
+    if truth is None or truth.shape != prediction["mask"].shape:
+        truth = np.full(prediction["mask"].shape, VOID, np.uint8)
+    pictures = [overlay(photo, truth), overlay(photo, prediction["mask"])]
+    for picture in pictures:
+        picture.thumbnail((side, side), Image.BILINEAR)
+    width, height = pictures[0].size
+    both = Image.new("RGBA", (2 * width + GAP, height), (0, 0, 0, 0))  # the gap shows the page
+    both.paste(pictures[0], (0, 0))
+    both.paste(pictures[1], (width + GAP, 0))
+    return _save(both, ws, "mask-comparisons", model, sample_id, side)
+
+
+def comparison_thumbnails(ws, model, project, sample_ids, *, side: int = 200, should_stop=None) -> list:
+    """``[(sample_id, PNG path or None, the photo's file name)]``: each photo's true and predicted masks
+    side by side."""
+    out = []
+    for sample_id in sample_ids:
+        if should_stop is not None and should_stop():
+            break
+        picture, name = None, ""
+        if sample_id is not None:
+            try:
+                name = Path(str(ws.sample(sample_id).source or "")).name
+                picture = comparison_file(ws, model, project, sample_id, side=side)
+            except (OSError, ValueError, KeyError) as exc:
+                log.warning("no mask comparison for sample %s: %s", sample_id, exc)
+        out.append((sample_id, picture, name))
+    return out
