@@ -91,7 +91,13 @@ def test_exported_graph_equals_the_apps_score_and_heatmap(trained, shared_cache_
 
     session = create_session(
         scoring_model(
-            template.neck, patches.shape[-1], normal, template.top_k, 0.0, template.score_border
+            template.neck,
+            patches.shape[-1],
+            normal,
+            template.top_k,
+            0.0,
+            template.score_border,
+            sigma=template.smooth_sigma,
         ).SerializeToString(),
         device="cpu",
     )

@@ -112,3 +112,14 @@ def test_an_8_bit_backbone_keeps_the_ranking(model):
     assert rows[CANDIDATES[0]]["accuracy"] is not None
     assert abs(rows[CANDIDATES[0]]["accuracy"] - rows["fp32"]["accuracy"]) <= 0.05
     assert result["claim"]
+
+
+def test_the_app_offers_compression_for_anomaly_models(model):
+    """The Deploy page and ``modeldesk export --compress`` ask these: offered, judged by AUROC, 8-bit only."""
+    from modeldesk.app.pipeline import compression_candidates, compression_metric, compression_refusal
+
+    artifact = model[0]
+    assert compression_refusal(artifact) == ""
+    judge = compression_metric(artifact)
+    assert isinstance(judge, AnomalyJudge) and judge.threshold == artifact.card["threshold"]
+    assert compression_candidates(artifact) == list(CANDIDATES)

@@ -27,6 +27,8 @@ class AnomalyTemplate:
     score_border : rings of cells along the photo's edge left out of the image score (the heatmap
         keeps them): where parts are photographed with their edges in view, the edge varies more
         among good parts than anything inside.
+    smooth_sigma : the Gaussian smoothing of the patch scores before the image score and the heatmap,
+        in cells of the stride-8 grid.
     false_alarm_rate : the default share of good parts the threshold lets be flagged.
     """
 
@@ -41,6 +43,7 @@ class AnomalyTemplate:
     projection: int | None = None
     top_k: int = 1
     score_border: int = 0
+    smooth_sigma: float = 0.75
     false_alarm_rate: float = 0.01
     time_budget_s: float = 120.0
 
@@ -58,6 +61,7 @@ class AnomalyTemplate:
             "projection": self.projection,
             "top_k": self.top_k,
             "score_border": self.score_border,
+            "smooth_sigma": self.smooth_sigma,
             "false_alarm_rate": self.false_alarm_rate,
             "time_budget_s": self.time_budget_s,
         }

@@ -225,6 +225,7 @@ class AnomalyDetectionTrainer:
                 threshold,
                 cache.root / "graphs",
                 template.score_border,
+                sigma=template.smooth_sigma,
             )
         )
         n_defects = sum(1 for s in usable if not is_good(s.target))
@@ -304,7 +305,15 @@ class _Scorer:
         from modeldesk.deploy.runtime import create_session
 
         self.computer = computer
-        model = scoring_model(template.neck, int(dim), normal, template.top_k, 0.0, template.score_border)
+        model = scoring_model(
+            template.neck,
+            int(dim),
+            normal,
+            template.top_k,
+            0.0,
+            template.score_border,
+            sigma=template.smooth_sigma,
+        )
         self.session = create_session(model.SerializeToString(), device="cpu")
 
     def __call__(self, flat, batch: int = 8) -> tuple[np.ndarray, np.ndarray]:
