@@ -3,7 +3,7 @@
 Inputs ``image`` (N, 3, S, S), the photo squashed to S, and ``image_size`` (N, 2), its (width,
 height). ``image`` -> backbone -> patch features (``features.patch_nodes``) -> per patch the distance
 to normal (the memory bank as a constant: ``|p|^2 - 2 p.M^T + |m|^2`` by MatMul, ReduceMin over the
-bank; or the Mahalanobis distance to one Gaussian) -> a Gaussian smoothing on the stride-8 grid
+bank; or the Mahalanobis distance to one Gaussian, or to its position's own) -> a Gaussian smoothing on the stride-8 grid
 -> ``score`` (N,): the mean of the top-k patch scores, ``anomalous`` (N,) score >= threshold, and
 ``heatmap`` (N, S, S) the patch scores upsampled bilinearly over the whole photo. ``sizes`` repeats
 ``image_size`` so the reader can scale the heatmap to the photo's own pixels.
@@ -55,7 +55,8 @@ def score_nodes(
     sigma: float = 0.75,
 ):
     """Nodes from ``patches`` (N, G*G, D) to ``patch_scores`` (N, G, G), ``score``, ``anomalous`` and
-    ``heatmap``. ``normal`` is ``{"bank": (K, D)}`` or ``{"mean": (D,), "whiten": (D, D)}``; the image
+    ``heatmap``. ``normal`` is ``{"bank": (K, D)}``, ``{"mean": (D,), "whiten": (D, D)}`` or one Gaussian
+    per position ``{"mean": (P, D), "whiten": (P, D, D)}``; the image
     score leaves out the outer ``border`` rings of cells (the heatmap keeps them); ``sigma``: the
     Gaussian smoothing of the patch scores, in cells."""
     nodes, inits, p = [], [], prefix
@@ -74,6 +75,11 @@ def score_nodes(
         dot = node("MatMul", [PATCHES, const("bank_t", -2.0 * bank.T)], "dot")  # (N, P, K)
         d2 = node("Add", [node("Add", [dot, pp], "d2a"), const("bank_sq", (bank**2).sum(axis=1))], "d2")
         d2 = node("ReduceMin", [d2], "d2min", axes=[2], keepdims=0)  # (N, P)
+    elif np.ndim(normal["whiten"]) == 3:  # one Gaussian per position: (N, P, 1, D) @ (P, D, D)
+        centred = node("Sub", [PATCHES, const("mean", normal["mean"])], "centred")
+        rows = node("Unsqueeze", [centred, const("axis2", [2], np.int64)], "rows")
+        white = node("MatMul", [rows, const("whiten", normal["whiten"])], "white")
+        d2 = node("ReduceSumSquare", [white], "d2min", axes=[2, 3], keepdims=0)
     else:
         centred = node("Sub", [PATCHES, const("mean", normal["mean"])], "centred")
         white = node("MatMul", [centred, const("whiten", normal["whiten"])], "white")
