@@ -396,6 +396,7 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         training=training,
         refit_head=head_refitter(artifact.card) if compress else None,
         metric=metric,
+        candidates=compression_candidates(artifact) if compress else None,
     )
     if compress:
         record_compression(feature_cache_dir(ws), artifact.input_kind, n_samples, time.monotonic() - started)
@@ -406,11 +407,24 @@ def compression_metric(artifact):
     """What compression keeps within 1 point: label accuracy (None: the default), or for a detector
     mAP50 with a refusal of copies that do not reproduce the original's boxes
     (``trainers.detection.compression``)."""
+    if artifact.target == "anomaly":
+        from modeldesk.trainers.anomaly.compression import AnomalyJudge
+
+        return AnomalyJudge(artifact.card.get("threshold", 0.0))
     if artifact.target != "boxes":
         return None
     from modeldesk.trainers.detection.compression import DetectionJudge
 
     return DetectionJudge(artifact.labels, artifact.card.get("score_threshold", 0.5))
+
+
+def compression_candidates(artifact):
+    """The recipes compression tries for ``artifact`` (None: the default search)."""
+    if artifact.target == "anomaly":
+        from modeldesk.trainers.anomaly.compression import CANDIDATES
+
+        return list(CANDIDATES)
+    return None
 
 
 def compression_refusal(artifact) -> str:
@@ -420,7 +434,7 @@ def compression_refusal(artifact) -> str:
     model_input = input_class(artifact.input_kind)
     if model_input.not_compressible:
         return model_input.not_compressible.format(size_mb=artifact.size_bytes() / 1e6)
-    if model_input.inline or artifact.target not in ("label", "boxes"):
+    if model_input.inline or artifact.target not in ("label", "boxes", "anomaly"):
         return "Making this kind of model smaller is not available yet."
     return ""
 
@@ -446,6 +460,10 @@ def _compression_data(ws, artifact):
         from modeldesk.trainers.detection.compression import judging_photos
 
         validation = judging_photos(samples)
+    if artifact.target == "anomaly":  # judged on the photos that did not fill the memory bank
+        from modeldesk.trainers.anomaly.compression import judging_photos as anomaly_judging_photos
+
+        validation = anomaly_judging_photos(samples)
     if not validation:
         raise UserError(
             f"project {project.name!r} has no validation images to check the compressed model's accuracy on"

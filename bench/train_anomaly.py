@@ -5,7 +5,9 @@ The good photos are split by a hash of the file name: 60% train (the memory bank
 of them, again by hash, held back to set the threshold at 1% false alarms), 40% test. Every defect
 photo is test: no defect is ever seen in training. The reference is the nearest-neighbour distance of
 a photo's global pooled embedding (1280-d) to the training photos' embeddings, with its threshold set
-the same way. 90% bootstrap intervals resample the test photos. Features are cached in ``--cache``
+the same way. The accurate template is then compressed as ``modeldesk export --compress`` does
+(8-bit backbones, ``deploy.verdict.judge``) and the kept copy measured the same way. 90% bootstrap
+intervals resample the test photos. Features are cached in ``--cache``
 (a second run skips the backbone).
 
     python bench/train_anomaly.py [DATA_DIR] [--cache DIR] [--boot 300]
@@ -100,10 +102,8 @@ def latency_ms(artifact_dir, paths, runs: int = 3) -> float:
     return float(np.median(times))
 
 
-def run_template(name, samples, masks, cache_dir, out_dir, boot):
-    from modeldesk.deploy import Predictor, load_artifact
-    from modeldesk.trainers.anomaly.evaluation import is_good, load_mask
-    from modeldesk.trainers.anomaly.scoring import auroc, pixel_auroc
+def run_template(name, samples, masks, cache_dir, out_dir, boot, compress=False):
+    from modeldesk.deploy import load_artifact
     from modeldesk.trainers.tasks import get_trainer
 
     trainer = get_trainer("anomaly-detection")
@@ -113,10 +113,65 @@ def run_template(name, samples, masks, cache_dir, out_dir, boot):
         train_set, name, out_dir / name.name.split("/")[1].split()[0], cache_dir, time_budget=600
     )
     seconds = time.monotonic() - start
-    card = load_artifact(result.artifact_dir).card
+    row = measure(name.name, result.artifact_dir, samples, masks, boot)
+    row.update(
+        train_s=seconds,
+        warnings=result.warnings,
+        bank=load_artifact(result.artifact_dir).card.get("bank_patches"),
+    )
+    rows = [row]
+    if compress:
+        rows.append(run_compression(row, result.artifact_dir, samples, masks, out_dir, boot))
+    return rows
+
+
+def run_compression(original, artifact_dir, samples, masks, out_dir, boot):
+    """The app's compression of the model (``modeldesk export --compress``): 8-bit backbones judged by
+    ``deploy.verdict.judge`` on the photos that did not fill the bank (here: the test photos, as the
+    app judges on the project's held-back goods and defects), then the kept copy measured like the
+    original."""
+    from modeldesk.deploy import load_artifact
+    from modeldesk.deploy.compress import compress_artifact
+    from modeldesk.trainers.anomaly.compression import CANDIDATES, AnomalyJudge, judging_photos
+
+    artifact = load_artifact(artifact_dir)
+    start = time.monotonic()
+    result = compress_artifact(
+        artifact,
+        out_dir / "compressed",
+        calibration=[s.source for s in samples if s.split == "train"][:200],
+        validation=judging_photos(samples),
+        candidates=list(CANDIDATES),
+        metric=AnomalyJudge(artifact.card["threshold"]),
+        threads=(2,),
+    )
+    seconds = time.monotonic() - start
+    if result["chosen"] == "fp32":
+        row = dict(original, name="  compressed: none kept", train_s=seconds, ci=original["ci"])
+    else:
+        row = measure(f"  compressed: {result['chosen']}", result["path"], samples, masks, boot)
+        row["train_s"] = seconds
+    row["warnings"] = [
+        result["claim"],
+        f"speed-up {result['speedup']:.2f}x (the verdict's interleaved timing, 2 threads, batch 8)",
+    ] + [
+        f"{r['name']}: AUROC {r['accuracy']}, {r['latency_ms']} ms, {r['reason']}"
+        for r in result["candidates"]
+    ]
+    row["kinds"], row["bank"] = {}, None
+    return row
+
+
+def measure(name, artifact_dir, samples, masks, boot):
+    """Image AUROC, pixel AUROC, catch rate and false alarms at the card's threshold, latency, intervals."""
+    from modeldesk.deploy import Predictor, load_artifact
+    from modeldesk.trainers.anomaly.evaluation import is_good, load_mask
+    from modeldesk.trainers.anomaly.scoring import auroc, pixel_auroc
+
+    card = load_artifact(artifact_dir).card
     threshold, size = card["threshold"], card["preprocessing"]["size"]
     test = [s for s in samples if s.split == "test"]
-    predictor = Predictor(result.artifact_dir)
+    predictor = Predictor(artifact_dir)
     scores, heat, truth = [], [], []
     for i in range(0, len(test), 8):
         for s, p in zip(test[i : i + 8], predictor.predict([s.source for s in test[i : i + 8]])):
@@ -130,16 +185,13 @@ def run_template(name, samples, masks, cache_dir, out_dir, boot):
         mine = np.array([s.target == kind for s in test])
         kinds[kind] = float((scores[mine] >= threshold).mean())
     row = {
-        "name": name.name,
+        "name": name,
         "auroc": auroc(defect, scores),
         "pixel": pixel_auroc(heat, truth, max_pixels=3_000_000),
         "catch": float((scores[defect] >= threshold).mean()),
         "false_alarm": float((scores[~defect] >= threshold).mean()),
-        "train_s": seconds,
-        "latency_ms": latency_ms(result.artifact_dir, [s.source for s in test]),
+        "latency_ms": latency_ms(artifact_dir, [s.source for s in test]),
         "kinds": kinds,
-        "bank": card.get("bank_patches"),
-        "warnings": result.warnings,
     }
     row["ci"] = bootstrap(defect, scores, threshold, heat, truth, n=boot)
     return row
@@ -200,6 +252,7 @@ def main(argv=None) -> int:
     parser.add_argument("--bank-size", type=int, help="override the memory bank's size (patches)")
     parser.add_argument("--pool", type=int, help="override the patches the coreset search looks at")
     parser.add_argument("--no-reference", action="store_true")
+    parser.add_argument("--no-compress", action="store_true", help="skip compressing the accurate template")
     args = parser.parse_args(argv)
     if args.pool:
         import modeldesk.trainers.anomaly.trainer as trainer_module
@@ -224,10 +277,19 @@ def main(argv=None) -> int:
             template = dataclasses.replace(
                 template, name=f"{name} (bank {args.bank_size})", bank_size=args.bank_size, coreset_share=1.0
             )
-        rows.append(run_template(template, samples, masks, args.cache, out, args.boot))
+        rows += run_template(
+            template,
+            samples,
+            masks,
+            args.cache,
+            out,
+            args.boot,
+            compress=not args.no_compress and name == TEMPLATES[0],
+        )
     print(
         "\nheld-out test photos; 90% bootstrap intervals; threshold at 1% false alarms on held-back good photos"
     )
+    print("times: one run on a shared 2-core machine that other jobs load; compare rows, not machines")
     header = f"{'template':34} {'image AUROC':>22} {'pixel AUROC':>22} {'catch@1%FA':>20} {'false al.':>9} {'train s':>8} {'ms/photo':>9}"
     print(header)
     for r in rows:

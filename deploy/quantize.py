@@ -34,7 +34,9 @@ HEAD_OPS = {"Gemm", "MatMul", "Softmax"}
 # The "not sure" signal's nodes (trainers/novelty.py) too: a cosine to reference points, cheap in float.
 # And an image classifier's feature pooling: its grid cells are integer arithmetic on the map's size,
 # which int8 has nothing to do with (ONNX Runtime's quantizer would warn about it node by node).
-FLOAT_PREFIXES = ("det/", "head/novelty/", "feat/")
+# And an anomaly model's patch features and distances to its memory bank: 8 bits cannot hold a small
+# difference of two large squared norms.
+FLOAT_PREFIXES = ("det/", "head/novelty/", "feat/", "patch/", "anomaly/")
 # Share of the convolutions, counted from the input, that "keep first layers float" leaves in float.
 FIRST_FLOAT_SHARE = 0.12
 

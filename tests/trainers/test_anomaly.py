@@ -91,7 +91,13 @@ def test_exported_graph_equals_the_apps_score_and_heatmap(trained, shared_cache_
 
     session = create_session(
         scoring_model(
-            template.neck, patches.shape[-1], normal, template.top_k, 0.0, template.score_border
+            template.neck,
+            patches.shape[-1],
+            normal,
+            template.top_k,
+            0.0,
+            template.score_border,
+            sigma=template.smooth_sigma,
         ).SerializeToString(),
         device="cpu",
     )
@@ -142,6 +148,37 @@ def test_gaussian_template_trains_on_good_photos_alone(tmp_path, shared_cache_di
     )
     assert result.metrics["defects"] == 0 and result.metrics["catch_rate"] is None
     assert any("no defect photos" in w for w in result.warnings)
+
+
+def test_the_fast_template_learns_each_spot_and_its_graph_equals_training(tmp_path, shared_cache_dir):
+    """One Gaussian per patch position (PaDiM): catches planted blobs from good photos only, and the
+    exported graph's scores are training's."""
+    root = write_inspection_folder(tmp_path / "photos", n_good=20, n_defect=6, seed=5)
+    result = get_trainer("anomaly-detection").train(
+        _samples(root), "anomaly-detection/fast", tmp_path / "m", shared_cache_dir
+    )
+    assert result.metrics["auroc"] >= 0.9 and result.metrics["export_max_rel_diff"] < 1e-3
+    whiten = next(
+        t
+        for t in __import__("onnx").load(load_artifact(result.artifact_dir).model_path).graph.initializer
+        if t.name == "anomaly/whiten"
+    )
+    assert list(whiten.dims) == [32 * 32, 48, 48]  # one whitening per stride-8 cell of 256 px
+
+
+def test_position_gaussian_fitted_in_batches_equals_the_whole():
+    from modeldesk.trainers.anomaly.bank import PositionGaussian
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5, 3)) * [1.0, 2.0, 0.5] + 3.0
+    whole, parts = PositionGaussian(), PositionGaussian()
+    whole.add(X)
+    parts.add(X[:17]), parts.add(X[17:])
+    mean, W = parts.whitening(shrink=0.0)
+    np.testing.assert_allclose(mean, whole.whitening(shrink=0.0)[0], rtol=1e-5)
+    # whitened patches of position 2 have unit covariance
+    Z = (X[:, 2] - mean[2]) @ W[2]
+    np.testing.assert_allclose(np.cov(Z, rowvar=False), np.eye(3), atol=1e-4)
 
 
 def test_threshold_rules_and_counts():

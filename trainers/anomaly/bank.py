@@ -1,4 +1,5 @@
-"""What "normal" is: a memory bank of good patches (greedy coreset) or one Gaussian over them."""
+"""What "normal" is: a memory bank of good patches (greedy coreset), one Gaussian over them, or one
+Gaussian per patch position (PaDiM)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,38 @@ def fit_gaussian(patches: np.ndarray, shrink: float = 0.01) -> tuple[np.ndarray,
     values, vectors = np.linalg.eigh(cov)
     values = np.maximum(values, 1e-6 * values.max())
     return mean.astype(np.float32), (vectors / np.sqrt(values)).astype(np.float32)
+
+
+class PositionGaussian:
+    """One Gaussian per patch position (PaDiM), fitted from batches of photos' patches (n, P, D), so
+    memory stays at P * D * D whatever the number of photos.
+
+    ``whitening(shrink)`` gives (mean (P, D), W (P, D, D)): ``|(x_p - mean_p) @ W_p|`` is patch p's
+    Mahalanobis distance. Each covariance is shrunk towards its average variance (``shrink``): 200
+    photos are few for a D x D covariance per position."""
+
+    def __init__(self):
+        self.count = 0
+        self.sum: np.ndarray | None = None
+        self.outer: np.ndarray | None = None
+
+    def add(self, patches: np.ndarray) -> None:
+        X = np.asarray(patches, np.float64)
+        if self.sum is None:
+            self.sum = np.zeros(X.shape[1:])
+            self.outer = np.zeros((X.shape[1], X.shape[2], X.shape[2]))
+        self.count += len(X)
+        self.sum += X.sum(axis=0)
+        self.outer += np.einsum("npi,npj->pij", X, X)
+
+    def whitening(self, shrink: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        if self.count < 2:
+            raise ValueError("a Gaussian per position needs at least 2 photos")
+        mean = self.sum / self.count
+        cov = (self.outer - self.count * np.einsum("pi,pj->pij", mean, mean)) / (self.count - 1)
+        dim = cov.shape[-1]
+        average = np.trace(cov, axis1=1, axis2=2) / dim
+        cov = (1 - shrink) * cov + shrink * average[:, None, None] * np.eye(dim)
+        values, vectors = np.linalg.eigh(cov)
+        values = np.maximum(values, 1e-6 * values.max(axis=1, keepdims=True))
+        return mean.astype(np.float32), (vectors / np.sqrt(values)[:, None, :]).astype(np.float32)

@@ -19,14 +19,19 @@ class AnomalyTemplate:
     backbone : registry name of the frozen backbone.
     neck : input size and patch neighbourhood (see :class:`AnomalyNeck`).
     method : ``"memory-bank"`` (PatchCore-style: distance to the nearest kept good patch) or
-        ``"gaussian"`` (distance of a patch to one Gaussian fitted on all good patches).
+        ``"gaussian"`` (distance of a patch to one Gaussian fitted on all good patches) or
+        ``"position-gaussian"`` (PaDiM: to the Gaussian of the good patches at the same place in the
+        photo; for parts photographed the same way every time).
     bank_size : most patches the memory bank keeps (greedy coreset subsample); also bounds memory.
     coreset_share : the bank keeps this share of all good patches (at least 1,000), up to ``bank_size``.
+    shrink : a per-position Gaussian's shrinkage of its covariance towards its average variance.
     projection : random projection of the patch features to this many dimensions (None: none).
     top_k : image score = mean of the ``top_k`` highest patch scores (1: the highest).
     score_border : rings of cells along the photo's edge left out of the image score (the heatmap
         keeps them): where parts are photographed with their edges in view, the edge varies more
         among good parts than anything inside.
+    smooth_sigma : the Gaussian smoothing of the patch scores before the image score and the heatmap,
+        in cells of the stride-8 grid.
     false_alarm_rate : the default share of good parts the threshold lets be flagged.
     """
 
@@ -41,6 +46,8 @@ class AnomalyTemplate:
     projection: int | None = None
     top_k: int = 1
     score_border: int = 0
+    smooth_sigma: float = 0.75
+    shrink: float = 0.05
     false_alarm_rate: float = 0.01
     time_budget_s: float = 120.0
 
@@ -58,6 +65,8 @@ class AnomalyTemplate:
             "projection": self.projection,
             "top_k": self.top_k,
             "score_border": self.score_border,
+            "smooth_sigma": self.smooth_sigma,
+            "shrink": self.shrink,
             "false_alarm_rate": self.false_alarm_rate,
             "time_budget_s": self.time_budget_s,
         }
@@ -80,13 +89,15 @@ TEMPLATES = (
     AnomalyTemplate(
         name="anomaly-detection/fast",
         task="anomaly-detection",
-        description="Learns the usual look of good parts as one average and spread; the quickest "
-        "to train and to run, but misses more of the subtle defects.",
+        description="Learns the usual look of each spot of the good parts (where parts are "
+        "photographed the same way every time); quick to train and to run.",
         backbone="efficientnet-lite0",
         neck=AnomalyNeck(size=256),
-        method="gaussian",
+        method="position-gaussian",
+        projection=48,
+        shrink=0.05,
         top_k=3,
-        score_border=2,
+        score_border=0,
         time_budget_s=60.0,
     ),
 )

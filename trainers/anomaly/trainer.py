@@ -21,7 +21,13 @@ from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.graph import prune_unused
 from modeldesk.deploy.preprocess import ImageDecodeError, image_size
 from modeldesk.errors import UserError
-from modeldesk.trainers.anomaly.bank import MAX_POOL, fit_gaussian, greedy_coreset, sample_pool
+from modeldesk.trainers.anomaly.bank import (
+    MAX_POOL,
+    PositionGaussian,
+    fit_gaussian,
+    greedy_coreset,
+    sample_pool,
+)
 from modeldesk.trainers.anomaly.evaluation import evaluate_anomaly, is_good, predict_scores
 from modeldesk.trainers.anomaly.features import PatchComputer, extract_maps, random_projection
 from modeldesk.trainers.anomaly.graph import (
@@ -183,9 +189,17 @@ class AnomalyDetectionTrainer:
         dim = template.neck.dim(backbone)
         projection = random_projection(dim, template.projection)
         computer = PatchComputer(template.neck, backbone, projection)
-        patches = computer(maps_of(bank_samples))
-        patches = patches.reshape(-1, patches.shape[-1])
         rng = np.random.default_rng(0)
+        if template.method == "position-gaussian":  # fitted batch by batch: memory stays P * D * D
+            gaussian = PositionGaussian()
+            for start in range(0, len(bank_samples), 32):
+                gaussian.add(computer(maps_of(bank_samples[start : start + 32])))
+            mean, whiten = gaussian.whitening(template.shrink)
+            normal = {"mean": mean, "whiten": whiten}
+            patches = None
+        else:
+            patches = computer(maps_of(bank_samples))
+            patches = patches.reshape(-1, patches.shape[-1])
         if template.method == "memory-bank":
             pool, cut = sample_pool(patches, MAX_POOL, rng)
             size = min(
@@ -203,7 +217,7 @@ class AnomalyDetectionTrainer:
                 )
             if len(chosen) < min(size, len(pool)):
                 warnings.append(f"the time budget allowed a bank of {len(chosen):,} of {size:,} patches")
-        else:
+        elif template.method == "gaussian":
             mean, whiten = fit_gaussian(patches)
             normal = {"mean": mean, "whiten": whiten}
         report("Choosing the threshold", 0.85)
@@ -225,6 +239,7 @@ class AnomalyDetectionTrainer:
                 threshold,
                 cache.root / "graphs",
                 template.score_border,
+                sigma=template.smooth_sigma,
             )
         )
         n_defects = sum(1 for s in usable if not is_good(s.target))
@@ -304,7 +319,15 @@ class _Scorer:
         from modeldesk.deploy.runtime import create_session
 
         self.computer = computer
-        model = scoring_model(template.neck, int(dim), normal, template.top_k, 0.0, template.score_border)
+        model = scoring_model(
+            template.neck,
+            int(dim),
+            normal,
+            template.top_k,
+            0.0,
+            template.score_border,
+            sigma=template.smooth_sigma,
+        )
         self.session = create_session(model.SerializeToString(), device="cpu")
 
     def __call__(self, flat, batch: int = 8) -> tuple[np.ndarray, np.ndarray]:
