@@ -154,7 +154,7 @@ def cross_validate(name, template, samples, folds: int, tmp: Path) -> dict:
             split,
             template,
             tmp / f"cv-{name.replace('/', '-')}-{f}",
-            tmp / f"cache-cv-{name.replace('/', '-')}",
+            tmp / "cache-cv",  # the maps do not depend on the head: one cache for every template
             device="cpu",
         )
         test = [i for i in range(len(samples)) if fold[i] == f]
@@ -239,12 +239,15 @@ def main(argv=None) -> int:
     parser.add_argument("data", nargs="?", default="/work/shared/benchdata/raccoon_voc")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compress", action="store_true")
-    parser.add_argument("--only", help="train only this template")
+    parser.add_argument("--only", nargs="+", help="train only these templates (names as printed)")
     parser.add_argument(
         "--folds",
         type=int,
         default=0,
         help="also cross-validate each template over every photo with this many folds",
+    )
+    parser.add_argument(
+        "--cv-only", action="store_true", help="with --folds: skip the held-out quarter's table"
     )
     args = parser.parse_args(argv)
 
@@ -269,14 +272,14 @@ def main(argv=None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-detect-") as tmp:
         for template in compared:
-            if args.only and template.name != args.only:
+            if args.cv_only or (args.only and template.name not in args.only):
                 continue
             rows.append(train_row(template.name, template, samples, args.threads, Path(tmp)))
             print(
                 f"  trained {template.name}: mAP50 {rows[-1]['map50']:.3f} in {rows[-1]['train_s']:.0f} s",
                 file=sys.stderr,
             )
-        if args.compress:
+        if args.compress and rows:
             accurate = next((r for r in rows if r["name"] == TEMPLATES[-1].name), rows[-1])
             rows.append(compress_row(accurate, samples, args.threads))
         print(
@@ -304,7 +307,7 @@ def main(argv=None) -> int:
                 "pooled (90% bootstrap intervals over the photos):"
             )
             for template in compared:
-                if args.only and template.name != args.only:
+                if args.only and template.name not in args.only:
                     continue
                 cv = cross_validate(template.name, template, samples, args.folds, Path(tmp))
                 print(

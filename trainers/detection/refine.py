@@ -21,7 +21,8 @@ from onnx import TensorProto, helper, numpy_helper
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.detection.features import STRIDES, DetectionNeck, split_maps
 
-MAX_ROWS = 24_000  # jittered boxes the refiner is fitted on at most (memory: rows x features floats)
+MAX_ROWS = 24_000  # jittered boxes the refiner is fitted on at most (its fitting time grows with them)
+BLOCK_ROWS = 2048  # rows added to the normal equations at once (one large product is much faster than many)
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,20 @@ def side_moves(boxes: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return (truth - boxes) / np.concatenate([wh, wh], axis=1)
 
 
+def _accumulate(sums, blocks):
+    """Add blocks of (features, side moves) to (X'X, X'Y, sum X, sum Y, rows)."""
+    if not blocks:
+        return sums
+    X = np.concatenate([b[0] for b in blocks]).astype(np.float64)
+    Y = np.concatenate([b[1] for b in blocks])
+    if sums is None:
+        sums = (np.zeros((X.shape[1],) * 2), np.zeros((X.shape[1], 4)), np.zeros(X.shape[1]), np.zeros(4), 0)
+    gram, cross, total, total_y, n = sums
+    gram += X.T @ X
+    cross += X.T @ Y
+    return gram, cross, total + X.sum(axis=0), total_y + Y.sum(axis=0), n + len(X)
+
+
 class BoxRefiner:
     """Fits the ridge regression from box features to side moves; ``weight_``/``bias_`` act on raw
     features (the standardisation folded in), as the graph uses them."""
@@ -237,8 +252,8 @@ class BoxRefiner:
         spec = self.spec
         n_boxes = sum(len(boxes) for _, boxes in images)
         copies = int(np.clip(MAX_ROWS // max(n_boxes, 1), 2, spec.copies))
-        gram = cross = total = total_y = None
-        n = 0
+        blocks, rows = [], 0
+        sums = None
         for flat, truth in images:
             truth = np.asarray(truth, np.float64).reshape(-1, 4)
             if not len(truth):
@@ -249,18 +264,17 @@ class BoxRefiner:
             )
             boxes = (truth[:, None] + noise).reshape(-1, 4)
             boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 2.0)
-            X = computer.features(flat, boxes).astype(np.float64)
-            Y = side_moves(boxes, np.repeat(truth, copies, axis=0))
-            if gram is None:
-                gram, cross = np.zeros((X.shape[1],) * 2), np.zeros((X.shape[1], 4))
-                total, total_y = np.zeros(X.shape[1]), np.zeros(4)
-            gram += X.T @ X
-            cross += X.T @ Y
-            total += X.sum(axis=0)
-            total_y += Y.sum(axis=0)
-            n += len(X)
-        if not n:
+            blocks.append(
+                (computer.features(flat, boxes), side_moves(boxes, np.repeat(truth, copies, axis=0)))
+            )
+            rows += len(boxes)
+            if rows >= BLOCK_ROWS:
+                sums = _accumulate(sums, blocks)
+                blocks, rows = [], 0
+        sums = _accumulate(sums, blocks)
+        if sums is None:
             raise ValueError("no true boxes to fit the box refiner on")
+        gram, cross, total, total_y, n = sums
         mean, mean_y = total / n, total_y / n
         # centred moments from the raw sums: (X - m)'(X - m) = X'X - n m m'
         cov = gram - n * np.outer(mean, mean)

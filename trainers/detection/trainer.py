@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 SECONDS_PER_IMAGE = 0.025  # backbone at 320 px per image and view on a CPU
 HEAD_UNITS_PER_S = 8000.0
 HEAD_WORK = "detection-head"  # cost-model key: thousands of (cell row x feature x fit) per second
-REFINE_FLOPS_PER_S = 2e9  # the box refiner's normal equations (BLAS) on 2 busy cores, a low guess
+REFINE_FLOPS_PER_S = 3e9  # multiply-adds a second of the box refiner's normal equations (BLAS), 2 busy cores
 REFINE_S_PER_BOX = 4e-5  # RoiAlign of one jittered box on the cached maps
 PARITY_TOLERANCE = 0.05  # pixels: graph boxes against the numpy decoding of the same head
 
