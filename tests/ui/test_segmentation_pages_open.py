@@ -1,5 +1,4 @@
-"""A segmentation project opens on every page without an error (its own views come with the mask
-annotator; until then the pages show what they can)."""
+"""A segmentation project opens on every page without an error."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Inputs ``image`` (N, 3, S, S) letterboxed and ``image_size`` (N, 2) the original
 ``image`` -> backbone -> neck (``cells``) -> 1x1 convolution (class logits and log box sides per
 cell) -> sigmoid scores and boxes in letterbox pixels -> divided by the letterbox scale and clipped
 to the original image -> ``NonMaxSuppression`` per class -> box voting (each kept box becomes the
-score-weighted mean of the overlapping boxes of its class) -> ``detections`` (K, 7): image index, x0,
+score-weighted mean of the overlapping boxes of its class) -> for models with a box refiner, each
+kept box re-read on the finer maps and its sides moved (``detection.refine``) -> ``detections`` (K, 7): image index, x0,
 y0, x1, y1 in the original image's pixels, score, class index. ``sizes`` repeats ``image_size`` so a
 reader knows how many images there were (an image may have no boxes).
 """
@@ -18,6 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.detection.features import CELLS, DetectionNeck, neck_nodes
 from modeldesk.trainers.detection.head import cell_points
+from modeldesk.trainers.detection.refine import refine_nodes
 
 SIZE_INPUT = "image_size"
 OUTPUT_NAME = "detections"
@@ -43,13 +45,16 @@ def decode_nodes(
     iou_threshold: float = IOU_THRESHOLD,
     max_per_class: int = MAX_PER_CLASS,
     vote_iou: float | None = VOTE_IOU,
+    refiner=None,
     prefix: str = "det/",
 ) -> tuple[list, list]:
     """Nodes from ``cells`` and ``image_size`` to ``detections`` and ``sizes``.
 
     With ``vote_iou``, each box kept by NMS is replaced by the score-weighted mean of the boxes of
     its class's cells (score above ``min_score``) that overlap it by at least ``vote_iou`` (box
-    voting): many cells see the same object, and their mean box is tighter than the best one's."""
+    voting): many cells see the same object, and their mean box is tighter than the best one's.
+    With a fitted ``refiner`` (:class:`~modeldesk.trainers.detection.refine.BoxRefiner`), the kept
+    boxes are then refined on the backbone's finer maps."""
     nodes, inits = [], []
     p = prefix
 
@@ -126,6 +131,13 @@ def decode_nodes(
     picked = node("GatherND", [boxes, image_box], "picked")
     if vote_iou is not None:
         picked = _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou, min_score)
+    if refiner is not None:
+        image_index = node("Gather", [selected, _const(inits, p + "r/col0", 0, np.int64)], "r/image", axis=1)
+        r_nodes, r_inits, picked = refine_nodes(
+            refiner.spec, neck, refiner.weight_, refiner.bias_, picked, image_index, SIZE_INPUT, p + "refine/"
+        )
+        nodes.extend(r_nodes)
+        inits.extend(r_inits)
     score = node("Unsqueeze", [node("GatherND", [scores, selected], "score1"), p + "axis1"], "score")
     as_float = node("Cast", [selected], "selected_f", to=TensorProto.FLOAT)
     image = node("Slice", [as_float, p + "c0", p + "axis1", p + "axis1"], "image")
@@ -195,14 +207,15 @@ def _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou: float
 
 
 def build_detector_graph(
-    backbone: Backbone, neck: DetectionNeck, head, n_classes: int, graph_dir
+    backbone: Backbone, neck: DetectionNeck, head, n_classes: int, graph_dir, refiner=None
 ) -> onnx.ModelProto:
-    """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> decoding -> NMS -> ``detections``."""
+    """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> decoding -> NMS [-> box
+    refinement] -> ``detections``."""
     model = backbone.load_onnx(graph_dir)
     graph = model.graph
     n_nodes, n_inits = neck_nodes(neck)
     weight, bias = head.folded()
-    d_nodes, d_inits = decode_nodes(neck, n_classes, weight, bias)
+    d_nodes, d_inits = decode_nodes(neck, n_classes, weight, bias, refiner=refiner)
     graph.node.extend(n_nodes + d_nodes)
     graph.initializer.extend(n_inits + d_inits)
     graph.input.append(helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2]))

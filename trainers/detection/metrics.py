@@ -1,6 +1,7 @@
 """Detection metrics the way detection people read them.
 
-``detection_report`` gives mAP at IoU 0.5 (``map50``), COCO's mAP over IoU 0.50:0.05:0.95 (``map``),
+``detection_report`` gives mAP at IoU 0.5 (``map50``) and 0.75 (``map75``, how many boxes sit on the
+object rather than near it), COCO's mAP over IoU 0.50:0.05:0.95 (``map``),
 AP per class, and precision, recall, F1, missed objects and false boxes at a score threshold. AP is
 COCO's: precision made monotone, then averaged at 101 recall points. Predictions are matched to true
 boxes greedily by score, per image and class, each true box at most once.
@@ -15,6 +16,7 @@ import numpy as np
 
 IOU_THRESHOLDS = np.round(np.arange(0.5, 0.96, 0.05), 2)
 RECALL_POINTS = np.linspace(0.0, 1.0, 101)
+IOU_75 = int(np.flatnonzero(IOU_THRESHOLDS == 0.75)[0])
 
 
 def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -164,7 +166,7 @@ def detection_report(truths, predictions, labels, threshold: float) -> dict:
 
     Returns
     -------
-    dict with ``map50``, ``map`` (COCO 0.5:0.95), ``per_class`` ({label: {ap50, ap, precision, recall,
+    dict with ``map50``, ``map75``, ``map`` (COCO 0.5:0.95), ``per_class`` ({label: {ap50, ap, precision, recall,
     f1, support}}), ``precision``, ``recall``, ``f1``, ``misses``, ``false_boxes`` and ``boxes``
     (true boxes) at ``threshold``, ``threshold``, ``n`` (images) and ``labels``.
     """
@@ -189,6 +191,7 @@ def detection_report(truths, predictions, labels, threshold: float) -> dict:
     maps = [m for m, _ in per_iou]
     return {
         "map50": _num(map50),
+        "map75": _num(maps[IOU_75]),
         "map": _num(np.mean(maps)) if not np.isnan(maps[0]) else None,
         "per_class": per_class,
         "precision": overall["precision"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from modeldesk.trainers.detection.features import DetectionNeck
+from modeldesk.trainers.detection.refine import RefineSpec
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class DetectionTemplate:
     encode : target parameters (``sigma``, ``positive``; see ``detection_head.encode``).
     negative_share : share of the background cells kept for fitting (all object cells are kept).
     hard_negatives : background cells the first fit scores highest, added for a second fit, per image.
+    refine : how kept boxes are refined on the finer maps (``detection.refine``); None: not refined.
     """
 
     name: str
@@ -38,6 +40,7 @@ class DetectionTemplate:
     negative_share: float = 0.2
     hard_negatives: int = 8
     time_budget_s: float = 120.0
+    refine: RefineSpec | None = None
 
     def candidates(self) -> list[dict]:
         """Head parameter sets to try, the default first."""
@@ -61,6 +64,7 @@ class DetectionTemplate:
             "head_params": dict(self.head_params),
             "search_space": {k: list(v) for k, v in self.search_space.items()},
             "time_budget_s": self.time_budget_s,
+            "refine": asdict(self.refine) if self.refine else None,
         }
 
 
@@ -77,6 +81,7 @@ TEMPLATES = (
         views=("identity", "hflip", "shrink"),
         head_params={"l2": 1e-2, "max_iter": 60, "ridge": 0.1},
         time_budget_s=60.0,
+        refine=RefineSpec(),
     ),
     DetectionTemplate(
         name="object-detection/accurate",
@@ -93,5 +98,6 @@ TEMPLATES = (
         head_params={"l2": 1e-2, "max_iter": 80, "ridge": 0.3},
         search_space={"ridge": [0.3, 0.1]},
         time_budget_s=150.0,
+        refine=RefineSpec(),
     ),
 )

@@ -5,8 +5,9 @@ mirror image and, for scale jitter, the photo at 75% of its size), the neck turn
 feature vector per grid cell, and a
 :class:`~modeldesk.trainers.detection.head.CellHead` learns a heatmap score and a box per cell on
 all object cells, a share of the background cells and the background cells a first fit mistook
-for objects (hard negatives). Head parameters are chosen by mAP50 on the validation photos, and the
-score threshold by the best F1 there. The exported graph (``detection_graph``) is evaluated on the
+for objects (hard negatives). A :class:`~modeldesk.trainers.detection.refine.BoxRefiner` then learns
+to move the sides of a box onto the object from the finer maps inside it. Head parameters are chosen
+by mAP50 on the validation photos, and the score threshold by the best F1 there. The exported graph (``detection_graph``) is evaluated on the
 test photos through the predictor, as users will run it.
 """
 
@@ -37,6 +38,7 @@ from modeldesk.trainers.detection.graph import (
 )
 from modeldesk.trainers.detection.head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
 from modeldesk.trainers.detection.metrics import best_threshold, box_iou, mean_ap
+from modeldesk.trainers.detection.refine import BoxRefiner, RefineComputer, feature_dim
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import plan_feature_extraction
 from modeldesk.trainers.templates import get_template
@@ -49,6 +51,8 @@ log = logging.getLogger(__name__)
 SECONDS_PER_IMAGE = 0.025  # backbone at 320 px per image and view on a CPU
 HEAD_UNITS_PER_S = 8000.0
 HEAD_WORK = "detection-head"  # cost-model key: thousands of (cell row x feature x fit) per second
+REFINE_FLOPS_PER_S = 3e9  # multiply-adds a second of the box refiner's normal equations (BLAS), 2 busy cores
+REFINE_S_PER_BOX = 4e-5  # RoiAlign of one jittered box on the cached maps
 PARITY_TOLERANCE = 0.05  # pixels: graph boxes against the numpy decoding of the same head
 
 
@@ -124,6 +128,25 @@ class _Fitter:
         neck = photos.neck
         self.points = cell_points(neck.grid, neck.stride)
         self._cells: dict = {}
+        self.refiner = None
+        self.refine_computer = None
+
+    def fit_refiner(self, indices) -> BoxRefiner | None:
+        """The template's box refiner fitted on the true boxes of ``indices`` in every view (None
+        without one); later :meth:`predictions` refine their boxes with it."""
+        spec = self.template.refine
+        if spec is None:
+            return None
+        computer = RefineComputer(spec, self.photos.neck, self.computer.backbone)
+        images = [
+            (self.photos.maps[view][i], self.photos.view_boxes(i, view))
+            for i in indices
+            for view in self.template.views
+        ]
+        self.refiner = BoxRefiner(spec).fit(computer, images, np.random.default_rng(1))
+        computer.set_weights(self.refiner.weight_, self.refiner.bias_)
+        self.refine_computer = computer
+        return self.refiner
 
     def cells(self, i: int, view: str) -> np.ndarray:
         key = (i, view)
@@ -176,17 +199,21 @@ class _Fitter:
         neck, out = self.photos.neck, []
         for i in indices:
             scores, sides = head.predict(self.cells(i, "identity"))
-            out.append(
-                detect_numpy(
-                    scores,
-                    sides,
-                    self.points,
-                    neck.stride,
-                    neck.size,
-                    *self.photos.sizes[i],
-                    self.photos.labels,
-                )
+            boxes = detect_numpy(
+                scores,
+                sides,
+                self.points,
+                neck.stride,
+                neck.size,
+                *self.photos.sizes[i],
+                self.photos.labels,
             )
+            if self.refine_computer is not None and boxes:
+                moved = self.refine_computer.refine(
+                    self.photos.maps["identity"][i], [b["box"] for b in boxes], *self.photos.sizes[i]
+                )
+                boxes = [{**b, "box": box.tolist()} for b, box in zip(boxes, moved)]
+            out.append(boxes)
         return out
 
     def truths(self, indices) -> list:
@@ -218,8 +245,21 @@ def estimate_detection(samples, template, cache_dir, *, device: str = "auto", ti
     units = _head_units(len(keys), template)
     budget = float(time_budget or template.time_budget_s)
     head_s = min(0.8 * budget, units / (rate or HEAD_UNITS_PER_S))
-    eta = round(features_s + head_s + 3.0, 1)
+    eta = round(features_s + head_s + _refine_seconds(samples, template, backbone) + 3.0, 1)
     return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
+
+
+def _refine_seconds(samples, template, backbone) -> float:
+    """Seconds to fit the box refiner: RoiAlign of the jittered boxes, then its normal equations."""
+    from modeldesk.trainers.detection.refine import MAX_ROWS
+
+    spec = template.refine
+    if spec is None:
+        return 0.0
+    boxes = sum(len(s.target) for s in samples if s.target and not isinstance(s.target, str))
+    rows = min(MAX_ROWS, boxes * len(template.views) * spec.copies)
+    dim = feature_dim(spec, backbone.outputs)
+    return rows * REFINE_S_PER_BOX + (rows * dim * dim + dim**3 / 3) / REFINE_FLOPS_PER_S
 
 
 def _head_units(n_images: int, template) -> int:
@@ -307,6 +347,9 @@ class ObjectDetectionTrainer(TaskTrainer):
             train, val, test = np.arange(len(usable)), np.array([], int), np.array([], int)
             run.warnings.append("no training split: every image was used for training")
         fitter = _Fitter(photos, CellComputer(template.neck, backbone), template, np.random.default_rng(0))
+        if template.refine is not None:
+            run.report("Learning to place boxes", 0.6)
+            fitter.fit_refiner(train)
         return _Boxed(photos, fitter, train, val, test)
 
     def fit(self, run: Run) -> _Chosen:
@@ -354,7 +397,12 @@ class ObjectDetectionTrainer(TaskTrainer):
         template = run.template
         graphs = FeatureCache(run.cache_dir).root / "graphs"
         return build_detector_graph(
-            get_backbone(template.backbone), template.neck, run.fitted.head, len(run.labels), graphs
+            get_backbone(template.backbone),
+            template.neck,
+            run.fitted.head,
+            len(run.labels),
+            graphs,
+            refiner=run.data.fitter.refiner,
         )
 
     def card_fields(self, run: Run) -> dict:
@@ -366,6 +414,7 @@ class ObjectDetectionTrainer(TaskTrainer):
             "neck": template.neck.name,
             "views": list(template.views),
             "head": {"kind": "cell-heatmap", "params": chosen.params},
+            "refine": template.to_dict()["refine"],
             "score_threshold": chosen.threshold,
             "input_name": backbone.input_name,
             "size_input": SIZE_INPUT,

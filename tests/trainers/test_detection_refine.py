@@ -1,0 +1,78 @@
+"""The box refiner: its graph nodes move sides as fitted, per image, and a fitted refiner puts boxes
+that are off by a few pixels back on the object it sees in the maps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from modeldesk.trainers.detection.features import STRIDES, DetectionNeck
+from modeldesk.trainers.detection.metrics import box_iou, detection_report
+from modeldesk.trainers.detection.refine import BoxRefiner, RefineComputer, RefineSpec, side_moves
+
+NECK = DetectionNeck(size=128, stride=16, levels=("stride16", "stride32"))
+
+
+class _Backbone:
+    outputs = {"stride8": 4, "stride16": 3, "stride32": 2}
+
+
+def _flat(objects=()) -> np.ndarray:
+    """Flat cached maps of one 128 px letterbox: every level's first channel is 1 inside the objects."""
+    parts = []
+    for level, stride in STRIDES.items():
+        side = NECK.size // stride
+        maps = np.zeros((_Backbone.outputs[level], side, side), np.float32)
+        centres = (np.arange(side) + 0.5) * stride
+        for x0, y0, x1, y1 in objects:
+            inside_y = (centres >= y0) & (centres < y1)
+            inside_x = (centres >= x0) & (centres < x1)
+            maps[0] += np.outer(inside_y, inside_x)
+        parts.append(maps.ravel())
+    return np.concatenate(parts)
+
+
+def test_refine_nodes_move_each_side_by_its_share_of_the_box_in_its_own_image():
+    spec = RefineSpec(steps=1)
+    computer = RefineComputer(spec, NECK, _Backbone())
+    dim = computer.features(_flat(), np.zeros((1, 4))).shape[1]
+    computer.set_weights(np.zeros((dim, 4), np.float32), np.array([0.1, 0.0, -0.1, 0.0], np.float32))
+    # a 256 x 128 photo: letterbox scale 0.5; a 100 px wide box grows by 10 px on each side
+    moved = computer.refine(_flat(), [[50, 20, 150, 60]], 256, 128)
+    np.testing.assert_allclose(moved, [[60, 20, 140, 60]], atol=1e-3)
+    # sides pushed out of the photo are clipped to it
+    moved = computer.refine(_flat(), [[0, 0, 256, 128]], 256, 128)
+    assert moved[0, 0] == pytest.approx(25.6) and moved[0, 2] == pytest.approx(230.4)
+    assert len(computer.refine(_flat(), np.zeros((0, 4)), 256, 128)) == 0
+
+
+def test_a_fitted_refiner_puts_shifted_boxes_back_on_the_object():
+    rng = np.random.default_rng(0)
+    spec = RefineSpec(levels=("stride8",), copies=12, ridge=1e-3)
+    computer = RefineComputer(spec, NECK, _Backbone())
+    images = []
+    for _ in range(40):
+        x0, y0 = rng.uniform(8, 56, 2)
+        w, h = rng.uniform(32, 64, 2)
+        box = np.array([[x0, y0, x0 + w, y0 + h]])
+        images.append((_flat(box), box))
+    refiner = BoxRefiner(spec).fit(computer, images, rng)
+    computer.set_weights(refiner.weight_, refiner.bias_)
+    before, after = [], []
+    for flat, truth in images[:10]:
+        off = truth + np.array([[6.0, -5.0, 6.0, -5.0]])
+        before.append(box_iou(off, truth)[0, 0])
+        after.append(box_iou(computer.refine(flat, off, NECK.size, NECK.size), truth)[0, 0])
+    assert np.mean(after) > np.mean(before) + 0.05
+
+
+def test_side_moves_are_shares_of_the_box():
+    moves = side_moves(np.array([[0.0, 0, 10, 20]]), np.array([[1.0, 2, 12, 18]]))
+    np.testing.assert_allclose(moves, [[0.1, 0.1, 0.2, -0.1]])
+
+
+def test_report_has_ap_at_iou_075():
+    truth = [[("a", 0, 0, 10, 10)]]
+    near = [[{"label": "a", "score": 0.9, "box": [0, 0, 10, 14]}]]  # IoU 0.71: found at 0.5, not at 0.75
+    report = detection_report(truth, near, ["a"], 0.5)
+    assert report["map50"] == pytest.approx(1.0) and report["map75"] == pytest.approx(0.0)

@@ -1,0 +1,288 @@
+"""Box refinement: a second look at each kept box, on the finer backbone maps, that moves its sides.
+
+The cell head proposes boxes from the features of a box's centre, so its sides land near the object but
+seldom on it (AP at IoU 0.75 of 0.26 against 0.84 at 0.5, 4-fold CV on raccoon_voc). The refiner reads
+the stride 8 and 16 maps inside each kept box, enlarged so that its edges are seen (ONNX ``RoiAlign``
+to an R x R grid per map), and a ridge regression turns those features into the moves of the four
+sides relative to the box's width and height (R-CNN's box regression, fitted in closed form on
+jittered copies of the true boxes of every training view). It runs twice, each time from the moved
+box. In the exported graph it follows NMS and box voting; training runs the same nodes on the cached
+maps (:class:`RefineComputer`), so the two compute the same boxes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from modeldesk.deploy.runtime import create_session
+from modeldesk.trainers.detection.features import STRIDES, DetectionNeck, split_maps
+
+MAX_ROWS = 24_000  # jittered boxes the refiner is fitted on at most (its fitting time grows with them)
+BLOCK_ROWS = 2048  # rows added to the normal equations at once (one large product is much faster than many)
+
+
+@dataclass(frozen=True)
+class RefineSpec:
+    """How boxes are refined.
+
+    Parameters
+    ----------
+    levels : backbone maps read inside each box.
+    roi : side of the grid each map is pooled to inside the box (features: channels x roi x roi).
+    enlarge : the box is read this much larger than it is, around its centre (its edges must show).
+    jitter : standard deviation of the training boxes' sides around the true ones, as a share of the
+        true box's width or height.
+    copies : jittered copies of each true box per training view (fewer on large data, see ``MAX_ROWS``).
+    ridge : L2 penalty on standardised features, per row of data.
+    steps : refinements in a row, each from the box the previous one moved.
+    """
+
+    levels: tuple = ("stride8", "stride16")
+    roi: int = 5
+    enlarge: float = 1.3
+    jitter: float = 0.12
+    copies: int = 16
+    ridge: float = 1.0
+    steps: int = 2
+
+
+def _enlarge_matrix(enlarge: float) -> np.ndarray:
+    """(4, 4) M with ``boxes @ M`` = the boxes scaled by ``enlarge`` about their centres."""
+    a, b = (1 + enlarge) / 2, (1 - enlarge) / 2
+    m = np.zeros((4, 4), np.float32)
+    for lo, hi in ((0, 2), (1, 3)):
+        m[lo, lo], m[hi, lo], m[lo, hi], m[hi, hi] = a, b, b, a
+    return m
+
+
+def feature_dim(spec: RefineSpec, channels: dict) -> int:
+    """Features per box: the levels' channels x ``roi``^2."""
+    return sum(channels[level] for level in spec.levels) * spec.roi**2
+
+
+def roi_feature_nodes(spec: RefineSpec, boxes: str, image: str, prefix: str) -> tuple[list, list, str]:
+    """Nodes from letterbox boxes (K, 4) and their image index (K,) int64 to features (K, D)."""
+    nodes = [helper.make_node("MatMul", [boxes, prefix + "enlarge"], [prefix + "rois"], name=prefix + "rois")]
+    inits = [numpy_helper.from_array(_enlarge_matrix(spec.enlarge), prefix + "enlarge")]
+    parts = []
+    for level in spec.levels:
+        pooled, flat = f"{prefix}{level}/roi", f"{prefix}{level}/flat"
+        nodes.append(
+            helper.make_node(
+                "RoiAlign",
+                [level, prefix + "rois", image],
+                [pooled],
+                name=pooled,
+                output_height=spec.roi,
+                output_width=spec.roi,
+                sampling_ratio=2,
+                spatial_scale=1.0 / STRIDES[level],
+                mode="avg",
+                coordinate_transformation_mode="half_pixel",
+            )
+        )
+        nodes.append(helper.make_node("Flatten", [pooled], [flat], name=flat, axis=1))
+        parts.append(flat)
+    out = prefix + "features"
+    nodes.append(helper.make_node("Concat", parts, [out], name=out, axis=1))
+    return nodes, inits, out
+
+
+def refine_nodes(
+    spec: RefineSpec,
+    neck: DetectionNeck,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    boxes: str,
+    image: str,
+    sizes: str,
+    prefix: str = "refine/",
+) -> tuple[list, list, str]:
+    """Nodes from boxes (K, 4) in original pixels, their image index (K,) int64 and the images' sizes
+    (N, 2) to the refined boxes (K, 4), clipped to their images; ``weight`` (D, 4), ``bias`` (4,)."""
+    p = prefix
+    inits = [
+        numpy_helper.from_array(weight.astype(np.float32), p + "W"),
+        numpy_helper.from_array(bias.astype(np.float32), p + "b"),
+        numpy_helper.from_array(np.array(neck.size, np.float32), p + "size"),
+        numpy_helper.from_array(np.array(1.0, np.float32), p + "one"),
+        numpy_helper.from_array(np.array(0.0, np.float32), p + "zero"),
+        numpy_helper.from_array(np.array([0, 1], np.int64), p + "lo_idx"),
+        numpy_helper.from_array(np.array([2, 3], np.int64), p + "hi_idx"),
+    ]
+    nodes = []
+
+    def node(op, inputs, name, **attrs):
+        nodes.append(helper.make_node(op, inputs, [p + name], name=p + name, **attrs))
+        return p + name
+
+    own = node("Gather", [sizes, image], "own_size", axis=0)  # (K, 2) width, height
+    inverse = node("Div", [node("ReduceMax", [own], "longer", axes=[1], keepdims=1), p + "size"], "inverse")
+    current = node("Div", [boxes, inverse], "lb0")  # letterbox pixels
+    for step in range(spec.steps):
+        s = f"s{step}/"
+        f_nodes, f_inits, features = roi_feature_nodes(spec, current, image, p + s)
+        nodes.extend(f_nodes)
+        inits.extend(f_inits)
+        moves = node("Add", [node("MatMul", [features, p + "W"], s + "mm"), p + "b"], s + "moves")
+        low = node("Gather", [current, p + "lo_idx"], s + "low", axis=1)
+        high = node("Gather", [current, p + "hi_idx"], s + "high", axis=1)
+        wh = node("Max", [node("Sub", [high, low], s + "wh0"), p + "one"], s + "wh")
+        scale = node("Concat", [wh, wh], s + "whwh", axis=1)
+        current = node("Add", [current, node("Mul", [moves, scale], s + "shift")], s + "boxes")
+    out = node("Mul", [current, inverse], "boxes_raw")
+    upper = node("Concat", [own, own], "upper", axis=1)
+    out = node("Min", [node("Max", [out, p + "zero"], "boxes_pos"), upper], "boxes")
+    return nodes, inits, out
+
+
+def _model(nodes, inits, inputs, outputs) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "box_refiner", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="modeldesk")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def _map_inputs(spec: RefineSpec, channels: dict) -> list:
+    return [
+        helper.make_tensor_value_info(level, TensorProto.FLOAT, ["N", channels[level], "H", "W"])
+        for level in spec.levels
+    ]
+
+
+class RefineComputer:
+    """The refiner's nodes run on cached maps (one image at a time): features to fit, boxes to refine."""
+
+    def __init__(self, spec: RefineSpec, neck: DetectionNeck, backbone, threads: int | None = 1):
+        self.spec, self.neck, self.backbone = spec, neck, backbone
+        self._levels_neck = replace(
+            neck, levels=tuple(spec.levels)
+        )  # every level is cached, whatever the neck reads
+        self.channels = {level: backbone.outputs[level] for level in spec.levels}
+        nodes, inits, out = roi_feature_nodes(spec, "boxes", "image", "refine/")
+        model = _model(
+            nodes,
+            inits,
+            [
+                *_map_inputs(spec, self.channels),
+                helper.make_tensor_value_info("boxes", TensorProto.FLOAT, ["K", 4]),
+                helper.make_tensor_value_info("image", TensorProto.INT64, ["K"]),
+            ],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["K", feature_dim(spec, self.channels)])],
+        )
+        self._features = create_session(model.SerializeToString(), device="cpu", threads=threads)
+        self._threads = threads
+        self._refine = None
+
+    def _maps(self, flat: np.ndarray) -> dict:
+        maps = split_maps(self._levels_neck, self.backbone, np.asarray(flat, np.float32).reshape(1, -1))
+        return {level: maps[level] for level in self.spec.levels}
+
+    def features(self, flat: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+        """(K, D) features of letterbox ``boxes`` (K, 4) on one image's cached flat maps."""
+        feeds = self._maps(flat)
+        feeds["boxes"] = np.asarray(boxes, np.float32).reshape(-1, 4)
+        feeds["image"] = np.zeros(len(feeds["boxes"]), np.int64)
+        return self._features.run(None, feeds)[0]
+
+    def set_weights(self, weight: np.ndarray, bias: np.ndarray) -> None:
+        """Build the refining model (the exported graph's nodes) for a fitted weight and bias."""
+        nodes, inits, out = refine_nodes(self.spec, self.neck, weight, bias, "boxes", "image", "sizes")
+        model = _model(
+            nodes,
+            inits,
+            [
+                *_map_inputs(self.spec, self.channels),
+                helper.make_tensor_value_info("boxes", TensorProto.FLOAT, ["K", 4]),
+                helper.make_tensor_value_info("image", TensorProto.INT64, ["K"]),
+                helper.make_tensor_value_info("sizes", TensorProto.FLOAT, ["N", 2]),
+            ],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["K", 4])],
+        )
+        self._refine = create_session(model.SerializeToString(), device="cpu", threads=self._threads)
+
+    def refine(self, flat: np.ndarray, boxes: np.ndarray, width: float, height: float) -> np.ndarray:
+        """Refined (K, 4) boxes in original pixels of one image's boxes in original pixels."""
+        boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
+        if not len(boxes):
+            return boxes
+        feeds = self._maps(flat)
+        feeds.update(
+            boxes=boxes,
+            image=np.zeros(len(boxes), np.int64),
+            sizes=np.array([[width, height]], np.float32),
+        )
+        return self._refine.run(None, feeds)[0]
+
+
+def side_moves(boxes: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """(K, 4) moves of each side from ``boxes`` to ``truth``, as shares of the box's width/height."""
+    wh = np.maximum(boxes[:, 2:] - boxes[:, :2], 1.0)
+    return (truth - boxes) / np.concatenate([wh, wh], axis=1)
+
+
+def _accumulate(sums, blocks):
+    """Add blocks of (features, side moves) to (X'X, X'Y, sum X, sum Y, rows)."""
+    if not blocks:
+        return sums
+    X = np.concatenate([b[0] for b in blocks]).astype(np.float64)
+    Y = np.concatenate([b[1] for b in blocks])
+    if sums is None:
+        sums = (np.zeros((X.shape[1],) * 2), np.zeros((X.shape[1], 4)), np.zeros(X.shape[1]), np.zeros(4), 0)
+    gram, cross, total, total_y, n = sums
+    gram += X.T @ X
+    cross += X.T @ Y
+    return gram, cross, total + X.sum(axis=0), total_y + Y.sum(axis=0), n + len(X)
+
+
+class BoxRefiner:
+    """Fits the ridge regression from box features to side moves; ``weight_``/``bias_`` act on raw
+    features (the standardisation folded in), as the graph uses them."""
+
+    def __init__(self, spec: RefineSpec):
+        self.spec = spec
+
+    def fit(self, computer: RefineComputer, images, rng) -> BoxRefiner:
+        """``images``: (flat maps, (M, 4) true letterbox boxes) per image and view."""
+        spec = self.spec
+        n_boxes = sum(len(boxes) for _, boxes in images)
+        copies = int(np.clip(MAX_ROWS // max(n_boxes, 1), 2, spec.copies))
+        blocks, rows = [], 0
+        sums = None
+        for flat, truth in images:
+            truth = np.asarray(truth, np.float64).reshape(-1, 4)
+            if not len(truth):
+                continue
+            wh = np.maximum(truth[:, 2:] - truth[:, :2], 1.0)
+            noise = (
+                rng.normal(0.0, spec.jitter, (len(truth), copies, 4)) * np.concatenate([wh, wh], 1)[:, None]
+            )
+            boxes = (truth[:, None] + noise).reshape(-1, 4)
+            boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 2.0)
+            blocks.append(
+                (computer.features(flat, boxes), side_moves(boxes, np.repeat(truth, copies, axis=0)))
+            )
+            rows += len(boxes)
+            if rows >= BLOCK_ROWS:
+                sums = _accumulate(sums, blocks)
+                blocks, rows = [], 0
+        sums = _accumulate(sums, blocks)
+        if sums is None:
+            raise ValueError("no true boxes to fit the box refiner on")
+        gram, cross, total, total_y, n = sums
+        mean, mean_y = total / n, total_y / n
+        # centred moments from the raw sums: (X - m)'(X - m) = X'X - n m m'
+        cov = gram - n * np.outer(mean, mean)
+        scale = np.sqrt(np.maximum(np.diag(cov) / n, 0.0)) + 1e-3
+        cov_s = cov / np.outer(scale, scale)
+        cross_s = (cross - n * np.outer(mean, mean_y)) / scale[:, None]
+        coef = np.linalg.solve(cov_s + spec.ridge * n * np.eye(len(cov_s)), cross_s)
+        self.weight_ = (coef / scale[:, None]).astype(np.float32)
+        self.bias_ = (mean_y - mean @ (coef / scale[:, None])).astype(np.float32)
+        self.n_rows_ = n
+        return self
