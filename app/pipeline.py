@@ -91,6 +91,7 @@ def feature_cache_dir(ws) -> Path:
 def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: dict | None = None) -> dict:
     """The ETA and plan for training ``project`` with a template, before anything runs (with
     ``cluster``, ``{"address", "credentials"}``, its workers' first contact probes them)."""
+    from modeldesk.app.calibration import calibrate
     from modeldesk.app.run_time import scoring_count, scoring_seconds, whole_run
     from modeldesk.trainers.tasks import get_trainer
     from modeldesk.trainers.templates import get_template
@@ -101,7 +102,7 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
         samples, get_template(template_name), feature_cache_dir(ws), device=device, **options
     )
     # every stage the run performs: the worker starting and the scoring for label suggestions too
-    return whole_run(
+    raw = whole_run(
         estimate,
         scoring_seconds(
             feature_cache_dir(ws),
@@ -111,6 +112,7 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
             template_name,
         ),
     )
+    return calibrate(feature_cache_dir(ws), template_name, raw)  # this machine, as busy as it is now
 
 
 def headline(metrics: dict) -> dict:

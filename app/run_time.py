@@ -104,12 +104,22 @@ class RunProgress:
 
     The training share of the bar is set by the trainer's first ETA against ``scoring_s``; the
     fraction reported never decreases, and the trainer's "Done" is not shown while scoring follows.
+    With ``scale`` (``app.calibration``: this machine's speed now and what runs here taught), the
+    whole run's plan is the trainer's first ETA plus the scoring times ``scale``, and every ETA is
+    that plan blended with the pace measured so far (:func:`blended_eta`), for the whole bar.
     """
 
     SCORING_STAGE = "Scoring your images for label suggestions"
 
     def __init__(
-        self, report, scoring_s: float, clock=time.monotonic, *, noun: str = "images", counted: bool = False
+        self,
+        report,
+        scoring_s: float,
+        clock=time.monotonic,
+        *,
+        noun: str = "images",
+        counted: bool = False,
+        scale: float | None = None,
     ):
         self.report, self.scoring_s, self.clock = report, max(float(scoring_s), 0.0), clock
         self.stage = f"Scoring your {noun} for label suggestions"
@@ -117,9 +127,14 @@ class RunProgress:
         self.share: float | None = None
         self.fraction = 0.0
         self.scoring_started: float | None = None
+        self.scale = scale
+        self.planned_s: float | None = None  # the whole run, calibrated (with ``scale``)
+        self.started = clock()
 
     def _emit(self, stage, fraction, eta_s, metrics=None) -> None:
         self.fraction = max(self.fraction, min(float(fraction), 1.0))
+        if self.planned_s is not None:  # the calibrated plan, following the measured pace
+            eta_s = blended_eta(self.planned_s, self.clock() - self.started, self.fraction)
         self.report(stage, self.fraction, eta_s=eta_s, metrics=metrics)
 
     def training(self, stage, fraction, eta_s=None, metrics=None) -> None:
@@ -129,6 +144,8 @@ class RunProgress:
                 self.share = max(training_s - self.scoring_s, 0.5 * training_s) / training_s
             else:
                 self.share = training_s / (training_s + self.scoring_s) if self.scoring_s else 1.0
+            if self.scale and isinstance(eta_s, (int, float)) and eta_s > 0:
+                self.planned_s = self.scale * (training_s + (0.0 if self.counted else self.scoring_s))
         if stage == "Done" and self.share < 1.0:
             stage = "Model ready"
         extra = 0.0 if self.counted else self.scoring_s
