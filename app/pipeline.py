@@ -349,6 +349,7 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         record_compression,
     )
     from modeldesk.deploy import export_artifact, load_artifact
+    from modeldesk.scheduler.speed import slowdown
     from modeldesk.trainers.compression import head_refitter
 
     # A bundle carries the copy in use (a kept compressed one); compression starts from the original.
@@ -360,7 +361,8 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         calibration, validation, training = _compression_data(ws, artifact)
         metric = compression_metric(artifact)
         n_samples = len(validation) + len(training or ())
-        planned = compression_seconds(feature_cache_dir(ws), artifact.input_kind, n_samples)
+        factor = slowdown()  # this machine, as busy as it is now
+        planned = compression_seconds(feature_cache_dir(ws), artifact.input_kind, n_samples, factor)
 
     def report(done, total=0, message=""):
         fraction = compression_fraction(done, total)
@@ -383,7 +385,9 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         metric=metric,
     )
     if compress:
-        record_compression(feature_cache_dir(ws), artifact.input_kind, n_samples, time.monotonic() - started)
+        record_compression(
+            feature_cache_dir(ws), artifact.input_kind, n_samples, time.monotonic() - started, factor
+        )
     return result
 
 

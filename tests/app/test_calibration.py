@@ -79,10 +79,10 @@ def test_run_etas_follow_the_calibrated_plan_then_the_measured_pace():
     )
     bar.training("Extracting features", 0.0, eta_s=30.0)
     assert events[-1] == (0.0, pytest.approx(120.0))  # (30 + 10) x 3, not the raw 40
-    now[0] = 90.0  # three quarters of the bar after 90 s: the pace says 30 s are left
+    now[0] = 30.0  # three quarters of the bar after 30 s: the plan (90 s left) still weighs most
     bar.training("Tuning", 0.75 / (30 / 40), eta_s=1.0)  # the trainer's own ETA is ignored
     fraction, eta = events[-1]
-    assert fraction == pytest.approx(0.75) and eta == pytest.approx(0.25 * 30 + 0.75 * 30)
-    now[0] = 100.0
+    assert fraction == pytest.approx(0.75) and eta == pytest.approx(0.4375 * 90 + 0.5625 * 10)
+    now[0] = 150.0  # overdue: the pace measured so far alone
     bar.scoring(5, 10)
-    assert events[-1][1] == pytest.approx(0.125 * 20 + 0.875 * 100 * 0.125 / 0.875)
+    assert events[-1][1] == pytest.approx(150 * 0.125 / 0.875)
