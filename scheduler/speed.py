@@ -20,7 +20,7 @@ REFERENCE_S = 0.010
 #: how long a measurement is reused (the load moves, but an estimate should not cost a probe each call)
 REUSE_S = 30.0
 #: never say the machine is more than this much faster or slower (a hiccup is not a measurement)
-LIMITS = (0.25, 40.0)
+LIMITS = (0.25, 30.0)
 
 _lock = threading.Lock()
 _last: tuple[float, float] | None = None  # (when, slowdown)
@@ -35,8 +35,8 @@ def _work() -> None:
         float(values.sum())
 
 
-def measure(repeats: int = 3, clock=time.perf_counter) -> float:
-    """Seconds of one pass now (the median of ``repeats``, so that one preemption does not count)."""
+def measure(repeats: int = 5, clock=time.perf_counter) -> float:
+    """Seconds of one pass now: the median of ``repeats``, so that a preemption or two do not count."""
     times = []
     for _ in range(repeats):
         start = clock()
