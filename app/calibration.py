@@ -61,4 +61,4 @@ def learn(cache_dir, what: str, raw_s, factor, actual_s) -> None:
     if not all(isinstance(v, (int, float)) and v > 0 for v in (raw_s, factor, actual_s)):
         return
     cost = CostModel(cache_dir, alpha=LEARN_WEIGHT)
-    cost.record(_key(what), "cpu", 1, 1, n_items=actual_s / factor, seconds=raw_s)
+    cost.record(_key(what), "cpu", 1, 1, n_items=actual_s / factor, seconds=raw_s, normalise=False)

@@ -6,11 +6,12 @@ import logging
 import time
 
 from modeldesk.app import pipeline
-from modeldesk.app.calibration import calibrated_seconds, learn
+from modeldesk.app.calibration import PRIOR_SLOWDOWN, calibrated_seconds, learn
 from modeldesk.app.keep_up import ORIGIN, ORIGIN_KEY
 from modeldesk.app.run_time import JOB_START_S, RunProgress, scoring_count, scoring_seconds, whole_run
 from modeldesk.app.workspace import Workspace
 from modeldesk.datasets.kinds import sample_kind
+from modeldesk.scheduler.cost import set_measurement_scale
 from modeldesk.scheduler.speed import slowdown
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ def run_training(params: dict, ctx) -> dict:
         trainer = get_trainer(project.task)
         cache_dir = pipeline.feature_cache_dir(ws)
         speed = slowdown()  # this machine, as busy as it is now (the ETAs and the lesson learned use it)
+        set_measurement_scale(speed / PRIOR_SLOWDOWN)  # what this run measures, kept in the priors' units
         bar = RunProgress(
             ctx.progress,
             scoring_seconds(cache_dir, project, scored, template=template.name),
@@ -86,4 +88,5 @@ def run_training(params: dict, ctx) -> dict:
             "skipped": list(result.skipped),
         }
     finally:
+        set_measurement_scale(None)
         ws.close()

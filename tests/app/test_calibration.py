@@ -86,3 +86,23 @@ def test_run_etas_follow_the_calibrated_plan_then_the_measured_pace():
     now[0] = 150.0  # overdue: the pace measured so far alone
     bar.scoring(5, 10)
     assert events[-1][1] == pytest.approx(150 * 0.125 / 0.875)
+
+
+def test_figures_measured_under_load_are_kept_in_the_priors_units(tmp_path):
+    """A run measured while the machine was 6x slow must not make the next estimate, made at the
+    same load, 6x slow again (its figures are scaled back; the estimate scales them once)."""
+    from modeldesk.scheduler import CostModel
+    from modeldesk.scheduler.cost import set_measurement_scale
+
+    set_measurement_scale(6.0 / PRIOR_SLOWDOWN)
+    try:
+        CostModel(tmp_path).record("features/x", "cpu", 32, 2, n_items=100, seconds=40.0)
+        learn(tmp_path, "image-classification/fast", 10.0, 6.0, 90.0)  # a lesson is not a time: kept as is
+    finally:
+        set_measurement_scale(None)
+    raw = 100 / CostModel(tmp_path).items_per_s("features/x", "cpu", 32, 2)
+    assert raw == pytest.approx(40.0 * PRIOR_SLOWDOWN / 6.0)
+    assert calibrated_seconds(tmp_path, "image-classification/accurate", raw, factor=6.0) == pytest.approx(
+        40.0
+    )
+    assert correction(tmp_path, "image-classification/fast") == pytest.approx(1.5)
