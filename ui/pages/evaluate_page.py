@@ -228,7 +228,8 @@ class EvaluatePage(Page):
         self.bars.set_rows(per_class_rows(report))
         anomaly = "auroc" in report  # an anomaly model: caught defects and false alarms instead
         self.middle.setVisible(not anomaly)
-        self.mistakes_card.frame.setVisible(not detector and not anomaly)
+        # the card lists single-label mistakes: for tags it would say "none" beside a 50% headline
+        self.mistakes_card.frame.setVisible(not detector and not anomaly and not tags)
         self.detection_photos.frame.setVisible(detector)
         self.anomaly.frame.setVisible(anomaly)
         self.mistakes_card.set_report(None if detector or anomaly else report, sound=self.sound)
