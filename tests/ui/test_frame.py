@@ -302,3 +302,11 @@ def test_when_no_program_opens_the_log_the_dialog_says_where_it_is(qtbot, ws, mo
     assert not dialog.open_log()
     assert dialog.log_note.isVisible() and str(ws.paths.log) in dialog.log_note.text()
     dialog.done(QDialog.Rejected)
+
+
+def test_the_welcome_screen_shows_no_step_of_the_last_project(qtbot, ws, make_window, classification_project):
+    window = make_window()
+    window.set_project("fruit")
+    qtbot.waitUntil(lambda: window.sidebar.step_state("data")[0] == "done", timeout=10_000)
+    window.set_project(None)  # e.g. the last project was deleted
+    assert all(window.sidebar.step_state(key) == ("todo", "") for key in ("data", "label", "train"))
