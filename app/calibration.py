@@ -39,9 +39,21 @@ def correction(cache_dir, what: str) -> float:
     return min(max(learned, prior / CORRECTION_LIMIT), prior * CORRECTION_LIMIT)
 
 
+#: a job slows down less than the probe as the load grows (its threads, its waits on disk): the job's
+#: factor is the probe's (against the priors') to this power. Fitted on bench/estimates.py at load
+#: averages 19-24 on 2 cores: probe 7x the priors' with jobs ~7x, probe 13x with jobs ~7.6x.
+LOAD_EXPONENT = 0.85
+
+
+def load_factor(factor: float) -> float:
+    """How much longer than the priors say a job takes at probe slowdown ``factor``."""
+    return (factor / PRIOR_SLOWDOWN) ** LOAD_EXPONENT
+
+
 def calibrated_seconds(cache_dir, what: str, raw_s: float, factor: float | None = None) -> float:
     """``raw_s`` as this machine will take it now (``factor``: the slowdown, measured when None)."""
-    return float(raw_s) * correction(cache_dir, what) * (slowdown() if factor is None else factor)
+    factor = slowdown() if factor is None else factor
+    return float(raw_s) * correction(cache_dir, what) * PRIOR_SLOWDOWN * load_factor(factor)
 
 
 def calibrate(cache_dir, what: str, estimate: dict) -> dict:
@@ -61,4 +73,5 @@ def learn(cache_dir, what: str, raw_s, factor, actual_s) -> None:
     if not all(isinstance(v, (int, float)) and v > 0 for v in (raw_s, factor, actual_s)):
         return
     cost = CostModel(cache_dir, alpha=LEARN_WEIGHT)
-    cost.record(_key(what), "cpu", 1, 1, n_items=actual_s / factor, seconds=raw_s, normalise=False)
+    actual_at_reference = actual_s / (PRIOR_SLOWDOWN * load_factor(factor))
+    cost.record(_key(what), "cpu", 1, 1, n_items=actual_at_reference, seconds=raw_s, normalise=False)

@@ -6,7 +6,7 @@ import logging
 import time
 
 from modeldesk.app import pipeline
-from modeldesk.app.calibration import PRIOR_SLOWDOWN, calibrated_seconds, learn
+from modeldesk.app.calibration import calibrated_seconds, learn, load_factor
 from modeldesk.app.keep_up import ORIGIN, ORIGIN_KEY
 from modeldesk.app.run_time import JOB_START_S, RunProgress, scoring_count, scoring_seconds, whole_run
 from modeldesk.app.workspace import Workspace
@@ -37,7 +37,7 @@ def run_training(params: dict, ctx) -> dict:
         trainer = get_trainer(project.task)
         cache_dir = pipeline.feature_cache_dir(ws)
         speed = slowdown()  # this machine, as busy as it is now (the ETAs and the lesson learned use it)
-        set_measurement_scale(speed / PRIOR_SLOWDOWN)  # what this run measures, kept in the priors' units
+        set_measurement_scale(load_factor(speed))  # what this run measures, kept in the priors' units
         bar = RunProgress(
             ctx.progress,
             scoring_seconds(cache_dir, project, scored, template=template.name),

@@ -64,6 +64,7 @@ def text_data(tmp: Path, scale: float) -> Path:
     rows.sort(key=lambda r: _bucket(r["text"], 9973))
     spam = [r for r in rows if r["label"] == "spam"][: max(10, int(60 * scale))]
     ham = [r for r in rows if r["label"] == "ham"][: max(20, int(340 * scale))]
+    tmp.mkdir(parents=True, exist_ok=True)
     out = tmp / "texts.csv"
     with open(out, "w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["text", "label"])

@@ -12,6 +12,7 @@ from modeldesk.app.calibration import (
     calibrated_seconds,
     correction,
     learn,
+    load_factor,
 )
 from modeldesk.app.run_time import RunProgress
 from modeldesk.scheduler import speed
@@ -19,17 +20,22 @@ from modeldesk.scheduler import speed
 
 def test_before_any_run_the_raw_estimate_scales_with_the_slowdown_against_the_priors(tmp_path):
     assert correction(tmp_path, "image-classification/fast") == pytest.approx(1 / PRIOR_SLOWDOWN)
+    # at the slowdown the priors were measured at, they hold as they are
+    at_priors = calibrated_seconds(tmp_path, "image-classification/fast", 30.0, factor=PRIOR_SLOWDOWN)
     quiet = calibrated_seconds(tmp_path, "image-classification/fast", 30.0, factor=1.0)
     busy = calibrated_seconds(tmp_path, "image-classification/fast", 30.0, factor=6.0)
-    assert quiet == pytest.approx(30.0 / PRIOR_SLOWDOWN) and busy == pytest.approx(6 * quiet)
+    assert at_priors == pytest.approx(30.0) and quiet < at_priors < busy
+    assert busy == pytest.approx(30.0 * load_factor(6.0)) and load_factor(6.0) < 6.0 / PRIOR_SLOWDOWN
 
 
 def test_a_run_teaches_the_next_estimate_of_its_recipe_only(tmp_path):
-    # raw estimate 10 s, machine 4x slower than the reference, the run took 60 s: 1.5 s a raw second
+    # raw estimate 10 s, machine 4x slower than the reference, the run took 60 s
     learn(tmp_path, "sound-classification/fast", 10.0, 4.0, 60.0)
     assert calibrated_seconds(tmp_path, "sound-classification/fast", 10.0, factor=4.0) == pytest.approx(60.0)
     # at another load the lesson still holds, scaled by that load
-    assert calibrated_seconds(tmp_path, "sound-classification/fast", 10.0, factor=2.0) == pytest.approx(30.0)
+    assert calibrated_seconds(tmp_path, "sound-classification/fast", 10.0, factor=2.0) == pytest.approx(
+        60.0 * load_factor(2.0) / load_factor(4.0)
+    )
     assert correction(tmp_path, "sound-classification/accurate") == pytest.approx(1 / PRIOR_SLOWDOWN)
 
 
@@ -46,7 +52,7 @@ def test_calibrate_keeps_the_raw_figure_and_the_slowdown_in_the_plan(tmp_path, m
     monkeypatch.setattr("modeldesk.app.calibration.slowdown", lambda: 3.0)
     estimate = calibrate(tmp_path, "image-classification/fast", {"eta_s": 15.0, "plan": {"devices": []}})
     assert estimate["plan"]["raw_eta_s"] == 15.0 and estimate["plan"]["slowdown"] == 3.0
-    assert estimate["eta_s"] == pytest.approx(15.0 * 3.0 / PRIOR_SLOWDOWN)
+    assert estimate["eta_s"] == pytest.approx(15.0 * load_factor(3.0), abs=0.05)
     assert calibrate(tmp_path, "x/y", {"eta_s": None, "plan": {}})["eta_s"] is None  # nothing made up
 
 
@@ -94,15 +100,17 @@ def test_figures_measured_under_load_are_kept_in_the_priors_units(tmp_path):
     from modeldesk.scheduler import CostModel
     from modeldesk.scheduler.cost import set_measurement_scale
 
-    set_measurement_scale(6.0 / PRIOR_SLOWDOWN)
+    set_measurement_scale(load_factor(6.0))
     try:
         CostModel(tmp_path).record("features/x", "cpu", 32, 2, n_items=100, seconds=40.0)
         learn(tmp_path, "image-classification/fast", 10.0, 6.0, 90.0)  # a lesson is not a time: kept as is
     finally:
         set_measurement_scale(None)
     raw = 100 / CostModel(tmp_path).items_per_s("features/x", "cpu", 32, 2)
-    assert raw == pytest.approx(40.0 * PRIOR_SLOWDOWN / 6.0)
+    assert raw == pytest.approx(40.0 / load_factor(6.0))
     assert calibrated_seconds(tmp_path, "image-classification/accurate", raw, factor=6.0) == pytest.approx(
         40.0
     )
-    assert correction(tmp_path, "image-classification/fast") == pytest.approx(1.5)
+    assert correction(tmp_path, "image-classification/fast") == pytest.approx(
+        90.0 / (10.0 * PRIOR_SLOWDOWN * load_factor(6.0))
+    )
