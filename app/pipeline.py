@@ -97,6 +97,7 @@ def feature_cache_dir(ws) -> Path:
 def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: dict | None = None) -> dict:
     """The ETA and plan for training ``project`` with a template, before anything runs (with
     ``cluster``, ``{"address", "credentials"}``, its workers' first contact probes them)."""
+    from modeldesk.app.calibration import calibrate
     from modeldesk.app.run_time import scoring_count, scoring_seconds, whole_run
     from modeldesk.trainers.tasks import get_trainer
     from modeldesk.trainers.templates import get_template
@@ -107,7 +108,7 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
         samples, get_template(template_name), feature_cache_dir(ws), device=device, **options
     )
     # every stage the run performs: the worker starting and the scoring for label suggestions too
-    return whole_run(
+    raw = whole_run(
         estimate,
         scoring_seconds(
             feature_cache_dir(ws),
@@ -117,6 +118,7 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
             template_name,
         ),
     )
+    return calibrate(feature_cache_dir(ws), template_name, raw)  # this machine, as busy as it is now
 
 
 def headline(metrics: dict) -> dict:
@@ -364,6 +366,7 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         record_compression,
     )
     from modeldesk.deploy import export_artifact, load_artifact
+    from modeldesk.scheduler.speed import slowdown
     from modeldesk.trainers.compression import head_refitter
 
     # A bundle carries the copy in use (a kept compressed one); compression starts from the original.
@@ -375,7 +378,8 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         calibration, validation, training = _compression_data(ws, artifact)
         metric = compression_metric(artifact)
         n_samples = len(validation) + len(training or ())
-        planned = compression_seconds(feature_cache_dir(ws), artifact.input_kind, n_samples)
+        factor = slowdown()  # this machine, as busy as it is now
+        planned = compression_seconds(feature_cache_dir(ws), artifact.input_kind, n_samples, factor)
 
     def report(done, total=0, message=""):
         fraction = compression_fraction(done, total)
@@ -399,7 +403,9 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         candidates=compression_candidates(artifact) if compress else None,
     )
     if compress:
-        record_compression(feature_cache_dir(ws), artifact.input_kind, n_samples, time.monotonic() - started)
+        record_compression(
+            feature_cache_dir(ws), artifact.input_kind, n_samples, time.monotonic() - started, factor
+        )
     return result
 
 

@@ -48,12 +48,24 @@ class ProjectCalls:
         """Rename a project (its samples, labels and models stay)."""
         project = self.store.rename_project(old, new)
         log.info("renamed project %r to %r", old, project.name)
+        self._rename_in_settings(old, project.name)
         return self._project_dict(project)
+
+    def _rename_in_settings(self, old: str, new: str | None) -> None:
+        """Carry the project's workspace settings (its "Improve as I label" switch, kept by name) over
+        to its new name, or drop them when ``new`` is None (deleted: a later project of that name
+        starts with the switch off)."""
+        keep_up = self.settings.keep_up_projects
+        if old not in keep_up:
+            return
+        self.settings.keep_up_projects = sorted({p for p in keep_up if p != old} | ({new} if new else set()))
+        self.settings.save(self.paths.root)
 
     def delete_project(self, name: str) -> None:
         """Delete a project with its samples, labels and models (media other projects use stays)."""
         self.store.delete_project(name)
         log.info("deleted project %r", name)
+        self._rename_in_settings(name, None)
 
     def delete_samples(self, project, sample_ids) -> int:
         """Remove samples from the project; returns how many went."""

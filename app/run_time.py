@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from modeldesk.app.calibration import calibrated_seconds, learn
 from modeldesk.scheduler import CostModel
 
 # Cost-model key: samples scored per second after training (decoding + the whole exported graph).
@@ -98,18 +99,42 @@ def whole_run(estimate: dict, scoring_s: float) -> dict:
     return {**estimate, "eta_s": total, "plan": plan}
 
 
+def run_eta(planned_s: float, elapsed: float, fraction: float) -> float:
+    """Seconds left of a run planned at ``planned_s``: what is left of the plan, blended with the pace
+    so far as the bar fills (weight ``fraction**2``: a trainer's bar runs ahead of the clock early on,
+    the features filling most of it); once the plan is overdue, the pace alone."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    if fraction <= 0.05:
+        return max(planned_s - elapsed, 0.0)
+    pace = elapsed * (1 - fraction) / fraction
+    if elapsed >= planned_s:
+        return pace
+    weight = fraction**2
+    return (1 - weight) * (planned_s - elapsed) + weight * pace
+
+
 class RunProgress:
     """One bar over training then scoring: ``training(stage, fraction, eta_s, metrics)`` and
     ``scoring(done, total)`` both end in ``report(stage, fraction, eta_s=..., metrics=...)``.
 
     The training share of the bar is set by the trainer's first ETA against ``scoring_s``; the
     fraction reported never decreases, and the trainer's "Done" is not shown while scoring follows.
+    With ``scale`` (``app.calibration``: this machine's speed now and what runs here taught), the
+    whole run's plan is the trainer's first ETA plus the scoring times ``scale``, and every ETA is
+    that plan blended with the pace measured so far (:func:`run_eta`), for the whole bar.
     """
 
     SCORING_STAGE = "Scoring your images for label suggestions"
 
     def __init__(
-        self, report, scoring_s: float, clock=time.monotonic, *, noun: str = "images", counted: bool = False
+        self,
+        report,
+        scoring_s: float,
+        clock=time.monotonic,
+        *,
+        noun: str = "images",
+        counted: bool = False,
+        scale: float | None = None,
     ):
         self.report, self.scoring_s, self.clock = report, max(float(scoring_s), 0.0), clock
         self.stage = f"Scoring your {noun} for label suggestions"
@@ -117,9 +142,14 @@ class RunProgress:
         self.share: float | None = None
         self.fraction = 0.0
         self.scoring_started: float | None = None
+        self.scale = scale
+        self.planned_s: float | None = None  # the whole run, calibrated (with ``scale``)
+        self.started = clock()
 
     def _emit(self, stage, fraction, eta_s, metrics=None) -> None:
         self.fraction = max(self.fraction, min(float(fraction), 1.0))
+        if self.planned_s is not None:  # the calibrated plan, following the measured pace
+            eta_s = run_eta(self.planned_s, self.clock() - self.started, self.fraction)
         self.report(stage, self.fraction, eta_s=eta_s, metrics=metrics)
 
     def training(self, stage, fraction, eta_s=None, metrics=None) -> None:
@@ -129,6 +159,8 @@ class RunProgress:
                 self.share = max(training_s - self.scoring_s, 0.5 * training_s) / training_s
             else:
                 self.share = training_s / (training_s + self.scoring_s) if self.scoring_s else 1.0
+            if self.scale and isinstance(eta_s, (int, float)) and eta_s > 0:
+                self.planned_s = self.scale * (training_s + (0.0 if self.counted else self.scoring_s))
         if stage == "Done" and self.share < 1.0:
             stage = "Model ready"
         extra = 0.0 if self.counted else self.scoring_s
@@ -148,11 +180,13 @@ class RunProgress:
 
 # -- compression -----------------------------------------------------------------------------------
 
-# Cost-model key: labeled samples (validation + training) a compression goes through per second.
-COMPRESSION_WORK = "compression"
-# Seconds per such sample before anything was measured here: ~30 versions built, checked on them and
-# timed (a 12 MB photo model, 200 photos: 117 s on 2 busy cores).
-COMPRESSION_PRIOR_S = 0.5
+# Seconds a compression takes on the reference machine before one was measured here, as (fixed, per
+# labeled sample) per input kind: building and timing the ~30 versions of a photo model costs the same
+# for any number of photos, checking them grows with it (117 s for 200 photos, about 50 s for 40:
+# 33 + 0.42 a photo); a sound model gets a few 8-bit versions of a small graph (12 s for a 700-clip
+# project on a busy machine).
+COMPRESSION_PRIORS = {"image": (33.0, 0.42), "audio": (2.0, 0.01)}
+COMPRESSION_PRIOR = (10.0, 0.1)
 
 
 # Share of a compression's time spent building and checking the versions; the rest (timing every
@@ -170,17 +204,23 @@ def compression_fraction(done: int, total: int) -> float:
     return COMPRESSION_SEARCH_SHARE * done / (total - 1)
 
 
-def compression_seconds(cache_dir, input_kind: str, n_samples: int) -> float:
-    """The time a compression will take: measured here before (per sample), else a prior."""
-    rate = CostModel(cache_dir).items_per_s(f"{COMPRESSION_WORK}/{input_kind}", "cpu", 1, 1)
-    return max(n_samples, 1) * (1.0 / rate if rate else COMPRESSION_PRIOR_S)
+def compression_raw_seconds(input_kind: str, n_samples: int) -> float:
+    """A compression's time on the reference machine, from the priors (see :data:`COMPRESSION_PRIORS`)."""
+    fixed, per_sample = COMPRESSION_PRIORS.get(input_kind, COMPRESSION_PRIOR)
+    return fixed + per_sample * max(n_samples, 1)
 
 
-def record_compression(cache_dir, input_kind: str, n_samples: int, seconds: float) -> None:
-    if n_samples > 0 and seconds > 0:
-        CostModel(cache_dir).record(
-            f"{COMPRESSION_WORK}/{input_kind}", "cpu", 1, 1, n_items=n_samples, seconds=seconds
-        )
+def compression_seconds(cache_dir, input_kind: str, n_samples: int, factor: float | None = None) -> float:
+    """The time a compression will take here now: the prior scaled by this machine's slowdown
+    (``factor``; measured when None) and by what compressions of this kind taught here."""
+    raw = compression_raw_seconds(input_kind, n_samples)
+    return calibrated_seconds(cache_dir, f"compression/{input_kind}", raw, factor)
+
+
+def record_compression(cache_dir, input_kind: str, n_samples: int, seconds: float, factor: float) -> None:
+    """Teach the next estimate: this compression took ``seconds`` at slowdown ``factor``."""
+    raw = compression_raw_seconds(input_kind, n_samples)
+    learn(cache_dir, f"compression/{input_kind}", raw, factor, seconds)
 
 
 def blended_eta(planned_s: float, elapsed: float, fraction: float) -> float:

@@ -6,11 +6,14 @@ import logging
 import time
 
 from modeldesk.app import pipeline
+from modeldesk.app.calibration import calibrated_seconds, learn, load_factor
 from modeldesk.app.keep_up import ORIGIN, ORIGIN_KEY
-from modeldesk.app.run_time import RunProgress, scoring_count, scoring_seconds, whole_run
+from modeldesk.app.run_time import JOB_START_S, RunProgress, scoring_count, scoring_seconds, whole_run
 from modeldesk.app.tables import train_options
 from modeldesk.app.workspace import Workspace
 from modeldesk.datasets.kinds import sample_kind
+from modeldesk.scheduler.cost import set_measurement_scale
+from modeldesk.scheduler.speed import slowdown
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +36,15 @@ def run_training(params: dict, ctx) -> dict:
         # one bar over the training and the scoring for label suggestions that follows it
         scored = scoring_count(ws.store, project)
         trainer = get_trainer(project.task)
+        cache_dir = pipeline.feature_cache_dir(ws)
+        speed = slowdown()  # this machine, as busy as it is now (the ETAs and the lesson learned use it)
+        set_measurement_scale(load_factor(speed))  # what this run measures, kept in the priors' units
         bar = RunProgress(
             ctx.progress,
-            scoring_seconds(pipeline.feature_cache_dir(ws), project, scored, template=template.name),
+            scoring_seconds(cache_dir, project, scored, template=template.name),
             noun=sample_kind(project.kind).many,
             counted=bool(getattr(trainer, "counts_scoring", False)),
+            scale=calibrated_seconds(cache_dir, template.name, 1.0, speed),
         )
         options = {"cluster": params["cluster"]} if params.get("cluster") else {}
         options.update(train_options(ws.store, project))  # a table's target column and column types
@@ -71,6 +78,9 @@ def run_training(params: dict, ctx) -> dict:
             plan["actual_s"] = round(time.monotonic() - started, 2)
         if isinstance(plan.get("eta_s"), (int, float)):
             plan.update(whole_run({"eta_s": plan["eta_s"], "plan": plan}, bar.scoring_s)["plan"])
+            # the next estimate of this recipe learns from this one (the worker's start included)
+            learn(cache_dir, template.name, plan["eta_s"], speed, time.monotonic() - started + JOB_START_S)
+            plan["raw_eta_s"], plan["eta_s"] = plan["eta_s"], round(bar.scale * plan["eta_s"], 1)
         return {
             "model": model_id,
             "path": str(result.artifact_dir),
@@ -80,4 +90,5 @@ def run_training(params: dict, ctx) -> dict:
             "skipped": list(result.skipped),
         }
     finally:
+        set_measurement_scale(None)
         ws.close()

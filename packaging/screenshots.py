@@ -11,6 +11,16 @@ Usage::
 
 ``--text TABLE`` makes a text classification project from a CSV/JSONL/TXT file (the pages of a text
 project: texts listed, one text to label, its evaluation and a text box to try the model).
+
+``--tasks image,tags,boxes,text,sound,anomaly`` (or ``all``) makes a small project of each task from
+the shared benchmark data (``packaging/shot_projects.py``; ``--train`` trains each), and shoots for each
+size of ``--sizes``: the welcome screen, the New project dialog, the guide (F1) and the shortcut
+sheet, then every page of every project, the Deploy page twice (the top with the try-it card and its
+Live button; then scrolled to the export card with "Make smaller & faster"). Files are named
+``<task>-<page>-<theme>-<size>.png``; give ``--workspace`` to train once and shoot both themes::
+
+    xvfb-run -s '-screen 0 1600x1000x24' python3 packaging/screenshots.py --tasks all --train \
+        --workspace /tmp/shots-ws --sizes 1600x1000,760x540 --theme dark --out shots
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QEventLoop, QSettings
+from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QSettings
 from PySide6.QtWidgets import QApplication
 
 PAGES = ("data", "label", "train", "evaluate", "deploy")
@@ -41,6 +51,9 @@ def settle(condition=lambda: True, timeout: float = 20.0, linger: float = 0.4) -
     end = time.monotonic() + linger
     while time.monotonic() < end:
         app.processEvents(QEventLoop.AllEvents, 50)
+        # No app.exec() runs here, and processEvents leaves deleteLater() to the main loop: without
+        # this, widgets a page replaced (the previous project's class buttons) stay on the shot.
+        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
         time.sleep(0.01)
     return ok
 
@@ -73,6 +86,12 @@ def main(argv=None) -> int:
     parser.add_argument("--train", action="store_true", help="train a model so Evaluate/Deploy have content")
     parser.add_argument("--workspace", type=Path, help="use this folder instead of a temporary one")
     parser.add_argument("--text", type=Path, help="a file of texts: shoot a text classification project")
+    parser.add_argument(
+        "--tasks", default="", help="comma-separated: image,tags,boxes,text,sound,anomaly or all"
+    )
+    parser.add_argument(
+        "--sizes", default="", help="with --tasks: comma-separated WIDTHxHEIGHT (default --size)"
+    )
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -92,6 +111,11 @@ def main(argv=None) -> int:
     theme.apply_theme(app, args.theme)
     ws = Workspace(root)
     suffix = "" if args.theme == "light" else "-dark"
+    if args.tasks:
+        try:
+            return shoot_tasks(ws, args)
+        finally:
+            ws.close()
     try:
         if args.text is not None:  # made before any window exists: no page loads while it is filled
             ws.create_project("reviews", "text-classification")
@@ -131,6 +155,70 @@ def main(argv=None) -> int:
         window.close()
     finally:
         ws.close()
+    return 0
+
+
+def _window(ws, size: str):
+    from modeldesk.ui.main_window import MainWindow
+
+    width, height = (int(v) for v in size.lower().split("x"))
+    window = MainWindow(ws)
+    window.resize(width, height)
+    window.show()
+    settle()
+    return window
+
+
+def _scroll_to(widget) -> None:
+    """Scroll the nearest scroll area around ``widget`` until it shows."""
+    from PySide6.QtWidgets import QScrollArea
+
+    area = widget.parentWidget()
+    while area is not None and not isinstance(area, QScrollArea):
+        area = area.parentWidget()
+    if area is not None:
+        area.ensureWidgetVisible(widget)
+
+
+def _dialog(dialog, path: Path) -> None:
+    settle(linger=0.6)
+    shoot(dialog, path)
+    dialog.close()
+
+
+def shoot_tasks(ws, args) -> int:
+    """Every page of a project of each task in ``args.tasks``, at each size, and the dialogs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from shot_projects import TASKS, make_project
+
+    shorts = list(TASKS) if args.tasks == "all" else [t for t in args.tasks.split(",") if t]
+    made = Path(tempfile.mkdtemp(prefix="modeldesk-shots-data-"))
+    projects = {short: make_project(ws, short, made, train=args.train) for short in shorts}
+    for size in (args.sizes or args.size).split(","):
+        tag = f"{args.theme}-{size}"
+        window = _window(ws, size)
+        window.set_project(None)
+        settle(linger=1.0)
+        shoot(window, args.out / f"all-00-welcome-{tag}.png")
+        _dialog(window.new_project(), args.out / f"all-01-new-project-{tag}.png")
+        for short, name in projects.items():
+            window.set_project(name)
+            for number, key in enumerate(PAGES, start=1):
+                window.show_page(key)
+                page = window.pages.get(key)
+                settle(lambda page=page: page_ready(page), linger=2.5)
+                shoot(window, args.out / f"{short}-{number:02d}-{key}-{tag}.png")
+                if key == "deploy":  # the export card with "Make smaller & faster" sits below the fold
+                    _scroll_to(page.export_card.frame)
+                    settle(linger=0.5)
+                    shoot(window, args.out / f"{short}-{number:02d}-deploy-export-{tag}.png")
+            if short == shorts[0]:
+                window.show_page("data")
+                _dialog(window.help_menu.show_guide("data"), args.out / f"all-02-guide-{tag}.png")
+                _dialog(window.help_menu.show_guide("shortcuts"), args.out / f"all-03-shortcuts-{tag}.png")
+        window.close()
+        window.deleteLater()
+        settle(linger=0.5)
     return 0
 
 

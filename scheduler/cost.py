@@ -23,6 +23,19 @@ FORMAT_VERSION = 1
 PROBE_SUPERSEDED = 0.8  # weight of the first real run against a probe's figure
 
 
+_measurement_scale: float | None = None
+
+
+def set_measurement_scale(factor: float | None) -> None:
+    """From now on, in this process, store measured seconds divided by ``factor`` (None: as measured).
+
+    The app sets the machine's slowdown against the one its priors were measured at, so figures
+    measured at any load are kept in the priors' units and an estimate scales them all alike by the
+    load of its own moment (``app.calibration``)."""
+    global _measurement_scale
+    _measurement_scale = factor if factor and factor > 0 else None
+
+
 def config_key(work_key: str, device: str, batch_size: int, threads: int) -> str:
     """The cache key of one configuration."""
     return f"{work_key}|{device}|bs={int(batch_size)}|t={int(threads)}"
@@ -166,9 +179,20 @@ class CostModel:
 
     # -- measurements -------------------------------------------------------------------------
     def _store(
-        self, work_key, device, batch_size, threads, seconds_per_item, bytes_per_item, source, peak_bytes=None
+        self,
+        work_key,
+        device,
+        batch_size,
+        threads,
+        seconds_per_item,
+        bytes_per_item,
+        source,
+        peak_bytes=None,
+        normalise=True,
     ):
         key = config_key(work_key, device, batch_size, threads)
+        if _measurement_scale is not None and normalise:  # in the priors' units (set_measurement_scale)
+            seconds_per_item = seconds_per_item / _measurement_scale
         with self._lock:
             self._ensure_loaded()
             old = self._entries.get(key)
@@ -230,8 +254,11 @@ class CostModel:
         seconds: float,
         peak_bytes: float | None = None,
         bytes_per_item: float | None = None,
+        normalise: bool = True,
     ) -> dict:
-        """Fold a real run (``n_items`` in ``seconds`` of device time) into the moving average."""
+        """Fold a real run (``n_items`` in ``seconds`` of device time) into the moving average
+        (``normalise``: in the units :func:`set_measurement_scale` sets; False for a figure that is
+        not a time measured now)."""
         if n_items <= 0 or seconds <= 0:
             raise ValueError("record needs n_items > 0 and seconds > 0")
         return self._store(
@@ -243,6 +270,7 @@ class CostModel:
             bytes_per_item,
             "run",
             peak_bytes=peak_bytes,
+            normalise=normalise,
         )
 
     def pick_batch_size(

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QStackedWidget, QWidget
 from modeldesk.errors import describe
 
 from .page import Page
-from .settings import settings
+from .settings import rename_project_keys, settings
 from .status import project_status, was_deployed
 from .welcome import WelcomePage
 from .widgets.confirm import ask_name, confirm
@@ -199,6 +199,7 @@ class MainWindow(QMainWindow):
         except (ValueError, KeyError) as exc:
             show_error(self, "Could not rename the project", describe(exc), log_file=self.ws.paths.log)
             return
+        rename_project_keys(old, new)
         self.refresh_projects(new)
         self.set_project(new)
 

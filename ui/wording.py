@@ -165,12 +165,15 @@ def small_class_warning(labels: dict[str, int], minimum: int = MIN_PER_CLASS, no
     small = small_classes(labels, minimum)
     if not small:
         return ""
-    parts = [
-        f"Add more {noun} of {name}: {count} {'is' if count == 1 else 'are'} too few to learn from"
-        for name, count in small[:3]
-    ]
-    more = f" (and {len(small) - 3} more classes)" if len(small) > 3 else ""
-    return ". ".join(parts) + f"{more}. Aim for at least {minimum} each."
+    names = ", ".join(name for name, _ in small[:3])
+    if len(small) > 3:
+        names += f" and {len(small) - 3} more classes"
+    low, high = small[0][1], small[-1][1]
+    if len(small) == 1:
+        counts = f"{low} {'is' if low == 1 else 'are'}"
+    else:  # one sentence for all of them, however many classes are small
+        counts = f"{low} each are" if low == high else f"{low} to {high} each are"
+    return f"Add more {noun} of {names}: {counts} too few to learn from. Aim for at least {minimum} each."
 
 
 def merge_reports(reports: list[dict]) -> dict:
@@ -224,9 +227,10 @@ def headline(accuracy: float | None, n: int | None = None) -> str:
 
 
 def per_class_rows(report: dict) -> list[tuple[str, tuple[float, float]]]:
-    """``(label, (precision, recall))`` rows from the report's ``per_class`` (a dict or a list); for
-    segmentation, whose ``per_class`` is each class's IoU, ``(IoU, share of its pixels found)``."""
-    per_class = report.get("per_class") or {}
+    """``(label, (precision, recall))`` rows from the report's ``per_class`` (a dict or a list), or a
+    tags model's ``per_label``; for segmentation, whose ``per_class`` is each class's IoU,
+    ``(IoU, share of its pixels found)``."""
+    per_class = report.get("per_class") or report.get("per_label") or {}
     items = (
         per_class.items()
         if isinstance(per_class, dict)
@@ -254,11 +258,16 @@ def most_confused(report: dict) -> tuple[str, str, int] | None:
 
 def score_words(metrics: dict) -> str:
     """The sidebar's one figure for a model, the same the Evaluate page's headline gives: how often it is
-    right, or for a detector how many objects of 100 it finds."""
+    right, for a detector how many objects of 100 it finds, for an anomaly detector how many defects it
+    catches, for a tags model on how many examples it gets every tag right."""
+    if isinstance(metrics.get("catch_rate"), (int, float)):  # its accuracy mixes defects and good parts
+        return f"Catches {metrics['catch_rate']:.0%}"
     if isinstance(metrics.get("accuracy"), (int, float)):
         return f"Right {metrics['accuracy']:.0%}"
     if isinstance(metrics.get("recall"), (int, float)):
         return f"Finds {round(metrics['recall'] * 100)} of 100"
+    if isinstance(metrics.get("exact_match"), (int, float)):
+        return f"All tags right {metrics['exact_match']:.0%}"
     if isinstance(metrics.get("micro_f1"), (int, float)):
         return f"Tags right {metrics['micro_f1']:.0%}"
     return "Latest model"

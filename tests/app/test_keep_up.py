@@ -132,3 +132,26 @@ def test_a_real_workspace_marks_the_auto_run_in_its_params(tmp_path, shapes_fold
     finally:
         ws.jobs.close(cancel_running=True, timeout=20)
         ws.close()
+
+
+def test_the_switch_follows_a_renamed_project_and_goes_with_a_deleted_one(tmp_path):
+    from modeldesk.app.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    try:
+        ws.create_project("cats", "image-classification")
+        ws.create_project("dogs", "image-classification")
+        KeepUp(ws).set_enabled("cats", True)
+        KeepUp(ws).set_enabled("dogs", True)
+        ws.rename_project("cats", "felines")
+        assert KeepUp(ws).enabled("felines") and not KeepUp(ws).enabled("cats")
+        ws.delete_project("dogs")
+        ws.create_project("dogs", "image-classification")
+        assert not KeepUp(ws).enabled("dogs")
+    finally:
+        ws.close()
+    reopened = Workspace(tmp_path / "ws")  # what the app finds after a restart
+    try:
+        assert reopened.settings.keep_up_projects == ["felines"]
+    finally:
+        reopened.close()

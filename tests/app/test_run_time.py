@@ -83,17 +83,25 @@ def test_a_run_reports_its_scoring_stage_on_one_rising_bar_and_learns_its_speed(
 
 
 def test_compression_eta_starts_from_the_plan_and_learns_from_each_run(tmp_path):
+    from modeldesk.app.calibration import PRIOR_SLOWDOWN, load_factor
     from modeldesk.app.run_time import (
-        COMPRESSION_PRIOR_S,
         blended_eta,
+        compression_raw_seconds,
         compression_seconds,
         record_compression,
     )
 
-    assert compression_seconds(tmp_path, "image", 100) == pytest.approx(100 * COMPRESSION_PRIOR_S)
-    record_compression(tmp_path, "image", 100, 20.0)
-    assert compression_seconds(tmp_path, "image", 200) == pytest.approx(40.0)  # measured: 0.2 s per photo
-    assert compression_seconds(tmp_path, "audio", 10) == pytest.approx(10 * COMPRESSION_PRIOR_S)
+    # a photo model's versions cost the same for 40 photos or 200: far from proportional to the count
+    assert compression_raw_seconds("image", 200) < 5 * compression_raw_seconds("image", 40)
+    # a sound model has a few small versions to try: seconds, not the minutes a photo model takes
+    assert compression_raw_seconds("audio", 700) < compression_raw_seconds("image", 40) / 3
+    busy = compression_seconds(tmp_path, "image", 100, factor=6.0)
+    assert busy == pytest.approx(compression_raw_seconds("image", 100) * load_factor(6.0))
+    record_compression(tmp_path, "image", 100, 2 * busy, 6.0)  # it took twice the estimate
+    assert compression_seconds(tmp_path, "image", 100, factor=6.0) == pytest.approx(2 * busy, rel=1e-6)
+    assert compression_seconds(tmp_path, "audio", 10, factor=PRIOR_SLOWDOWN) == pytest.approx(
+        compression_raw_seconds("audio", 10)
+    )
     assert blended_eta(40.0, 0.0, 0.0) == 40.0
     # 3 quick steps of 29 in 5 s: the pace alone says 43 s left; the plan (35 s left) still weighs most
     assert blended_eta(40.0, 5.0, 3 / 29) == pytest.approx(35 * 26 / 29 + 5 * 26 / 29, rel=1e-6)

@@ -316,3 +316,16 @@ def test_the_add_files_dialog_offers_what_the_project_reads(ws, make_page, monke
 
     assert all(listed(name) for name in shown), (patterns, shown)
     assert not any(listed(name) for name in hidden), (patterns, hidden)
+
+
+def test_many_small_classes_make_one_short_sentence():
+    from modeldesk.ui.wording import small_class_warning
+
+    labels = {str(d): 6 for d in range(10)} | {"ok": 12}
+    text = small_class_warning(labels, 10)
+    # one sentence for ten small classes, not one a class (it filled the 760 px card)
+    assert (
+        text
+        == "Add more photos of 0, 1, 2 and 7 more classes: 6 each are too few to learn from. Aim for at least 10 each."
+    )
+    assert "2 to 6 each" in small_class_warning({"a": 2, "b": 6}, 10)

@@ -157,6 +157,9 @@ def test_the_sidebar_gives_the_figure_the_headline_gives():
     assert detection_words(detector)[0].startswith(score_words(detector))  # "Finds 75 of 100"
     assert score_words({"accuracy": 0.93, "macro_f1": 0.9}) == "Right 93%"
     assert score_words({"micro_f1": 1.0, "map": 0.97}) == "Tags right 100%"
+    # the headlines' own figures: "Every tag right on 50% of the photos", "Catches 6 of 10 defects"
+    assert score_words({"micro_f1": 0.73, "exact_match": 0.5}) == "All tags right 50%"
+    assert score_words({"accuracy": 0.69, "catch_rate": 0.6, "false_alarm_rate": 0.0}) == "Catches 60%"
 
 
 def test_a_tags_model_reads_in_plain_words(qtbot, ws, open_page):
@@ -170,7 +173,10 @@ def test_a_tags_model_reads_in_plain_words(qtbot, ws, open_page):
         "macro_f1": 0.85,
         "exact_match": 0.75,
         "n": 40,
-        "per_label": {"sky": {"f1": 0.97}, "sea": {"f1": 0.7}},
+        "per_label": {
+            "sky": {"f1": 0.97, "precision": 0.95, "recall": 1.0},
+            "sea": {"f1": 0.7, "precision": 0.8, "recall": 0.6},
+        },
         "labels": ["sky", "sea"],
         "has_html": False,
     }
@@ -179,3 +185,8 @@ def test_a_tags_model_reads_in_plain_words(qtbot, ws, open_page):
     assert "tag F1 0.90" in page.hero_detail.text() and "<b>sea</b>" in page.advice.text()
     assert not page.report_button.isVisible()
     assert "No accuracy" not in page.hero.text() and "no mistake" not in page.advice.text()
+    # per tag bars, not "Nothing to show yet"; no "every test photo was recognised correctly" at 75%
+    from modeldesk.ui.wording import per_class_rows
+
+    assert per_class_rows(report) == [("sky", (0.95, 1.0)), ("sea", (0.8, 0.6))]
+    assert page.mistakes_card.frame.isHidden()

@@ -256,7 +256,12 @@ def test_deploy_shows_done_once_a_model_is_exported(qtbot, ws, make_window, clas
 
 
 def test_rename_and_delete_a_project_from_the_sidebar(qtbot, ws, make_window, classification_project):
+    from modeldesk.app.keep_up import KeepUp
+    from modeldesk.ui.status import mark_deployed, was_deployed
+
     ws.create_project("spare", "image-classification")
+    KeepUp(ws).set_enabled("fruit", True)
+    mark_deployed("fruit")
     window = make_window()
     window.set_project("fruit")
     window.ask_rename_project()
@@ -264,6 +269,8 @@ def test_rename_and_delete_a_project_from_the_sidebar(qtbot, ws, make_window, cl
     window.question.accept()
     assert window.project == "orchard" and "orchard" in [p["name"] for p in ws.list_projects()]
     assert ws.stats("orchard")["samples"] == 34
+    # what was kept by the project's name goes with it: the switch and the Deploy step's state
+    assert KeepUp(ws).enabled("orchard") and was_deployed("orchard") and not was_deployed("fruit")
     window.ask_delete_project()
     qtbot.waitUntil(
         lambda: (
@@ -295,3 +302,11 @@ def test_when_no_program_opens_the_log_the_dialog_says_where_it_is(qtbot, ws, mo
     assert not dialog.open_log()
     assert dialog.log_note.isVisible() and str(ws.paths.log) in dialog.log_note.text()
     dialog.done(QDialog.Rejected)
+
+
+def test_the_welcome_screen_shows_no_step_of_the_last_project(qtbot, ws, make_window, classification_project):
+    window = make_window()
+    window.set_project("fruit")
+    qtbot.waitUntil(lambda: window.sidebar.step_state("data")[0] == "done", timeout=10_000)
+    window.set_project(None)  # e.g. the last project was deleted
+    assert all(window.sidebar.step_state(key) == ("todo", "") for key in ("data", "label", "train"))

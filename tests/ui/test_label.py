@@ -285,7 +285,7 @@ def test_labeling_the_last_sample_points_to_training(qtbot, ws, tmp_path, make_i
     page.setFocus()
     press(qtbot, page, Qt.Key_1)
     qtbot.waitUntil(lambda: page.is_idle() and page.train_button.objectName() == "Primary", timeout=10_000)
-    assert page.train_button.text().startswith("All labeled")
+    assert page.train_button.toolTip().startswith("Everything is labeled")
     with qtbot.waitSignal(page.navigate) as nav:
         page.train_button.click()
     assert nav.args == ["train"]

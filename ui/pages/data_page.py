@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFileDialog,
-    QFrame,
     QHBoxLayout,
     QLabel,
     QMenu,
@@ -25,7 +24,7 @@ from ..kinds import add_files_filter, data_bars, ui_kind
 from ..page import Page
 from ..widgets.confirm import confirm
 from ..widgets.import_summary import ImportSummaryDialog
-from ..widgets.label_counts import LabelCountsChart
+from ..widgets.label_counts import LabelCountsChart, counts_card
 from ..widgets.progress_panel import ProgressPanel
 from ..wording import few_examples, merge_reports, nouns, plural, small_class_warning, summary_line
 from .data_bars import DataBars
@@ -155,12 +154,6 @@ class DataPage(DataBars, Page):
         self.gallery_stack.addWidget(self.gallery)
         self.gallery_stack.addWidget(self.drop_hint)
 
-        self.side = side = QFrame()
-        side.setObjectName("Card")
-        side.setMinimumWidth(190)
-        side.setMaximumWidth(280)
-        side_title = QLabel("Examples per class")
-        side_title.setStyleSheet("font-weight: 600;")
         self.chart = LabelCountsChart()
         self.warning = QLabel()
         self.warning.setObjectName("Warning")
@@ -169,12 +162,9 @@ class DataPage(DataBars, Page):
         self.tip = QLabel()
         self.tip.setObjectName("Muted")
         self.tip.setWordWrap(True)
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(16, 14, 16, 14)
-        for widget in (side_title, self.chart, self.warning):
-            side_layout.addWidget(widget)
-        side_layout.addStretch(1)
-        side_layout.addWidget(self.tip)
+        self.side = side = counts_card("Examples per class", [self.chart, self.warning], self.tip)
+        side.setMinimumWidth(190)
+        side.setMaximumWidth(280)
 
         content = QHBoxLayout()
         content.setSpacing(14)
@@ -202,6 +192,7 @@ class DataPage(DataBars, Page):
         """A narrow page keeps two columns of photos: the counts card goes (unless it warns), labels shorten."""
         narrow = self.width() < 760
         self.side.setVisible(not narrow or not self.warning.isHidden())
+        self.side.setMaximumWidth(200 if narrow else 280)  # a warning shows, the photos keep two columns
         self.wrong_filter.setText("Mistakes only" if narrow else "Only the model's mistakes")
 
     def _set_noun(self, noun: str) -> None:

@@ -238,7 +238,8 @@ class EvaluatePage(Page):
         self.bars.set_rows([] if segmentation else per_class_rows(report))
         anomaly = "auroc" in report  # an anomaly model: caught defects and false alarms instead
         self.middle.setVisible(not anomaly and not segmentation)
-        self.mistakes_card.frame.setVisible(not detector and not anomaly and not segmentation)
+        # the card lists single-label mistakes: for tags it would say "none" beside a 50% headline
+        self.mistakes_card.frame.setVisible(not detector and not anomaly and not segmentation and not tags)
         self.segmentation.frame.setVisible(segmentation)
         self.segmentation.set_report(report if segmentation else None)
         self.detection_photos.frame.setVisible(detector)

@@ -45,7 +45,7 @@ PAGES = {
         "stricter overlaps, so it rewards boxes that sit exactly on the object.",
     ),
     "deploy": (
-        "Use your model",
+        "Deploy",  # the sidebar's name for the step (the page itself is headed "Use your model")
         "Try the model on a new file, serve it to other programs on this computer (a local web service with "
         "a test page), export it as one ONNX file, make a smaller and faster copy, or build a bundle that "
         "runs without ModelDesk. Import a model made elsewhere from the button at the top right.",
@@ -65,7 +65,7 @@ SHORTCUTS = (
     ("Label", "Left, Right", "previous, next example"),
     ("Label", "Ctrl+Z", "undo the last label"),
     ("Label", "Delete, Backspace", "remove the selected box"),
-    ("Data and Use", "Ctrl+Enter", "add or try the text you typed"),
+    ("Data, Deploy", "Ctrl+Enter", "add or try the text you typed"),
 )
 
 

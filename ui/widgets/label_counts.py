@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import theme
 from ..wording import MIN_PER_CLASS
@@ -61,3 +61,31 @@ class LabelCountsChart(QWidget):
             painter.drawText(
                 QRectF(name_w + bar_w + 6, y, count_w, self.ROW), Qt.AlignLeft | Qt.AlignVCenter, f"{count:,}"
             )
+
+
+def counts_card(title: str, body: list[QWidget], foot: QWidget) -> QFrame:
+    """The Data page's side card: ``title``, the ``body`` widgets (the chart, its warning) and ``foot`` at
+    the bottom, scrolling when the window is too short for all of them (at 760x540 ten classes and a
+    warning overlapped)."""
+    card = QFrame()
+    card.setObjectName("Card")
+    inner = QWidget()
+    inner.setAttribute(Qt.WA_TranslucentBackground)
+    column = QVBoxLayout(inner)
+    column.setContentsMargins(16, 14, 16, 14)
+    heading = QLabel(title)
+    heading.setStyleSheet("font-weight: 600;")
+    for widget in (heading, *body):
+        column.addWidget(widget)
+    column.addStretch(1)
+    column.addWidget(foot)
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    scroll.viewport().setAutoFillBackground(False)
+    scroll.setWidget(inner)
+    outer = QVBoxLayout(card)
+    outer.setContentsMargins(0, 0, 0, 0)
+    outer.addWidget(scroll)
+    return card

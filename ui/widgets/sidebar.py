@@ -273,7 +273,11 @@ class Sidebar(QWidget):
         self._updating = False
 
     def set_steps_enabled(self, enabled: bool) -> None:
+        """Enable the steps; disabled (no project) they also drop the last project's states."""
         self.steps.setEnabled(enabled)
+        if not enabled:
+            for key, _name in STEPS:
+                self.set_step_state(key, "todo", "")
 
     def set_step_state(self, key: str, state: str, detail: str, tip: str = "") -> None:
         """Show ``state`` (``done``/``active``/``todo``/``warn``), a one-line ``detail`` and, in the

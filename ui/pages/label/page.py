@@ -260,7 +260,8 @@ class LabelPage(Page):
             done = stats["samples"] > 0 and stats["labeled"] >= stats["samples"]
             if done != (self.train_button.objectName() == "Primary"):  # all labeled: the next step stands out
                 self.train_button.setObjectName("Primary" if done else "")
-                self.train_button.setText("All labeled: train a model  ›" if done else "Train a model  ›")
+                # the same words either way (the subtitle says "all labeled"): longer ones were cut at 760 px
+                self.train_button.setToolTip("Everything is labeled: train a model" if done else "")
                 self.train_button.style().polish(self.train_button)
 
     # -- navigation ----------------------------------------------------------------------------------

@@ -1,0 +1,266 @@
+"""Do the app's time estimates hold? For every task and template, and for the compression of each
+model the app offers to compress, the estimate the user is shown against the wall time it took.
+
+Each task gets a fresh workspace (no figures measured before: a newcomer's first runs) with a small
+subset of the shared data, imported as a user would. Templates of a task run one after the other in
+that workspace, so a later one finds the features an earlier one cached, as in the app. Per run it
+records the estimate shown before starting (``estimate_training``, the Train page's figure), the ETA
+shown when the bar is half way (elapsed + ETA then: does the ETA follow the measured pace?), and the
+actual wall time; for compression the first ETA of the progress (what the Deploy page shows) and the
+one at half way. The aim is actual within 1.5x of the estimate.
+
+    python bench/estimates.py [--scale 1.0] [--only image,text] [--load N] [--threads N]
+
+``--load N`` runs N busy processes beside the bench (another benchmark on the same cores);
+``--threads N`` pins the bench and its workers to N cores. Figures depend on the machine's load:
+say how loaded it was when you quote them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DATA = Path("/work/shared/benchdata")
+LOW, HIGH = 0.5, 2.0  # the bar's half-way point: report the ETA at the first event past LOW (fraction)
+AIM = 1.5
+
+
+def _bucket(name: str, n: int) -> int:
+    return int(hashlib.sha1(name.encode()).hexdigest(), 16) % n
+
+
+def _copy_per_class(src: Path, dst: Path, per_class: int, suffixes: tuple) -> Path:
+    for label_dir in sorted(p for p in src.iterdir() if p.is_dir()):
+        files = sorted(
+            (p for p in label_dir.iterdir() if p.suffix.lower() in suffixes),
+            key=lambda p: _bucket(p.name, 997),
+        )
+        (dst / label_dir.name).mkdir(parents=True, exist_ok=True)
+        for path in files[:per_class]:
+            shutil.copy2(path, dst / label_dir.name / path.name)
+    return dst
+
+
+def image_data(tmp: Path, scale: float) -> Path:
+    return _copy_per_class(DATA / "sign_digits", tmp / "digits", max(4, int(20 * scale)), (".jpg", ".jpeg"))
+
+
+def sound_data(tmp: Path, scale: float) -> Path:
+    return _copy_per_class(DATA / "fsdd_audio", tmp / "sounds", max(4, int(20 * scale)), (".wav",))
+
+
+def text_data(tmp: Path, scale: float) -> Path:
+    with open(DATA / "sms_spam_en" / "data.csv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    rows.sort(key=lambda r: _bucket(r["text"], 9973))
+    spam = [r for r in rows if r["label"] == "spam"][: max(10, int(60 * scale))]
+    ham = [r for r in rows if r["label"] == "ham"][: max(20, int(340 * scale))]
+    tmp.mkdir(parents=True, exist_ok=True)
+    out = tmp / "texts.csv"
+    with open(out, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["text", "label"])
+        writer.writeheader()
+        writer.writerows(spam + ham)
+    return out
+
+
+def box_data(tmp: Path, scale: float) -> Path:
+    src, dst = DATA / "raccoon_voc", tmp / "raccoons"
+    dst.mkdir(parents=True)
+    images = sorted(src.glob("*.jpg"), key=lambda p: _bucket(p.name, 997))[: max(8, int(40 * scale))]
+    for image in images:
+        shutil.copy2(image, dst / image.name)
+        shutil.copy2(image.with_suffix(".xml"), dst / image.with_suffix(".xml").name)
+    return dst
+
+
+def anomaly_data(tmp: Path, scale: float) -> Path:
+    src, dst = DATA / "magnetic_tile", tmp / "tiles"
+    goods = sorted((src / "good").glob("*.jpg"), key=lambda p: _bucket(p.name, 997))
+    (dst / "good").mkdir(parents=True)
+    for path in goods[: max(12, int(80 * scale))]:
+        shutil.copy2(path, dst / "good" / path.name)
+    for kind in sorted(p for p in (src / "defect").iterdir() if p.is_dir()):
+        (dst / "defect" / kind.name).mkdir(parents=True)
+        for path in sorted(kind.glob("*.jpg"), key=lambda p: _bucket(p.name, 997))[: max(2, int(5 * scale))]:
+            shutil.copy2(path, dst / "defect" / kind.name / path.name)
+    return dst
+
+
+def tag_images(ws, name: str) -> None:
+    """Two tags per digit photo (even/odd, low/high): a tags project from the sign digits."""
+    project = ws.project(name)
+    for sample in ws.store.samples(project):
+        folder = Path(sample.source).parent.name
+        digit = int(folder if folder.isdigit() else sample.labels[0])
+        ws.store.set_tags(sample.id, ["even" if digit % 2 == 0 else "odd", "low" if digit < 5 else "high"])
+
+
+# (short name, task, data maker, what to do after import)
+TASKS = (
+    ("image", "image-classification", image_data, None),
+    ("tags", "image-multilabel", image_data, tag_images),
+    ("boxes", "object-detection", box_data, None),
+    ("text", "text-classification", text_data, None),
+    ("sound", "sound-classification", sound_data, None),
+    ("anomaly", "anomaly-detection", anomaly_data, None),
+)
+
+
+class Watch:
+    """Keeps the first ETA and the one at half way of a run's progress events."""
+
+    def __init__(self):
+        self.started = time.monotonic()
+        self.first_eta = None
+        self.mid = None  # elapsed + eta at the first event past half way
+
+    def see(self, fraction, eta) -> None:
+        if not isinstance(eta, (int, float)):
+            return
+        if self.first_eta is None:
+            self.first_eta = float(eta)
+        if self.mid is None and (fraction or 0) >= LOW:
+            self.mid = time.monotonic() - self.started + float(eta)
+
+
+def run_task(short, task, make_data, after, tmp: Path, scale: float, compress: bool) -> list[dict]:
+    from modeldesk.app.workspace import Workspace
+
+    ws = Workspace(tmp / f"ws-{short}")
+    rows = []
+    try:
+        ws.create_project(short, task)
+        data = make_data(tmp / f"data-{short}", scale)
+        ws.import_data(short, data)
+        if after is not None:
+            after(ws, short)
+        n = ws.stats(short)["samples"]
+        templates = ws.task(task)["templates"]
+        first = templates[0]
+        for template in templates:
+            estimate = ws.estimate_training(short, template)["eta_s"]
+            watch = Watch()
+            started = time.monotonic()
+            result = ws.train(
+                short, template, progress=lambda e, w=watch: w.see(e.get("fraction"), e.get("eta_s"))
+            )
+            actual = time.monotonic() - started
+            rows.append(_row(f"{short} train {template.split('/')[-1]}", n, estimate, watch.mid, actual))
+            print(_line(rows[-1]), flush=True)
+            # compression is as slow as a few trainings: once a task, on its first recipe's model
+            if compress and template == first and not ws.compression_refusal(result["model"]):
+                rows.append(_compress(ws, short, n, result["model"], tmp / f"out-{short}-{len(rows)}"))
+                print(_line(rows[-1]), flush=True)
+    finally:
+        ws.close()
+    return rows
+
+
+def _compress(ws, short, n, model, out) -> dict:
+    watch = Watch()
+    started = time.monotonic()
+    ws.export_model(
+        model,
+        out,
+        compress=True,
+        progress=lambda done, total, msg, eta: watch.see(_fraction(done, total), eta),
+    )
+    return _row(f"{short} compress", n, watch.first_eta, watch.mid, time.monotonic() - started)
+
+
+def _fraction(done, total) -> float:
+    from modeldesk.app.run_time import compression_fraction
+
+    return compression_fraction(done, total)
+
+
+def _row(what, n, estimate, mid, actual) -> dict:
+    return {"what": what, "n": n, "estimate": estimate, "mid": mid, "actual": actual}
+
+
+def _ratio(estimate, actual) -> float | None:
+    return actual / estimate if estimate else None
+
+
+def _fmt(value, spec=".1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _line(row) -> str:
+    ratio, mid_ratio = _ratio(row["estimate"], row["actual"]), _ratio(row["mid"], row["actual"])
+    flag = "" if ratio is not None and 1 / AIM <= ratio <= AIM else "  <- outside 1.5x"
+    return (
+        f"{row['what']:<28} {row['n']:>5} {_fmt(row['estimate']):>9} {_fmt(row['actual']):>8} "
+        f"{_fmt(ratio, '.2f'):>6} {_fmt(row['mid']):>9} {_fmt(mid_ratio, '.2f'):>6}{flag}"
+    )
+
+
+HEADER = (
+    f"{'run':<28} {'items':>5} {'estimate':>9} {'actual':>8} {'ratio':>6} {'half-way':>9} {'ratio':>6}\n"
+    "(seconds; ratio = actual / estimate; half-way = elapsed + ETA shown when the bar passed 50%)"
+)
+
+
+def _burn(stop) -> None:
+    x = 0
+    while not stop.is_set():
+        x = (x * 1103515245 + 12345) % 2147483648
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="subset size factor (1.0: ~200 items a task)"
+    )
+    parser.add_argument("--only", default="", help="comma-separated tasks: " + ",".join(t[0] for t in TASKS))
+    parser.add_argument("--no-compress", action="store_true", help="training only")
+    parser.add_argument("--load", type=int, default=0, help="busy processes to run beside the bench")
+    parser.add_argument("--threads", type=int, default=0, help="pin the bench to this many cores")
+    args = parser.parse_args(argv)
+    if args.threads:
+        os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[: args.threads]))
+    only = {s for s in args.only.split(",") if s}
+    stop = multiprocessing.Event()
+    burners = [multiprocessing.Process(target=_burn, args=(stop,), daemon=True) for _ in range(args.load)]
+    for burner in burners:
+        burner.start()
+    print(
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+        f"{args.load} busy processes beside; cores used {len(os.sched_getaffinity(0))}"
+    )
+    print(HEADER, flush=True)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="md-estimates-") as tmp:
+            for short, task, make_data, after in TASKS:
+                if only and short not in only:
+                    continue
+                try:
+                    rows += run_task(
+                        short, task, make_data, after, Path(tmp), args.scale, not args.no_compress
+                    )
+                except Exception as exc:  # one task failing must not hide the others' figures
+                    print(f"{short}: failed: {exc}", flush=True)
+    finally:
+        stop.set()
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
+    print(HEADER)
+    for row in rows:
+        print(_line(row))
+    off = [r for r in rows if not (r["estimate"] and 1 / AIM <= r["actual"] / r["estimate"] <= AIM)]
+    print(f"{len(rows) - len(off)} of {len(rows)} within {AIM}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
