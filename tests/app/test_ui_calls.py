@@ -116,13 +116,13 @@ def test_gallery_mistakes_include_those_evaluate_lists(ws, tmp_path):
 
 
 def test_tasks_say_which_can_train(ws):
-    from modeldesk.datasets.records import KINDS
+    from modeldesk.datasets.records import KINDS, TARGETS
 
     tasks = {t["name"]: t for t in ws.tasks()}
     assert tasks["image-classification"]["trainable"] and tasks["image-classification"]["templates"]
     for task in tasks.values():
         assert task["input_kind"] in KINDS  # a registered kind of sample (datasets/kinds/)
-        assert task["target"] in ("label", "tags", "boxes")
+        assert task["target"] in TARGETS  # a registered kind of annotation
         # the test extra installs every weight package, so every task trains here and misses nothing
         assert task["trainable"] and not task["missing"], task
     info = ws.project_info("shapes")
