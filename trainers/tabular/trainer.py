@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 MIN_ROWS = 10  # a regression needs at least this many rows with a value
 USABLE = 0.85  # share of the budget the search may plan to use (the rest: refit, export)
 PROBE_ROWS = 64  # rows the exported graph is checked on
+SCORING_ROWS_PER_S = 2000.0  # rows a table model scores a second through the Predictor (2 busy cores: ~6000)
 
 
 def _rows(samples) -> list[dict]:
@@ -98,7 +99,13 @@ class TabularClassificationTrainer(TaskTrainer):
         eta = min(seconds, USABLE * budget) + _fixed_seconds(len(labeled), columns)
         return {
             "eta_s": round(eta, 1),
-            "plan": {"rows": len(labeled), "columns": columns, "candidates": len(template.candidates)},
+            "plan": {
+                "rows": len(labeled),
+                "columns": columns,
+                "candidates": len(template.candidates),
+                # what the app's scoring of every row after training may expect until it has timed one
+                "devices": [{"name": "cpu", "items_per_s": SCORING_ROWS_PER_S}],
+            },
         }
 
     def train(
