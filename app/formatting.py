@@ -6,7 +6,7 @@ from collections import Counter
 
 from modeldesk.app.anomaly_formatting import anomaly_metrics_text
 from modeldesk.app.progress import format_seconds
-from modeldesk.app.seg_formatting import seg_headline, seg_metrics_text
+from modeldesk.app.seg_formatting import area_words, seg_headline, seg_metrics_text
 
 SHOWN_FAILURES = 20  # files named one per line; the rest are counted by reason
 
@@ -258,6 +258,8 @@ def predictions_text(predictions) -> str:
 
 
 def _prediction_line(p) -> str:
+    if "areas" in p:  # a mask: the classes covering most of the photo
+        return f"{p['file']}: {area_words(p['areas'])}"
     if "boxes" not in p:
         answer = (
             f"not sure: unlike what it was trained on (closest guess {p['label']}, {p['score']:.1%})"

@@ -35,3 +35,11 @@ def seg_metrics_text(m: dict) -> str:
             + ("" if found is None else f", {found:.1%} of its pixels found")
         )
     return "\n".join(lines)
+
+
+def area_words(areas: dict, shown: int = 4) -> str:
+    """``{"road": 0.41, "sky": 0.2, ...}`` -> ``road 41%, sky 20%, ... of the photo`` (largest first)."""
+    biggest = sorted(((share, label) for label, share in areas.items() if share > 0), reverse=True)
+    words = ", ".join(f"{label} {share:.0%}" for share, label in biggest[:shown])
+    more = f" and {len(biggest) - shown} more" if len(biggest) > shown else ""
+    return f"{words}{more} of the photo" if words else "no class found"

@@ -28,6 +28,7 @@ def test_areas_and_the_largest_class():
     assert answer["pixels"] == {"road": 14, "sky": 24, "car": 2}
     assert answer["label"] == "sky" and answer["score"] == pytest.approx(0.6)
     assert answer["size"] == [10, 4] and answer["classes"] == ["road", "sky", "car"]
+    assert answer["confidence"] == pytest.approx(1 / 3)
 
 
 def test_the_service_sends_the_mask_as_a_png_of_class_indices():
@@ -58,3 +59,11 @@ def test_an_edge_rule_can_watch_the_area_of_a_class():
     assert not holds and label == "car" and area == pytest.approx(0.05)
     with pytest.raises(RuleError, match="label"):
         check_rule({"when": {"kind": "area", "score": 0.1}})
+
+
+def test_the_command_line_says_which_classes_cover_the_photo():
+    from modeldesk.app.formatting import predictions_text
+
+    _output, answer = _answer()
+    text = predictions_text([{**answer, "file": "street.png"}])
+    assert text == "street.png: sky 60%, road 35%, car 5% of the photo"

@@ -85,13 +85,13 @@ TEMPLATES = (
     SegmentationTemplate(
         name="segmentation/accurate",
         task="segmentation",
-        description="Looks at twice finer detail, more context around every pixel and the mirrored "
-        "photo too, and snaps class edges to the photo's edges: better on thin and small things "
-        "(poles, signs, people), about three times slower to run.",
+        description="Looks at finer detail, more context around every pixel and the mirrored photo "
+        "too, and snaps class edges to the photo's edges: better on thin and small things (poles, "
+        "signs, people), about three times slower to run.",
         backbone="efficientnet-lite0",
-        neck=SegNeck(size=512, stride=4, levels=("stride8", "stride16", "stride32"), pyramid=(1, 2, 4)),
+        neck=SegNeck(size=640, stride=8, levels=("stride8", "stride16", "stride32"), pyramid=(1, 2, 4)),
         hidden=256,
-        rows=100_000,
+        rows=80_000,
         components=256,
         flip_test=True,
         refine=True,
