@@ -125,24 +125,26 @@ def main(argv=None) -> int:
             predictor.predict([s.path])
             latency.append(1000 * (time.perf_counter() - t))
         m = result.metrics
-        rows.append((template.name, m, seconds, statistics.median(latency)))
+        rows.append((template.name, m, seconds, statistics.median(latency), result.plan.get("eta_s")))
         print(
             f"{template.name}: mIoU {m['miou']:.3f} {m['miou_interval']}, pixel acc {m['pixel_accuracy']:.3f}, "
-            f"trained in {seconds:.0f} s, {statistics.median(latency):.0f} ms/photo; {result.warnings}",
+            f"trained in {seconds:.0f} s (ETA said {result.plan.get('eta_s')} s), "
+            f"{statistics.median(latency):.0f} ms/photo; {result.warnings}",
             flush=True,
         )
     print()
     labels = rows[0][1]["labels"] if rows else []
-    head = ["template", "mIoU", "95% interval", "pixel acc", "train s", "ms/photo", *labels]
+    head = ["template", "mIoU", "95% interval", "pixel acc", "train s", "ETA s", "ms/photo", *labels]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for name, m, seconds, ms in rows:
+    for name, m, seconds, ms, eta in rows:
         cells = [
             name,
             f"{m['miou']:.3f}",
             f"{m['miou_interval'][0]:.3f}-{m['miou_interval'][1]:.3f}",
             f"{m['pixel_accuracy']:.3f}",
             f"{seconds:.0f}",
+            f"{eta:.0f}" if eta is not None else "-",
             f"{ms:.0f}",
             *[("-" if m["per_class"][c] is None else f"{m['per_class'][c]:.2f}") for c in labels],
         ]

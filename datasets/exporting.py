@@ -16,10 +16,12 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from modeldesk.fileio import atomic_open, atomic_write
 
+from . import seg_coco, seg_folders
 from .coco import coco_document
 from .createml import createml_document
 from .cvat import cvat_document
@@ -44,6 +46,7 @@ EXPORT_FORMATS = (
     "labelstudio",
     "createml",
     "multiclass",
+    "masks",
 )
 _BOX_FORMATS = ("voc", "coco", "yolo", "createml")
 log = logging.getLogger(__name__)
@@ -106,7 +109,14 @@ def export_project(
         raise ValueError(
             f"{format} export is for photos; project {project.name!r} holds {project.kind}: use folder or csv"
         )
-    if format in _BOX_FORMATS and not detection:
+    masks = project.target == "mask"
+    if format == "masks" and not masks:
+        raise ValueError(f"masks export is for segmentation projects; {project.name!r} is {project.task}")
+    if masks and format not in ("masks", "voc", "coco"):
+        raise ValueError(
+            f"{format} export cannot hold masks; project {project.name!r} is {project.task}: use masks, voc or coco"
+        )
+    if format in _BOX_FORMATS and not detection and not masks:
         raise ValueError(
             f"{format.upper()} export is for projects with boxes; project "
             f"{project.name!r} is {project.task}: use folder or csv"
@@ -131,7 +141,12 @@ def export_project(
         "labelstudio": _labelstudio,
         "createml": _createml,
         "multiclass": _multiclass,
+        "masks": seg_folders.write_masks,
     }[format]
+    if format == "voc" and masks:  # Pascal VOC's segmentation layout
+        writer = partial(seg_folders.write_masks, voc=True)
+    if format == "coco" and masks:  # one compressed RLE per class and photo
+        writer = seg_coco.write_coco_masks
     skipped: list[dict] = []
     with _staging(out) as staging:
         samples, files = writer(

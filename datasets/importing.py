@@ -17,6 +17,7 @@ import unicodedata
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from . import (
@@ -28,7 +29,9 @@ from . import (
     folders,
     merging,
     readers,
+    seg_coco,
     seg_folders,
+    seg_outlines,
     textfiles,
     voc,
     yolo,
@@ -90,7 +93,8 @@ def _check_task(project: Project, fmt: str, media: str | None, path: Path) -> No
     kind = project.kind
     inline = sample_kind(kind).inline
     what = _FORMAT_NAMES.get(fmt, fmt)
-    if fmt in _DETECTION_FORMATS and project.target != "boxes":
+    outlines = fmt in ("coco", "yolo") and project.target == "mask"  # polygons drawn as masks
+    if fmt in _DETECTION_FORMATS and project.target != "boxes" and not outlines:
         raise ValueError(
             f"{path} holds {what} data with boxes, but project {project.name!r} is "
             f"{project.task}: import it into a project that finds objects with boxes"
@@ -192,7 +196,9 @@ def import_path(
     if format == "zip":
         raise ValueError(f"{path} is not a zip archive")
     fmt = found.format if format == "auto" else format
-    media = found.media
+    if format == "auto" and project.target == "mask" and seg_folders.is_mask_folder(path):
+        fmt = "masks"  # a VOC folder holds boxes too: a segmentation project takes its masks
+    media = found.media if fmt != "masks" else "image"
     if fmt in _DETECTION_FORMATS:
         media = "image"
     elif fmt in ("folder", "flat", "inspection", "masks") and media is None:
@@ -214,6 +220,12 @@ def import_path(
     _ingest(store, project, items, total, report, progress, should_stop, on_commit)
     if fmt == "masks":
         seg_folders.attach_masks(store, project, path, report)
+    if fmt == "coco" and project.target == "mask":  # polygons and RLE become the photos' masks
+        seg_coco.attach_coco_masks(store, project, path, report)
+    if fmt == "labelme" and project.target == "mask":  # outlines become the photos' masks
+        seg_outlines.attach_labelme_masks(store, project, path, report)
+    if fmt == "yolo" and project.target == "mask":  # YOLO-seg polygons become the photos' masks
+        seg_outlines.attach_yolo_masks(store, project, path, report)
     store.assign_splits(project)
     return report
 
@@ -254,6 +266,9 @@ def _read(path: Path, fmt: str, report: ImportReport, project: Project, text_col
         return textfiles.each_file(path, textfiles.TEXT_FILE_EXTS, lambda f: textfiles.read_txt(f, report))
     if fmt == "voc":
         return voc.read_voc(path, report)
+    if fmt in ("coco", "yolo") and project.target == "mask":  # the photos now, their masks once stored
+        total, items = (coco.read_coco if fmt == "coco" else yolo.read_yolo)(path, report)
+        return total, (replace(item, boxes=None, labels=[], normalised=False) for item in items)
     if fmt == "coco":
         return coco.read_coco(path, report)
     if fmt == "yolo":

@@ -28,6 +28,11 @@ TAGS_ONLY = {"multiclass"}
 
 def check_target(fmt: str, target: str, path: Path, project_name: str) -> None:
     """ValueError when ``fmt`` cannot hold what a project of ``target`` learns."""
+    if target == "mask" and fmt in READERS and fmt != "labelme":
+        raise ValueError(
+            f"{path} holds {NAMES[fmt]} annotations, which draw no masks; project {project_name!r} learns "
+            "a class per pixel: import photos with masks (mask folders, Pascal VOC, COCO or LabelMe)"
+        )
     if fmt in TAGS_ONLY and target == "boxes":
         raise ValueError(
             f"{path} holds {NAMES[fmt]} tags, which have no boxes; project {project_name!r} finds objects "
@@ -38,6 +43,8 @@ def check_target(fmt: str, target: str, path: Path, project_name: str) -> None:
 def read(fmt: str, path: Path, report: ImportReport, target: str) -> tuple[int, list[Item]]:
     """(count, items) of ``path`` read as ``fmt``, fitted to a project of ``target``."""
     total, items = READERS[fmt](path, report)
+    if target == "mask":  # LabelMe's outlines become masks, not the boxes around them
+        report.warnings[:] = [w for w in report.warnings if "became the boxes around them" not in w]
     dropped = {"tags": 0, "boxes": 0}
     fitted = [_fit(item, target, dropped) for item in items]
     if dropped["tags"]:
@@ -53,6 +60,9 @@ def _fit(item: Item, target: str, dropped: dict) -> Item:
     if target == "boxes":
         dropped["tags"] += bool(item.labels)
         item.labels = []
+        return item
+    if target == "mask":  # the outlines become masks after the photos are stored (``seg_outlines``)
+        item.boxes, item.labels, item.normalised = [], [], False
         return item
     dropped["boxes"] += bool(item.boxes)
     item.boxes, item.normalised = [], False

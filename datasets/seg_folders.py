@@ -1,5 +1,6 @@
-"""Photos with index masks in a sibling folder: CamVid's ``train/`` + ``trainannot/``, or ``images/`` +
-``masks/`` (``labels/``, ``annotations/``), with an optional ``classes.txt``.
+"""Photos with index masks in a sibling folder: CamVid's ``train/`` + ``trainannot/``, Pascal VOC's
+``JPEGImages/`` + ``SegmentationClass/``, or ``images/`` + ``masks/`` (``labels/``, ``annotations/``),
+with an optional ``classes.txt`` (VOC without one: its 21 classes).
 
 A mask is a PNG of the photo's size named like the photo (any image suffix), whose pixel value is the
 class index (a palette PNG's indices count, so Pascal VOC's ``SegmentationClass`` reads the same way).
@@ -12,6 +13,7 @@ mask for its sample (``datasets/masks.py``).
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from .detect import is_hidden, iter_files
 from .folders import _ignored_note
 from .items import ImportReport, Item
 from .masks import VOID, MaskError, write_mask
+from .media import atomic_write
 from .verify import media_kind
 
 #: mask folder names next to a photo folder ``images/``
@@ -57,11 +60,18 @@ def folder_pairs(root) -> list[tuple[Path, Path]]:
             if name + suffix in dirs:
                 pairs.append((folder, dirs[name + suffix]))
                 break
+    if not pairs and "jpegimages" in dirs and "segmentationclass" in dirs:  # Pascal VOC
+        pairs.append((dirs["jpegimages"], dirs["segmentationclass"]))
     if not pairs and "images" in dirs:
         masks = next((dirs[n] for n in MASK_DIRS if n in dirs), None)
         if masks is not None:
             pairs.append((dirs["images"], masks))
-    return pairs
+    # a folder of label files (YOLO's labels/, VOC's Annotations/) holds no masks
+    return [(photos, masks) for photos, masks in pairs if _has_image(masks)]
+
+
+def _has_image(folder: Path) -> bool:
+    return any(media_kind(p.suffix.lower()) == "image" for p in iter_files(folder))
 
 
 def is_mask_folder(root) -> bool:
@@ -131,6 +141,8 @@ def _load_values(path: Path) -> np.ndarray:
 def attach_masks(store, project, root: Path, report: ImportReport) -> int:
     """Store the mask of every sample imported from ``root``'s photo folders; returns how many."""
     names = read_classes(root)
+    if not names and any(m.name.lower() == "segmentationclass" for _, m in folder_pairs(root)):
+        names = dict(enumerate(VOC_CLASSES))  # Pascal VOC without a class list: its own 21 classes
     numbered = not names
     for name in sorted({n for n in names.values() if n}):
         store.add_label(project, name)
@@ -170,4 +182,93 @@ def attach_masks(store, project, root: Path, report: ImportReport) -> int:
     return done
 
 
-__all__ = ["attach_masks", "folder_pairs", "is_mask_folder", "read_classes", "read_mask_folders"]
+#: Pascal VOC's 21 classes in their mask values (255 is the "difficult" border, not labeled)
+VOC_CLASSES = (
+    "background",
+    "aeroplane",
+    "bicycle",
+    "bird",
+    "boat",
+    "bottle",
+    "bus",
+    "car",
+    "cat",
+    "chair",
+    "cow",
+    "diningtable",
+    "dog",
+    "horse",
+    "motorbike",
+    "person",
+    "pottedplant",
+    "sheep",
+    "sofa",
+    "train",
+    "tvmonitor",
+)
+
+
+def voc_palette() -> list[int]:
+    """Pascal VOC's colour map (flat RGB, 256 entries): the bits of the class index spread over R, G, B."""
+    flat = []
+    for k in range(256):
+        r = g = b = 0
+        c = k
+        for j in range(8):
+            r |= ((c >> 0) & 1) << (7 - j)
+            g |= ((c >> 1) & 1) << (7 - j)
+            b |= ((c >> 2) & 1) << (7 - j)
+            c >>= 3
+        flat += [r, g, b]
+    return flat
+
+
+def write_masks(store, project, out: Path, samples, *, voc: bool = False) -> tuple[int, int]:
+    """Export: the photos and their masks (values = the index in ``classes.txt``, 255 = not labeled).
+
+    ``voc``: Pascal VOC's layout (``JPEGImages/``, ``SegmentationClass/`` palette PNGs in VOC's colours);
+    else ``images/`` + ``masks/`` (grayscale PNGs). Both import back to the same masks.
+    """
+    from .exporting import _copy, _Namer
+    from .masks import mask_ref
+
+    photos, masks = (
+        (out / "JPEGImages", out / "SegmentationClass") if voc else (out / "images", out / "masks")
+    )
+    photos.mkdir(parents=True)
+    masks.mkdir()
+    classes = store.labels(project)
+    (out / "classes.txt").write_text(
+        "".join(f"{k} {name}\n" for k, name in enumerate(classes)), encoding="utf-8"
+    )
+    namer, count, files = _Namer(), 0, 1
+    palette = voc_palette() if voc else None
+    for sample in samples:
+        name = namer(sample)
+        _copy(sample, photos / name)
+        count += 1
+        files += 1
+        ref = mask_ref(store, project, sample)
+        if ref is None:
+            continue
+        values = ref.read()
+        image = Image.frombytes("P" if voc else "L", (values.shape[1], values.shape[0]), values.tobytes())
+        if palette is not None:
+            image.putpalette(palette)
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        atomic_write(masks / f"{Path(name).stem}.png", buffer.getvalue())
+        files += 1
+    return count, files
+
+
+__all__ = [
+    "VOC_CLASSES",
+    "attach_masks",
+    "folder_pairs",
+    "is_mask_folder",
+    "read_classes",
+    "read_mask_folders",
+    "voc_palette",
+    "write_masks",
+]

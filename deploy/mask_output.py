@@ -50,6 +50,11 @@ class MaskOutput:
     schema: ClassVar[dict] = {
         "classes": {"type": "array", "items": {"type": "string"}, "description": "mask value -> class"},
         "areas": {"type": "object", "description": "each class's share of the photo's pixels (0-1)"},
+        "confidence": {
+            "type": "number",
+            "description": "how sure the model is of the whole mask (0-1): the least sure photos are "
+            "the ones to label next",
+        },
         "pixels": {"type": "object", "description": "each class's number of pixels"},
         "mask_png": {
             "type": "string",
@@ -90,8 +95,7 @@ class MaskOutput:
             }
             if scores is not None:
                 result["class_scores"] = scores[i]
-                # how sure, 0..1: the mean over the grid of the top class's probability (the Label
-                # page's "model unsure" order asks for the least sure photos first)
+                # how sure, 0..1: the most likely class's probability, averaged over the photo's grid
                 result["confidence"] = float(scores[i].max(axis=0).mean()) if scores[i].size else 0.0
             results.append(result)
         return results

@@ -224,15 +224,19 @@ def headline(accuracy: float | None, n: int | None = None) -> str:
 
 
 def per_class_rows(report: dict) -> list[tuple[str, tuple[float, float]]]:
-    """``(label, (precision, recall))`` rows from the report's ``per_class`` (a dict or a list)."""
+    """``(label, (precision, recall))`` rows from the report's ``per_class`` (a dict or a list); for
+    segmentation, whose ``per_class`` is each class's IoU, ``(IoU, share of its pixels found)``."""
     per_class = report.get("per_class") or {}
     items = (
         per_class.items()
         if isinstance(per_class, dict)
         else ((entry.get("label"), entry) for entry in per_class)
     )
+    found = report.get("per_class_accuracy") or {}
     return [
         (str(label), (float(values.get("precision", 0.0)), float(values.get("recall", 0.0))))
+        if isinstance(values, dict)
+        else (str(label), (float(values or 0.0), float(found.get(label) or 0.0)))  # segmentation: IoU
         for label, values in items
     ]
 

@@ -28,6 +28,7 @@ def test_areas_and_the_largest_class():
     assert answer["pixels"] == {"road": 14, "sky": 24, "car": 2}
     assert answer["label"] == "sky" and answer["score"] == pytest.approx(0.6)
     assert answer["size"] == [10, 4] and answer["classes"] == ["road", "sky", "car"]
+    assert answer["confidence"] == pytest.approx(1 / 3)
 
 
 def test_the_service_sends_the_mask_as_a_png_of_class_indices():

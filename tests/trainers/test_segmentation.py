@@ -194,3 +194,145 @@ def test_the_accurate_options_export_the_apps_masks(tmp_path):
     metrics = result.metrics
     assert metrics["export_agreement"] >= 0.999 and metrics["miou"] > 0.3, metrics
     assert "held_out_miou_unrefined" in metrics and isinstance(metrics["refined"], bool)
+
+
+@pytest.mark.parametrize("format", ["masks", "voc", "coco"])
+def test_masks_export_and_import_back_exactly(tmp_path, format):
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("scenes", "segmentation")
+        ws.import_data("scenes", write_mask_folder(tmp_path / "data", n=4, seed=5))
+        ws.add_class("scenes", "unused")  # a class no mask shows yet travels too
+        first = ws.sample_ids("scenes")[0]
+        ws.set_sample_mask(first, None)  # a photo without a mask exports unlabeled
+        exported = ws.export_data("scenes", tmp_path / "out", format)
+        assert exported["samples"] == 4 and exported["files"] == 4 + (1 if format == "coco" else 3 + 1)
+        ws.create_project("back", "segmentation")
+        report = ws.import_data("back", tmp_path / "out")
+        assert report["format"] == ("coco" if format == "coco" else "masks") and report["added"] == 4
+        assert ws.labels("back") == ws.labels("scenes")
+        masks = {ws.sample(i).content_hash: ws.sample_mask(i) for i in ws.sample_ids("scenes")}
+        for sample_id in ws.sample_ids("back"):
+            want = masks[ws.sample(sample_id).content_hash]
+            got = ws.sample_mask(sample_id)
+            assert (want is None and got is None) or np.array_equal(want, got)
+        with pytest.raises(ValueError, match="masks, voc or coco"):
+            ws.export_data("scenes", tmp_path / "out2", "yolo")
+    finally:
+        ws.close()
+
+
+def test_coco_rle_and_polygons_match_pycocotools(tmp_path):
+    """RLE decoded and encoded here equals pycocotools' (a test-only dependency); polygons are filled
+    within one pixel of its filling along the outline."""
+    mask_utils = pytest.importorskip("pycocotools.mask")
+    from modeldesk.datasets.seg_coco import polygon_mask, rle_decode, rle_encode
+
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        mask = np.zeros((37, 53), bool)
+        for _ in range(4):
+            y, x = rng.integers(0, 30), rng.integers(0, 45)
+            mask[y : y + rng.integers(1, 9), x : x + rng.integers(1, 9)] = True
+        theirs = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
+        assert rle_encode(mask)["counts"] == theirs["counts"].decode("ascii")
+        np.testing.assert_array_equal(
+            rle_decode({"size": [37, 53], "counts": theirs["counts"].decode()}), mask
+        )
+    np.testing.assert_array_equal(rle_decode({"size": [2, 3], "counts": [1, 2, 3]}), [[0, 1, 0], [1, 0, 0]])
+    polygon = [[5.0, 4.0, 40.0, 6.0, 30.0, 30.0, 8.0, 25.0]]
+    theirs = mask_utils.decode(mask_utils.merge(mask_utils.frPyObjects(polygon, 37, 53))).astype(bool)
+    ours = polygon_mask(polygon, 37, 53)
+    differ = ours != theirs
+    assert differ.sum() <= 0.1 * theirs.sum()
+    near_edge = np.zeros_like(differ)
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            near_edge |= np.roll(np.roll(theirs, dy, 0), dx, 1) != theirs
+    assert not (differ & ~near_edge).any()  # every difference lies on the outline
+
+
+def test_a_coco_file_with_polygons_imports_as_masks(tmp_path):
+    import json as json_module
+
+    folder = tmp_path / "coco"
+    (folder / "images").mkdir(parents=True)
+    Image.new("RGB", (40, 30), (5, 5, 5)).save(folder / "images" / "a.png")
+    document = {
+        "images": [{"id": 1, "file_name": "a.png", "width": 40, "height": 30}],
+        "categories": [{"id": 3, "name": "leaf"}],
+        "annotations": [
+            {
+                "id": 1,
+                "image_id": 1,
+                "category_id": 3,
+                "bbox": [10, 5, 10, 10],
+                "iscrowd": 0,
+                "segmentation": [[10, 5, 20, 5, 20, 15, 10, 15]],
+            },
+        ],
+    }
+    (folder / "annotations.json").write_text(json_module.dumps(document), encoding="utf-8")
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("leaves", "segmentation")
+        report = ws.import_data("leaves", folder)
+        assert report["added"] == 1 and not report["failed"], report
+        assert ws.labels("leaves") == ["background", "leaf"]
+        mask = ws.sample_mask(ws.sample_ids("leaves")[0])
+        assert (mask[6:14, 11:19] == 1).all() and (mask[20:, :] == 0).all() and mask.sum() == 100
+        assert ws.stats("leaves")["boxes"] == 0
+    finally:
+        ws.close()
+
+
+def test_labelme_outlines_import_as_masks(tmp_path):
+    import json as json_module
+
+    folder = tmp_path / "labelme"
+    folder.mkdir()
+    Image.new("RGB", (40, 30), (5, 5, 5)).save(folder / "a.jpg")
+    shapes = [
+        {"label": "leaf", "points": [[10, 5], [20, 5], [20, 15], [10, 15]], "shape_type": "polygon"},
+        {"label": "rust", "points": [[12, 7], [14, 9]], "shape_type": "rectangle"},  # over the leaf
+        {"label": "vein", "points": [[0, 0], [5, 5]], "shape_type": "line"},
+    ]
+    document = {"shapes": shapes, "imagePath": "a.jpg", "imageWidth": 40, "imageHeight": 30, "flags": {}}
+    (folder / "a.json").write_text(json_module.dumps(document), encoding="utf-8")
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("leaves", "segmentation")
+        report = ws.import_data("leaves", folder)
+        assert report["added"] == 1 and not report["failed"], report
+        assert not any("boxes around them" in w for w in report["warnings"])
+        assert ws.labels("leaves") == ["background", "leaf", "rust"]
+        mask = ws.sample_mask(ws.sample_ids("leaves")[0])
+        assert (mask == 2).sum() == 4 and (mask == 1).sum() == 96 and (mask == 0).sum() == 40 * 30 - 100
+        with pytest.raises(ValueError, match="draw no masks"):
+            ws.import_data("leaves", folder, format="cvat")
+    finally:
+        ws.close()
+
+
+def test_yolo_seg_polygons_import_as_masks(tmp_path):
+    folder = tmp_path / "yolo"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    Image.new("RGB", (40, 20), (5, 5, 5)).save(folder / "images" / "a.jpg")
+    (folder / "classes.txt").write_text("scratch\npit\n", encoding="utf-8")
+    # a scratch polygon over x 10..20, y 5..15 (pixels), and a pit as a box line (cx cy w h)
+    (folder / "labels" / "a.txt").write_text(
+        "0 0.25 0.25 0.5 0.25 0.5 0.75 0.25 0.75\n1 0.8 0.5 0.1 0.2\n", encoding="utf-8"
+    )
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("parts", "segmentation")
+        report = ws.import_data("parts", folder)
+        assert report["added"] == 1 and not report["failed"], report
+        assert ws.labels("parts") == ["background", "pit", "scratch"]
+        mask = ws.sample_mask(ws.sample_ids("parts")[0])
+        assert (mask == 2).sum() == 100 and (mask[5:15, 10:20] == 2).all()
+        assert (mask == 1).sum() == 4 * 4 and (mask[8:12, 30:34] == 1).all()
+        assert ws.stats("parts")["boxes"] == 0
+    finally:
+        ws.close()

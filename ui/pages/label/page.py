@@ -207,6 +207,10 @@ class LabelPage(Page):
         }
 
     def show_data(self, data: dict) -> None:
+        target = data["info"].get("target", "label")
+        if target not in ANNOTATORS:  # a task whose annotator this build lacks (e.g. masks)
+            self.show_empty(True, f"This version cannot paint {target}s here: import photos with {target}s.")
+            return
         self._configure(data["info"], data["labels"])
         self.model_id, self.suggestions = data["model_id"], data["suggestions"]
         self.proposals = data.get("proposals") or {}
