@@ -145,9 +145,10 @@ class MaskAnnotator(Annotator):
     # -- the model's mask as a suggestion ----------------------------------------------------------------
 
     def suggestion_text(self, label: str, score: float, proposal=None) -> str:
+        # no figure: a photo scored after training carries its largest class's share, not how sure
         return (
-            f"The model painted this photo (faint colours; {score:.0%} sure on average). Press Enter to "
-            "take its mask, then fix what is off with the tools."
+            "The model painted this photo (the faint colours). Press Enter to take its mask, then fix "
+            "what is off with the tools."
         )
 
     def show_proposal(self, proposal) -> None:

@@ -23,11 +23,11 @@ from .mask_overlay import class_color
 
 #: What each tool does, in a sentence.
 TOOL_HINTS = {
-    "brush": "Drag to paint the class. [ and ] change the size.",
-    "eraser": "Drag to take the class off (back to not labeled).",
-    "polygon": "Click the corners; click the first one, double-click or press Enter to fill it.",
-    "fill": "Click inside an outline to fill the area it closes with the class.",
-    "assist": "Click a region to add it (Size sets how large regions are), or drag a rough box "
+    "brush": "drag to paint the class. [ and ] change the size.",
+    "eraser": "drag to take the class off (back to not labeled).",
+    "polygon": "click the corners; click the first one, double-click or press Enter to fill it.",
+    "fill": "click inside an outline to fill the area it closes with the class.",
+    "assist": "click a region to add it (Size sets how large regions are), or drag a rough box "
     "around an object to find it.",
 }
 
@@ -74,9 +74,7 @@ class MaskTools(QWidget):
         grid = QGridLayout()
         grid.setSpacing(6)
         for index, (tool, (name, key)) in enumerate(TOOLS.items()):
-            button = _button(
-                f"{name}  {key}", f"{name} (key {key})", lambda _c=False, t=tool: editor.set_tool(t)
-            )
+            button = _button(name, f"{name} (key {key})", lambda _c=False, t=tool: editor.set_tool(t))
             button.setCheckable(True)
             self.group.addButton(button)
             self.buttons[tool] = button
@@ -160,6 +158,7 @@ class MaskTools(QWidget):
             self.class_label.setText("Add a class below to start painting")
         self.undo_button.setEnabled(editor.history.can_undo)
         self.redo_button.setEnabled(editor.history.can_redo)
-        self.hint.setText(TOOL_HINTS[editor.tool])
+        name, key = TOOLS[editor.tool]
+        self.hint.setText(f"{name} ({key}): {TOOL_HINTS[editor.tool]}")
         self.status.setText(editor.message)
         self.status.setVisible(bool(editor.message))

@@ -3,10 +3,13 @@ and the keys that work here."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout
 
 from .class_panel import ClassPanel
+
+WIDE, NARROW = 300, 248  # its width; narrower when the page has less than NARROW_BELOW for both
+NARROW_BELOW = 900
 
 
 class SidePanel(QScrollArea):
@@ -18,7 +21,7 @@ class SidePanel(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.setFixedWidth(300)
+        self.setFixedWidth(WIDE)
         card = QFrame()
         card.setObjectName("Card")
         self.setWidget(card)
@@ -54,6 +57,24 @@ class SidePanel(QScrollArea):
         layout.addStretch(1)
         layout.addLayout(actions)
         layout.addWidget(self.keys_help)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().showEvent(event)
+        if self.parentWidget() is not None:
+            self.parentWidget().removeEventFilter(self)
+            self.parentWidget().installEventFilter(self)
+            self._fit(self.parentWidget().width())
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt name)
+        if event.type() == QEvent.Resize and watched is self.parentWidget():
+            self._fit(event.size().width())
+        return False
+
+    def _fit(self, room: int) -> None:
+        """Give a small window's photo more room: the card gets narrower below :data:`NARROW_BELOW`."""
+        width = WIDE if room >= NARROW_BELOW else NARROW
+        if width != self.width():
+            self.setFixedWidth(width)
 
     def show_suggestion(self, text: str | None) -> None:
         """The sentence about the model's suggestion for an unlabeled sample, or nothing."""
