@@ -80,7 +80,8 @@ class PositionGaussian:
             self.outer = np.zeros((X.shape[1], X.shape[2], X.shape[2]))
         self.count += len(X)
         self.sum += X.sum(axis=0)
-        self.outer += np.einsum("npi,npj->pij", X, X)
+        by_position = X.transpose(1, 0, 2)  # (P, n, D)
+        self.outer += by_position.transpose(0, 2, 1) @ by_position
 
     def whitening(self, shrink: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         if self.count < 2:
