@@ -57,8 +57,9 @@ class WelcomePage(QWidget):
         hero.setObjectName("Hero")
         hero.setWordWrap(True)
         sub = QLabel(
-            "Photos, objects in photos, texts, sounds or parts to check for defects: add your examples, label a few of them, and "
-            "ModelDesk trains a model you can test, export and run here. Everything stays on this computer."
+            "Photos, objects in photos, texts, sounds or parts to check for defects: add your examples, "
+            "label a few of them, and ModelDesk trains a model you can test, export and run here. "
+            "Everything stays on this computer."
         )
         sub.setObjectName("Muted")
         sub.setWordWrap(True)
