@@ -84,10 +84,10 @@ def test_refuses_to_overwrite_a_folder_that_is_not_an_artifact(tmp_path, deploy_
                 p.mkdir(),
                 (p / "model.onnx").write_bytes(b"x"),
                 (p / "model.json").write_text(
-                    '{"id":"a","task":"x","labels":["a"],"preprocessing":{},"target":"mask"}'
+                    '{"id":"a","task":"x","labels":["a"],"preprocessing":{},"target":"sketch"}'
                 ),
             ),
-            "predicts 'mask'",
+            "predicts 'sketch'",
         ),
     ],
 )
