@@ -336,3 +336,28 @@ def test_yolo_seg_polygons_import_as_masks(tmp_path):
         assert ws.stats("parts")["boxes"] == 0
     finally:
         ws.close()
+
+
+def test_the_edge_server_answers_with_areas_and_the_mask_as_a_png(trained, tmp_path):
+    from starlette.testclient import TestClient
+
+    from modeldesk.deploy.edge.app import create_edge_app
+    from modeldesk.deploy.edge.server import EdgeServer
+
+    _ws, _model, result, probes = trained
+    server = EdgeServer(tmp_path / "edge")
+    try:
+        client = TestClient(create_edge_app(server), base_url="http://127.0.0.1:8000")
+        assert client.post(
+            "/v1/edge/models", json={"source": str(result.artifact_dir), "name": "seg"}
+        ).is_success
+        photo = sorted((probes / "images").iterdir())[0]
+        image = base64.b64encode(photo.read_bytes()).decode()
+        response = client.post("/v1/models/seg/predict", json={"image": image})
+        assert response.status_code == 200, response.text
+        (answer,) = response.json()["predictions"]
+        assert set(answer["areas"]) == set(CLASSES) and sum(answer["areas"].values()) == pytest.approx(1)
+        shown = Image.open(io.BytesIO(base64.b64decode(answer["mask_png"])))
+        assert shown.size == Image.open(photo).size
+    finally:
+        server.close()
