@@ -147,6 +147,12 @@ def test_exported_masks_equal_the_apps_at_the_photos_size(trained, tmp_path):
         np.testing.assert_array_equal(shown, g["mask"])
         assert a["areas"] == pytest.approx(g["areas"]) and sum(a["areas"].values()) == pytest.approx(1.0)
     assert graph[-1]["mask"].shape == (41, 150) and graph[-1]["size"] == [150, 41]
+    big = tmp_path / "big.png"  # past the graph's 2048 px cap: the class map is enlarged to the photo
+    Image.open(photos[0]).resize((2600, 1100), Image.Resampling.NEAREST).save(big)
+    (large,) = Predictor(exported["path"], device="cpu").predict([str(big)])
+    assert large["mask"].shape == (1100, 2600)
+    small = np.asarray(Image.fromarray(large["mask"]).resize((96, 72), Image.Resampling.NEAREST))
+    assert np.mean(small == graph[0]["mask"]) > 0.9  # the same scene, the same classes
     truth = np.asarray(Image.open(probes / "masks" / photos[0].name))
     disk = ws.labels("scenes").index("disk")
     found = graph[0]["mask"] == disk
