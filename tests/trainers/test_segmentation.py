@@ -367,3 +367,17 @@ def test_the_edge_server_answers_with_areas_and_the_mask_as_a_png(trained, tmp_p
         assert shown.size == Image.open(photo).size
     finally:
         server.close()
+
+
+def test_the_eta_follows_the_speed_measured_here(trained, monkeypatch):
+    from modeldesk.app.pipeline import labeled_samples
+    from modeldesk.trainers.segmentation import trainer as module
+
+    ws, _model, _result, _probes = trained
+    samples = labeled_samples(ws.store, ws.project("scenes"))
+    cache = ws.paths.cache / "features"
+    monkeypatch.setattr(module, "_MEASURED", [4e9])
+    quick = module.SegmentationTrainer().estimate(samples, TINY, cache)["eta_s"]
+    monkeypatch.setattr(module, "_MEASURED", [1e9])
+    slow = module.SegmentationTrainer().estimate(samples, TINY, cache)["eta_s"]
+    assert slow > quick > 0
