@@ -27,6 +27,11 @@ def labeled_samples(store, project) -> list:
 
     store.assign_splits(project)
     kind = sample_kind(project.kind)
+    mask_tables = (
+        {"classes": store.labels(project), "label_ids": store.label_ids(project)}
+        if project.target == "mask"
+        else {}
+    )
     samples = []
     for s in store.samples(project):
         source = kind.source(s)
@@ -37,7 +42,7 @@ def labeled_samples(store, project) -> list:
         elif project.target == "tags":
             target = tuple(s.labels) or None
         elif project.target == "mask":
-            target = mask_ref(store, project, s) if s.labels else None
+            target = mask_ref(store, project, s, **mask_tables) if s.labels else None
         else:
             target = tuple(s.boxes) or None
         if target is not None:

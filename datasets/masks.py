@@ -93,8 +93,11 @@ def _lut(meta: dict, classes: list[str], label_ids: dict[str, int]) -> list[int]
     return out
 
 
-def mask_ref(store, project, sample) -> MaskRef | None:
-    """The stored mask of ``sample`` in ``project`` as a :class:`MaskRef` (None when it has none)."""
+def mask_ref(store, project, sample, *, classes=None, label_ids=None) -> MaskRef | None:
+    """The stored mask of ``sample`` in ``project`` as a :class:`MaskRef` (None when it has none).
+
+    ``classes`` and ``label_ids`` (``store.labels``/``store.label_ids`` of the project) save two
+    queries a sample when many are read."""
     path = mask_path(store, sample)
     if not path.is_file():
         return None
@@ -104,8 +107,8 @@ def mask_ref(store, project, sample) -> MaskRef | None:
         raise MaskError(f"{path}: the mask of {sample.source} cannot be read ({exc})") from None
     if meta.get("created") != project.created:
         return None  # left by a deleted project whose id was handed out again
-    classes = store.labels(project)
-    lut = _lut(meta, classes, store.label_ids(project))
+    classes = store.labels(project) if classes is None else list(classes)
+    lut = _lut(meta, classes, store.label_ids(project) if label_ids is None else label_ids)
     present = tuple(sorted(set(sample.labels) & set(classes)))
     return MaskRef(str(path), tuple(classes), tuple(lut), present)
 

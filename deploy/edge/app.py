@@ -173,6 +173,9 @@ def create_edge_app(
         predictions, elapsed = await run_model(
             predictor, name, version, [source for _, source in items], [n for n, _ in items], "v1"
         )
+        respond = getattr(predictor.output, "respond", None)  # answers with arrays (masks) as the service's
+        if respond is not None:
+            predictions = [respond(p, request.query_params) for p in predictions]
         return ok(
             {
                 "predictions": predictions,

@@ -147,6 +147,12 @@ def test_exported_masks_equal_the_apps_at_the_photos_size(trained, tmp_path):
         np.testing.assert_array_equal(shown, g["mask"])
         assert a["areas"] == pytest.approx(g["areas"]) and sum(a["areas"].values()) == pytest.approx(1.0)
     assert graph[-1]["mask"].shape == (41, 150) and graph[-1]["size"] == [150, 41]
+    big = tmp_path / "big.png"  # past the graph's 2048 px cap: the class map is enlarged to the photo
+    Image.open(photos[0]).resize((2600, 1100), Image.Resampling.NEAREST).save(big)
+    (large,) = Predictor(exported["path"], device="cpu").predict([str(big)])
+    assert large["mask"].shape == (1100, 2600)
+    small = np.asarray(Image.fromarray(large["mask"]).resize((96, 72), Image.Resampling.NEAREST))
+    assert np.mean(small == graph[0]["mask"]) > 0.9  # the same scene, the same classes
     truth = np.asarray(Image.open(probes / "masks" / photos[0].name))
     disk = ws.labels("scenes").index("disk")
     found = graph[0]["mask"] == disk
@@ -336,3 +342,42 @@ def test_yolo_seg_polygons_import_as_masks(tmp_path):
         assert ws.stats("parts")["boxes"] == 0
     finally:
         ws.close()
+
+
+def test_the_edge_server_answers_with_areas_and_the_mask_as_a_png(trained, tmp_path):
+    from starlette.testclient import TestClient
+
+    from modeldesk.deploy.edge.app import create_edge_app
+    from modeldesk.deploy.edge.server import EdgeServer
+
+    _ws, _model, result, probes = trained
+    server = EdgeServer(tmp_path / "edge")
+    try:
+        client = TestClient(create_edge_app(server), base_url="http://127.0.0.1:8000")
+        assert client.post(
+            "/v1/edge/models", json={"source": str(result.artifact_dir), "name": "seg"}
+        ).is_success
+        photo = sorted((probes / "images").iterdir())[0]
+        image = base64.b64encode(photo.read_bytes()).decode()
+        response = client.post("/v1/models/seg/predict", json={"image": image})
+        assert response.status_code == 200, response.text
+        (answer,) = response.json()["predictions"]
+        assert set(answer["areas"]) == set(CLASSES) and sum(answer["areas"].values()) == pytest.approx(1)
+        shown = Image.open(io.BytesIO(base64.b64decode(answer["mask_png"])))
+        assert shown.size == Image.open(photo).size
+    finally:
+        server.close()
+
+
+def test_the_eta_follows_the_speed_measured_here(trained, monkeypatch):
+    from modeldesk.app.pipeline import labeled_samples
+    from modeldesk.trainers.segmentation import trainer as module
+
+    ws, _model, _result, _probes = trained
+    samples = labeled_samples(ws.store, ws.project("scenes"))
+    cache = ws.paths.cache / "features"
+    monkeypatch.setattr(module, "_MEASURED", [4e9])
+    quick = module.SegmentationTrainer().estimate(samples, TINY, cache)["eta_s"]
+    monkeypatch.setattr(module, "_MEASURED", [1e9])
+    slow = module.SegmentationTrainer().estimate(samples, TINY, cache)["eta_s"]
+    assert slow > quick > 0

@@ -52,10 +52,28 @@ from modeldesk.trainers.versions import versions
 log = logging.getLogger(__name__)
 
 SECONDS_PER_IMAGE = 0.06  # backbone at 512 px on a CPU, before anything was measured here
-FLOPS = 4e9  # numpy's multiply-adds per second in the head's fit, on a laptop CPU (conservative)
+FLOPS = 4e9  # numpy's multiply-adds per second in the head's fit, until measured here (``measured_flops``)
 HELD_SHARE = 0.15  # of each sequence's training frames, when there is no validation split
 PARITY_AGREEMENT = 0.999  # share of pixels the exported graph's masks must share with training's
 VAL_ROWS = 20_000
+
+
+_MEASURED: list[float] = []
+
+
+def measured_flops() -> float:
+    """Multiply-adds per second numpy does here now, on the head's kind of matrices (measured once per
+    process in about 0.1 s: a busy or slow machine gets an ETA to match)."""
+    if not _MEASURED:
+        rng = np.random.default_rng(0)
+        a, b = rng.random((512, 256), np.float32), rng.random((256, 256), np.float32)
+        started, rounds = time.perf_counter(), 0
+        while time.perf_counter() - started < 0.1:
+            a @ b
+            rounds += 1
+        rate = rounds * 512 * 256 * 256 * 2 / (time.perf_counter() - started)
+        _MEASURED.append(min(max(rate, 1e8), 4 * FLOPS))
+    return _MEASURED[0]
 
 
 def _sequence(source: str) -> str:
@@ -183,7 +201,7 @@ class SegmentationTrainer(TaskTrainer):
         rows = min(template.rows, n_photos * template.neck.grid**2)
         width = template.hidden or len(backbone.outputs)
         dim = min(template.neck.dim(backbone), template.components or 10**9)
-        return rows * dim * width * 6 * template.epochs / FLOPS
+        return rows * dim * width * 6 * template.epochs / measured_flops()
 
     def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
         return evaluate_segmentation(artifact_path, samples, progress=progress)
