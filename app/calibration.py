@@ -11,6 +11,7 @@ the priors' own slowdown stands in (they were measured on two busy cores).
 from __future__ import annotations
 
 from modeldesk.scheduler import CostModel
+from modeldesk.scheduler.cost import set_measurement_scale
 from modeldesk.scheduler.speed import slowdown
 
 # Cost-model key of the learned correction: "items" are actual seconds at the reference speed, so
@@ -56,13 +57,21 @@ def calibrated_seconds(cache_dir, what: str, raw_s: float, factor: float | None 
     return float(raw_s) * correction(cache_dir, what) * PRIOR_SLOWDOWN * load_factor(factor)
 
 
-def calibrate(cache_dir, what: str, estimate: dict) -> dict:
+def measure_load() -> float:
+    """The slowdown now; from here on this process keeps what it measures (a trainer's estimate probing
+    its encoder, say) in the priors' units, so that :func:`calibrate` scales it only once."""
+    factor = slowdown()
+    set_measurement_scale(load_factor(factor))
+    return factor
+
+
+def calibrate(cache_dir, what: str, estimate: dict, factor: float | None = None) -> dict:
     """An estimate ``{"eta_s", "plan"}`` with ``eta_s`` calibrated (see :func:`calibrated_seconds`); the
-    plan keeps ``raw_eta_s`` and the ``slowdown`` it was made at."""
+    plan keeps ``raw_eta_s`` and the ``slowdown`` it was made at (``factor``: measured when None)."""
     raw = estimate.get("eta_s")
     if not isinstance(raw, (int, float)) or raw <= 0:
         return estimate
-    factor = slowdown()
+    factor = slowdown() if factor is None else factor
     eta = round(calibrated_seconds(cache_dir, what, raw, factor), 1)
     plan = {**(estimate.get("plan") or {}), "eta_s": eta, "raw_eta_s": raw, "slowdown": round(factor, 2)}
     return {**estimate, "eta_s": eta, "plan": plan}

@@ -102,13 +102,14 @@ def feature_cache_dir(ws) -> Path:
 def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: dict | None = None) -> dict:
     """The ETA and plan for training ``project`` with a template, before anything runs (with
     ``cluster``, ``{"address", "credentials"}``, its workers' first contact probes them)."""
-    from modeldesk.app.calibration import calibrate
+    from modeldesk.app.calibration import calibrate, measure_load
     from modeldesk.app.run_time import scoring_count, scoring_seconds, whole_run
     from modeldesk.trainers.tasks import get_trainer
     from modeldesk.trainers.templates import get_template
 
     samples = labeled_samples(ws.store, project)
     options = {"cluster": cluster} if cluster else {}
+    factor = measure_load()  # before the trainer's estimate, which may time a probe of its own
     estimate = get_trainer(project.task).estimate(
         samples, get_template(template_name), feature_cache_dir(ws), device=device, **options
     )
@@ -123,7 +124,7 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
             template_name,
         ),
     )
-    return calibrate(feature_cache_dir(ws), template_name, raw)  # this machine, as busy as it is now
+    return calibrate(feature_cache_dir(ws), template_name, raw, factor)  # this machine, as busy as now
 
 
 def headline(metrics: dict) -> dict:

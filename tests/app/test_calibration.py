@@ -114,3 +114,20 @@ def test_figures_measured_under_load_are_kept_in_the_priors_units(tmp_path):
     assert correction(tmp_path, "image-classification/fast") == pytest.approx(
         90.0 / (10.0 * PRIOR_SLOWDOWN * load_factor(6.0))
     )
+
+
+def test_a_probe_an_estimate_times_is_kept_in_the_priors_units(tmp_path, monkeypatch):
+    """The text trainer's estimate times its encoder on the loaded machine: scaling that figure by the
+    load once more made a 51 s run an estimate of 432 s."""
+    from modeldesk.app.calibration import measure_load
+    from modeldesk.scheduler import CostModel
+    from modeldesk.scheduler.cost import set_measurement_scale
+
+    monkeypatch.setattr("modeldesk.app.calibration.slowdown", lambda: 6.0)
+    try:
+        factor = measure_load()
+        CostModel(tmp_path).measure("text-embed", "cpu", 1, 1, lambda *_: 0.5)  # 0.5 s a text, measured now
+    finally:
+        set_measurement_scale(None)
+    raw = 10 / CostModel(tmp_path).items_per_s("text-embed", "cpu", 1, 1)
+    assert calibrated_seconds(tmp_path, "text-classification/accurate", raw, factor) == pytest.approx(5.0)
