@@ -492,4 +492,7 @@ def _compression_data(ws, artifact):
         # judged on every labeled photo, by heads fitted across folds (deploy.compress.FOLDS): the more
         # photos, the tighter the proven bound, and none judges a head it trained
         validation = refit
-    return [path for path, _ in training[:200]], validation, refit
+    calibrating = 200
+    if artifact.target == "anomaly":
+        from modeldesk.trainers.anomaly.compression import CALIBRATION_PHOTOS as calibrating
+    return [path for path, _ in training[:calibrating]], validation, refit

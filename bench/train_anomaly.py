@@ -132,14 +132,19 @@ def run_compression(original, artifact_dir, samples, masks, out_dir, boot):
     original."""
     from modeldesk.deploy import load_artifact
     from modeldesk.deploy.compress import compress_artifact
-    from modeldesk.trainers.anomaly.compression import CANDIDATES, AnomalyJudge, judging_photos
+    from modeldesk.trainers.anomaly.compression import (
+        CALIBRATION_PHOTOS,
+        CANDIDATES,
+        AnomalyJudge,
+        judging_photos,
+    )
 
     artifact = load_artifact(artifact_dir)
     start = time.monotonic()
     result = compress_artifact(
         artifact,
         out_dir / "compressed",
-        calibration=[s.source for s in samples if s.split == "train"][:200],
+        calibration=[s.source for s in samples if s.split == "train"][:CALIBRATION_PHOTOS],
         validation=judging_photos(samples),
         candidates=list(CANDIDATES),
         metric=AnomalyJudge(artifact.card["threshold"]),

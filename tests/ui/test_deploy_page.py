@@ -323,6 +323,29 @@ def test_a_detector_s_compression_is_scored_in_boxes_not_answers(qtbot, page):
     assert page.candidates.horizontalHeaderItem(3).text() == "Box score (mAP50)"
 
 
+def test_an_anomaly_model_s_compression_is_scored_in_defect_ranking(qtbot, page):
+    rows = [
+        {"name": "fp32", "size_bytes": 19_000_000, "latency_ms": 40.0, "accuracy": 0.921, "code": "slower"},
+        {"name": "int8-qdq-perchannel", "size_bytes": 6_000_000, "latency_ms": 25.0, "accuracy": 0.918},
+    ]
+    rows[1].update(kept=True, reason="kept", code="kept")
+    rows[0].update(kept=False, reason="slower")
+    result = {
+        "path": "/x/tiles-small",
+        "size_bytes": 6_000_000,
+        "chosen": "int8-qdq-perchannel",
+        "metric": "auroc",
+        "accuracy_fp32": 0.921,
+        "accuracy_compressed": 0.918,
+        "speedup": 1.6,
+        "candidates": rows,
+    }
+    page._show_export(result, compress=True, bundle=False)
+    text = page.export_result.text()
+    assert "Defect ranking (AUROC) 0.918 against 0.921" in text and "of the time" not in text
+    assert page.candidates.horizontalHeaderItem(3).text() == "Defect ranking (AUROC)"
+
+
 def test_the_webcam_button_shows_only_with_a_camera(qtbot, trained, monkeypatch):
     import modeldesk.ui.widgets.camera as camera
 

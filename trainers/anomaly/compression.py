@@ -26,6 +26,9 @@ from modeldesk.trainers.anomaly.scoring import auroc
 MIN_DEFECTS = 10
 MIN_GOOD = 10
 MIN_AGREEMENT = 0.97
+#: Photos that calibrate the 8-bit ranges: the calibrator keeps every intermediate tensor of every photo,
+#: and the distances to a 4,000-patch bank are 16 MB a photo (200 photos ran a 23 GB machine out of memory).
+CALIBRATION_PHOTOS = 24
 #: The recipes tried, in the verdict's order (least changed first): only 8-bit backbones, since the
 #: graph's grid of patches is fixed to the model's input size.
 CANDIDATES = ("int8-qdq-perchannel", "int8-qdq-perchannel-keepfirst", "int8-qop-perchannel")

@@ -308,6 +308,11 @@ class ExportCard(QObject):
         if isinstance(before, (int, float)) and isinstance(after, (int, float)):
             if result.get("metric") == "map50":  # a detector: its boxes are scored, not its answers
                 text += f" Box score (mAP50) {after:.0%} against {before:.0%} for the original, on the same photos."
+            elif result.get("metric") == "auroc":  # an anomaly model: how well its scores rank defects
+                text += (
+                    f" Defect ranking (AUROC) {after:.3f} against {before:.3f} for the original, on the "
+                    "photos that did not teach it what good looks like."
+                )
             else:
                 text += (
                     f" Right {after:.1%} of the time against {before:.1%} for the original, each photo "
@@ -320,10 +325,14 @@ class ExportCard(QObject):
     def fill_candidates(self, candidates: list[dict], metric: str = "accuracy") -> None:
         self.candidates.setRowCount(len(candidates))
         score = self.candidates.horizontalHeaderItem(3)
-        score.setText("Box score (mAP50)" if metric == "map50" else "Accuracy")
+        score.setText(
+            {"map50": "Box score (mAP50)", "auroc": "Defect ranking (AUROC)"}.get(metric, "Accuracy")
+        )
         score.setToolTip(
             "How well its boxes match yours: 100% finds every object with no false box."
             if metric == "map50"
+            else "How often a defect photo scores above a good one: 100% always, 50% chance."
+            if metric == "auroc"
             else "How often it gives the right answer, on the same labeled photos for every version; "
             "with a re-fitted head, each photo is answered by a head fitted without it."
         )
