@@ -108,11 +108,16 @@ class EdgeProcess:
         log.info("edge server at %s stopped", self.url)
 
 
-def model_labels(ws, model_id: str) -> list[str]:
-    """The labels of the copy of ``model_id`` that would be put to work (a rule picks one)."""
+def model_facts(ws, model_id: str) -> dict:
+    """What the card needs of the copy of ``model_id`` that would be put to work: its ``labels`` (a
+    rule picks one), whether it reads ``pictures`` (video, cameras and streams need it; a folder of
+    files works for every model) and the ``noun`` of what it reads."""
     from modeldesk.deploy import load_artifact
+    from modeldesk.deploy.inputs import input_class
 
-    return list(load_artifact(ws.serving_path(model_id)).labels)
+    artifact = load_artifact(ws.serving_path(model_id))
+    model_input = input_class(artifact.input_kind)
+    return {"labels": list(artifact.labels), "pictures": model_input.pictures, "noun": model_input.noun}
 
 
 def edge_name(project: str, model_id: str) -> str:

@@ -176,3 +176,21 @@ def test_a_refusal_from_the_server_is_shown(qtbot, page, fake_edge, monkeypatch)
     qtbot.waitUntil(lambda: bool(said), timeout=10000)
     assert "no such file" in said[0]
     assert card.button.isEnabled() and card.button.text() == "Put to work"
+
+
+def test_a_model_that_reads_no_pictures_is_offered_a_folder_only(qtbot, trained, open_page, monkeypatch):
+    ws, model = trained
+    assert edge_launch.model_facts(ws, model)["pictures"]  # the trained model reads photos
+    monkeypatch.setattr(
+        edge_launch,
+        "model_facts",
+        lambda ws, model_id: {"labels": ["yes", "no"], "pictures": False, "noun": "clip"},
+    )
+    page = open_page(DeployPage, ws)
+    page.set_project("Hand signs")
+    qtbot.waitUntil(lambda: page.loaded and page.put_to_work.label.count() > 0, timeout=10000)
+    card = page.put_to_work
+    offered = [card.kind.itemData(i) for i in range(card.kind.count())]
+    assert offered == ["folder"]  # a video, a camera or a stream carries pictures only
+    assert "clip" in card.address.placeholderText() and "clip" in card.about.text()
+    assert card.rule_words.text() == "Note when it says"

@@ -29,6 +29,14 @@ SOURCES = (
     ("folder", "A folder", "Choose a folder: each new picture in it is looked at once"),
     ("stream", "A stream", "rtsp://192.168.1.20/stream1 or http://…/video.mjpg"),
 )
+PICTURES_ABOUT = (
+    "Let the model watch a webcam, a video, a folder or a stream, and note each time it sees what you "
+    "choose. It runs in the background; the console in your browser shows it."
+)
+FILES_ABOUT = (
+    "Let the model answer each new {noun} put in a folder, and note each time it says what you choose. "
+    "It runs in the background; the console in your browser shows it."
+)
 VIDEO_FILTER = "Videos (*.mp4 *.avi *.mkv *.mov *.webm *.m4v);;All files (*)"
 
 
@@ -50,16 +58,13 @@ class PutToWorkCard(QObject):
         self.edge = None  # the EdgeProcess this card started (reused for the next pipeline)
         self.last: dict | None = None
         self.busy = False
-        self.frame, layout = card(
-            "Put to work",
-            "Let the model watch a webcam, a video, a folder or a stream, and note each time it sees "
-            "what you choose. It runs in the background; the console in your browser shows it.",
-        )
+        self.frame, layout = card("Put to work")
+        self.about = QLabel(PICTURES_ABOUT)
+        self.about.setObjectName("Muted")
+        self.about.setWordWrap(True)
+        layout.addWidget(self.about)
         self.kind = QComboBox()
         self.has_camera = bool(camera.cameras())
-        for kind, words, _ in SOURCES:
-            if kind != "camera" or self.has_camera:
-                self.kind.addItem(words, kind)
         self.kind.currentIndexChanged.connect(self._kind_changed)
         self.kind.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Fixed)  # the address takes the room
         self.address = QLineEdit()
@@ -92,7 +97,8 @@ class PutToWorkCard(QObject):
         source_row.addWidget(self.address, 1)
         source_row.addWidget(self.choose)
         grid.addLayout(source_row, 0, 1)
-        grid.addWidget(QLabel("Note when it sees"), 1, 0)
+        self.rule_words = QLabel("Note when it sees")
+        grid.addWidget(self.rule_words, 1, 0)
         rule_row = QHBoxLayout()
         rule_row.addWidget(self.label)
         rule_row.addWidget(QLabel("at least"))
@@ -105,6 +111,7 @@ class PutToWorkCard(QObject):
         buttons.addWidget(self.console_button)
         buttons.addWidget(self.button)
         layout.addLayout(buttons)
+        self._offer_sources(pictures=True, noun="picture")
         self._kind_changed()
         self._score_changed(self.score.value())
         self.show_state()
@@ -121,9 +128,24 @@ class PutToWorkCard(QObject):
             return edge_launch.camera_source(0)
         return self.address.text().strip()
 
+    def _offer_sources(self, *, pictures: bool, noun: str) -> None:
+        """Every source for a model that reads pictures; a folder of files for any other (video,
+        cameras and streams carry pictures only)."""
+        self.kind.blockSignals(True)
+        self.kind.clear()
+        for kind, words, _ in SOURCES:
+            if (kind != "camera" or self.has_camera) and (pictures or kind == "folder"):
+                self.kind.addItem(words, kind)
+        self.kind.blockSignals(False)
+        self.pictures, self.noun = pictures, noun
+        self.about.setText(PICTURES_ABOUT if pictures else FILES_ABOUT.format(noun=noun))
+        self.rule_words.setText("Note when it sees" if pictures else "Note when it says")
+
     def _kind_changed(self, *_args) -> None:
         kind = self.source_kind
         placeholder = next(p for k, _, p in SOURCES if k == kind)
+        if kind == "folder" and not self.pictures:
+            placeholder = f"Choose a folder: each new {self.noun} in it is answered once"
         self.address.setVisible(kind != "camera")
         self.choose.setVisible(kind in ("file", "folder"))
         self.address.setPlaceholderText(placeholder)
@@ -149,14 +171,16 @@ class PutToWorkCard(QObject):
             return
         ws = self.ws
 
-        def done(labels):
+        def done(facts):
             if self.model_id == model_id:
+                self._offer_sources(pictures=facts["pictures"], noun=facts["noun"])
+                self._kind_changed()
                 self.label.clear()
-                self.label.addItems(labels)
+                self.label.addItems(facts["labels"])
                 self.show_state()
 
         self.run(
-            lambda state: edge_launch.model_labels(ws, model_id),
+            lambda state: edge_launch.model_facts(ws, model_id),
             done,
             title="The model's labels were not read",
         )
