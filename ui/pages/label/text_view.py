@@ -9,21 +9,45 @@ from .views import SampleView
 
 FONT_FAMILIES = ["Noto Sans CJK SC", "Noto Sans", "Microsoft YaHei", "PingFang SC", "sans-serif"]
 MAX_SHOWN = 20_000  # characters on screen: the rest of a huge text is noted, not drawn
+#: (point size, padding in px): large while the text has room, smaller in a narrow window, where
+#: 18 pt in a 200 px column showed three words a line
+ROOMY, COMPACT = (18, 28), (13, 10)
+COMPACT_BELOW = 420  # px of the text's own width
 
 
-class TextView(SampleView):
-    """A read-only, word-wrapped text in a large font; labeling keys work as for images."""
+class ReadableText(QTextBrowser):
+    """A text browser whose font and margins follow its width."""
 
     def __init__(self):
         super().__init__()
-        self.browser = QTextBrowser()
-        self.browser.setObjectName("LabelText")
-        self.browser.setOpenLinks(False)
+        self.setObjectName("LabelText")
+        self.setOpenLinks(False)
+        self.compact: bool | None = None
+        self._fit(roomy=True)
+
+    def _fit(self, roomy: bool) -> None:
+        if self.compact is (not roomy):
+            return
+        self.compact = not roomy
+        size, padding = ROOMY if roomy else COMPACT
         font = QFont()
         font.setFamilies(FONT_FAMILIES)
-        font.setPointSize(18)
-        self.browser.setFont(font)
-        self.browser.setStyleSheet("QTextBrowser#LabelText { padding: 28px; }")
+        font.setPointSize(size)
+        self.setFont(font)
+        self.setStyleSheet(f"QTextBrowser#LabelText {{ padding: {padding}px; }}")
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit(roomy=event.size().width() >= COMPACT_BELOW)
+
+
+class TextView(SampleView):
+    """A read-only, word-wrapped text in a large font (smaller in a narrow window); labeling keys work
+    as for images."""
+
+    def __init__(self):
+        super().__init__()
+        self.browser = ReadableText()
         self.widget = self.browser
 
     @staticmethod
