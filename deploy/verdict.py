@@ -162,7 +162,7 @@ def judge(
     score : what the points are of, in words: "accuracy", or a detector's "box score (mAP50)".
     max_loss, confidence : the asked limit (0.01: 1 point) and confidence; see :func:`honest_level`.
 
-    Sets on each tested row ``loss_bound`` (points: its own bound), on every row ``kept``, ``code`` and
+    Sets on each tested row ``loss_bound`` (points: its own bound) and ``score``, on every row ``kept``, ``code`` and
     ``reason`` (codes: ``kept``, ``reference``, ``less_accurate``, ``untested``, ``not_faster``,
     ``slower``, ``as_fast_less_accurate``), and returns the kept row's claim: ``chosen`` (the row),
     ``loss_bound`` (points, :func:`proven_bound`; 0 when the original is kept), ``confidence``,
@@ -199,6 +199,7 @@ def judge(
             continue
         bound = float(bounds[row["name"]](level))
         row["loss_bound"] = round(100 * bound, 2)
+        row["score"] = score
         if bound > limit + 1e-12:
             row["reason"] = (
                 f"rejected: it may lose up to {100 * bound:.1f} points of {score} ({level:.0%} sure, on "

@@ -327,7 +327,9 @@ def why_words(candidate: dict) -> str:
     detail = reason.split(":", 1)[1].strip() if ":" in reason else reason
     bound = candidate.get("loss_bound")
     if code == "less_accurate" and isinstance(bound, (int, float)):
-        return f"May lose up to {bound:.1f} points of accuracy: more than allowed"
+        return (
+            f"May lose up to {bound:.1f} points of {candidate.get('score') or 'accuracy'}: more than allowed"
+        )
     return {
         "reference": "The full-size model: slower than the kept copy",
         "slower": "Accurate enough, but slower than the kept copy",

@@ -154,3 +154,12 @@ def test_image_and_clip_and_detection_paths_share_the_one_verdict(
     )
     assert len(calls) == 1 and calls[0]["examples"] == len(color_data["val"])
     assert {"loss_bound", "confidence", "claim"} <= set(result)
+
+
+def test_each_tested_copy_says_what_its_points_are_of():
+    rows = [
+        {"name": "original", "latency_ms": 10.0, "accuracy": 0.8, "reason": ""},
+        {"name": "int8", "latency_ms": 5.0, "accuracy": 0.8, "reason": ""},
+    ]
+    judge(rows, {"int8": lambda level: 0.05}, examples=500, score="box score (mAP50)")
+    assert rows[1]["score"] == "box score (mAP50)" and rows[1]["code"] == "less_accurate"

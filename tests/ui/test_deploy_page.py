@@ -85,6 +85,8 @@ def test_plain_words():
     assert why_words({"code": "less_accurate", "loss_bound": 2.34}) == (
         "May lose up to 2.3 points of accuracy: more than allowed"
     )
+    detector = {"code": "less_accurate", "loss_bound": 2.34, "score": "box score (mAP50)"}
+    assert why_words(detector) == "May lose up to 2.3 points of box score (mAP50): more than allowed"
     assert verdict({"code": "untested"}) == "Not checked"
     assert top_scores({"label": "a", "score": 0.6, "scores": {"b": 0.3, "a": 0.6, "c": 0.1}}, k=2) == [
         ("a", 0.6),
