@@ -11,6 +11,12 @@ intervals resample the test photos. Features are cached in ``--cache``
 (a second run skips the backbone).
 
     python bench/train_anomaly.py [DATA_DIR] [--cache DIR] [--boot 300]
+
+Measured 2026-12-04 on magnetic_tile (test: 191 good + 196 defect photos; a 2-core machine loaded by
+seven other jobs, so times are indicative): reference 0.843 [0.807, 0.875]; accurate 0.913 [0.891,
+0.938], pixel 0.826, catch 0.64 at 6.3% false alarms; fast (one Gaussian per position) 0.924 [0.903,
+0.945], pixel 0.825, catch 0.69 at 6.8%; the accurate model's 8-bit copy (first layers float) kept,
+AUROC 0.915, 1.05x faster (the bank's float distances dominate its time).
 """
 
 from __future__ import annotations
