@@ -191,6 +191,9 @@ class TabularClassificationTrainer(TaskTrainer):
             )
         else:
             metrics = regression_report(y[eval_idx], answers)
+            for worst in metrics["worst"]:  # the rows themselves, for the Evaluate page
+                position = int(eval_idx[worst["index"]])
+                worst.update(key=labeled[position].key, cells=rows[position])
         metrics["split"] = where
         metrics["search"] = {"trials": trials, "best": best}
         metrics["importance"] = _importance(model, codes, [rows[i] for i in eval_idx], y[eval_idx], classes)
