@@ -221,6 +221,17 @@ class TableCalls:
         answers = self.predict_rows(model, rows)
         return [{"file": name, **answer} for name, answer in zip(names, answers)]
 
+    def model_columns(self, model) -> list[dict]:
+        """The columns a table model reads, as its card names them: ``{"name", "type", "values"}``
+        (``values``: a category's values seen in training, empty for other types and older models)."""
+        from modeldesk.deploy import load_artifact
+
+        card = load_artifact(self.model_path(model)).card
+        columns = (card.get("preprocessing") or {}).get("columns") or []
+        return [
+            {"name": c["name"], "type": c["type"], "values": list(c.get("values") or [])} for c in columns
+        ]
+
     def predict_rows(self, model, rows: list[dict]) -> list[dict]:
         """The model's answers for rows given as dicts of cells (a form, a CSV upload), as the service
         gives them."""

@@ -24,7 +24,8 @@ class UiKind:
         :class:`~modeldesk.ui.pages.data_bars.DataBars` method that shows it), or None.
     try_parts : which parts of Deploy's "Try it" card the kind uses: ``"drop"`` (a drop area that
         shows the file), ``"camera"``, ``"choose"`` (a file dialog), ``"player"`` and ``"recorder"``
-        (a clip is played and can be recorded), ``"text"`` (a text box).
+        (a clip is played and can be recorded), ``"text"`` (a text box), ``"form"`` (a field per column
+        of a table model).
     choose : (button text, dialog title, file filter) of the "choose a file" button.
     try_hint : the "Try it" card's subtitle.
     looking : what the answer line says while the model reads a file.
@@ -96,8 +97,8 @@ UI_KINDS: dict[str, UiKind] = {
     "row": UiKind(
         "row",
         "rows",
-        try_parts=frozenset({"text"}),
-        try_hint='Type a row as JSON, e.g. {"age": 22, "sex": "male"}, to see what the model says.',
+        try_parts=frozenset({"form"}),
+        try_hint="Fill in a row to see what the model says.",
         label_view=".pages.label.text_view:TextView",
         add_filter="Tables (*.csv *.tsv *.xlsx *.parquet)",
         sample_table=".pages.table_view:RowTable",

@@ -180,3 +180,29 @@ def test_classification_evaluate_keeps_the_matrix_and_adds_importance(qtbot, ope
     qtbot.waitUntil(lambda: page.report is not None, timeout=20_000)
     assert page.middle.isVisible() and not page.table.values_frame.isVisible()
     assert page.table.importance_frame.isVisible()
+
+
+@pytest.mark.parametrize("project", ["kinds", "weights"])
+def test_try_it_form_answers_as_the_model_does(qtbot, open_page, trained, project):
+    from modeldesk.ui.pages.deploy import DeployPage
+
+    ws, models = trained
+    page = open_page(DeployPage, ws)
+    page.set_project(project)
+    form = page.try_it.row_form
+    qtbot.waitUntil(lambda: bool(form.fields), timeout=20_000)
+    assert form.isVisible() and not page.try_it.drop.isVisible()
+    kinds = {name: kind for name, (kind, _field) in form.fields.items()}
+    assert kinds["size"] == "number" and kinds["colour"] == "category"
+    colours = form.fields["colour"][1]
+    assert {colours.itemText(i) for i in range(colours.count())} >= {"red", "green", "blue"}
+    form.fill({"size": 7.5, "colour": "blue"})
+    assert form.row() == {"size": 7.5, "colour": "blue"}
+    form.button.click()
+    qtbot.waitUntil(lambda: page.last_prediction is not None, timeout=20_000)
+    want = ws.predict_rows(models[project], [{"size": 7.5, "colour": "blue"}])[0]
+    assert page.last_prediction == want
+    if project == "weights":
+        assert page.try_it.answer.text() == f"{want['value']:.6g}"
+    else:
+        assert page.try_it.answer.text().startswith(want["label"])

@@ -217,7 +217,7 @@ class TabularClassificationTrainer(TaskTrainer):
             "labels": labels or ["value"],  # a regression's one output
             "preprocessing": {
                 "kind": "row",
-                "columns": [{"name": c.name, "type": c.type, "input": c.input} for c in codes_all],
+                "columns": [_column_card(c) for c in codes_all],
                 "types": types,
                 "target": target_column,
             },
@@ -259,6 +259,15 @@ class TabularRegressionTrainer(TabularClassificationTrainer):
 
     classes = False
     evaluator = "modeldesk.trainers.tabular.values:evaluate_values"
+
+
+def _column_card(code) -> dict:
+    """A column as the card names it; a category's seen values too (the try-it form and the console
+    offer them)."""
+    card = {"name": code.name, "type": code.type, "input": code.input}
+    if code.type == "category":
+        card["values"] = [v for v in code.values if v != ""]
+    return card
 
 
 def _parity(graph, card, rows, expected, output) -> float:
