@@ -121,6 +121,8 @@ class TableCalls:
         if target is not None:
             labels = [s.labels[0] for s in self.store.samples(project, unlabeled=False, limit=sample_rows)]
             kind = detect_types([{target: label} for label in labels])[target]
+            if kind != "number" or not _predicts_values(project):
+                kind = "category"  # a classifier's labels are classes, even 0 and 1
             columns.append({"name": target, "type": kind, "detected": kind, "target": True})
         return columns
 
@@ -238,6 +240,13 @@ class TableCalls:
         from modeldesk.deploy import Predictor
 
         return Predictor(self.model_path(model)).predict(list(rows))
+
+
+def _predicts_values(project) -> bool:
+    """Whether the project's task answers a number (its trainer's card target is ``value``)."""
+    from modeldesk.trainers.tasks import get_trainer
+
+    return getattr(get_trainer(project.task), "target", "label") == "value"
 
 
 def _numeric(labels) -> bool:

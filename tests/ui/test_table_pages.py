@@ -203,6 +203,21 @@ def test_try_it_form_answers_as_the_model_does(qtbot, open_page, trained, projec
     want = ws.predict_rows(models[project], [{"size": 7.5, "colour": "blue"}])[0]
     assert page.last_prediction == want
     if project == "weights":
-        assert page.try_it.answer.text() == f"{want['value']:.6g}"
+        assert page.try_it.answer.text().startswith(f"{want['value']:.6g} ")
+        assert page.try_it.scores.isHidden()
     else:
         assert page.try_it.answer.text().startswith(want["label"])
+
+
+def test_a_classifiers_numeric_labels_are_classes(tmp_path):
+    """0/1 (or any numbers) predicted by a classifier are classes to pick, not numbers to type."""
+    ws = Workspace(tmp_path / "ws")
+    table = write_table(tmp_path / "t.csv")
+    try:
+        for project, task in (("classes", "tabular-classification"), ("values", "tabular-regression")):
+            ws.create_project(project, task, target_column="weight")
+            ws.import_data(project, table)
+        target = {p: [c for c in ws.table_columns(p) if c["target"]][0]["type"] for p in ("classes", "values")}
+        assert target == {"classes": "category", "values": "number"}
+    finally:
+        ws.close()

@@ -258,6 +258,7 @@ class TabularRegressionTrainer(TabularClassificationTrainer):
     """Tables -> one number per row."""
 
     classes = False
+    target = "value"  # the card's: one number a row
     evaluator = "modeldesk.trainers.tabular.values:evaluate_values"
 
 

@@ -141,6 +141,8 @@ class RowTable(QWidget):
         if first or self.view.horizontalHeader().count() != len(data["columns"]):
             self._fit_columns()
         self._place_target()
+        if self.labeling:  # no suggestion to show (no model, or every row labeled): no empty column
+            self.view.setColumnHidden(len(self.model.columns), not self.model.suggestions)
         self._set_hint()
         self.loaded.emit()
 
@@ -169,9 +171,14 @@ class RowTable(QWidget):
         name = self.model.columns[target]["name"]
         what = "a number" if self.model.numeric_target else "its class"
         text = f"Double-click a cell of “{name}” to type {what}. Right-click a column's title to correct its type."
-        if self.labeling:
+        if self.labeling and self.model.suggestions:
             text = (
                 f"Label a row by typing {what} in “{name}”; double-click the model's suggestion to take it."
+            )
+        elif self.labeling:
+            text = (
+                f"Label a row by typing {what} in “{name}”. After training, the model's suggestion for the "
+                "rows without one shows beside it."
             )
         self.hint.setText(text)
 

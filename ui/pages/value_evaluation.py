@@ -96,7 +96,7 @@ class TableEvaluation:
             "Furthest off", "The held-out rows whose answer was furthest from the truth."
         )
         worst_layout.addWidget(self.worst, 1)
-        self.values_frame = Columns()  # one under the other on a small window
+        self.values_frame = Columns(min_width=900)  # one under the other on a small window
         self.values_frame.add(plot_card, 1)
         self.values_frame.add(worst_card, 1)
 

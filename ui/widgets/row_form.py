@@ -4,7 +4,7 @@ to the model as the service takes it (``{"column": value, ...}``, an empty field
 
 from __future__ import annotations
 
-from PySide6.QtCore import QLocale, Signal
+from PySide6.QtCore import QLocale, Qt, Signal
 from PySide6.QtGui import QDoubleValidator
 from PySide6.QtWidgets import (
     QComboBox,
@@ -33,11 +33,13 @@ class RowForm(QWidget):
         self.inner = QWidget()
         self.form = QFormLayout(self.inner)
         self.form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self.form.setRowWrapPolicy(QFormLayout.WrapLongRows)  # a narrow card: the name above its field
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setWidget(self.inner)
-        scroll.setMinimumHeight(160)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scroll = scroll
         self.note = QLabel("Leave a field empty when the value is not known: the model fills it in.")
         self.note.setObjectName("Muted")
         self.note.setWordWrap(True)
@@ -81,6 +83,8 @@ class RowForm(QWidget):
             self.fields[column["name"]] = (kind, field)
             self.form.addRow(column["name"], field)
         self.button.setEnabled(bool(columns))
+        # every field in view up to about ten columns; more scroll
+        self.scroll.setMinimumHeight(min(self.inner.sizeHint().height(), 340) + 4)
 
     def fill(self, row: dict) -> None:
         """Put a row's cells in the fields (what a test, or a row picked elsewhere, asks about)."""

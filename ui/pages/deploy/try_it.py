@@ -198,6 +198,7 @@ class TryIt:
         self.live.stop()
         self.answer.setText("")
         self.scores.set_rows([])
+        self.scores.show()
 
     def show_prediction(self, prediction: dict, path: str | None = None) -> None:
         """The answer in words and the top scores as bars (a detector's boxes drawn on the photo)."""
@@ -219,9 +220,11 @@ class TryIt:
             self.answer.setText(found_words(prediction["boxes"]))
             self.scores.set_rows((b["label"], (b["score"],)) for b in prediction["boxes"][:10])
             return
-        if prediction.get("value") is not None:  # a number predicted (a table regression)
-            self.answer.setText(f"{prediction['value']:.6g}")
-            self.scores.set_rows([])
+        self.scores.setVisible("value" not in prediction)  # a number predicted has no scores to show
+        if prediction.get("value") is not None:  # a table regression
+            self.answer.setText(
+                f"{prediction['value']:.6g}  <span style='font-size:15px; font-weight:400'>predicted</span>"
+            )
             return
         if "tags" in prediction:  # a tags model: every tag over its threshold
             tags = prediction.get("tags") or []
