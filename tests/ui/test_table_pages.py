@@ -180,6 +180,9 @@ def test_classification_evaluate_keeps_the_matrix_and_adds_importance(qtbot, ope
     qtbot.waitUntil(lambda: page.report is not None, timeout=20_000)
     assert page.middle.isVisible() and not page.table.values_frame.isVisible()
     assert page.table.importance_frame.isVisible()
+    assert not page.mistakes_card.frame.isVisible()  # no list of rows: never "none wrong"
+    top = page.table.importance.rows[0][1][0]
+    assert top == pytest.approx(max(0.0, min(1.0, ws.model_report(models["kinds"])["importance"][0]["drop"])))
 
 
 @pytest.mark.parametrize("project", ["kinds", "weights"])
@@ -217,7 +220,9 @@ def test_a_classifiers_numeric_labels_are_classes(tmp_path):
         for project, task in (("classes", "tabular-classification"), ("values", "tabular-regression")):
             ws.create_project(project, task, target_column="weight")
             ws.import_data(project, table)
-        target = {p: [c for c in ws.table_columns(p) if c["target"]][0]["type"] for p in ("classes", "values")}
+        target = {
+            p: [c for c in ws.table_columns(p) if c["target"]][0]["type"] for p in ("classes", "values")
+        }
         assert target == {"classes": "category", "values": "number"}
     finally:
         ws.close()

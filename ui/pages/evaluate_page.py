@@ -244,7 +244,10 @@ class EvaluatePage(Page):
         anomaly = "auroc" in report  # an anomaly model: caught defects and false alarms instead
         self.middle.setVisible(not anomaly and not segmentation and not values)
         # the card lists single-label mistakes: for tags it would say "none" beside a 50% headline
-        self.mistakes_card.frame.setVisible(not (detector or anomaly or segmentation or tags or values))
+        unlisted = "importance" in report and not report.get("mistakes")  # a table model lists no rows
+        self.mistakes_card.frame.setVisible(
+            not (detector or anomaly or segmentation or tags or values or unlisted)
+        )
         self.segmentation.frame.setVisible(segmentation)
         self.segmentation.set_report(report if segmentation else None)
         self.detection_photos.frame.setVisible(detector)

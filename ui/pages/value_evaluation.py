@@ -78,6 +78,9 @@ class TableEvaluation:
             "How much worse the model does on the held-out rows when one column's values are shuffled "
             "among them.",
         )
+        self.importance_note = QLabel()
+        self.importance_note.setObjectName("Muted")
+        layout.addWidget(self.importance_note)
         layout.addWidget(self.importance)
         layout.addWidget(self.importance_words)
 
@@ -106,9 +109,14 @@ class TableEvaluation:
         self.values_frame.setVisible(regression)
         items = list(report.get("importance") or [])[: self.MAX_COLUMNS]
         self.importance_frame.setVisible(bool(items))
-        if items:
-            top = max(max(i["drop"] for i in items), 1e-9)
-            self.importance.set_rows([(i["column"], (max(i["drop"], 0.0) / top,)) for i in items])
+        if items:  # accuracy points as they are; a value's error relative to the column that matters most
+            top = max(max(i["drop"] for i in items), 1e-9) if regression else 1.0
+            self.importance.set_rows([(i["column"], (min(max(i["drop"], 0.0) / top, 1.0),)) for i in items])
+            self.importance_note.setText(
+                "Bars: the rise in error, against the column that matters most."
+                if regression
+                else "Bars: the accuracy lost, in points."
+            )
             self.importance_words.setText("\n".join(importance_sentence(i, regression) for i in items[:5]))
         if regression:
             self.plot.set_points(

@@ -84,7 +84,8 @@ class RowForm(QWidget):
             self.form.addRow(column["name"], field)
         self.button.setEnabled(bool(columns))
         # every field in view up to about ten columns; more scroll
-        self.scroll.setMinimumHeight(min(self.inner.sizeHint().height(), 340) + 4)
+        row_height = max((f.sizeHint().height() for _k, f in self.fields.values()), default=28) + 8
+        self.scroll.setMinimumHeight(min(len(self.fields), 10) * row_height + 8)
 
     def fill(self, row: dict) -> None:
         """Put a row's cells in the fields (what a test, or a row picked elsewhere, asks about)."""
