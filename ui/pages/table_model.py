@@ -60,6 +60,7 @@ class RowTableModel(QAbstractTableModel):
         self._text = ""
         self._only: set[int] | None = None
         self._sort: tuple[int, Qt.SortOrder] | None = None
+        self._keys: dict[int, list] = {}  # column -> each row's sort key
 
     # -- contents --------------------------------------------------------------------------------
 
@@ -67,17 +68,12 @@ class RowTableModel(QAbstractTableModel):
         """New columns and rows (``ws.table_columns`` / ``ws.table_rows``); the sort and filter stay."""
         self.beginResetModel()
         self.columns, self.rows, self.suggestions = columns, rows, dict(suggestions or {})
+        self._keys = {}
         self._search = [
             " ".join(cell_text(v) for v in (*row["cells"].values(), row["target"])).lower() for row in rows
         ]
         self._select()
         self.endResetModel()
-
-    def set_suggestions(self, suggestions: dict) -> None:
-        self.suggestions = dict(suggestions)
-        if self.labeling and self._shown:
-            column = self.columnCount() - 1
-            self.dataChanged.emit(self.index(0, column), self.index(len(self._shown) - 1, column))
 
     @property
     def target_column(self) -> int | None:
@@ -129,11 +125,16 @@ class RowTableModel(QAbstractTableModel):
         column, order = self._sort
         if column >= self.columnCount():
             return
-        values = [self._value(self.rows[i], column) for i in self._shown]
-        present = [(v, i) for v, i in zip(values, self._shown) if v is not None and v != ""]
-        missing = [i for v, i in zip(values, self._shown) if v is None or v == ""]
-        present.sort(key=lambda pair: _sort_key(pair[0]), reverse=order == Qt.DescendingOrder)
-        self._shown = [i for _, i in present] + missing  # empty cells last either way
+        keys = self._keys.get(column)
+        if keys is None:  # computed once a column (a label edit forgets the target's)
+            keys = self._keys[column] = [
+                None if v is None or v == "" else _sort_key(v)
+                for v in (self._value(r, column) for r in self.rows)
+            ]
+        present = [i for i in self._shown if keys[i] is not None]
+        missing = [i for i in self._shown if keys[i] is None]
+        present.sort(key=keys.__getitem__, reverse=order == Qt.DescendingOrder)
+        self._shown = present + missing  # empty cells last either way
 
     def _value(self, row: dict, column: int):
         if column == len(self.columns):  # the suggestion
@@ -209,6 +210,7 @@ class RowTableModel(QAbstractTableModel):
         if label == row["target"]:
             return False
         row["target"] = label
+        self._keys.pop(self.target_column, None)
         i = self._shown[position]
         self._search[i] = " ".join(cell_text(v) for v in (*row["cells"].values(), label)).lower()
         column = self.target_column
