@@ -120,6 +120,8 @@ def test_regression_table_predicts_numbers_and_refuses_text(qtbot, open_page, tr
     model = _table_of(qtbot, page, 60).model
     assert model.numeric_target
     qtbot.waitUntil(lambda: page.side.isHidden())  # no class counts for values
+    shown = [page.show_filter.itemData(i) for i in range(page.show_filter.count())]
+    assert shown == ["all", "unlabeled"]  # values are not classes to pick
     assert not model.setData(model.index(0, model.target_column), "heavy")
 
 

@@ -43,6 +43,7 @@ class DataBars:
         self.values_only = self.table.model.numeric_target
         if self.values_only:
             self.warning.hide()
+            self._set_label_filter_items([])  # every value is not a class to show
             self.header.set_subtitle(f"{stats['samples']:,} rows · {stats['labeled']:,} with a value")
         self._fit_width()
 
