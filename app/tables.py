@@ -121,6 +121,8 @@ class TableCalls:
         if target is not None:
             labels = [s.labels[0] for s in self.store.samples(project, unlabeled=False, limit=sample_rows)]
             kind = detect_types([{target: label} for label in labels])[target]
+            if kind != "number" or not _predicts_values(project):
+                kind = "category"  # a classifier's labels are classes, even 0 and 1
             columns.append({"name": target, "type": kind, "detected": kind, "target": True})
         return columns
 
@@ -221,12 +223,30 @@ class TableCalls:
         answers = self.predict_rows(model, rows)
         return [{"file": name, **answer} for name, answer in zip(names, answers)]
 
+    def model_columns(self, model) -> list[dict]:
+        """The columns a table model reads, as its card names them: ``{"name", "type", "values"}``
+        (``values``: a category's values seen in training, empty for other types and older models)."""
+        from modeldesk.deploy import load_artifact
+
+        card = load_artifact(self.model_path(model)).card
+        columns = (card.get("preprocessing") or {}).get("columns") or []
+        return [
+            {"name": c["name"], "type": c["type"], "values": list(c.get("values") or [])} for c in columns
+        ]
+
     def predict_rows(self, model, rows: list[dict]) -> list[dict]:
         """The model's answers for rows given as dicts of cells (a form, a CSV upload), as the service
         gives them."""
         from modeldesk.deploy import Predictor
 
         return Predictor(self.model_path(model)).predict(list(rows))
+
+
+def _predicts_values(project) -> bool:
+    """Whether the project's task answers a number (its trainer's card target is ``value``)."""
+    from modeldesk.trainers.tasks import get_trainer
+
+    return getattr(get_trainer(project.task), "target", "label") == "value"
 
 
 def _numeric(labels) -> bool:

@@ -135,7 +135,7 @@ class RowInput(ModelInput):
         "A table model is already small ({size_mb:.1f} MB) and answers in well under a millisecond a row: "
         "making it smaller has nothing to gain."
     )
-    console = {"widget": "text", "hint": 'Type a row as JSON, e.g. {"age": 22}', "record": False}
+    console = {"widget": "form", "record": False}  # describe() adds the columns the form asks for
 
     def __init__(self, card: dict, **options):
         options.pop("max_pixels", None)
@@ -196,10 +196,17 @@ class RowInput(ModelInput):
         return feeds
 
     def describe(self) -> dict:
-        return {
-            **super().describe(),
-            "columns": [{"name": c["name"], "type": c["type"]} for c in self.columns],
+        columns = [
+            {"name": c["name"], "type": c["type"], "values": list(c.get("values") or [])}
+            for c in self.columns
+        ]
+        console = {
+            "widget": "form",
+            "hint": "Fill in a row, or upload a CSV of many rows to get their answers as a CSV.",
+            "columns": columns,
+            "record": False,
         }
+        return {**super().describe(), "console": console, "columns": columns}
 
 
 def rows_json(rows: list[dict]) -> str:

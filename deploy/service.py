@@ -185,7 +185,9 @@ def _console_page() -> str:
     css = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("base.css", "console.css"))
     js = (STATIC / "console.js").read_text(encoding="utf-8")
     live = (STATIC / "live.js").read_text(encoding="utf-8")  # the webcam / microphone live mode
-    return page.replace("/*{{CSS}}*/", css).replace("/*{{JS}}*/", js).replace("/*{{LIVE_JS}}*/", live)
+    rows = (STATIC / "rows.js").read_text(encoding="utf-8")  # table models: the form and CSV upload
+    page = page.replace("/*{{CSS}}*/", css).replace("/*{{JS}}*/", js).replace("/*{{LIVE_JS}}*/", live)
+    return page.replace("/*{{ROWS_JS}}*/", rows)
 
 
 def load_checked(

@@ -235,7 +235,7 @@ def test_the_service_answers_as_the_app(trained, task, template):
     want = _predictor_answers(path, probes)
     with TestClient(create_app(path, threads=1), base_url="http://127.0.0.1:8000") as client:
         described = client.get("/v1/model").json()["input"]
-        if described["console"]["widget"] == "text":
+        if described["console"]["widget"] in ("text", "form"):  # typed in: posted as JSON
             texts = [line for p in probes for line in p.read_text(encoding="utf-8").splitlines() if line]
             response = client.post("/v1/predict", json={described["json_fields"][1]: texts})
         else:

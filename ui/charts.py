@@ -64,6 +64,10 @@ def _fmt(value: float) -> str:
     return f"{value:.2g}"
 
 
+#: the tick rule and the tick labels, public for the other charts (ui/scatter_chart.py)
+nice_ticks, tick_label = _nice_ticks, _fmt
+
+
 def heat_color(fraction: float, base: QColor, zero: QColor) -> QColor:
     """``zero`` (fraction 0) blended towards ``base`` (fraction 1)."""
     f = min(max(float(fraction), 0.0), 1.0)

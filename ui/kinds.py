@@ -24,7 +24,8 @@ class UiKind:
         :class:`~modeldesk.ui.pages.data_bars.DataBars` method that shows it), or None.
     try_parts : which parts of Deploy's "Try it" card the kind uses: ``"drop"`` (a drop area that
         shows the file), ``"camera"``, ``"choose"`` (a file dialog), ``"player"`` and ``"recorder"``
-        (a clip is played and can be recorded), ``"text"`` (a text box).
+        (a clip is played and can be recorded), ``"text"`` (a text box), ``"form"`` (a field per column
+        of a table model).
     choose : (button text, dialog title, file filter) of the "choose a file" button.
     try_hint : the "Try it" card's subtitle.
     looking : what the answer line says while the model reads a file.
@@ -33,6 +34,10 @@ class UiKind:
         (loaded when a project of the kind is first labeled).
     add_filter : the file dialog's filter for adding data: the media and the label files that go with
         them (never the media alone: a tags CSV or a detector's COCO JSON would be hidden).
+    sample_table : a widget that shows every sample as a row of a table, ``".module:Class"`` relative
+        to ``ui/``: the Data page shows it instead of the gallery, the Label page instead of one sample
+        at a time (None: the gallery and one sample at a time).
+    drop_text : what the Data page's empty area says ("" : the kind's nouns fill a general sentence).
     """
 
     one: str
@@ -45,6 +50,8 @@ class UiKind:
     plays: bool = False
     label_view: str = ".pages.label.views:ImageView"
     add_filter: str = "Files and archives (*)"
+    sample_table: str | None = None
+    drop_text: str = ""
 
 
 #: photo files "Try it" accepts
@@ -87,14 +94,16 @@ UI_KINDS: dict[str, UiKind] = {
         label_view=".pages.label.text_view:TextView",
         add_filter="Texts (*.csv *.tsv *.jsonl *.ndjson *.txt *.zip)",
     ),
-    # rows of a table: shown as text by the generic views until the table views land
     "row": UiKind(
         "row",
         "rows",
-        try_parts=frozenset({"text"}),
-        try_hint='Type a row as JSON, e.g. {"age": 22, "sex": "male"}, to see what the model says.',
+        try_parts=frozenset({"form"}),
+        try_hint="Fill in a row to see what the model says.",
         label_view=".pages.label.text_view:TextView",
         add_filter="Tables (*.csv *.tsv *.xlsx *.parquet)",
+        sample_table=".pages.table_view:RowTable",
+        drop_text="Drop a table here (CSV, TSV, Excel .xlsx or Parquet): one row per example, a header "
+        "row naming the columns.\n\nor use “Add rows”.",
     ),
 }
 
@@ -118,6 +127,17 @@ def label_view(name: str | None):
     if name in VIEWS:
         return VIEWS[name]
     module, _, attribute = ui_kind(name).label_view.partition(":")
+    return getattr(importlib.import_module(module, __package__), attribute)
+
+
+def sample_table(name: str | None):
+    """The table widget class of an input kind whose samples show as rows of a table, else None."""
+    import importlib
+
+    spec = ui_kind(name).sample_table
+    if spec is None:
+        return None
+    module, _, attribute = spec.partition(":")
     return getattr(importlib.import_module(module, __package__), attribute)
 
 

@@ -91,7 +91,11 @@
   function renderCurl() {
     var base = window.location.origin;
     var auth = token ? " \\\n  -H 'Authorization: Bearer " + token.replace(/./g, "•") + "'" : "";
-    $("curl").textContent = input.widget === "text"
+    var row = {};
+    (input.columns || []).slice(0, 3).forEach(function (c) { row[c.name] = c.type === "number" ? 1 : (c.values && c.values[0]) || "…"; });
+    $("curl").textContent = input.widget === "form"
+      ? "curl -H 'Content-Type: application/json'" + auth + " \\\n  -d '" + JSON.stringify({ rows: [row] }) + "' " + base + "/v1/predict"
+      : input.widget === "text"
       ? "curl -H 'Content-Type: application/json'" + auth + " \\\n  -d '{\"text\": \"your text\"}' " + base + "/v1/predict"
       : "curl -F file=@photo.jpg" + auth + " \\\n  " + base + "/v1/predict";
     $("docs-link").href = "docs";
@@ -127,7 +131,15 @@
     $("result-empty").hidden = true;
     $("result").hidden = false;
     var boxes = prediction.boxes;
+    if (prediction.value !== undefined) { // a number predicted (a table regression): the number, no scores
+      $("top-label").textContent = prediction.value === null ? "No answer" : prediction.label;
+      $("top-score").parentNode.hidden = true; $("unsure").hidden = true; $("bars").innerHTML = ""; $("more").textContent = "";
+      $("latency").hidden = false;
+      $("latency").textContent = latency.toFixed(1) + " ms inference · " + roundTrip.toFixed(0) + " ms total";
+      return;
+    }
     $("top-label").textContent = boxes ? (boxes.length ? boxes.length + (boxes.length === 1 ? " object found" : " objects found") : "No objects found") : prediction.label;
+    $("top-score").parentNode.hidden = false;
     $("top-score").textContent = boxes && !boxes.length ? "—" : pct(prediction.score);
     // "unlike anything it was trained on": the label is only the closest guess
     var unsure = !boxes && prediction.sure === false;
@@ -160,9 +172,11 @@
   function setInput(described) {
     var shown = described.console || {};
     Object.keys(shown).forEach(function (key) { input[key] = shown[key]; });
-    var text = input.widget === "text";
-    $("drop").hidden = text;
+    var text = input.widget === "text", form = input.widget === "form";
+    $("drop").hidden = text || form;
     $("text-tools").hidden = !text;
+    $("row-tools").hidden = !form;
+    if (form) { $("try-hint").textContent = input.hint || "Fill in a row"; window.modeldeskRows.setColumns(input.columns); renderCurl(); if (window.modeldeskLive) window.modeldeskLive.setInputKind(null); return; }
     if (text) { $("try-hint").textContent = input.hint || "Type or paste a text"; renderCurl(); if (window.modeldeskLive) window.modeldeskLive.setInputKind(null); return; }
     $("file").accept = input.accept || "*/*";
     if (input.hint) $("try-hint").textContent = input.hint;

@@ -198,6 +198,9 @@ class TabularClassificationTrainer(TaskTrainer):
             )
         else:
             metrics = regression_report(y[eval_idx], answers)
+            for worst in metrics["worst"]:  # the rows themselves, for the Evaluate page
+                position = int(eval_idx[worst["index"]])
+                worst.update(key=labeled[position].key, cells=rows[position])
         metrics["split"] = where
         metrics["search"] = {"trials": trials, "best": best}
         metrics["importance"] = _importance(model, codes, [rows[i] for i in eval_idx], y[eval_idx], classes)
@@ -221,7 +224,7 @@ class TabularClassificationTrainer(TaskTrainer):
             "labels": labels or ["value"],  # a regression's one output
             "preprocessing": {
                 "kind": "row",
-                "columns": [{"name": c.name, "type": c.type, "input": c.input} for c in codes_all],
+                "columns": [_column_card(c) for c in codes_all],
                 "types": types,
                 "target": target_column,
             },
@@ -262,7 +265,17 @@ class TabularRegressionTrainer(TabularClassificationTrainer):
     """Tables -> one number per row."""
 
     classes = False
+    target = "value"  # the card's: one number a row
     evaluator = "modeldesk.trainers.tabular.values:evaluate_values"
+
+
+def _column_card(code) -> dict:
+    """A column as the card names it; a category's seen values too (the try-it form and the console
+    offer them)."""
+    card = {"name": code.name, "type": code.type, "input": code.input}
+    if code.type == "category":
+        card["values"] = [v for v in code.values if v != ""]
+    return card
 
 
 def _parity(graph, card, rows, expected, output) -> float:

@@ -9,6 +9,7 @@ from modeldesk.errors import UserError
 
 LEVEL = 0.9
 BOOTSTRAP = 1000
+MAX_POINTS = 400  # (true, predicted) pairs kept for the predicted-against-true plot
 
 
 def _r2(y, p) -> float:
@@ -17,8 +18,9 @@ def _r2(y, p) -> float:
 
 
 def regression_report(y_true, y_pred, *, seed: int = 0) -> dict:
-    """``mae``, ``rmse``, ``r2``, ``n``, ``interval`` (90 % bootstrap intervals of each) and ``worst``
-    (indices and values of the rows furthest off), on held-out rows."""
+    """``mae``, ``rmse``, ``r2``, ``n``, ``interval`` (90 % bootstrap intervals of each), ``worst``
+    (indices and values of the rows furthest off) and ``points`` (``[true, predicted]`` of at most
+    ``MAX_POINTS`` rows, for a plot), on held-out rows."""
     y = np.asarray(y_true, dtype=np.float64).reshape(-1)
     p = np.asarray(y_pred, dtype=np.float64).reshape(-1)
     if not len(y):
@@ -50,6 +52,8 @@ def regression_report(y_true, y_pred, *, seed: int = 0) -> dict:
     }
     worst = np.argsort(-np.abs(error))[:12]
     metrics["worst"] = [{"index": int(i), "true": float(y[i]), "predicted": float(p[i])} for i in worst]
+    shown = np.random.default_rng(seed).permutation(len(y))[:MAX_POINTS]
+    metrics["points"] = [[round(float(y[i]), 6), round(float(p[i]), 6)] for i in sorted(shown)]
     return metrics
 
 

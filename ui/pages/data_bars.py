@@ -8,6 +8,45 @@ from __future__ import annotations
 class DataBars:
     """The bars for each input kind; each appears only for its kind (and only with its device)."""
 
+    table = None  # the rows as a table, for a kind whose UiKind names a sample_table
+    values_only = False  # the project predicts a number: the examples-per-class card stays hidden
+
+    # -- a table instead of the gallery (table rows) --------------------------------------------
+
+    def _show_sample_table(self, info: dict, stats: dict, ids) -> object:
+        """The widget that shows the samples: the kind's table (made on first use, read again when
+        rows came or went, filtered to the bar's ``ids``), else the gallery."""
+        from ..kinds import sample_table, ui_kind
+
+        kind = info.get("input_kind")
+        table_class = sample_table(kind)
+        self.table_stats = stats
+        if table_class is None:
+            self.values_only = False
+            return self.gallery
+        if self.table is None:
+            self.table = table_class(self)
+            self.table.changed.connect(lambda: (self.refresh(), self.status_changed.emit()))
+            self.table.loaded.connect(self._table_words)
+            self.gallery_stack.addWidget(self.table)
+        if ui_kind(kind).drop_text:
+            self.drop_hint.setText(ui_kind(kind).drop_text)
+        self.tip.setText("Tip: each column's title shows its type; right-click a title to change it.")
+        self._table_words()
+        self.table.show_project(self.project, stats["samples"])
+        self.table.show_only(ids)
+        return self.table
+
+    def _table_words(self) -> None:
+        """A table predicting a number has values, not classes: no class counts, no class words."""
+        stats = self.table_stats
+        self.values_only = self.table.model.numeric_target
+        if self.values_only:
+            self.warning.hide()
+            self._set_label_filter_items([])  # every value is not a class to show
+            self.header.set_subtitle(f"{stats['samples']:,} rows · {stats['labeled']:,} with a value")
+        self._fit_width()
+
     # -- typing texts (text projects) and recording clips (sound projects) ---------------------
 
     def _show_text_adder(self, text: bool, labels: list[str]) -> None:

@@ -191,7 +191,7 @@ class DataPage(DataBars, Page):
     def _fit_width(self) -> None:
         """A narrow page keeps two columns of photos: the counts card goes (unless it warns), labels shorten."""
         narrow = self.width() < 760
-        self.side.setVisible(not narrow or not self.warning.isHidden())
+        self.side.setVisible((not narrow or not self.warning.isHidden()) and not self.values_only)
         self.side.setMaximumWidth(200 if narrow else 280)  # a warning shows, the photos keep two columns
         self.wrong_filter.setText("Mistakes only" if narrow else "Only the model's mistakes")
 
@@ -305,7 +305,8 @@ class DataPage(DataBars, Page):
             f"{plural(n_labels, 'class', 'classes')}"
         )
         self.count_label.setText(f"Showing {len(rows.ids):,}")
-        self.gallery_stack.setCurrentWidget(self.gallery if stats["samples"] else self.drop_hint)
+        shown = self._show_sample_table(info, stats, rows.ids)  # the kind's table or the gallery
+        self.gallery_stack.setCurrentWidget(shown if stats["samples"] else self.drop_hint)
         few = few_examples(info)
         self.chart.minimum = few
         self.chart.set_counts(stats["labels"])

@@ -26,6 +26,7 @@ from .detection_photos import DetectionPhotosCard, load_photos
 from .detection_summary import detection_words
 from .segmentation_evaluation import SegmentationCard, segmentation_words
 from .tags_summary import tags_words
+from .value_evaluation import TableEvaluation, value_words
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +110,16 @@ class EvaluatePage(Page):
         self.anomaly.frame.hide()
         self.segmentation = SegmentationCard(self._load_mask_photos, self.relabel_requested.emit)
         self.segmentation.frame.hide()
+        self.table = TableEvaluation()  # numbers predicted; which columns matter
 
         content = QWidget()
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 8, 0)
         layout.setSpacing(12)
         layout.addWidget(hero_card)
+        layout.addWidget(self.table.values_frame)
         layout.addWidget(middle)
+        layout.addWidget(self.table.importance_frame)
         layout.addWidget(self.mistakes_card.frame)
         layout.addWidget(self.detection_photos.frame)
         layout.addWidget(self.anomaly.frame)
@@ -205,8 +209,9 @@ class EvaluatePage(Page):
         tags = "micro_f1" in report and report.get("accuracy") is None
         segmentation = "miou" in report
         self.report_button.setVisible(bool(report.get("has_html", True)))
-        if tags:  # each photo's set of tags instead of one label
-            hero, detail, advice = tags_words(report, self.noun)
+        values = "r2" in report  # a number per row instead of a class
+        if tags or values:  # each photo's set of tags, or a number, instead of one label
+            hero, detail, advice = value_words(report, self.noun) if values else tags_words(report, self.noun)
             self.hero.setText(hero)
             self.hero_detail.setText(detail)
             self.advice.setText(advice)
@@ -237,9 +242,12 @@ class EvaluatePage(Page):
             self.matrix.setFixedHeight(self.matrix.sizeHint().height())
         self.bars.set_rows([] if segmentation else per_class_rows(report))
         anomaly = "auroc" in report  # an anomaly model: caught defects and false alarms instead
-        self.middle.setVisible(not anomaly and not segmentation)
+        self.middle.setVisible(not anomaly and not segmentation and not values)
         # the card lists single-label mistakes: for tags it would say "none" beside a 50% headline
-        self.mistakes_card.frame.setVisible(not detector and not anomaly and not segmentation and not tags)
+        unlisted = "importance" in report and not report.get("mistakes")  # a table model lists no rows
+        self.mistakes_card.frame.setVisible(
+            not (detector or anomaly or segmentation or tags or values or unlisted)
+        )
         self.segmentation.frame.setVisible(segmentation)
         self.segmentation.set_report(report if segmentation else None)
         self.detection_photos.frame.setVisible(detector)
@@ -249,6 +257,7 @@ class EvaluatePage(Page):
         )
         self.detection_photos.set_report(report if detector else None)
         self.anomaly.set_report(report if anomaly else None)
+        self.table.set_report(report)
 
     def _load_thumbnails(self, mistakes: list[dict], done) -> None:
         """Find each mistake's sample (by id, else by its media hash ``key``) and its thumbnail."""

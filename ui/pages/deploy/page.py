@@ -46,7 +46,9 @@ class DeployPage(Page):
         self.import_button.setVisible(False)
         self.recorder = self.make_recorder()
         self.recorder.recorded.connect(self._recorded)
-        self.try_it = TryIt(self.try_file, self.report_error, self.recorder, on_text=self.try_text)
+        self.try_it = TryIt(
+            self.try_file, self.report_error, self.recorder, on_text=self.try_text, on_row=self.try_row
+        )
         self.try_it.live.predict = lambda payload: self.ws.predict_payloads(self.model_id, [payload])[0]
         self.service_card = ServiceCard(workspace, self.run, self.report_error, self)
         self.service_card.changed.connect(self._used)
@@ -189,6 +191,13 @@ class DeployPage(Page):
         self.status_changed.emit()
 
     def _model_changed(self) -> None:
+        if "form" in self.try_it.kind.try_parts and self.model_id is not None:  # a field per column
+            ws, model_id = self.ws, self.model_id
+            self.run(
+                lambda state: ws.model_columns(model_id),
+                self.try_it.row_form.set_columns,
+                title="Could not read the model's columns",
+            )
         self.service_card.set_model(self.project, self.model_id)
         self.export_card.set_model(self.project, self.model_id)
         self.put_to_work.set_model(self.project, self.model_id)
@@ -245,6 +254,23 @@ class DeployPage(Page):
             self.report_error("Could not read this text", message, details)
 
         self.predictions.start(lambda state: ws.predict_texts(model_id, [text]), done, on_failed=failed)
+
+    def try_row(self, row: dict) -> None:
+        """Ask the current model about a row of the form (off the UI thread), as the service would."""
+        if self.model_id is None:
+            return
+        model_id, ws = self.model_id, self.ws
+        self.try_it.looking(None)
+
+        def done(results):
+            self.last_prediction = results[0]
+            self.try_it.show_prediction(results[0])
+
+        def failed(message, details):
+            self.try_it.clear()
+            self.report_error("Could not read this row", message, details)
+
+        self.predictions.start(lambda state: ws.predict_rows(model_id, [row]), done, on_failed=failed)
 
     def _recorded(self, _label: str, wav: bytes) -> None:
         """A clip from the microphone: save it (worker) and classify it."""

@@ -15,6 +15,7 @@ from ...kinds import IMAGE_SUFFIXES, ui_kind
 from ...page import card
 from ...widgets import camera
 from ...widgets.clip_player import ClipPlayer
+from ...widgets.row_form import RowForm
 from ...widgets.text_try import TextTry
 from ...wording import found_words, top_scores
 from .live_preview import LiveMode
@@ -103,7 +104,7 @@ class TryIt:
     failure; ``recorder`` is the record bar shown for sound models (its ``recorded`` goes to the page).
     """
 
-    def __init__(self, on_file, on_error, recorder, on_text=None):
+    def __init__(self, on_file, on_error, recorder, on_text=None, on_row=None):
         self.on_file, self.on_error = on_file, on_error
         self.sound = False
         self.kind = ui_kind("image")
@@ -132,7 +133,12 @@ class TryIt:
         if on_text is not None:
             self.text_try.submitted.connect(on_text)
         self.text_try.hide()
+        self.row_form = RowForm()  # table models: one field per column
+        if on_row is not None:
+            self.row_form.submitted.connect(on_row)
+        self.row_form.hide()
         left = QVBoxLayout()
+        left.addWidget(self.row_form, 1)
         left.addWidget(self.text_try, 1)
         left.addWidget(self.drop, 1)
         left.addWidget(self.clip_player, 1)
@@ -163,6 +169,7 @@ class TryIt:
         self.clip_player.setVisible("player" in parts)
         self.recorder.setVisible("recorder" in parts)
         self.text_try.setVisible("text" in parts)
+        self.row_form.setVisible("form" in parts)
         self.choose_button.setVisible("choose" in parts)
         if entry.choose:
             self.choose_button.setText(entry.choose[0])
@@ -191,6 +198,7 @@ class TryIt:
         self.live.stop()
         self.answer.setText("")
         self.scores.set_rows([])
+        self.scores.show()
 
     def show_prediction(self, prediction: dict, path: str | None = None) -> None:
         """The answer in words and the top scores as bars (a detector's boxes drawn on the photo)."""
@@ -211,6 +219,12 @@ class TryIt:
                 self.drop.show_image(path, prediction["boxes"])
             self.answer.setText(found_words(prediction["boxes"]))
             self.scores.set_rows((b["label"], (b["score"],)) for b in prediction["boxes"][:10])
+            return
+        self.scores.setVisible("value" not in prediction)  # a number predicted has no scores to show
+        if prediction.get("value") is not None:  # a table regression
+            self.answer.setText(
+                f"{prediction['value']:.6g}  <span style='font-size:15px; font-weight:400'>predicted</span>"
+            )
             return
         if "tags" in prediction:  # a tags model: every tag over its threshold
             tags = prediction.get("tags") or []

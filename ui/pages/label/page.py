@@ -37,6 +37,7 @@ from .fresh_suggestions import ask_fresh_suggestion
 from .heatmap_hint import HeatmapHint
 from .keep_up_bar import KeepUpBar
 from .side_panel import SidePanel
+from .table_mode import show_table
 from .views import PayloadCache
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ class LabelPage(Page):
         self.order_box.currentIndexChanged.connect(lambda _i: self.refresh())
         self.train_button = QPushButton("Train a model  ›")
         self.train_button.clicked.connect(lambda: self.navigate.emit("train"))
-        self.header.add(QLabel("Order"))
+        self.order_label = self.header.add(QLabel("Order"))
         self.header.add(self.order_box)
         self.header.add(self.train_button)
         self.keep_up = KeepUpBar(self)  # "Improve as I label"
@@ -210,6 +211,8 @@ class LabelPage(Page):
         target = data["info"].get("target", "label")
         if target not in ANNOTATORS:  # a task whose annotator this build lacks (e.g. masks)
             self.show_empty(True, f"This version cannot paint {target}s here: import photos with {target}s.")
+            return
+        if show_table(self, data):  # rows of a table are labeled in the table
             return
         self._configure(data["info"], data["labels"])
         self.model_id, self.suggestions = data["model_id"], data["suggestions"]
