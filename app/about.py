@@ -46,6 +46,12 @@ COMPONENTS = (
     ("threadpoolctl", "threadpoolctl", "https://github.com/joblib/threadpoolctl"),
     ("av", "PyAV (with FFmpeg's libraries), the edge server's video", "https://pyav.org"),
     ("prometheus-client", "Prometheus Python client", "https://github.com/prometheus/client_python"),
+    ("scikit-learn", "scikit-learn, the table templates", "https://scikit-learn.org"),
+    ("scipy", "SciPy", "https://scipy.org"),
+    ("lightgbm", "LightGBM, the table templates' trees", "https://github.com/microsoft/LightGBM"),
+    ("onnxmltools", "onnxmltools, the trees' ONNX export", "https://github.com/onnx/onnxmltools"),
+    ("openpyxl", "openpyxl, Excel tables", "https://openpyxl.readthedocs.io"),
+    ("scikit-image", "scikit-image, the mask assist", "https://scikit-image.org"),
 )
 #: Licences of components whose metadata does not state one in a short form.
 KNOWN_LICENCES = {

@@ -42,10 +42,20 @@ HOOKED = frozenset(
         "multipart",
         "python_multipart",
         "google",
+        # the table and mask-assist dependencies: pyinstaller-hooks-contrib collects their compiled
+        # parts and data (scikit-learn's, scikit-image's and LightGBM's hooks); the rest is plain code
+        "sklearn",
+        "scipy",
+        "skimage",
+        "lightgbm",
+        "openpyxl",
+        "onnxmltools",
+        "networkx",
+        "joblib",
     }
 )
 #: Third-party imports that are optional at run time (guarded, not bundled).
-OPTIONAL_IMPORTS = frozenset({"distributed", "dask", "torch", "pytest", "PyQt5", "PyQt6"})
+OPTIONAL_IMPORTS = frozenset({"distributed", "dask", "torch", "pytest", "PyQt5", "PyQt6", "pyarrow"})
 #: Modules the app never uses; excluding them keeps them out even if a dependency mentions them.
 EXCLUDED_MODULES = (
     "tkinter",
@@ -53,7 +63,6 @@ EXCLUDED_MODULES = (
     "pytest",
     "IPython",
     "matplotlib",
-    "scipy",
     "pandas",
     "torch",
     "tensorflow",
