@@ -64,6 +64,8 @@ EXCLUDED_MODULES = (
     "IPython",
     "matplotlib",
     "pandas",
+    # Parquet is optional (the import says to install pyarrow); bundled it would add 156 MB
+    "pyarrow",
     "torch",
     "tensorflow",
     "distributed",
