@@ -33,6 +33,9 @@ class Item:
     normalised: bool = False  # boxes are fractions of the image size (YOLO), not pixels
     error: str | None = None
     split: str | None = None  # "train", "val" or "test" when the source says which
+    # hashed with ``text`` into the sample's identity, for texts that alone do not tell two samples
+    # apart (a table row: its target and which copy of an identical row it is)
+    identity: str = ""
 
 
 @dataclass

@@ -13,6 +13,7 @@ import csv
 import datetime as _dt
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -239,6 +240,20 @@ def _numeric_many(labels: list[str]) -> bool:
     return len(values) > MANY_VALUES
 
 
+def _identity(text: str, label: str | None, copies: Counter) -> str:
+    """What tells a row apart beside its cells: its target and which copy of the same cells and target
+    in its file it is. Rows alike but for their target are distinct rows (two passengers with the same
+    facts, one survived), and so are two identical lines; importing the file again, in any row order,
+    gives every row the same identity again, so it adds nothing."""
+    from .importing import normalise_text
+
+    key = (normalise_text(text), label)
+    copy = copies[key]
+    copies[key] += 1
+    # normalised text holds no newline, so this cannot be mistaken for part of a row
+    return "\n" + json.dumps([label, copy])
+
+
 def read_rows(path: Path, report: ImportReport, target: str | None) -> list[Item]:
     """The rows of one table file as items; the ``target`` column's value is the label (rows without one
     import unlabeled, left out of training, and the report says how many)."""
@@ -246,10 +261,19 @@ def read_rows(path: Path, report: ImportReport, target: str | None) -> list[Item
     target = find_target(columns, target, path.name)
     items: list[Item] = []
     missing = 0
+    copies: Counter = Counter()
     for number, row in enumerate(rows, 2):
         label = canonical(row.pop(target, None)) if target else None
         missing += target is not None and label is None
-        items.append(Item(f"{path.name}:{number}", text=row_text(row), labels=[label] if label else []))
+        text = row_text(row)
+        items.append(
+            Item(
+                f"{path.name}:{number}",
+                text=text,
+                labels=[label] if label else [],
+                identity=_identity(text, label, copies),
+            )
+        )
     if not items:
         raise ValueError(f"{path.name} holds a header row but no rows: add rows below the header")
     if target is None:
@@ -265,13 +289,13 @@ def read_rows(path: Path, report: ImportReport, target: str | None) -> list[Item
     if _numeric_many(labels):
         from .media import sha256_bytes
 
-        keyed = [
-            (sha256_bytes(it.text.encode()), float(it.labels[0])) for it in items if it.labels and it.text
-        ]
-        splits = value_splits(keyed)
+        keys = {
+            id(it): sha256_bytes((it.text + it.identity).encode()) for it in items if it.labels and it.text
+        }
+        splits = value_splits([(keys[id(it)], float(it.labels[0])) for it in items if id(it) in keys])
         for item in items:
-            if item.labels and item.text:
-                item.split = splits[sha256_bytes(item.text.encode())]
+            if id(item) in keys:
+                item.split = splits[keys[id(item)]]
     return items
 
 

@@ -201,3 +201,19 @@ def test_a_parquet_table_is_read_when_pyarrow_is_there(store, tmp_path):
         ({"size": None, "colour": "blue"}, ["b"]),
         ({"size": 3.0, "colour": None}, []),
     ]
+
+
+def test_rows_alike_but_for_their_target_are_kept_and_a_second_import_adds_nothing(store, tmp_path):
+    table = _csv(
+        tmp_path / "people.csv",
+        ["class,sex,survived", "3,male,0", "3,male,1", "3,male,0", "1,female,1", "3,male,0"],
+    )
+    project = _project(store)
+    first = import_path(store, project, table, label_column="survived")
+    assert first.added == 5 and first.duplicates == 0  # same facts, other outcome: another passenger
+    assert sorted(s.labels[0] for s in store.samples(project)) == ["0", "0", "0", "1", "1"]
+    again = import_path(store, project, table, label_column="survived")
+    assert again.added == 0 and again.duplicates == 5
+    shuffled = _csv(tmp_path / "copy.csv", ["class,sex,survived", "3,male,0", "1,female,1", "3,male,1"])
+    assert import_path(store, project, shuffled, label_column="survived").added == 0  # rows already there
+    assert store.stats(project)["samples"] == 5
