@@ -58,6 +58,7 @@ class ImportReport:
     merged: int = 0  # duplicates whose annotations were merged into the copy already there
     updated: int = 0  # samples already in the project whose annotations a re-import corrected
     splits_kept: int = 0  # added samples that kept the train/val/test split their source gives
+    splits_by_value: str | None = None  # the numeric target column whose value ranges chose the splits
     labels: dict[str, int] = field(default_factory=dict)
     stopped: bool = False
     failed_total: int = 0

@@ -293,6 +293,7 @@ def read_rows(path: Path, report: ImportReport, target: str | None) -> list[Item
             id(it): sha256_bytes((it.text + it.identity).encode()) for it in items if it.labels and it.text
         }
         splits = value_splits([(keys[id(it)], float(it.labels[0])) for it in items if id(it) in keys])
+        report.splits_by_value = target
         for item in items:
             if id(item) in keys:
                 item.split = splits[keys[id(item)]]

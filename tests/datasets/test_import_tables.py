@@ -217,3 +217,17 @@ def test_rows_alike_but_for_their_target_are_kept_and_a_second_import_adds_nothi
     shuffled = _csv(tmp_path / "copy.csv", ["class,sex,survived", "3,male,0", "1,female,1", "3,male,1"])
     assert import_path(store, project, shuffled, label_column="survived").added == 0  # rows already there
     assert store.stats(project)["samples"] == 5
+
+
+def test_the_report_says_a_numeric_target_split_the_rows_by_value_ranges(store, tmp_path):
+    lines = ["x,weight"] + [f"{i},{1000 + 10 * i}" for i in range(100)] + ["100,"]
+    project = _project(store)
+    report = import_path(store, project, _csv(tmp_path / "w.csv", lines), label_column="weight")
+    said = [w for w in report.warnings if "split" in w and "missing" not in w and "no 'weight'" not in w]
+    assert said == [
+        "100 rows were split into train/val/test by ranges of their 'weight' values, so each part "
+        "spans the whole range of targets (the Data page's split filter shows them)"
+    ]
+    assert not any("their source gives" in w for w in report.warnings)
+    again = import_path(store, project, _csv(tmp_path / "w.csv", lines), label_column="weight")
+    assert not any("ranges of" in w for w in again.warnings)  # nothing added, nothing split
