@@ -96,12 +96,6 @@ def test_a_bad_table_gets_one_sentence_naming_it(store, tmp_path, name, content,
     assert len(str(caught.value).splitlines()) == 1
 
 
-def test_one_class_is_said(store, tmp_path):
-    table = _csv(tmp_path / "same.csv", ["x,label", "1,yes", "2,yes", "3,yes"])
-    report = import_path(store, _project(store), table, label_column="label")
-    assert any("same.csv: every text has the label 'yes'" in w for w in report.warnings)
-
-
 def test_numeric_targets_with_many_values_are_split_over_their_range(store, tmp_path):
     lines = ["x,weight"] + [f"{i},{1000 + 10 * i}" for i in range(100)]
     project = _project(store)
@@ -231,3 +225,27 @@ def test_the_report_says_a_numeric_target_split_the_rows_by_value_ranges(store, 
     assert not any("their source gives" in w for w in report.warnings)
     again = import_path(store, project, _csv(tmp_path / "w.csv", lines), label_column="weight")
     assert not any("ranges of" in w for w in again.warnings)  # nothing added, nothing split
+
+
+def test_a_target_of_one_class_is_said_naming_the_file_and_the_column(store, tmp_path):
+    table = _csv(tmp_path / "same.csv", ["x,outcome", "1,yes", "2,yes", "3,yes"])
+    report = import_path(store, _project(store), table, label_column="outcome")
+    said = [w for w in report.warnings if "same.csv" in w]
+    assert said == [
+        "same.csv: every row has 'yes' in column 'outcome'; a model needs at least two classes to learn, "
+        "so import rows of another class too or choose another column to predict"
+    ]
+
+
+def test_a_numeric_target_with_some_words_is_said_and_still_split_over_its_range(store, tmp_path):
+    lines = ["x,weight"] + [f"{i},{1000 + 10 * i}" for i in range(60)] + ["60,heavy", "61,light"]
+    project = _project(store)
+    report = import_path(store, project, _csv(tmp_path / "w.csv", lines), label_column="weight")
+    said = [w for w in report.warnings if "not a number" in w]
+    assert said == [
+        "w.csv: 2 of 62 rows have a 'weight' value that is not a number (the first: 'heavy' on line 62); "
+        "a regression needs numbers there, so correct or empty those cells, or predict 'weight' as "
+        "classes in a tabular-classification project"
+    ]
+    splits = [s.split for s in store.samples(project) if s.labels[0] not in ("heavy", "light")]
+    assert splits.count("val") >= 8 and splits.count("test") >= 8  # before: all 60 in train
