@@ -167,7 +167,13 @@ class TableCalls:
         stay unlabeled, left out of training) and the previous target's labels go back into the rows
         as cells. Returns ``{"target", "labeled", "unlabeled"}``."""
         from modeldesk.datasets.table_columns import TARGET_SETTING
-        from modeldesk.datasets.table_files import canonical, row_text, value_splits
+        from modeldesk.datasets.table_files import (
+            as_number,
+            canonical,
+            numeric_target,
+            row_text,
+            value_splits,
+        )
 
         project = self.project(project)
         old = _target(self.store, project)
@@ -190,10 +196,11 @@ class TableCalls:
             labels[sample.id] = canonical(row.pop(column, None))
             texts[sample.id] = row_text(row)
         self.store.set_texts(texts)
-        numeric = _numeric(labels.values())
-        if numeric:  # spread every value range over train/val/test (the store stratifies by label)
+        if numeric_target(labels.values()):  # spread every value range over train/val/test
             unassigned = {
-                s.id: s.content_hash for s, _ in pairs if s.split is None and labels[s.id] is not None
+                s.id: s.content_hash
+                for s, _ in pairs
+                if s.split is None and as_number(labels[s.id]) is not None
             }
             keyed = [(h, float(labels[i])) for i, h in unassigned.items()]
             by_hash = value_splits(keyed)
@@ -247,17 +254,3 @@ def _predicts_values(project) -> bool:
     from modeldesk.trainers.tasks import get_trainer
 
     return getattr(get_trainer(project.task), "target", "label") == "value"
-
-
-def _numeric(labels) -> bool:
-    from modeldesk.datasets.table_files import MANY_VALUES
-
-    values = set()
-    for label in labels:
-        if label is None:
-            continue
-        try:
-            values.add(float(label))
-        except ValueError:
-            return False
-    return len(values) > MANY_VALUES

@@ -356,7 +356,7 @@ def _to_sample(kind: str, item: Item, stored, report: ImportReport) -> NewSample
             raise MediaError("empty text")
         return NewSample(
             kind=kind,
-            content_hash=sha256_bytes(text.encode("utf-8")),
+            content_hash=sha256_bytes((text + item.identity).encode("utf-8")),
             source=item.source,
             text=text,
             labels=list(item.labels),

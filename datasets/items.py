@@ -33,6 +33,9 @@ class Item:
     normalised: bool = False  # boxes are fractions of the image size (YOLO), not pixels
     error: str | None = None
     split: str | None = None  # "train", "val" or "test" when the source says which
+    # hashed with ``text`` into the sample's identity, for texts that alone do not tell two samples
+    # apart (a table row: its target and which copy of an identical row it is)
+    identity: str = ""
 
 
 @dataclass
@@ -55,6 +58,7 @@ class ImportReport:
     merged: int = 0  # duplicates whose annotations were merged into the copy already there
     updated: int = 0  # samples already in the project whose annotations a re-import corrected
     splits_kept: int = 0  # added samples that kept the train/val/test split their source gives
+    splits_by_value: str | None = None  # the numeric target column whose value ranges chose the splits
     labels: dict[str, int] = field(default_factory=dict)
     stopped: bool = False
     failed_total: int = 0

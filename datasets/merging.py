@@ -60,8 +60,15 @@ def merge_duplicate(store, sample_id: int, boxes: list[Box], earlier: bool, repo
 
 
 def summary(report: ImportReport) -> None:
-    """One line each for merged and updated annotations and for the splits the source gave."""
-    if report.splits_kept:
+    """One line each for merged and updated annotations and for the splits the source gave (or a
+    numeric target's value ranges chose)."""
+    if report.splits_kept and report.splits_by_value:
+        report.warn(
+            f"{report.splits_kept} rows were split into train/val/test by ranges of their "
+            f"{report.splits_by_value!r} values, so each part spans the whole range of targets "
+            "(the Data page's split filter shows them)"
+        )
+    elif report.splits_kept:
         others = "; the others are split 70/15/15" if report.splits_kept < report.added else ""
         report.warn(
             f"{report.splits_kept} item(s) kept the train/val/test split their source gives "

@@ -13,6 +13,7 @@ import csv
 import datetime as _dt
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,6 @@ from .csvtext import sniff_encoding, sniff_header
 from .items import ImportReport, Item
 from .safety import unescape_cell
 from .splits import SPLIT_TARGETS
-from .textchecks import warn_one_class
 
 TABLE_EXTS = (".csv", ".tsv", ".xlsx", ".parquet")
 MAX_COLUMNS = 1000
@@ -229,14 +229,47 @@ def value_splits(keyed: list[tuple[str, float]], targets=SPLIT_TARGETS) -> dict[
     return {ordered[i][0]: split for i, split in chosen.items()}
 
 
-def _numeric_many(labels: list[str]) -> bool:
-    values = set()
-    for label in labels:
-        try:
-            values.add(float(label))
-        except ValueError:
-            return False
-    return len(values) > MANY_VALUES
+def as_number(label) -> float | None:
+    """The label as a number, None when it is not one."""
+    try:
+        return float(label)
+    except (TypeError, ValueError):
+        return None
+
+
+def numeric_target(labels) -> bool:
+    """Whether labels are the values of a numeric target: more than :data:`MANY_VALUES` distinct numbers,
+    most labels numbers (a few words among them are mistakes to point out, not classes)."""
+    labels = [label for label in labels if label is not None]
+    numbers = [v for v in map(as_number, labels) if v is not None]
+    return len(set(numbers)) > MANY_VALUES and 2 * len(numbers) > len(labels)
+
+
+def _identity(text: str, label: str | None, copies: Counter) -> str:
+    """What tells a row apart beside its cells: its target and which copy of the same cells and target
+    in its file it is. Rows alike but for their target are distinct rows (two passengers with the same
+    facts, one survived), and so are two identical lines; importing the file again, in any row order,
+    gives every row the same identity again, so it adds nothing."""
+    from .importing import normalise_text
+
+    key = (normalise_text(text), label)
+    copy = copies[key]
+    copies[key] += 1
+    # normalised text holds no newline, so this cannot be mistaken for part of a row
+    return "\n" + json.dumps([label, copy])
+
+
+def _warn_words(report: ImportReport, name: str, target: str, items: list[Item]) -> None:
+    """One warning for the rows of a numeric target whose value is not a number."""
+    words = [it for it in items if it.labels and as_number(it.labels[0]) is None]
+    if words:
+        line = words[0].source.rsplit(":", 1)[1]
+        report.warn(
+            f"{name}: {len(words)} of {len(items)} rows have a {target!r} value that is not a number "
+            f"(the first: {words[0].labels[0]!r} on line {line}); a regression needs numbers there, so "
+            f"correct or empty those cells, or predict {target!r} as classes in a tabular-classification "
+            "project"
+        )
 
 
 def read_rows(path: Path, report: ImportReport, target: str | None) -> list[Item]:
@@ -246,10 +279,19 @@ def read_rows(path: Path, report: ImportReport, target: str | None) -> list[Item
     target = find_target(columns, target, path.name)
     items: list[Item] = []
     missing = 0
+    copies: Counter = Counter()
     for number, row in enumerate(rows, 2):
         label = canonical(row.pop(target, None)) if target else None
         missing += target is not None and label is None
-        items.append(Item(f"{path.name}:{number}", text=row_text(row), labels=[label] if label else []))
+        text = row_text(row)
+        items.append(
+            Item(
+                f"{path.name}:{number}",
+                text=text,
+                labels=[label] if label else [],
+                identity=_identity(text, label, copies),
+            )
+        )
     if not items:
         raise ValueError(f"{path.name} holds a header row but no rows: add rows below the header")
     if target is None:
@@ -261,17 +303,25 @@ def read_rows(path: Path, report: ImportReport, target: str | None) -> list[Item
             "but left out of training until they get one"
         )
     labels = [item.labels[0] for item in items if item.labels]
-    warn_one_class(report, path.name, set(labels))
-    if _numeric_many(labels):
+    if len(set(labels)) == 1:
+        report.warn(
+            f"{path.name}: every row has {labels[0]!r} in column {target!r}; a model needs at least two "
+            "classes to learn, so import rows of another class too or choose another column to predict"
+        )
+    if numeric_target(labels):
         from .media import sha256_bytes
 
-        keyed = [
-            (sha256_bytes(it.text.encode()), float(it.labels[0])) for it in items if it.labels and it.text
-        ]
-        splits = value_splits(keyed)
+        _warn_words(report, path.name, target, items)
+        keys = {
+            id(it): sha256_bytes((it.text + it.identity).encode())
+            for it in items
+            if it.labels and it.text and as_number(it.labels[0]) is not None
+        }
+        splits = value_splits([(keys[id(it)], float(it.labels[0])) for it in items if id(it) in keys])
+        report.splits_by_value = target
         for item in items:
-            if item.labels and item.text:
-                item.split = splits[sha256_bytes(item.text.encode())]
+            if id(item) in keys:
+                item.split = splits[keys[id(item)]]
     return items
 
 

@@ -96,12 +96,6 @@ def test_a_bad_table_gets_one_sentence_naming_it(store, tmp_path, name, content,
     assert len(str(caught.value).splitlines()) == 1
 
 
-def test_one_class_is_said(store, tmp_path):
-    table = _csv(tmp_path / "same.csv", ["x,label", "1,yes", "2,yes", "3,yes"])
-    report = import_path(store, _project(store), table, label_column="label")
-    assert any("same.csv: every text has the label 'yes'" in w for w in report.warnings)
-
-
 def test_numeric_targets_with_many_values_are_split_over_their_range(store, tmp_path):
     lines = ["x,weight"] + [f"{i},{1000 + 10 * i}" for i in range(100)]
     project = _project(store)
@@ -201,3 +195,57 @@ def test_a_parquet_table_is_read_when_pyarrow_is_there(store, tmp_path):
         ({"size": None, "colour": "blue"}, ["b"]),
         ({"size": 3.0, "colour": None}, []),
     ]
+
+
+def test_rows_alike_but_for_their_target_are_kept_and_a_second_import_adds_nothing(store, tmp_path):
+    table = _csv(
+        tmp_path / "people.csv",
+        ["class,sex,survived", "3,male,0", "3,male,1", "3,male,0", "1,female,1", "3,male,0"],
+    )
+    project = _project(store)
+    first = import_path(store, project, table, label_column="survived")
+    assert first.added == 5 and first.duplicates == 0  # same facts, other outcome: another passenger
+    assert sorted(s.labels[0] for s in store.samples(project)) == ["0", "0", "0", "1", "1"]
+    again = import_path(store, project, table, label_column="survived")
+    assert again.added == 0 and again.duplicates == 5
+    shuffled = _csv(tmp_path / "copy.csv", ["class,sex,survived", "3,male,0", "1,female,1", "3,male,1"])
+    assert import_path(store, project, shuffled, label_column="survived").added == 0  # rows already there
+    assert store.stats(project)["samples"] == 5
+
+
+def test_the_report_says_a_numeric_target_split_the_rows_by_value_ranges(store, tmp_path):
+    lines = ["x,weight"] + [f"{i},{1000 + 10 * i}" for i in range(100)] + ["100,"]
+    project = _project(store)
+    report = import_path(store, project, _csv(tmp_path / "w.csv", lines), label_column="weight")
+    said = [w for w in report.warnings if "split" in w and "missing" not in w and "no 'weight'" not in w]
+    assert said == [
+        "100 rows were split into train/val/test by ranges of their 'weight' values, so each part "
+        "spans the whole range of targets (the Data page's split filter shows them)"
+    ]
+    assert not any("their source gives" in w for w in report.warnings)
+    again = import_path(store, project, _csv(tmp_path / "w.csv", lines), label_column="weight")
+    assert not any("ranges of" in w for w in again.warnings)  # nothing added, nothing split
+
+
+def test_a_target_of_one_class_is_said_naming_the_file_and_the_column(store, tmp_path):
+    table = _csv(tmp_path / "same.csv", ["x,outcome", "1,yes", "2,yes", "3,yes"])
+    report = import_path(store, _project(store), table, label_column="outcome")
+    said = [w for w in report.warnings if "same.csv" in w]
+    assert said == [
+        "same.csv: every row has 'yes' in column 'outcome'; a model needs at least two classes to learn, "
+        "so import rows of another class too or choose another column to predict"
+    ]
+
+
+def test_a_numeric_target_with_some_words_is_said_and_still_split_over_its_range(store, tmp_path):
+    lines = ["x,weight"] + [f"{i},{1000 + 10 * i}" for i in range(60)] + ["60,heavy", "61,light"]
+    project = _project(store)
+    report = import_path(store, project, _csv(tmp_path / "w.csv", lines), label_column="weight")
+    said = [w for w in report.warnings if "not a number" in w]
+    assert said == [
+        "w.csv: 2 of 62 rows have a 'weight' value that is not a number (the first: 'heavy' on line 62); "
+        "a regression needs numbers there, so correct or empty those cells, or predict 'weight' as "
+        "classes in a tabular-classification project"
+    ]
+    splits = [s.split for s in store.samples(project) if s.labels[0] not in ("heavy", "light")]
+    assert splits.count("val") >= 8 and splits.count("test") >= 8  # before: all 60 in train
