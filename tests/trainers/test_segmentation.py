@@ -222,8 +222,8 @@ def test_masks_export_and_import_back_exactly(tmp_path, format):
             want = masks[ws.sample(sample_id).content_hash]
             got = ws.sample_mask(sample_id)
             assert (want is None and got is None) or np.array_equal(want, got)
-        with pytest.raises(ValueError, match="masks, voc or coco"):
-            ws.export_data("scenes", tmp_path / "out2", "yolo")
+        with pytest.raises(ValueError, match="masks, voc, coco, labelme or yolo"):
+            ws.export_data("scenes", tmp_path / "out2", "cvat")
     finally:
         ws.close()
 
