@@ -29,7 +29,8 @@ def _masks() -> list[np.ndarray]:
     first[22:24, 30:33] = VOID
     second = rng.integers(0, 4, (17, 23)).astype(np.uint8)  # noise: every kind of pinch
     second[rng.random(second.shape) < 0.08] = VOID
-    return [first, second]
+    third = np.ones((8, 8), np.uint8)  # its mask is removed: a photo without one
+    return [first, second, third]
 
 
 def _project(tmp_path):
@@ -43,7 +44,7 @@ def _project(tmp_path):
     (root / "classes.txt").write_text("".join(f"{i} {n}\n" for i, n in enumerate(CLASSES)), encoding="utf-8")
     ws = Workspace(tmp_path / "ws", cleanup=False)
     ws.create_project("leaves", "segmentation")
-    assert ws.import_data("leaves", root)["added"] == 2
+    assert ws.import_data("leaves", root)["added"] == 3
     return ws
 
 
@@ -53,15 +54,15 @@ def test_polygon_exports_import_back_to_the_same_masks(tmp_path, format):
     has a way to say "not labeled"), and a photo without a mask comes back without one."""
     ws = _project(tmp_path)
     try:
-        ids = ws.sample_ids("leaves")
-        unlabeled = ws.sample(ids[0]).content_hash
-        ws.set_sample_mask(ids[0], None)
+        (third,) = [i for i in ws.sample_ids("leaves") if "p2" in ws.sample(i).source]
+        unlabeled = ws.sample(third).content_hash
+        ws.set_sample_mask(third, None)
         want = {ws.sample(i).content_hash: ws.sample_mask(i) for i in ws.sample_ids("leaves")}
         exported = ws.export_data("leaves", tmp_path / "out", format)
-        assert exported["samples"] == 2 and not exported["skipped"]
+        assert exported["samples"] == 3 and not exported["skipped"]
         ws.create_project("back", "segmentation")
         report = ws.import_data("back", tmp_path / "out")
-        assert report["format"] == format and report["added"] == 2 and not report["failed"], report
+        assert report["format"] == format and report["added"] == 3 and not report["failed"], report
         assert set(ws.labels("back")) <= set(CLASSES)
         back = ws.labels("back")
         compared = 0
@@ -76,7 +77,7 @@ def test_polygon_exports_import_back_to_the_same_masks(tmp_path, format):
             expected[want[content] == VOID] = "background"
             assert (names[got] == expected).all(), f"{(names[got] != expected).sum()} pixels differ"
             compared += 1
-        assert compared == 1
+        assert compared == 2
     finally:
         ws.close()
 
