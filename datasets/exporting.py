@@ -2,7 +2,8 @@
 
 Formats: ``folder`` (media in one folder per class, unlabeled media at the top; text as ``data.csv``),
 ``csv`` (``text,label`` for text, ``path,label`` for media, one row per box for detection), ``voc``,
-``coco`` and ``yolo`` (detection, each with the train/val/test split in that format's own way). Media files are copied byte for byte; names come from the original
+``coco`` and ``yolo`` (detection, each with the train/val/test split in that format's own way; for
+segmentation ``masks``, ``voc``, ``coco``, ``labelme`` and ``yolo``: polygons, see ``seg_outlines``). Media files are copied byte for byte; names come from the original
 file names, made unique with a piece of the content hash where two collide.
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from modeldesk.fileio import atomic_open, atomic_write
 
-from . import seg_coco, seg_folders
+from . import seg_coco, seg_folders, seg_outlines
 from .coco import coco_document
 from .createml import createml_document
 from .cvat import cvat_document
@@ -49,6 +50,7 @@ EXPORT_FORMATS = (
     "masks",
 )
 _BOX_FORMATS = ("voc", "coco", "yolo", "createml")
+_MASK_FORMATS = ("masks", "voc", "coco", "labelme", "yolo")
 log = logging.getLogger(__name__)
 _PAGE = 500
 
@@ -112,9 +114,10 @@ def export_project(
     masks = project.target == "mask"
     if format == "masks" and not masks:
         raise ValueError(f"masks export is for segmentation projects; {project.name!r} is {project.task}")
-    if masks and format not in ("masks", "voc", "coco"):
+    if masks and format not in _MASK_FORMATS:
         raise ValueError(
-            f"{format} export cannot hold masks; project {project.name!r} is {project.task}: use masks, voc or coco"
+            f"{format} export cannot hold masks; project {project.name!r} is {project.task}: "
+            f"use {', '.join(_MASK_FORMATS[:-1])} or {_MASK_FORMATS[-1]}"
         )
     if format in _BOX_FORMATS and not detection and not masks:
         raise ValueError(
@@ -147,6 +150,10 @@ def export_project(
         writer = partial(seg_folders.write_masks, voc=True)
     if format == "coco" and masks:  # one compressed RLE per class and photo
         writer = seg_coco.write_coco_masks
+    if format == "labelme" and masks:  # a polygon per region, painted in order
+        writer = seg_outlines.write_labelme_masks
+    if format == "yolo" and masks:  # YOLO-seg: a polygon per region and line
+        writer = seg_outlines.write_yolo_masks
     skipped: list[dict] = []
     with _staging(out) as staging:
         samples, files = writer(

@@ -110,8 +110,20 @@ def read_labelme(root: Path, report: ImportReport) -> tuple[int, list[Item]]:
     return len(items), items
 
 
-def labelme_document(image_name: str, width: int, height: int, boxes, tags) -> str:
-    """One LabelMe file: rectangles for the boxes, true flags for the tags."""
+def labelme_document(image_name: str, width: int, height: int, boxes, tags, outlines=()) -> str:
+    """One LabelMe file: rectangles for the boxes, polygons for the ``outlines`` (``(label, [x1, y1, ...])``),
+    true flags for the tags."""
+    polygons = [
+        {
+            "label": label,
+            "points": [[points[k], points[k + 1]] for k in range(0, len(points), 2)],
+            "group_id": None,
+            "description": "",
+            "shape_type": "polygon",
+            "flags": {},
+        }
+        for label, points in outlines
+    ]
     shapes = [
         {
             "label": b.label,
@@ -122,7 +134,7 @@ def labelme_document(image_name: str, width: int, height: int, boxes, tags) -> s
             "flags": {},
         }
         for b in boxes
-    ]
+    ] + polygons
     return json.dumps(
         {
             "version": "5.4.1",

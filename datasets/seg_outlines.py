@@ -3,20 +3,27 @@ rectangles and circles too; a YOLO line of 4 numbers is a box) painted in their 
 inside the shape (``seg_coco.polygon_mask``). Pixels no shape covers are ``_background_`` in LabelMe's
 own convention (``labelme2voc``); here they are the class ``background``. Lines and points outline
 nothing and are left out.
+
+The exports (``write_labelme_masks``, ``write_yolo_masks``) trace every region of a mask along its
+pixels' edges (``modeldesk.outlines``), largest first, so that importing them back paints every labeled
+pixel as it was (0 pixels differ). Neither format can say "not labeled": such pixels come back as
+``background`` (a class the import adds), and a photo without a mask gets no annotation file.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
 from .. import safejson
+from ..outlines import mask_polygons
 from .detect import iter_files, looks_like_labelme
 from .items import ImportReport
 from .labelme import MAX_FILE_BYTES
 from .locate import ImageIndex
-from .masks import MaskError, write_mask
+from .masks import VOID, MaskError, mask_ref, write_mask
 from .safety import to_float
 from .seg_coco import BACKGROUND, polygon_mask
 
@@ -140,4 +147,83 @@ def attach_yolo_masks(store, project, root: Path, report: ImportReport) -> int:
     return done
 
 
-__all__ = ["attach_labelme_masks", "attach_yolo_masks", "shape_mask", "yolo_polygons"]
+def mask_outlines(store, project, sample, classes: list[str]) -> list[tuple[str, list[float]]] | None:
+    """(class, polygon in pixels) of every region of ``sample``'s mask, in painting order (None: no mask).
+    Not labeled pixels count as ``background``; a background region gets a polygon only inside another
+    region (an import starts from background everywhere else)."""
+    ref = mask_ref(store, project, sample)
+    if ref is None:
+        return None
+    values = ref.read()
+    background = classes.index(BACKGROUND) if BACKGROUND in classes else VOID
+    values[values == VOID] = background
+    names = {**dict(enumerate(classes)), VOID: BACKGROUND}
+    return [
+        (names[value], points)
+        for value, points in mask_polygons(values, skip=(), skip_on_border=(background,))
+    ]
+
+
+def write_labelme_masks(store, project, out: Path, samples) -> tuple[int, int]:
+    """Export: one LabelMe JSON of polygons beside each photo, in ``<split>/`` folders."""
+    from .exporting import _by_split_folder, _write_text
+    from .labelme import labelme_document
+
+    classes = store.labels(project)
+    files = 0
+
+    def write_folder(folder: Path, entries) -> None:
+        nonlocal files
+        for name, sample in entries:
+            outlines = mask_outlines(store, project, sample, classes)
+            if outlines is not None:
+                document = labelme_document(name, sample.width, sample.height, [], [], outlines)
+                _write_text(folder / f"{Path(name).stem}.json", document)
+                files += 1
+
+    count, _files = _by_split_folder(out, samples, write_folder)
+    return count, count + files
+
+
+def write_yolo_masks(store, project, out: Path, samples) -> tuple[int, int]:
+    """Export: Ultralytics YOLO-seg, ``images/<split>/``, ``labels/<split>/`` (one polygon a line,
+    normalised to the photo's size), ``data.yaml`` and ``classes.txt``."""
+    from .exporting import _copy, _Namer, _split_of, _write_text
+
+    classes = store.labels(project)
+    names = list(classes)
+    namer, count, files, splits = _Namer(), 0, 0, set()
+    for sample in samples:
+        split = _split_of(sample)
+        splits.add(split)
+        name = namer(sample)
+        _copy(sample, out / "images" / split / name)
+        count += 1
+        outlines = mask_outlines(store, project, sample, classes)
+        if outlines is None:
+            continue
+        lines = []
+        for label, points in outlines:
+            if label not in names:  # not labeled pixels inside a region, in a project with no background
+                names.append(label)
+            size = (sample.width, sample.height)
+            coords = " ".join(f"{v / size[k % 2]:.6f}" for k, v in enumerate(points))
+            lines.append(f"{names.index(label)} {coords}\n")
+        _write_text(out / "labels" / split / f"{Path(name).stem}.txt", "".join(lines))
+        files += 1
+    _write_text(out / "classes.txt", "".join(f"{n}\n" for n in names))
+    listed = "".join(f"  {i}: {json.dumps(n, ensure_ascii=False)}\n" for i, n in enumerate(names))
+    lists = "".join(f"{s}: images/{s}\n" for s in ("train", "val", "test") if s in splits)
+    _write_text(out / "data.yaml", f"path: .\n{lists}nc: {len(names)}\nnames:\n{listed}")
+    return count, count + files + 2
+
+
+__all__ = [
+    "attach_labelme_masks",
+    "attach_yolo_masks",
+    "mask_outlines",
+    "shape_mask",
+    "write_labelme_masks",
+    "write_yolo_masks",
+    "yolo_polygons",
+]

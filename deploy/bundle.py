@@ -83,6 +83,7 @@ def _write_tree(root: Path, artifact: ModelArtifact) -> None:
         shutil.copy2(HERE / name, package / name)
     shutil.copy2(HERE.parent / "devices.py", package / "devices.py")  # the one device table
     shutil.copy2(HERE.parent / "safejson.py", package / "safejson.py")  # JSON read with limits
+    shutil.copy2(HERE.parent / "outlines.py", package / "outlines.py")  # a mask's polygons (mask_output)
     for path in (HERE / "static").iterdir():
         if path.is_file():
             shutil.copy2(path, package / "static" / path.name)

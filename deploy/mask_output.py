@@ -17,6 +17,11 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image
 
+try:
+    from modeldesk.outlines import mask_polygons
+except ImportError:  # the deploy bundle, which copies the module beside this one
+    from .outlines import mask_polygons  # type: ignore[no-redef]
+
 #: the colours masks are drawn in (class index -> RGB), repeated past the end
 PALETTE = (
     (230, 25, 75),
@@ -61,6 +66,13 @@ class MaskOutput:
             "description": "the mask at the photo's size as a palette PNG (base64): a pixel's value is "
             "its class's index in `classes`; ?mask=0 leaves it out",
         },
+        "polygons": {
+            "type": "object",
+            "description": "with ?polygons=1: per class, the outline of each of its regions as [[x, y], ...] "
+            "in the photo's pixels (corners of pixels: pixel (x, y) spans x..x+1); a region's outline "
+            "encloses its holes, which are other classes' regions: drawn largest first, the outlines "
+            "give back the mask exactly",
+        },
         "score_pngs": {
             "type": "object",
             "description": "with ?scores=1: per class, its probability on the model's grid as a "
@@ -102,11 +114,13 @@ class MaskOutput:
 
     def respond(self, prediction: dict, options=None) -> dict:
         """A prediction as the service sends it: JSON-ready, the mask as a PNG unless ``mask=0`` is asked,
-        per-class score maps as PNGs when ``scores=1`` is."""
+        per-class score maps as PNGs when ``scores=1`` is, each class's outlines when ``polygons=1`` is."""
         options = options or {}
         out = {k: v for k, v in prediction.items() if k not in ("mask", "class_scores")}
         if "mask" in prediction and str(options.get("mask", "1")).lower() not in ("0", "false", "no"):
             out["mask_png"] = base64.b64encode(mask_png(prediction["mask"])).decode("ascii")
+        if "mask" in prediction and str(options.get("polygons", "")).lower() in ("1", "true", "yes"):
+            out["polygons"] = class_polygons(prediction["mask"], self.labels)
         wanted = str(options.get("scores", "")).lower() in ("1", "true", "yes", "png")
         if wanted and "class_scores" in prediction:
             out["score_pngs"] = {
@@ -114,6 +128,17 @@ class MaskOutput:
                 for label, grid in zip(self.labels, prediction["class_scores"])
             }
         return out
+
+
+def class_polygons(mask: np.ndarray, labels: list[str]) -> dict[str, list[list[list[int]]]]:
+    """Each class's region outlines (``[[x, y], ...]`` in pixel corners), largest region first; a class
+    with no pixels has an empty list."""
+    polygons: dict[str, list[list[list[int]]]] = {label: [] for label in labels}
+    for value, points in mask_polygons(mask):
+        if value < len(labels):
+            pairs = [[int(points[k]), int(points[k + 1])] for k in range(0, len(points), 2)]
+            polygons[labels[value]].append(pairs)
+    return polygons
 
 
 def palette_bytes(n: int = 256) -> list[int]:

@@ -276,7 +276,7 @@ def package_data(root: Path = ROOT) -> list[tuple[str, str]]:
 
 
 #: the root modules a bundle copies beside the deploy modules (``deploy/bundle.py``, ``deploy/edge/bundle.py``)
-BUNDLED_ROOT_MODULES = ("devices.py", "safejson.py", "errors.py", "fileio.py")
+BUNDLED_ROOT_MODULES = ("devices.py", "safejson.py", "errors.py", "fileio.py", "outlines.py")
 
 
 def bundle_sources(root: Path = ROOT) -> list[tuple[str, str]]:

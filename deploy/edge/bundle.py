@@ -21,7 +21,8 @@ from ..bundle import CARD_REQUIREMENTS, PACKAGE, REQUIREMENTS, bundled_modules
 
 EDGE = Path(__file__).parent
 DEPLOY = EDGE.parent
-ROOT_MODULES = ("devices.py", "safejson.py", "errors.py", "fileio.py")  # root modules deploy may import
+#: root modules deploy may import
+ROOT_MODULES = ("devices.py", "safejson.py", "errors.py", "fileio.py", "outlines.py")
 TEMPLATE = EDGE / "bundle_template"
 #: what the edge server needs beyond the deploy bundle's service
 EDGE_REQUIREMENTS = ("av", "prometheus-client")

@@ -56,7 +56,7 @@ def test_bundle_zip(standin_artifact, tmp_path):
 @pytest.mark.parametrize("name", MODULES)
 def test_copied_modules_import_only_each_other_and_serving_packages(name):
     tree = ast.parse((DEPLOY / name).read_text())
-    siblings = {m[:-3] for m in MODULES} | {"devices", "safejson"}  # both are copied in too
+    siblings = {m[:-3] for m in MODULES} | {"devices", "safejson", "outlines"}  # all copied in too
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             assert node.module in siblings, f"{name} imports .{node.module}, which the bundle does not copy"
@@ -69,8 +69,9 @@ def test_copied_modules_import_only_each_other_and_serving_packages(name):
             if isinstance(node, ast.ImportFrom) and node.module in (
                 "modeldesk.devices",
                 "modeldesk.safejson",
+                "modeldesk.outlines",
             ):
-                continue  # guarded: the bundle falls back to its own copy (.devices, .safejson)
+                continue  # guarded: the bundle falls back to its own copy (.devices, .safejson, .outlines)
             for root in roots:
                 assert root in ALLOWED_THIRD_PARTY or root in sys.stdlib_module_names, (
                     f"{name} imports {root}"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from modeldesk.datasets.seg_coco import polygon_mask
 from modeldesk.deploy.edge.rules import RuleError, check_rule, condition
 from modeldesk.deploy.inputs import output_for
 from modeldesk.deploy.mask_output import overlay
@@ -67,3 +68,18 @@ def test_the_command_line_says_which_classes_cover_the_photo():
     _output, answer = _answer()
     text = predictions_text([{**answer, "file": "street.png"}])
     assert text == "street.png: sky 60%, road 35%, car 5% of the photo"
+
+
+def test_polygons_per_class_on_request_redraw_the_mask_in_the_photos_pixels():
+    output, answer = _answer()
+    assert "polygons" not in output.respond(answer, {})
+    polygons = output.respond(answer, {"polygons": "1"})["polygons"]
+    assert set(polygons) == {"road", "sky", "car"}
+    assert polygons["sky"] == [[[0, 0], [6, 0], [6, 4], [0, 4]]]  # columns 0-5 of 4 rows: pixel corners
+    assert polygons["car"] == [[[8, 3], [10, 3], [10, 4], [8, 4]]]
+    shapes = [(k, p) for k, label in enumerate(answer["classes"]) for p in polygons[label]]
+    shapes.sort(key=lambda shape: -polygon_mask([[v for xy in shape[1] for v in xy]], 4, 10).sum())
+    redrawn = np.full((4, 10), 255, np.uint8)
+    for value, points in shapes:
+        redrawn[polygon_mask([[v for xy in points for v in xy]], 4, 10)] = value
+    np.testing.assert_array_equal(redrawn, answer["mask"])

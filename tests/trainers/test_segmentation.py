@@ -12,6 +12,7 @@ from PIL import Image
 
 from modeldesk.app.workspace import Workspace
 from modeldesk.datasets.masks import VOID
+from modeldesk.datasets.seg_coco import polygon_mask
 from modeldesk.deploy import Predictor
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.segmentation.features import SegNeck
@@ -222,8 +223,8 @@ def test_masks_export_and_import_back_exactly(tmp_path, format):
             want = masks[ws.sample(sample_id).content_hash]
             got = ws.sample_mask(sample_id)
             assert (want is None and got is None) or np.array_equal(want, got)
-        with pytest.raises(ValueError, match="masks, voc or coco"):
-            ws.export_data("scenes", tmp_path / "out2", "yolo")
+        with pytest.raises(ValueError, match="masks, voc, coco, labelme or yolo"):
+            ws.export_data("scenes", tmp_path / "out2", "cvat")
     finally:
         ws.close()
 
@@ -365,6 +366,20 @@ def test_the_edge_server_answers_with_areas_and_the_mask_as_a_png(trained, tmp_p
         assert set(answer["areas"]) == set(CLASSES) and sum(answer["areas"].values()) == pytest.approx(1)
         shown = Image.open(io.BytesIO(base64.b64decode(answer["mask_png"])))
         assert shown.size == Image.open(photo).size
+        assert "polygons" not in answer
+        # ?polygons=1: each class's outlines in the photo's pixels, which redraw the mask (largest first)
+        response = client.post("/v1/models/seg/predict?polygons=1", json={"image": image})
+        (answer,) = response.json()["predictions"]
+        width, height = shown.size
+        shapes = []
+        for value, label in enumerate(answer["classes"]):
+            for points in answer["polygons"][label]:
+                region = polygon_mask([[v for xy in points for v in xy]], height, width)
+                shapes.append((value, region))
+        redrawn = np.full((height, width), VOID, np.uint8)
+        for value, region in sorted(shapes, key=lambda shape: -shape[1].sum()):
+            redrawn[region] = value
+        np.testing.assert_array_equal(redrawn, np.asarray(shown))
     finally:
         server.close()
 
