@@ -85,7 +85,8 @@ class TaskTrainer:
 
     ``train`` runs, in order: ``prepare`` (check the samples), ``plan`` (the estimate the progress
     bar's ETA starts from), ``features``, ``fit`` (tune and the final fit), ``measure`` (the metrics on
-    held-out samples, before the export unless ``evaluates_export``), ``build_graph``, ``check_export``
+    held-out samples, before the export unless ``evaluates_export``), ``refit`` (the final model, where
+    it is fitted again after the measurement), ``build_graph``, ``check_export``
     (the parity check), the card (``card_fields`` adds the task's own keys), the artifact (with
     ``evaluates_export``: then ``measure_export`` on the saved graph, and the card again), ``finish``
     (the report, the cost model) and the result (``result_plan``, ``summary``).
@@ -99,12 +100,20 @@ class TaskTrainer:
         any other keyword is a TypeError, as for a plain function.
     evaluates_export : measure the metrics on the exported graph after it is saved (``measure_export``)
         instead of on the training path before the export (``measure``).
+    stage_at : where the progress bar stands when the skeleton's "Evaluating" and "Exporting" stages
+        begin, for a task whose own stages leave them elsewhere (default: ``EXPORT_STAGES``).
     """
 
     evaluator = "modeldesk.trainers.evaluation:evaluate_labels"
     target = "label"
     train_options: dict = {}
     evaluates_export = False
+    stage_at: dict = {}
+    #: the default ``stage_at``, by ``evaluates_export``
+    EXPORT_STAGES = {
+        False: {"Evaluating": 0.95, "Exporting": 0.97},
+        True: {"Exporting": 0.9, "Evaluating": 0.93},
+    }
 
     def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
         """The metrics of an exported model on labeled samples, by the task's ``evaluator``."""
@@ -167,17 +176,19 @@ class TaskTrainer:
             )
             run.data = self.features(run)
             run.fitted = self.fit(run)
+            at = {**self.EXPORT_STAGES[self.evaluates_export], **self.stage_at}
             if not self.evaluates_export:
-                run.report("Evaluating", 0.95)
+                run.report("Evaluating", at["Evaluating"])
                 run.metrics = self.measure(run)
-            run.report("Exporting", 0.9 if self.evaluates_export else 0.97)
+            run.fitted = self.refit(run)
+            run.report("Exporting", at["Exporting"])
             model = self.build_graph(run)
             self.check_export(run, model)
             model = prune_unused(model)
             card = self.card(run)
             artifact_dir = Path(save_artifact(run.out_dir, model, card))
             if self.evaluates_export:
-                run.report("Evaluating", 0.93)
+                run.report("Evaluating", at["Evaluating"])
                 run.metrics = self.measure_export(run, artifact_dir)
                 card.update(metrics=run.metrics, warnings=run.warnings, training=self.training(run))
                 save_artifact(artifact_dir, model, card)
@@ -192,7 +203,7 @@ class TaskTrainer:
             )
 
     # -- the hooks of ``train``; a task overrides ``prepare``, ``features``, ``fit``, ``build_graph``,
-    # ``card_fields`` and ``measure`` (or ``measure_export``), and the others where it differs.
+    # ``card_fields`` and ``measure`` (or ``measure_export``), and the others (``refit``...) where it differs.
 
     def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
         """(the samples to train on, the sorted labels); raise UserError when they cannot train, and
@@ -218,6 +229,11 @@ class TaskTrainer:
     def measure(self, run: Run) -> dict:
         """The metrics on held-out samples through the training path, before the export."""
         return {}
+
+    def refit(self, run: Run) -> Any:
+        """After ``measure``, before the export: the final model (e.g. fitted again on every labeled
+        sample once the metrics are measured): becomes ``run.fitted``; by default ``run.fitted``."""
+        return run.fitted
 
     def measure_export(self, run: Run, artifact_dir: Path) -> dict:
         """With ``evaluates_export``: the metrics of the saved graph on held-out samples."""

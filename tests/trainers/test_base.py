@@ -145,3 +145,32 @@ def test_a_graph_that_disagrees_is_not_saved(tmp_path):
 def test_an_option_the_task_does_not_take_is_a_type_error(tmp_path):
     with pytest.raises(TypeError, match="cluster"):
         CutTrainer().train(SAMPLES, CutTemplate(), tmp_path / "model", tmp_path / "cache", cluster="x")
+
+
+class RefitCutTrainer(CutTrainer):
+    """Measures the cut it fitted, then moves it (the final model) before the export, at its own stages."""
+
+    stage_at = {"Evaluating": 0.6, "Exporting": 0.8}
+
+    def refit(self, run):
+        self.calls.append("refit")
+        assert run.metrics == {"accuracy": 1.0, "split": "train"}  # measured on the first fit
+        run.report("Training on every number", 0.7)
+        return 0.5
+
+
+def test_refit_gives_the_exported_model_after_the_measurement_at_the_tasks_stages(tmp_path):
+    trainer, stages = RefitCutTrainer(), []
+    result = trainer.train(
+        SAMPLES,
+        CutTemplate(),
+        tmp_path / "model",
+        tmp_path / "cache",
+        progress=lambda stage, fraction, eta, metrics: stages.append((stage, fraction)),
+    )
+    assert trainer.calls[trainer.calls.index("measure") :][:3] == ["measure", "refit", "build_graph"]
+    assert [s for s in stages if s[0] != "Reading numbers"] == [
+        ("Evaluating", 0.6), ("Training on every number", 0.7), ("Exporting", 0.8), ("Done", 1.0)
+    ]  # fmt: skip
+    card = json.loads((result.artifact_dir / "model.json").read_text())
+    assert card["cut"] == 0.5  # the card and the graph are the refitted model's

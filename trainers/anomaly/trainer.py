@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import onnxruntime
 
-from modeldesk.deploy.artifact import new_model_id, save_artifact
-from modeldesk.deploy.graph import prune_unused
 from modeldesk.deploy.preprocess import ImageDecodeError, image_size
 from modeldesk.errors import UserError
 from modeldesk.trainers.anomaly.bank import (
@@ -42,10 +39,9 @@ from modeldesk.trainers.anomaly.graph import (
 )
 from modeldesk.trainers.anomaly.scoring import false_alarm_threshold
 from modeldesk.trainers.backbones import get_backbone
+from modeldesk.trainers.base import Run, TaskTrainer
 from modeldesk.trainers.detection.features import maps_feature_spec
 from modeldesk.trainers.features import plan_feature_extraction
-from modeldesk.trainers.progress import stage_reporter
-from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
 
 log = logging.getLogger(__name__)
@@ -85,8 +81,42 @@ def split_roles(samples) -> tuple[list, list, list, list[str]]:
     return bank, held, test_goods + defects, warnings
 
 
-class AnomalyDetectionTrainer:
-    """The anomaly detection task's trainer (see ``trainers.tasks.Trainer``)."""
+@dataclass
+class _Photos:
+    """The readable photos' cached feature maps (a row per key) and the photos of each role."""
+
+    backbone: object
+    cache: object  # the workspace's FeatureCache (the backbone's graph is kept beside it)
+    features: np.ndarray
+    row: dict  # sample key -> row of ``features``
+    usable: list
+    bank: list  # good photos the model of normal is fitted on
+    held: list  # good photos that set the threshold
+    measured: list  # photos the metrics are measured on (may be empty)
+
+    def maps_of(self, chosen) -> np.ndarray:
+        return self.features[[self.row[s.key] for s in chosen]]
+
+
+@dataclass
+class _Normal:
+    """The fitted model of normal, training's scorer and the threshold chosen with it."""
+
+    projection: np.ndarray | None
+    normal: dict  # {"bank"} or {"mean", "whiten"}
+    scorer: _Scorer
+    threshold: float
+    heat_range: list
+
+
+class AnomalyDetectionTrainer(TaskTrainer):
+    """The anomaly detection task's trainer (see ``trainers.tasks.Trainer`` and ``TaskTrainer.train``):
+    extract maps, fit the model of normal, choose the threshold, export, evaluate the graph."""
+
+    evaluator = "modeldesk.trainers.anomaly.evaluation:evaluate_anomaly"
+    target = "anomaly"
+    train_options = {"cluster": None}
+    evaluates_export = True
 
     def check(self, samples) -> None:
         goods = [s for s in samples if s.target is not None and is_good(s.target)]
@@ -127,78 +157,63 @@ class AnomalyDetectionTrainer:
     def evaluate(self, artifact_path, samples, *, progress=None, masks=None) -> dict:
         return evaluate_anomaly(artifact_path, samples, progress=progress, masks=masks)
 
-    def train(
-        self,
-        samples,
-        template,
-        out_dir,
-        cache_dir,
-        *,
-        time_budget=None,
-        device: str = "auto",
-        progress=None,
-        should_stop=None,
-        model_id=None,
-        cluster=None,
-    ) -> TrainResult:
-        """Extract maps, fit the model of normal, choose the threshold, export, evaluate the graph."""
-        from modeldesk.trainers.feature_cache import FeatureCache
-
-        started = time.monotonic()
-        template = get_template(template)
-        budget = float(time_budget or template.time_budget_s)
-        backbone = get_backbone(template.backbone)
+    def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
         labeled = [s for s in samples if s.target is not None]
         self.check(labeled)
-        cache = FeatureCache(cache_dir)
-        estimate = self.estimate(labeled, template, cache_dir, device=device, time_budget=budget)
-        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
-        warnings: list[str] = []
+        return labeled, ["good", "defect"]
 
-        readable, skipped = [], []
-        for s in labeled:
+    def features(self, run: Run) -> _Photos:
+        """The readable photos' feature maps (0 .. 0.6) and their roles (see ``split_roles``)."""
+        from modeldesk.trainers.feature_cache import FeatureCache
+
+        template = run.template
+        backbone = get_backbone(template.backbone)
+        cache = FeatureCache(run.cache_dir)
+        readable = []
+        for s in run.labeled:
             try:
                 image_size(s.path)
                 readable.append(s)
             except (ImageDecodeError, OSError) as exc:
-                skipped.append({"file": str(s.path), "reason": str(exc)})
+                run.skipped.append({"file": str(s.path), "reason": str(exc)})
         extracted = extract_maps(
             backbone,
             template.neck,
             [(s.key, s.path) for s in readable],
             cache,
-            device=device,
-            should_stop=should_stop,
-            progress=lambda done, total: report("Extracting features", 0.6 * done / max(total, 1)),
+            device=run.device,
+            should_stop=run.should_stop,
+            progress=lambda done, total: run.report("Extracting features", 0.6 * done / max(total, 1)),
         )["identity"]
-        skipped += extracted.skipped
+        run.skipped += extracted.skipped
+        run.extraction = extracted.plan or {}
         row = {key: r for r, key in enumerate(extracted.keys)}
         usable = [s for s in readable if s.key in row]
-        if skipped:
-            warnings.append(f"{len(skipped)} photo(s) could not be read and were left out")
-        bank_samples, held, measured, notes = split_roles(usable)
-        warnings += notes
-        if len(bank_samples) < 1:
+        if run.skipped:
+            run.warnings.append(f"{len(run.skipped)} photo(s) could not be read and were left out")
+        bank, held, measured, notes = split_roles(usable)
+        run.warnings += notes
+        if len(bank) < 1:
             raise UserError("none of the good photos could be read")
+        return _Photos(backbone, cache, extracted.features, row, usable, bank, held, measured)
 
-        def maps_of(chosen):
-            return extracted.features[[row[s.key] for s in chosen]]
-
-        # the model of normal (0.6 .. 0.85)
-        report("Learning the good parts", 0.62)
-        dim = template.neck.dim(backbone)
+    def fit(self, run: Run) -> _Normal:
+        """The model of normal (0.6 .. 0.85), then the threshold on the held-out good photos."""
+        template, photos = run.template, run.data
+        run.report("Learning the good parts", 0.62)
+        dim = template.neck.dim(photos.backbone)
         projection = random_projection(dim, template.projection)
-        computer = PatchComputer(template.neck, backbone, projection)
+        computer = PatchComputer(template.neck, photos.backbone, projection)
         rng = np.random.default_rng(0)
         if template.method == "position-gaussian":  # fitted batch by batch: memory stays P * D * D
             gaussian = PositionGaussian()
-            for start in range(0, len(bank_samples), 32):
-                gaussian.add(computer(maps_of(bank_samples[start : start + 32])))
+            for start in range(0, len(photos.bank), 32):
+                gaussian.add(computer(photos.maps_of(photos.bank[start : start + 32])))
             mean, whiten = gaussian.whitening(template.shrink)
             normal = {"mean": mean, "whiten": whiten}
             patches = None
         else:
-            patches = computer(maps_of(bank_samples))
+            patches = computer(photos.maps_of(photos.bank))
             patches = patches.reshape(-1, patches.shape[-1])
         if template.method == "memory-bank":
             pool, cut = sample_pool(patches, MAX_POOL, rng)
@@ -207,109 +222,96 @@ class AnomalyDetectionTrainer:
                 max(1000, int(template.coreset_share * len(patches))),
                 MAX_BANK_BYTES // (4 * patches.shape[1]),
             )
-            deadline = started + 0.8 * budget
-            chosen = greedy_coreset(pool, size, rng, deadline=deadline)
+            chosen = greedy_coreset(pool, size, rng, deadline=run.deadline(0.8))
             normal = {"bank": pool[chosen]}
             if cut:
-                warnings.append(
+                run.warnings.append(
                     f"the good photos have {len(patches):,} patches: {len(pool):,} drawn at random were "
                     f"searched for the {len(chosen):,} that cover them best (memory kept bounded)"
                 )
             if len(chosen) < min(size, len(pool)):
-                warnings.append(f"the time budget allowed a bank of {len(chosen):,} of {size:,} patches")
+                run.warnings.append(f"the time budget allowed a bank of {len(chosen):,} of {size:,} patches")
         elif template.method == "gaussian":
             mean, whiten = fit_gaussian(patches)
             normal = {"mean": mean, "whiten": whiten}
-        report("Choosing the threshold", 0.85)
+        run.report("Choosing the threshold", 0.85)
         scorer = _Scorer(template, normal, dim if projection is None else projection.shape[1], computer)
-        held_scores, held_grids = scorer(maps_of(held))
+        held_scores, held_grids = scorer(photos.maps_of(photos.held))
         threshold = false_alarm_threshold(held_scores, template.false_alarm_rate)
         # a defect's heat is full at the threshold; the usual patch of a good photo is no heat at all
         low = float(np.median(held_grids))
-        heat_range = [low, max(threshold, low + 1e-6)]
+        return _Normal(projection, normal, scorer, threshold, [low, max(threshold, low + 1e-6)])
 
-        report("Exporting", 0.9)
-        model = prune_unused(
-            build_anomaly_graph(
-                backbone,
-                template.neck,
-                projection,
-                normal,
-                template.top_k,
-                threshold,
-                cache.root / "graphs",
-                template.score_border,
-                sigma=template.smooth_sigma,
-            )
+    def build_graph(self, run: Run):
+        template, photos, fitted = run.template, run.data, run.fitted
+        return build_anomaly_graph(
+            photos.backbone,
+            template.neck,
+            fitted.projection,
+            fitted.normal,
+            template.top_k,
+            fitted.threshold,
+            photos.cache.root / "graphs",
+            template.score_border,
+            sigma=template.smooth_sigma,
         )
-        n_defects = sum(1 for s in usable if not is_good(s.target))
-        card = {
-            "id": model_id or new_model_id(),
-            "task": template.task,
-            "target": "anomaly",
-            "labels": ["good", "defect"],
-            "defect_kinds": sorted({str(s.target) for s in usable if not is_good(s.target)}),
+
+    def card_fields(self, run: Run) -> dict:
+        template, photos, fitted = run.template, run.data, run.fitted
+        return {
+            "defect_kinds": sorted({str(s.target) for s in photos.usable if not is_good(s.target)}),
             "preprocessing": template.neck.spec.to_dict(),
-            "template": template.name,
-            "backbone": backbone.key,
+            "backbone": photos.backbone.key,
             "method": template.method,
-            "bank_patches": len(normal["bank"]) if "bank" in normal else None,
-            "threshold": float(threshold),
+            "bank_patches": len(fitted.normal["bank"]) if "bank" in fitted.normal else None,
+            "threshold": float(fitted.threshold),
             "false_alarm_rate_planned": template.false_alarm_rate,
-            "heatmap_range": heat_range,
-            "input_name": backbone.input_name,
+            "heatmap_range": fitted.heat_range,
+            "input_name": photos.backbone.input_name,
             "size_input": SIZE_INPUT,
             "output_name": SCORE_OUTPUT,
             "flag_output": FLAG_OUTPUT,
             "heatmap_output": HEATMAP_OUTPUT,
             "sizes_output": SIZES_OUTPUT,
-            "versions": _versions(),
-            "warnings": warnings,
-            "metrics": {},
         }
-        artifact_dir = Path(save_artifact(out_dir, model, card))
 
-        report("Evaluating", 0.93)
-        where = "test" if measured else "held-out good"
-        chosen = measured or held
+    def measure_export(self, run: Run, artifact_dir: Path) -> dict:
+        """The saved graph on the test photos (else the held-out good ones), through the predictor, and
+        its scores against the ones training computes from the cached maps (a warning past
+        ``PARITY_TOLERANCE``)."""
+        photos = run.data
+        where = "test" if photos.measured else "held-out good"
+        chosen = photos.measured or photos.held
         metrics = evaluate_anomaly(artifact_dir, chosen)
         metrics["split"] = where
-        if not n_defects:
-            warnings.append(
+        if not any(not is_good(s.target) for s in photos.usable):
+            run.warnings.append(
                 "no defect photos were labeled: the catch rate could not be measured, only false alarms"
             )
-        # the app's numbers (cached maps through the same scoring nodes) against the exported graph's
-        app_scores, _ = scorer(maps_of(chosen[:8]))
+        app_scores, _ = run.fitted.scorer(photos.maps_of(chosen[:8]))
         graph_scores = np.array([r["score"] for r in predict_scores(artifact_dir, chosen[:8])])
         metrics["export_max_rel_diff"] = float(
             np.max(np.abs(app_scores - graph_scores) / np.maximum(np.abs(app_scores), 1e-6))
         )
         if metrics["export_max_rel_diff"] > PARITY_TOLERANCE:
-            warnings.append(
+            run.warnings.append(
                 f"the exported graph's scores differ from training's by up to "
                 f"{100 * metrics['export_max_rel_diff']:.2f}%"
             )
-        metrics["held_out_good"] = len(held)
-        card["metrics"], card["warnings"] = metrics, warnings
-        card["training"] = {
-            "samples": {"bank": len(bank_samples), "threshold": len(held), "measured": len(chosen)},
-            "seconds": round(time.monotonic() - started, 2),
-            "skipped": skipped,
+        metrics["held_out_good"] = len(photos.held)
+        return metrics
+
+    def sample_counts(self, run: Run) -> dict:
+        """The good photos of the bank and of the threshold, and the photos measured on."""
+        photos = run.data
+        return {
+            "bank": len(photos.bank),
+            "threshold": len(photos.held),
+            "measured": len(photos.measured or photos.held),
         }
-        save_artifact(artifact_dir, model, card)
-        report("Done", 1.0, {"auroc": metrics.get("auroc"), "catch_rate": metrics.get("catch_rate")})
-        return TrainResult(
-            artifact_dir=artifact_dir,
-            metrics=metrics,
-            warnings=warnings,
-            skipped=skipped,
-            plan={
-                **estimate["plan"],
-                **(extracted.plan or {}),
-                "eta_s": estimate["eta_s"],
-                "actual_s": round(time.monotonic() - started, 2),
-            },
-        )
+
+    def summary(self, metrics: dict) -> dict:
+        return {"auroc": metrics.get("auroc"), "catch_rate": metrics.get("catch_rate")}
 
 
 class _Scorer:
@@ -339,9 +341,3 @@ class _Scorer:
         if not scores:
             return np.zeros(0, np.float32), np.zeros((0, 1, 1), np.float32)
         return np.concatenate(scores), np.concatenate(grids)
-
-
-def _versions() -> dict:
-    import onnx
-
-    return {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__, "numpy": np.__version__}

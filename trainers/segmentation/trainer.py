@@ -16,22 +16,20 @@ import logging
 import re
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from modeldesk.deploy.artifact import new_model_id, save_artifact
-from modeldesk.deploy.graph import prune_unused
 from modeldesk.deploy.preprocess import ImageDecodeError, image_size, preprocess_image
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
 from modeldesk.trainers.backbones import get_backbone
-from modeldesk.trainers.base import TaskTrainer
+from modeldesk.trainers.base import Run, TaskTrainer
 from modeldesk.trainers.detection.features import maps_feature_spec
 from modeldesk.trainers.features import plan_feature_extraction
 from modeldesk.trainers.heads.linear import LogisticRegressionHead
 from modeldesk.trainers.heads.mlp import MLPHead
-from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.segmentation.evaluation import confusion, evaluate_segmentation, mean_iou, truth_mask
 from modeldesk.trainers.segmentation.features import FeatureGrid, extract_maps, label_grid
 from modeldesk.trainers.segmentation.graph import (
@@ -45,9 +43,7 @@ from modeldesk.trainers.segmentation.graph import (
     head_logits,
     tail_model,
 )
-from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.versions import versions
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +139,46 @@ def fold_projection(layers: list, projection) -> list:
     return [(directions @ W, b - (mean @ directions) @ W), *layers[1:]]
 
 
+@dataclass
+class _Photos:
+    """The readable photos' cached maps per view, the neck that makes their grids, and their roles."""
+
+    backbone: object
+    cache: object  # the workspace's FeatureCache (the backbone's graph is kept beside it)
+    extracted: dict  # view -> the extraction's result (``features``, ``keys``)
+    rows_of: dict  # view -> {sample key: row of that view's features}
+    grid: FeatureGrid
+    train: list
+    held: list  # photos the head's training stops on
+    test: list  # photos the metrics are measured on
+
+    def features(self, sample, view: str = "identity") -> np.ndarray:
+        """One photo's per-pixel features at the model's grid, from its cached maps."""
+        result = self.extracted[view]
+        return self.grid(result.features[[self.rows_of[view][sample.key]]])[0]
+
+
+@dataclass
+class _Fitted:
+    """The head's layers (the projection folded in), the graph's tails, and the held-out check."""
+
+    layers: list
+    tails: dict  # refine (bool) -> the tail's session
+    rows: int  # grid points the head learned from
+    epochs: int
+    refine: bool = False
+    held_scores: dict = field(default_factory=dict)  # refine -> mean IoU on the held-out photos
+
+
 class SegmentationTrainer(TaskTrainer):
-    """The segmentation task's trainer (see ``trainers.tasks.Trainer``)."""
+    """The segmentation task's trainer (see ``trainers.tasks.Trainer`` and ``TaskTrainer.train``):
+    extract maps, fit the per-pixel head, export one graph, measure it on the test photos."""
 
     evaluator = "modeldesk.trainers.segmentation.evaluation:evaluate_segmentation"
+    target = "mask"
+    train_options = {"cluster": None}
+    evaluates_export = True
+    stage_at = {"Exporting": 0.8, "Evaluating": 0.85}
 
     def check(self, samples) -> None:
         labeled = [s for s in samples if s.target is not None]
@@ -206,74 +238,61 @@ class SegmentationTrainer(TaskTrainer):
     def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
         return evaluate_segmentation(artifact_path, samples, progress=progress)
 
-    def train(
-        self,
-        samples,
-        template,
-        out_dir,
-        cache_dir,
-        *,
-        time_budget=None,
-        device: str = "auto",
-        progress=None,
-        should_stop=None,
-        model_id=None,
-        cluster=None,
-    ) -> TrainResult:
-        """Extract maps, fit the per-pixel head, export one graph, measure it on the test photos."""
-        from modeldesk.trainers.feature_cache import FeatureCache
-
-        started = time.monotonic()
-        template = get_template(template)
-        budget = float(time_budget or template.time_budget_s)
-        backbone = get_backbone(template.backbone)
-        neck = template.neck
+    def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
         labeled = [s for s in samples if s.target is not None]
         self.check(labeled)
-        classes = list(labeled[0].target.classes)
-        cache = FeatureCache(cache_dir)
-        estimate = self.estimate(labeled, template, cache_dir, device=device, time_budget=budget)
-        report = stage_reporter(started, estimate["eta_s"], progress, should_stop)
-        warnings: list[str] = []
+        return labeled, list(labeled[0].target.classes)
 
-        readable, skipped = [], []
-        for s in labeled:
+    def features(self, run: Run) -> _Photos:
+        """The readable photos' feature maps per view (0 .. 0.5) and their roles (see ``split_roles``)."""
+        from modeldesk.trainers.feature_cache import FeatureCache
+
+        template = run.template
+        backbone = get_backbone(template.backbone)
+        cache = FeatureCache(run.cache_dir)
+        readable = []
+        for s in run.labeled:
             try:
                 image_size(s.path)
                 readable.append(s)
             except (ImageDecodeError, OSError) as exc:
-                skipped.append({"file": str(s.path), "reason": str(exc)})
+                run.skipped.append({"file": str(s.path), "reason": str(exc)})
         extracted = extract_maps(
             backbone,
-            neck,
+            template.neck,
             [(s.key, s.path) for s in readable],
             cache,
             views=template.views,
-            device=device,
-            should_stop=should_stop,
-            progress=lambda done, total: report("Extracting features", 0.5 * done / max(total, 1)),
+            device=run.device,
+            should_stop=run.should_stop,
+            progress=lambda done, total: run.report("Extracting features", 0.5 * done / max(total, 1)),
         )
         identity = extracted["identity"]
-        skipped += identity.skipped
+        run.skipped += identity.skipped
+        run.extraction = identity.plan or {}
         rows_of = {view: {key: r for r, key in enumerate(result.keys)} for view, result in extracted.items()}
         usable = [s for s in readable if s.key in rows_of["identity"]]
-        if skipped:
-            warnings.append(f"{len(skipped)} photo(s) could not be read and were left out")
+        if run.skipped:
+            run.warnings.append(f"{len(run.skipped)} photo(s) could not be read and were left out")
         train, held, test, notes = split_roles(usable)
-        warnings += notes
-        grid = FeatureGrid(neck, backbone)
+        run.warnings += notes
+        return _Photos(
+            backbone, cache, extracted, rows_of, FeatureGrid(template.neck, backbone), train, held, test
+        )
 
-        def features(sample, view="identity"):
-            result = extracted[view]
-            return grid(result.features[[rows_of[view][sample.key]]])[0]
-
+    def fit(self, run: Run) -> _Fitted:
+        """The head on grid points of the training photos (0.5 .. 0.75), then whether the refining
+        tail does better on the held-out photos (0.75 .. 0.8)."""
+        template, photos, classes = run.template, run.data, run.labels
+        backbone, neck, train, held = photos.backbone, template.neck, photos.train, photos.held
+        features = photos.features
         # the head's rows: grid points of the training photos (and their mirror images), rare classes drawn more
-        report("Choosing the points to learn from", 0.52)
+        run.report("Choosing the points to learn from", 0.52)
         train_views = [
             (s, v) for s in train for v in (("identity", "hflip") if template.flip_train else ("identity",))
         ]
         X, y = self._rows(
-            train_views, features, neck.grid, len(classes), template.rows, template.balance, report
+            train_views, features, neck.grid, len(classes), template.rows, template.balance, run.report
         )
         held_views = [(s, "identity") for s in held]
         X_val, y_val = (
@@ -284,15 +303,15 @@ class SegmentationTrainer(TaskTrainer):
         if X_val is not None:
             keep = np.isin(y_val, np.unique(y))  # a class the training rows lack cannot be scored
             X_val, y_val = (X_val[keep], y_val[keep]) if keep.any() else (None, None)
-        report("Learning the classes of pixels", 0.6)
+        run.report("Learning the classes of pixels", 0.6)
         projection = None
         if template.components and template.components < X.shape[1]:
             projection = principal_directions(X, template.components)
             X = project(X, projection)
             X_val = None if X_val is None else project(X_val, projection)
-        spent = time.monotonic() - started
+        spent = time.monotonic() - run.started
         epoch_s = self._fit_seconds(template, backbone, len(train)) / template.epochs
-        epochs = int(max(3, min(template.epochs, (0.85 * budget - spent) / max(epoch_s, 1e-6))))
+        epochs = int(max(3, min(template.epochs, (0.85 * run.budget - spent) / max(epoch_s, 1e-6))))
         if template.hidden:
             head = MLPHead(
                 hidden=template.hidden,
@@ -308,87 +327,92 @@ class SegmentationTrainer(TaskTrainer):
             head = LogisticRegressionHead(l2=1e-3, max_iter=30 * epochs, patience=10)
         head.fit(X, y, X_val, y_val)
         if template.hidden and head.n_iter_ >= epochs and epochs < template.epochs:
-            warnings.append(f"the time budget allowed {epochs} of {template.epochs} passes over the points")
+            run.warnings.append(
+                f"the time budget allowed {epochs} of {template.epochs} passes over the points"
+            )
         layers = fold_projection(head_layers(head, len(classes)), projection)
         del X, X_val
 
-        report("Checking on the held-out photos", 0.75)
+        run.report("Checking on the held-out photos", 0.75)
         tails = {
             refine: create_session(
                 tail_model(len(classes), neck, refine=refine).SerializeToString(), device="cpu"
             )
             for refine in ((False, True) if template.refine else (False,))
         }
-
-        def app_mask(sample, refine):
-            """The mask the training path gives: cached maps -> neck -> head -> the graph's tail."""
-            logits = head_logits(layers, features(sample)[None])
-            if template.flip_test:
-                mirrored = head_logits(layers, features(sample, "hflip")[None])[..., ::-1]
-                logits = 0.5 * (logits + mirrored)
-            width, height = image_size(sample.path)
-            feeds = {
-                LOGITS: np.ascontiguousarray(logits, np.float32),
-                SIZE_INPUT: np.array([[width, height]], np.float32),
-            }
-            if refine:
-                feeds[IMAGE] = preprocess_image(sample.path, neck.spec)[None]
-            return tails[refine].run([MASK_OUTPUT], feeds)[0][0]
-
+        fitted = _Fitted(layers, tails, rows=int(len(y)), epochs=int(getattr(head, "n_iter_", 0)))
         held_scores = {}
         if held:
             truths = [truth_mask(s, classes) for s in held]
             for refine in tails:
-                total = sum(confusion(t, app_mask(s, refine), len(classes)) for s, t in zip(held, truths))
+                total = sum(
+                    confusion(t, self._app_mask(run, fitted, s, refine), len(classes))
+                    for s, t in zip(held, truths)
+                )
                 held_scores[refine] = round(mean_iou(total), 4)
-        refine = bool(held_scores) and held_scores.get(True, -1.0) > held_scores[False]
-        held_miou = held_scores.get(refine)
+        fitted.refine = bool(held_scores) and held_scores.get(True, -1.0) > held_scores[False]
+        fitted.held_scores = held_scores
+        return fitted
 
-        report("Exporting", 0.8)
-        model = prune_unused(
-            build_segmentation_graph(
-                backbone,
-                neck,
-                layers,
-                len(classes),
-                cache.root / "graphs",
-                flip=template.flip_test,
-                refine=refine,
-            )
+    @staticmethod
+    def _app_mask(run: Run, fitted: _Fitted, sample, refine: bool) -> np.ndarray:
+        """The mask the training path gives: cached maps -> neck -> head -> the graph's tail."""
+        template, features, layers = run.template, run.data.features, fitted.layers
+        logits = head_logits(layers, features(sample)[None])
+        if template.flip_test:
+            mirrored = head_logits(layers, features(sample, "hflip")[None])[..., ::-1]
+            logits = 0.5 * (logits + mirrored)
+        width, height = image_size(sample.path)
+        feeds = {
+            LOGITS: np.ascontiguousarray(logits, np.float32),
+            SIZE_INPUT: np.array([[width, height]], np.float32),
+        }
+        if refine:
+            feeds[IMAGE] = preprocess_image(sample.path, template.neck.spec)[None]
+        return fitted.tails[refine].run([MASK_OUTPUT], feeds)[0][0]
+
+    def build_graph(self, run: Run):
+        template, photos, fitted = run.template, run.data, run.fitted
+        return build_segmentation_graph(
+            photos.backbone,
+            template.neck,
+            fitted.layers,
+            len(run.labels),
+            photos.cache.root / "graphs",
+            flip=template.flip_test,
+            refine=fitted.refine,
         )
-        card = {
-            "id": model_id or new_model_id(),
-            "task": template.task,
-            "target": "mask",
-            "labels": classes,
-            "preprocessing": neck.spec.to_dict(),
-            "template": template.name,
+
+    def card_fields(self, run: Run) -> dict:
+        template, backbone = run.template, run.data.backbone
+        return {
+            "preprocessing": template.neck.spec.to_dict(),
             "backbone": backbone.key,
             "input_name": backbone.input_name,
             "size_input": SIZE_INPUT,
             "output_name": MASK_OUTPUT,
             "scores_output": SCORES_OUTPUT,
-            "grid": neck.grid,
+            "grid": template.neck.grid,
             "flip_test": template.flip_test,
-            "refined": refine,
-            "versions": versions(),
-            "warnings": warnings,
-            "metrics": {},
+            "refined": run.fitted.refine,
         }
-        artifact_dir = Path(save_artifact(out_dir, model, card))
 
-        report("Evaluating", 0.85)
+    def measure_export(self, run: Run, artifact_dir: Path) -> dict:
+        """The saved graph on the test photos (0.85 .. 0.98), and its masks against the training path's
+        on a few of them (a warning below ``PARITY_AGREEMENT``)."""
+        test, fitted = run.data.test, run.fitted
+        refine, held_scores = fitted.refine, fitted.held_scores
         metrics = evaluate_segmentation(
             artifact_dir,
             test,
-            progress=lambda done, total, _m="": report("Evaluating", 0.85 + 0.13 * done / max(total, 1)),
+            progress=lambda done, total, _m="": run.report("Evaluating", 0.85 + 0.13 * done / max(total, 1)),
         )
         metrics["split"] = (
             "test"
             if any(s.split == "test" for s in test)
             else ("val" if any(s.split == "val" for s in test) else "train")
         )
-        metrics["held_out_miou"] = held_miou
+        metrics["held_out_miou"] = held_scores.get(refine)
         metrics["refined"] = refine
         if len(held_scores) > 1:
             metrics["held_out_miou_unrefined"] = held_scores[False]
@@ -397,35 +421,28 @@ class SegmentationTrainer(TaskTrainer):
 
         predictor = Predictor(artifact_dir, device="cpu")
         agree = [
-            float(np.mean(app_mask(s, refine) == predictor.predict([s.path])[0]["mask"])) for s in test[:3]
+            float(np.mean(self._app_mask(run, fitted, s, refine) == predictor.predict([s.path])[0]["mask"]))
+            for s in test[:3]
         ]
         metrics["export_agreement"] = round(min(agree), 6) if agree else None
         if agree and min(agree) < PARITY_AGREEMENT:
-            warnings.append(
+            run.warnings.append(
                 f"the exported model's masks differ from training's on {100 * (1 - min(agree)):.2f}% of pixels"
             )
-        card["metrics"], card["warnings"] = metrics, warnings
-        card["training"] = {
-            "samples": {"train": len(train), "held_out": len(held), "test": len(test)},
-            "rows": int(len(y)),
-            "epochs": int(getattr(head, "n_iter_", 0)),
-            "seconds": round(time.monotonic() - started, 2),
-            "skipped": skipped,
+        return metrics
+
+    def training(self, run: Run) -> dict:
+        photos, fitted = run.data, run.fitted
+        return {
+            "samples": {"train": len(photos.train), "held_out": len(photos.held), "test": len(photos.test)},
+            "rows": fitted.rows,
+            "epochs": fitted.epochs,
+            "seconds": run.elapsed(),
+            "skipped": run.skipped,
         }
-        save_artifact(artifact_dir, model, card)
-        report("Done", 1.0, {"miou": metrics.get("miou"), "pixel_accuracy": metrics.get("pixel_accuracy")})
-        return TrainResult(
-            artifact_dir=artifact_dir,
-            metrics=metrics,
-            warnings=warnings,
-            skipped=skipped,
-            plan={
-                **estimate["plan"],
-                **(identity.plan or {}),
-                "eta_s": estimate["eta_s"],
-                "actual_s": round(time.monotonic() - started, 2),
-            },
-        )
+
+    def summary(self, metrics: dict) -> dict:
+        return {"miou": metrics.get("miou"), "pixel_accuracy": metrics.get("pixel_accuracy")}
 
     @staticmethod
     def _rows(photo_views, features, grid: int, n_classes: int, limit: int, balance: float, report):

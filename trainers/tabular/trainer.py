@@ -12,27 +12,22 @@ training path.
 from __future__ import annotations
 
 import logging
-import time
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
 from modeldesk.datasets.table_columns import detect_types
 from modeldesk.datasets.table_files import parse_row
-from modeldesk.deploy.artifact import new_model_id, save_artifact
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
-from modeldesk.trainers.base import PARITY_TOLERANCE, TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.base import PARITY_TOLERANCE, Run, TaskTrainer, evaluation_split
 from modeldesk.trainers.label_samples import check_label_samples
 from modeldesk.trainers.metrics import accuracy_interval, classification_report
-from modeldesk.trainers.progress import stage_reporter
 from modeldesk.trainers.tabular import models
 from modeldesk.trainers.tabular.encoding import Encoder, encode, fit_columns, merge
 from modeldesk.trainers.tabular.search import search
 from modeldesk.trainers.tabular.values import regression_report
-from modeldesk.trainers.tasks import TrainResult
 from modeldesk.trainers.templates import get_template
-from modeldesk.trainers.versions import versions
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +66,40 @@ def _values(samples) -> np.ndarray:
     return y
 
 
+@dataclass
+class _Table:
+    """The labeled rows, their answers (class indices or values), the columns' types, and the
+    encoding fitted on the rows the model is fitted on (``fit_idx``); ``eval_idx`` are measured on."""
+
+    rows: list[dict]
+    y: np.ndarray
+    types: dict
+    codes: list  # the encoding of the fitting rows
+    fit_idx: np.ndarray
+    eval_idx: np.ndarray
+    where: str  # the split measured on
+    X_fit: np.ndarray
+    X_eval: np.ndarray
+
+
+@dataclass
+class _Model:
+    """The search's choice, then (``refit``) the encoding and the model fitted on every row."""
+
+    best: dict
+    trials: list
+    codes: list | None = None
+    X_all: np.ndarray | None = None
+    model: object = None
+    output: str = ""  # the graph's output name (``build_graph``)
+
+
 class TabularClassificationTrainer(TaskTrainer):
-    """Tables -> one class per row (see the module docstring)."""
+    """Tables -> one class per row (see the module docstring and ``TaskTrainer.train``)."""
 
     classes = True
+    train_options = {"column_types": None, "target_column": None}
+    stage_at = {"Evaluating": 0.75, "Exporting": 0.95}
 
     def check(self, samples) -> None:
         self._checked(samples)
@@ -108,50 +133,29 @@ class TabularClassificationTrainer(TaskTrainer):
             },
         }
 
-    def train(
-        self,
-        samples,
-        template,
-        out_dir,
-        cache_dir,
-        *,
-        time_budget=None,
-        device: str = "auto",
-        progress=None,
-        should_stop=None,
-        model_id=None,
-        column_types: dict | None = None,
-        target_column: str | None = None,
-    ) -> TrainResult:
-        """Train, evaluate and export a table model (see the module docstring)."""
-        started = time.monotonic()
-        template = get_template(template)
-        budget = float(time_budget or template.time_budget_s)
+    def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
         labeled, labels, warnings = self._checked(samples)
-        estimate = self.estimate(labeled, template, cache_dir, time_budget=budget)
-        marks: dict = {}
-        report = stage_reporter(
-            started,
-            estimate["eta_s"],
-            progress,
-            should_stop,
-            on_stage=lambda stage: marks.setdefault(stage, round(time.monotonic() - started, 2)),
-        )
-        report("Reading rows", 0.0)
+        run.warnings += warnings
+        return labeled, labels or ["value"]  # a regression's one output
+
+    def features(self, run: Run) -> _Table:
+        """The rows, their answers and the columns' types; the encoding fitted on the rows the model is
+        fitted on (0 .. 0.1)."""
+        run.report("Reading rows", 0.0)
+        labeled = run.labeled
         rows = _rows(labeled)
-        classes = len(labels) if self.classes else 0
-        if classes:
-            index = {label: i for i, label in enumerate(labels)}
+        if self.classes:
+            index = {label: i for i, label in enumerate(run.labels)}
             y = np.array([index[s.label] for s in labeled])
         else:
             y = _values(labeled)
         types = detect_types(rows)
-        for column, kind in (column_types or {}).items():
+        for column, kind in (run.options["column_types"] or {}).items():
             if column in types:
                 types[column] = kind
         left_out = [c for c, kind in types.items() if kind == "identifier"]
         if left_out:
-            warnings.append(
+            run.warnings.append(
                 f"column {', '.join(map(repr, left_out))} looks like an identifier (a different value in every "
                 "row), which says nothing about new rows: it was left out"
             )
@@ -162,103 +166,121 @@ class TabularClassificationTrainer(TaskTrainer):
             test_idx,
             val_idx,
             fit_idx,
-            warnings,
+            run.warnings,
             "no test rows: the metrics are measured on the training rows",
         )
         if where == "val":
             fit_idx = train_idx
 
-        report("Encoding columns", 0.05)
+        run.report("Encoding columns", 0.05)
         codes = fit_columns([rows[i] for i in fit_idx], types)
         if not codes:
             raise UserError("no column can be learned from: every column is empty, constant or an identifier")
-        X_fit = encode(codes, [rows[i] for i in fit_idx])
-        X_eval = encode(codes, [rows[i] for i in eval_idx])
+        return _Table(
+            rows,
+            y,
+            types,
+            codes,
+            fit_idx,
+            eval_idx,
+            where,
+            X_fit=encode(codes, [rows[i] for i in fit_idx]),
+            X_eval=encode(codes, [rows[i] for i in eval_idx]),
+        )
 
-        deadline = started + USABLE * budget
+    def fit(self, run: Run) -> _Model:
+        """The template's candidate chosen by cross-validation on the fitting rows (0.1 .. 0.7)."""
+        table, classes = run.data, self._classes(run)
         best, trials, dropped = search(
-            template.candidates,
-            X_fit,
-            y[fit_idx],
+            run.template.candidates,
+            table.X_fit,
+            table.y[table.fit_idx],
             classes,
-            folds=template.cv_folds,
-            deadline=deadline,
-            on_trial=lambda i, n, trial: report("Tuning", 0.1 + 0.6 * (i + 1) / n, trial),
+            folds=run.template.cv_folds,
+            deadline=run.deadline(USABLE),
+            on_trial=lambda i, n, trial: run.report("Tuning", 0.1 + 0.6 * (i + 1) / n, trial),
         )
         if dropped:
-            warnings.append(f"the time budget allowed {len(trials)} of {len(template.candidates)} settings")
+            run.warnings.append(
+                f"the time budget allowed {len(trials)} of {len(run.template.candidates)} settings"
+            )
+        return _Model(best, trials)
 
-        report("Evaluating", 0.75)
-        model = models.fit(best, X_fit, y[fit_idx], classes)
-        answers = models.predict(model, X_eval, classes)
+    def measure(self, run: Run) -> dict:
+        """The chosen candidate fitted on the fitting rows, measured on the held-out ones (0.75)."""
+        table, fitted, classes = run.data, run.fitted, self._classes(run)
+        model = models.fit(fitted.best, table.X_fit, table.y[table.fit_idx], classes)
+        answers = models.predict(model, table.X_eval, classes)
+        y_eval = table.y[table.eval_idx]
         if classes:
-            metrics = classification_report(y[eval_idx], answers, labels)
+            metrics = classification_report(y_eval, answers, run.labels)
             metrics["interval"] = accuracy_interval(
                 int(round(metrics["accuracy"] * metrics["n"])), metrics["n"]
             )
         else:
-            metrics = regression_report(y[eval_idx], answers)
+            metrics = regression_report(y_eval, answers)
             for worst in metrics["worst"]:  # the rows themselves, for the Evaluate page
-                position = int(eval_idx[worst["index"]])
-                worst.update(key=labeled[position].key, cells=rows[position])
-        metrics["split"] = where
-        metrics["search"] = {"trials": trials, "best": best}
-        metrics["importance"] = _importance(model, codes, [rows[i] for i in eval_idx], y[eval_idx], classes)
-        metrics["columns"] = types
+                position = int(table.eval_idx[worst["index"]])
+                worst.update(key=run.labeled[position].key, cells=table.rows[position])
+        metrics["split"] = table.where
+        metrics["search"] = {"trials": fitted.trials, "best": fitted.best}
+        eval_rows = [table.rows[i] for i in table.eval_idx]
+        metrics["importance"] = _importance(model, table.codes, eval_rows, y_eval, classes)
+        metrics["columns"] = table.types
+        return metrics
 
-        report("Training on every row", 0.85)
-        codes_all = fit_columns(rows, types)
-        X_all = encode(codes_all, rows)
-        final = models.fit(best, X_all, y, classes)
-        width = X_all.shape[1]
-        head, output = models.head_model(final, best, width, classes)
-        graph = merge(codes_all, head, [output])
+    def refit(self, run: Run) -> _Model:
+        """The encoding and the chosen candidate fitted again on every labeled row (0.85)."""
+        table, fitted, classes = run.data, run.fitted, self._classes(run)
+        run.report("Training on every row", 0.85)
+        fitted.codes = fit_columns(table.rows, table.types)
+        fitted.X_all = encode(fitted.codes, table.rows)
+        fitted.model = models.fit(fitted.best, fitted.X_all, table.y, classes)
+        return fitted
 
-        report("Exporting", 0.95)
-        probe = np.arange(min(PROBE_ROWS, len(rows)))
-        expected = models.predict(final, X_all[probe], classes)
-        card = {
-            "id": model_id or new_model_id(),
-            "task": template.task,
-            "target": "label" if classes else "value",
-            "labels": labels or ["value"],  # a regression's one output
+    def build_graph(self, run: Run):
+        fitted = run.fitted
+        head, fitted.output = models.head_model(
+            fitted.model, fitted.best, fitted.X_all.shape[1], self._classes(run)
+        )
+        return merge(fitted.codes, head, [fitted.output])
+
+    def check_export(self, run: Run, model) -> None:
+        """The graph, fed as the service feeds it, against the training path on the first rows."""
+        table, fitted, classes = run.data, run.fitted, self._classes(run)
+        probe = np.arange(min(PROBE_ROWS, len(table.rows)))
+        expected = models.predict(fitted.model, fitted.X_all[probe], classes)
+        parity = _parity(
+            model, self.card_fields(run), [table.rows[i] for i in probe], expected, fitted.output
+        )
+        run.metrics["export_max_abs_diff"] = parity
+        if parity > PARITY_TOLERANCE * (1 if classes else max(1.0, float(np.abs(table.y).max()))):
+            raise RuntimeError(f"exported table graph disagrees with the training path by {parity:.2e}")
+
+    def card_fields(self, run: Run) -> dict:
+        fitted = run.fitted
+        return {
             "preprocessing": {
                 "kind": "row",
-                "columns": [_column_card(c) for c in codes_all],
-                "types": types,
-                "target": target_column,
+                "columns": [_column_card(c) for c in fitted.codes],
+                "types": run.data.types,
+                "target": run.options["target_column"],
             },
-            "template": template.name,
-            "head": {"kind": best["model"], "params": dict(best)},
-            "metrics": metrics,
-            "versions": versions(),
-            "input_name": codes_all[0].input,
-            "output_name": output,
-            "warnings": warnings,
-            "training": {
-                "samples": split_counts(train_idx, val_idx, test_idx),
-                "seconds": round(time.monotonic() - started, 2),
-                "skipped": [],
-            },
+            "head": {"kind": fitted.best["model"], "params": dict(fitted.best)},
+            "input_name": fitted.codes[0].input,
+            "output_name": fitted.output,
         }
-        parity = _parity(graph, card, [rows[i] for i in probe], expected, output)
-        metrics["export_max_abs_diff"] = parity
-        if parity > PARITY_TOLERANCE * (1 if classes else max(1.0, float(np.abs(y).max()))):
-            raise RuntimeError(f"exported table graph disagrees with the training path by {parity:.2e}")
-        artifact_dir = save_artifact(out_dir, graph, card)
-        headline = ("accuracy", "macro_f1") if classes else ("mae", "rmse", "r2")
-        report("Done", 1.0, {k: metrics[k] for k in headline})
-        return TrainResult(
-            artifact_dir=Path(artifact_dir),
-            metrics=metrics,
-            warnings=warnings,
-            skipped=[],
-            plan={
-                **estimate["plan"],
-                "stages_began_s": marks,
-                "actual_s": round(time.monotonic() - started, 2),
-            },
-        )
+
+    def summary(self, metrics: dict) -> dict:
+        headline = ("accuracy", "macro_f1") if self.classes else ("mae", "rmse", "r2")
+        return {k: metrics[k] for k in headline}
+
+    def result_plan(self, run: Run) -> dict:
+        return {**run.estimate["plan"], "stages_began_s": run.marks}
+
+    def _classes(self, run: Run) -> int:
+        """The number of classes, 0 for a regression (as ``trainers.tabular.models`` takes it)."""
+        return len(run.labels) if self.classes else 0
 
 
 class TabularRegressionTrainer(TabularClassificationTrainer):
