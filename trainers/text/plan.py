@@ -43,7 +43,9 @@ FEATURES_PER_TRAIN_CHAR = 0.21  # n-grams kept (min_df 2) per character of train
 EMBED_DIM = 512
 USABLE = 0.9  # share of the budget planned for; the rest absorbs a busy machine
 FIXED_S = 0.5  # reading texts, evaluation, writing the artifact
-ENCODER_SETUP_S = 5.0  # the sentence encoder's first call in a process (loading and setting up, measured)
+#: the sentence encoder's first call in a process (loading and setting up): 1.4 s in the job at probe
+#: slowdown 1.2 (bench/estimates.py, 2026-12-04), 2 s in the priors' units
+ENCODER_SETUP_S = 2.0
 
 
 def fit_units(nnz: float, n_rows: int, n_classes: int, embedding_dim: int = 0) -> float:
@@ -183,8 +185,8 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
     )
     if not any(c["embedding"] for c in fits.candidates) and embed_s:
         embed_s, encoders = 0.0, []
-    if encoders:  # the graph's second input: every text read by the encoder again when the job scores
-        scoring_s += seconds_per(cost, EMBED_WORK, len(samples))
+    if encoders:  # the graph's second input: the scorer loads the encoder again and reads every text
+        scoring_s += seconds_per(cost, EMBED_WORK, len(samples)) + ENCODER_SETUP_S
     eta = FIXED_S + ngram_s + embed_s + fits.search_s + fits.final_s + export_s + scoring_s
     return {
         "eta_s": round(eta, 1),
