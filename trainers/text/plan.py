@@ -42,7 +42,7 @@ NNZ_PER_CHAR = 2.1  # stored values per character of text, both tokenizations (m
 FEATURES_PER_TRAIN_CHAR = 0.21  # n-grams kept (min_df 2) per character of training text (both data sets)
 EMBED_DIM = 512
 USABLE = 0.9  # share of the budget planned for; the rest absorbs a busy machine
-FIXED_S = 0.5  # reading texts, evaluation, writing the artifact
+FIXED_S = 0.2  # reading texts, evaluation, writing the artifact (0.1-0.2 s for 375 texts, 2026-12-04)
 #: the sentence encoder's first call in a process (loading and setting up): 1.4 s in the job at probe
 #: slowdown 1.2 (bench/estimates.py, 2026-12-04), 2 s in the priors' units
 ENCODER_SETUP_S = 2.0
