@@ -41,9 +41,9 @@ OUTPUT_NAME = "probabilities"
 BACKGROUND_WORDS = ("background", "noise", "silence")
 #: the head's fits, in the priors' units (2 busy cores): seconds per clip and setting of the search (200
 #: spoken digits x 3 settings took 0.3 s at probe slowdown 0.9, 2026-12-04), and the seconds of
-#: evaluating, exporting and writing the model (0.1-0.2 s then)
+#: evaluating, exporting and writing the model (0.1 s then)
 FIT_S_PER_CLIP = 0.001
-FIXED_S = 0.5
+FIXED_S = 0.2
 
 
 def is_background(label: str) -> bool:
