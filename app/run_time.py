@@ -20,8 +20,10 @@ SCORING_WORK = "label-suggestions"
 SCORING_PRIOR_S = 0.012
 # Seconds for the scorer's session to be created, once per run.
 SCORING_START_S = 0.5
-# The worker process starting (Python, numpy, ONNX Runtime) and opening the workspace.
-JOB_START_S = 2.0
+# The worker process starting (Python, numpy, ONNX Runtime) and opening the workspace: 0.5-0.6 s from
+# "running" to the trainer's first event at probe slowdown 0.9-1.2 (bench/estimates.py, 2026-12-04),
+# ~0.8 s in the priors' units (app.calibration).
+JOB_START_S = 0.8
 
 
 def scoring_key(project, template: str | None = None) -> str:

@@ -109,7 +109,6 @@ def test_the_encoder_is_timed_once_on_a_few_texts_before_the_first_plan(monkeypa
     cost = CostModel(None)
     tc._probe_encoder(cost, samples)
     tc._probe_encoder(cost, samples)
-    assert [len(r) for r in read] == [1, tc.PROBE_TEXTS] and "unlabeled" not in read[
-        1
-    ]  # a warm-up, then timed
+    chunks = [tc.PROBE_CHUNK] * (tc.PROBE_TEXTS // tc.PROBE_CHUNK)
+    assert [len(r) for r in read] == [1, *chunks] and "unlabeled" not in read[1]  # a warm-up, then timed
     assert cost.get(EMBED_WORK, "cpu", 1, 1)["source"] == "probe"

@@ -43,7 +43,9 @@ log = logging.getLogger(__name__)
 PLAIN_VIEWS = ("identity", "quiet", "loud", "early", "late")
 SHIFT_SECONDS = 0.12
 WORK_KEY = "sound-features"
-DEFAULT_SECONDS_PER_VIEW = 0.03  # one ~1 s clip through the graph on one CPU thread, before measuring
+#: one clip view through the graph on one CPU thread, before measuring, in the priors' units (2 busy
+#: cores): 760 views of the spoken digits took 2.5 s on 2 threads at probe slowdown 0.9 (2026-12-04)
+DEFAULT_SECONDS_PER_VIEW = 0.01
 
 
 def noise_view(background_key: str) -> str:
@@ -226,7 +228,12 @@ def _device_name(device: str) -> str:
     return "cpu" if device in ("auto", "cpu") else device
 
 
+def views_per_second(cache: FeatureCache, *, device: str = "auto", threads: int = 2) -> float:
+    """Clip views computed per second: measured once a model was trained here, else the prior."""
+    rate = CostModel(cache.root).items_per_s(WORK_KEY, _device_name(device), 1, threads)
+    return rate or max(1, threads) / DEFAULT_SECONDS_PER_VIEW
+
+
 def estimate_seconds(cache: FeatureCache, n_vectors: int, *, device: str = "auto", threads: int = 2) -> float:
     """Seconds to compute ``n_vectors`` (measured throughput once a model was trained here)."""
-    rate = CostModel(cache.root).items_per_s(WORK_KEY, _device_name(device), 1, threads)
-    return n_vectors / rate if rate else n_vectors * DEFAULT_SECONDS_PER_VIEW / max(1, threads)
+    return n_vectors / views_per_second(cache, device=device, threads=threads)

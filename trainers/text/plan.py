@@ -42,8 +42,10 @@ NNZ_PER_CHAR = 2.1  # stored values per character of text, both tokenizations (m
 FEATURES_PER_TRAIN_CHAR = 0.21  # n-grams kept (min_df 2) per character of training text (both data sets)
 EMBED_DIM = 512
 USABLE = 0.9  # share of the budget planned for; the rest absorbs a busy machine
-FIXED_S = 0.5  # reading texts, evaluation, writing the artifact
-ENCODER_SETUP_S = 5.0  # the sentence encoder's first call in a process (loading and setting up, measured)
+FIXED_S = 0.2  # reading texts, evaluation, writing the artifact (0.1-0.2 s for 375 texts, 2026-12-04)
+#: the sentence encoder's first call in a process (loading and setting up): 1.4 s in the job at probe
+#: slowdown 1.2 (bench/estimates.py, 2026-12-04), 2 s in the priors' units
+ENCODER_SETUP_S = 2.0
 
 
 def fit_units(nnz: float, n_rows: int, n_classes: int, embedding_dim: int = 0) -> float:
@@ -161,11 +163,12 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
     export_s = seconds_per(cost, EXPORT_WORK, n_features)
     scoring_s = seconds_per(cost, SCORE_WORK, score_units(len(samples), n_features, n_classes))
     usable = USABLE * budget - FIXED_S - ngram_s - export_s
-    embed_s, encoders = 0.0, []
+    embed_s, encoders, loaded = 0.0, [], False  # loaded: the job's training reads texts with the encoder
     for name in template.embeddings:
         if name is None:
             continue
         missing = missing_embeddings(labeled)
+        loaded = loaded or missing > 0
         needed = seconds_per(cost, EMBED_WORK, missing) + (ENCODER_SETUP_S if missing else 0.0)
         if needed <= 0.5 * usable:
             encoders.append(name)
@@ -184,7 +187,8 @@ def plan_run(samples, template, cost: CostModel, missing_embeddings, budget: flo
     if not any(c["embedding"] for c in fits.candidates) and embed_s:
         embed_s, encoders = 0.0, []
     if encoders:  # the graph's second input: every text read by the encoder again when the job scores
-        scoring_s += seconds_per(cost, EMBED_WORK, len(samples))
+        # (the encoder is loaded once a process: here, when training had every embedding cached)
+        scoring_s += seconds_per(cost, EMBED_WORK, len(samples)) + (0.0 if loaded else ENCODER_SETUP_S)
     eta = FIXED_S + ngram_s + embed_s + fits.search_s + fits.final_s + export_s + scoring_s
     return {
         "eta_s": round(eta, 1),
