@@ -3,6 +3,7 @@
 ``outside_model`` and ``outside_photos``: an image classifier "made elsewhere" (built with onnx.helper
 as another tool would export it) and photos it classifies, for the tests of importing outside models.
 ``served_bundle``: a deploy bundle's server running where ModelDesk cannot be imported.
+Every test starts with the cost model's measurement scale unset (``_measurements_as_measured``).
 """
 
 import os
@@ -17,6 +18,19 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from PIL import Image
+
+
+@pytest.fixture(autouse=True)
+def _measurements_as_measured():
+    """Each test starts with the cost model storing seconds as measured: the app's load calibration
+    (``app.calibration.measure_load``) sets a process-wide scale that would otherwise carry from one
+    test into the next and change every figure the cost model records."""
+    from modeldesk.scheduler.cost import set_measurement_scale
+
+    set_measurement_scale(None)
+    yield
+    set_measurement_scale(None)
+
 
 LABELS = ["dark", "mid", "bright"]
 LEVELS = {"dark": 40, "mid": 128, "bright": 220}
