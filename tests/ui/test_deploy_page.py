@@ -451,3 +451,24 @@ def test_compression_is_offered_only_where_it_can_work(qtbot):
     assert not card.compress_button.isVisible() and card.export_button.isVisible()
     card.set_model("photos", "m-photos")
     assert card.compress_button.isVisible()
+
+
+def test_a_typed_text_gets_the_answer_the_workspace_gives(qtbot, tmp_path, open_page):
+    from modeldesk.app.sample_data import make_text_table
+
+    ws = Workspace(tmp_path / "ws")
+    try:
+        ws.create_project("reviews", "text-classification")
+        ws.import_data("reviews", make_text_table(tmp_path / "t.csv", per_class=12, seed=0))
+        model = ws.train("reviews", "text-classification/fast")["model"]
+        page = open_page(DeployPage, ws)
+        page.set_project("reviews")
+        qtbot.waitUntil(lambda: page.loaded and page.model_id == model, timeout=20_000)
+        page.try_text("fast delivery, warm and tasty")
+        qtbot.waitUntil(lambda: page.last_prediction is not None, timeout=20_000)
+        expected = ws.predict_texts(model, ["fast delivery, warm and tasty"])[0]
+        assert page.last_prediction["label"] == expected["label"]
+        assert page.last_prediction["scores"] == pytest.approx(expected["scores"])
+    finally:
+        ws.jobs.close()
+        ws.close()

@@ -240,25 +240,16 @@ class DeployPage(Page):
 
     def try_text(self, text: str) -> None:
         """Classify a typed text with the current model (off the UI thread) and show the scores."""
-        if self.model_id is None:
-            return
-        model_id, ws = self.model_id, self.ws
-        self.try_it.looking(None)
-
-        def done(results):
-            self.last_prediction = results[0]
-            self.try_it.show_prediction(results[0])
-
-        def failed(message, details):
-            self.try_it.clear()
-            self.report_error("Could not read this text", message, details)
-
-        self.predictions.start(lambda state: ws.predict_texts(model_id, [text]), done, on_failed=failed)
+        if self.model_id is not None:
+            self._ask(lambda ws, model_id: ws.predict_texts(model_id, [text]), "Could not read this text")
 
     def try_row(self, row: dict) -> None:
         """Ask the current model about a row of the form (off the UI thread), as the service would."""
-        if self.model_id is None:
-            return
+        if self.model_id is not None:
+            self._ask(lambda ws, model_id: ws.predict_rows(model_id, [row]), "Could not read this row")
+
+    def _ask(self, predict, failure_title: str) -> None:
+        """Show the first answer of ``predict(ws, model_id)``, run off the UI thread."""
         model_id, ws = self.model_id, self.ws
         self.try_it.looking(None)
 
@@ -268,9 +259,9 @@ class DeployPage(Page):
 
         def failed(message, details):
             self.try_it.clear()
-            self.report_error("Could not read this row", message, details)
+            self.report_error(failure_title, message, details)
 
-        self.predictions.start(lambda state: ws.predict_rows(model_id, [row]), done, on_failed=failed)
+        self.predictions.start(lambda state: predict(ws, model_id), done, on_failed=failed)
 
     def _recorded(self, _label: str, wav: bytes) -> None:
         """A clip from the microphone: save it (worker) and classify it."""
