@@ -78,6 +78,19 @@ class Run:
         """Seconds since ``stage`` began (at least 1 ms), for the cost model."""
         return max(time.monotonic() - self.started - self.marks.get(stage, 0.0), 1e-3)
 
+    def readable_photos(self) -> list:
+        """The labeled samples whose photo opens; each other one is noted in :attr:`skipped` with why."""
+        from modeldesk.deploy.preprocess import ImageDecodeError, image_size
+
+        readable = []
+        for sample in self.labeled:
+            try:
+                image_size(sample.path)
+                readable.append(sample)
+            except (ImageDecodeError, OSError) as exc:
+                self.skipped.append({"file": str(sample.path), "reason": str(exc)})
+        return readable
+
 
 class TaskTrainer:
     """The shared half of the :class:`~modeldesk.trainers.tasks.Trainer` protocol and the skeleton of

@@ -174,3 +174,18 @@ def test_refit_gives_the_exported_model_after_the_measurement_at_the_tasks_stage
     ]  # fmt: skip
     card = json.loads((result.artifact_dir / "model.json").read_text())
     assert card["cut"] == 0.5  # the card and the graph are the refitted model's
+
+
+def test_readable_photos_leave_out_and_name_each_photo_that_does_not_open(tmp_path):
+    from PIL import Image
+
+    from modeldesk.trainers.base import Run
+
+    good, broken, missing = tmp_path / "good.png", tmp_path / "broken.jpg", tmp_path / "missing.png"
+    Image.new("RGB", (8, 8), "red").save(good)
+    broken.write_bytes(b"\xff\xd8 not a jpeg")
+    run = Run(None, tmp_path, tmp_path, 10.0, "cpu", None, None, {})
+    run.labeled = [LabeledSample(str(i), str(p), "a") for i, p in enumerate((good, broken, missing))]
+    assert [s.source for s in run.readable_photos()] == [str(good)]
+    assert [entry["file"] for entry in run.skipped] == [str(broken), str(missing)]
+    assert all(entry["reason"] for entry in run.skipped)

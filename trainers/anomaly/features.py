@@ -21,8 +21,14 @@ from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.backbones.registry import write_atomically
-from modeldesk.trainers.detection.features import STRIDES, DetectionNeck, MapExtractor, split_maps
-from modeldesk.trainers.features import FEATURES_OUTPUT, extract_feature_views
+from modeldesk.trainers.detection.features import (
+    STRIDES,
+    DetectionNeck,
+    MapExtractor,
+    flat_maps_output,
+    split_maps,
+)
+from modeldesk.trainers.features import extract_feature_views
 
 PATCHES = "patches"
 
@@ -203,18 +209,7 @@ def padded_backbone(backbone: Backbone, neck: AnomalyNeck, graph_dir) -> onnx.Mo
 
 def maps_model(neck: AnomalyNeck, backbone: Backbone, graph_dir) -> onnx.ModelProto:
     """The padded backbone with one output ``features``: its stride maps flattened and concatenated."""
-    model = padded_backbone(backbone, neck, graph_dir)
-    graph = model.graph
-    pieces = []
-    for level in neck.map_shapes(backbone):
-        flat = f"maps/{level}/flat"
-        graph.node.append(helper.make_node("Flatten", [level], [flat], name=flat, axis=1))
-        pieces.append(flat)
-    graph.node.append(helper.make_node("Concat", pieces, [FEATURES_OUTPUT], name="maps/concat", axis=1))
-    del graph.output[:]
-    total = sum(int(np.prod(shape)) for shape in neck.map_shapes(backbone).values())
-    graph.output.append(helper.make_tensor_value_info(FEATURES_OUTPUT, TensorProto.FLOAT, ["N", total]))
-    return model
+    return flat_maps_output(padded_backbone(backbone, neck, graph_dir), neck.map_shapes(backbone))
 
 
 class AnomalyMapExtractor(MapExtractor):

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from modeldesk.deploy.preprocess import ImageDecodeError, image_size
 from modeldesk.errors import UserError
 from modeldesk.trainers.anomaly.bank import (
     MAX_POOL,
@@ -174,13 +173,7 @@ class AnomalyDetectionTrainer(TaskTrainer):
         template = run.template
         backbone = get_backbone(template.backbone)
         cache = FeatureCache(run.cache_dir)
-        readable = []
-        for s in run.labeled:
-            try:
-                image_size(s.path)
-                readable.append(s)
-            except (ImageDecodeError, OSError) as exc:
-                run.skipped.append({"file": str(s.path), "reason": str(exc)})
+        readable = run.readable_photos()
         extracted = extract_maps(
             backbone,
             template.neck,

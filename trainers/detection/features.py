@@ -183,16 +183,21 @@ def neck_model(neck: DetectionNeck, backbone: Backbone) -> onnx.ModelProto:
 
 def maps_model(neck: DetectionNeck, backbone: Backbone, graph_dir) -> onnx.ModelProto:
     """The backbone with one output ``features``: its maps of ``neck.levels`` flattened and concatenated."""
-    model = backbone.load_onnx(graph_dir)
+    return flat_maps_output(backbone.load_onnx(graph_dir), neck.map_shapes(backbone))
+
+
+def flat_maps_output(model: onnx.ModelProto, shapes: dict) -> onnx.ModelProto:
+    """``model`` with one output ``features`` in place of its outputs: the maps named by ``shapes``
+    (name -> shape of one photo's map), each flattened, concatenated in that order."""
     graph = model.graph
     pieces = []
-    for level in neck.map_shapes(backbone):
+    for level in shapes:
         flat = f"maps/{level}/flat"
         graph.node.append(helper.make_node("Flatten", [level], [flat], name=flat, axis=1))
         pieces.append(flat)
     graph.node.append(helper.make_node("Concat", pieces, [FEATURES_OUTPUT], name="maps/concat", axis=1))
     del graph.output[:]
-    total = sum(int(np.prod(shape)) for shape in neck.map_shapes(backbone).values())
+    total = sum(int(np.prod(shape)) for shape in shapes.values())
     graph.output.append(helper.make_tensor_value_info(FEATURES_OUTPUT, TensorProto.FLOAT, ["N", total]))
     return model
 

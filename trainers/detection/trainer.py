@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from modeldesk.deploy.preprocess import ImageDecodeError, image_size, letterbox_scale
+from modeldesk.deploy.preprocess import image_size, letterbox_scale
 from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.backbones import get_backbone
@@ -310,13 +310,7 @@ class ObjectDetectionTrainer(TaskTrainer):
     def features(self, run: Run) -> _Boxed:
         """The backbone maps of every readable photo in every view (0 .. 0.6)."""
         template, backbone = run.template, get_backbone(run.template.backbone)
-        readable = []
-        for s in run.labeled:
-            try:
-                image_size(s.path)
-                readable.append(s)
-            except (ImageDecodeError, OSError) as exc:
-                run.skipped.append({"file": str(s.path), "reason": str(exc)})
+        readable = run.readable_photos()
         extracted = extract_maps(
             backbone,
             template.neck,

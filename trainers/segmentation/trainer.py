@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from modeldesk.deploy.preprocess import ImageDecodeError, image_size, preprocess_image
+from modeldesk.deploy.preprocess import image_size, preprocess_image
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
 from modeldesk.trainers.backbones import get_backbone
@@ -250,13 +250,7 @@ class SegmentationTrainer(TaskTrainer):
         template = run.template
         backbone = get_backbone(template.backbone)
         cache = FeatureCache(run.cache_dir)
-        readable = []
-        for s in run.labeled:
-            try:
-                image_size(s.path)
-                readable.append(s)
-            except (ImageDecodeError, OSError) as exc:
-                run.skipped.append({"file": str(s.path), "reason": str(exc)})
+        readable = run.readable_photos()
         extracted = extract_maps(
             backbone,
             template.neck,
