@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper
 
+from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.detection.features import STRIDES, DetectionNeck
 from modeldesk.trainers.detection.metrics import box_iou, detection_report
-from modeldesk.trainers.detection.refine import BoxRefiner, RefineComputer, RefineSpec, side_moves
+from modeldesk.trainers.detection.refine import (
+    MIN_QUALITY,
+    BoxRefiner,
+    RefineComputer,
+    RefineSpec,
+    rescore,
+    rescore_nodes,
+    side_moves,
+)
 
 NECK = DetectionNeck(size=128, stride=16, levels=("stride16", "stride32"))
 
@@ -76,3 +86,53 @@ def test_report_has_ap_at_iou_075():
     near = [[{"label": "a", "score": 0.9, "box": [0, 0, 10, 14]}]]  # IoU 0.71: found at 0.5, not at 0.75
     report = detection_report(truth, near, ["a"], 0.5)
     assert report["map50"] == pytest.approx(1.0) and report["map75"] == pytest.approx(0.0)
+
+
+def test_the_iou_regression_scores_a_box_on_the_object_above_one_beside_it():
+    rng = np.random.default_rng(0)
+    spec = RefineSpec(levels=("stride8",), copies=12, ridge=1e-3, rescore=0.5)
+    computer = RefineComputer(spec, NECK, _Backbone())
+    images = []
+    for _ in range(40):
+        x0, y0 = rng.uniform(8, 56, 2)
+        w, h = rng.uniform(32, 64, 2)
+        box = np.array([[x0, y0, x0 + w, y0 + h]])
+        images.append((_flat(box), box))
+    refiner = BoxRefiner(spec).fit(computer, images, rng)
+    assert refiner.quality_[0].shape == (computer.features(_flat(), np.zeros((1, 4))).shape[1], 1)
+    computer.set_weights(refiner.weight_, refiner.bias_, refiner.quality_)
+    on, beside = [], []
+    for flat, truth in images[:10]:
+        w = truth[0, 2] - truth[0, 0]
+        on.append(computer.refine_scored(flat, truth, NECK.size, NECK.size)[1][0])
+        shifted = truth + np.array([[0.6 * w, 0.0, 0.6 * w, 0.0]])
+        beside.append(computer.refine_scored(flat, shifted, NECK.size, NECK.size)[1][0])
+    assert np.mean(on) > np.mean(beside) + 0.1
+    assert min(on + beside) >= MIN_QUALITY and max(on + beside) <= 1.0
+    # without the IoU regression nothing is predicted and the scores stay as they are
+    computer.set_weights(refiner.weight_, refiner.bias_)
+    assert computer.refine_scored(images[0][0], images[0][1], NECK.size, NECK.size)[1] is None
+
+
+def test_rescore_nodes_compute_what_the_trainer_computes():
+    spec = RefineSpec(rescore=0.5)
+    nodes, inits, out = rescore_nodes(spec, "score", "iou", "r/")
+    graph = helper.make_graph(
+        nodes,
+        "rescore",
+        [
+            helper.make_tensor_value_info("score", TensorProto.FLOAT, ["K", 1]),
+            helper.make_tensor_value_info("iou", TensorProto.FLOAT, ["K", 1]),
+        ],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["K", 1])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    session = create_session(model.SerializeToString(), device="cpu", threads=1)
+    score = np.array([[0.9], [0.5], [0.06]], np.float32)
+    iou = np.array([[0.4], [0.95], [1.0]], np.float32)
+    got = session.run(None, {"score": score, "iou": iou})[0]
+    np.testing.assert_allclose(got[:, 0], rescore(spec, score[:, 0], iou[:, 0]), rtol=1e-6)
+    # a well-placed weaker box overtakes a badly placed stronger one
+    assert got[1, 0] > got[0, 0]

@@ -5,7 +5,8 @@ Inputs ``image`` (N, 3, S, S) letterboxed and ``image_size`` (N, 2) the original
 cell) -> sigmoid scores and boxes in letterbox pixels -> divided by the letterbox scale and clipped
 to the original image -> ``NonMaxSuppression`` per class -> box voting (each kept box becomes the
 score-weighted mean of the overlapping boxes of its class) -> for models with a box refiner, each
-kept box re-read on the finer maps and its sides moved (``detection.refine``) -> ``detections`` (K, 7): image index, x0,
+kept box re-read on the finer maps and its sides moved (``detection.refine``), and with an IoU
+regression its score weighed by the moved box's predicted IoU -> ``detections`` (K, 7): image index, x0,
 y0, x1, y1 in the original image's pixels, score, class index. ``sizes`` repeats ``image_size`` so a
 reader knows how many images there were (an image may have no boxes).
 """
@@ -19,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.detection.features import CELLS, DetectionNeck, neck_nodes
 from modeldesk.trainers.detection.head import cell_points
-from modeldesk.trainers.detection.refine import refine_nodes
+from modeldesk.trainers.detection.refine import refine_nodes, rescore_nodes
 
 SIZE_INPUT = "image_size"
 OUTPUT_NAME = "detections"
@@ -131,14 +132,27 @@ def decode_nodes(
     picked = node("GatherND", [boxes, image_box], "picked")
     if vote_iou is not None:
         picked = _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou, min_score)
+    iou = None  # the refined boxes' predicted IoUs, with a refiner that has an IoU regression
     if refiner is not None:
         image_index = node("Gather", [selected, _const(inits, p + "r/col0", 0, np.int64)], "r/image", axis=1)
-        r_nodes, r_inits, picked = refine_nodes(
-            refiner.spec, neck, refiner.weight_, refiner.bias_, picked, image_index, SIZE_INPUT, p + "refine/"
+        r_nodes, r_inits, picked, iou = refine_nodes(
+            refiner.spec,
+            neck,
+            refiner.weight_,
+            refiner.bias_,
+            picked,
+            image_index,
+            SIZE_INPUT,
+            p + "refine/",
+            quality=getattr(refiner, "quality_", None),
         )
         nodes.extend(r_nodes)
         inits.extend(r_inits)
     score = node("Unsqueeze", [node("GatherND", [scores, selected], "score1"), p + "axis1"], "score")
+    if iou is not None:
+        s_nodes, s_inits, score = rescore_nodes(refiner.spec, score, iou, p + "rescore/")
+        nodes.extend(s_nodes)
+        inits.extend(s_inits)
     as_float = node("Cast", [selected], "selected_f", to=TensorProto.FLOAT)
     image = node("Slice", [as_float, p + "c0", p + "axis1", p + "axis1"], "image")
     label = node(

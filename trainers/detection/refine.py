@@ -6,8 +6,11 @@ the stride 8 and 16 maps inside each kept box, enlarged so that its edges are se
 to an R x R grid per map), and a ridge regression turns those features into the moves of the four
 sides relative to the box's width and height (R-CNN's box regression, fitted in closed form on
 jittered copies of the true boxes of every training view). ``steps`` > 1 runs it again from the
-moved box. In the exported graph it follows NMS and box voting; training runs the same nodes on the
-cached maps (:class:`RefineComputer`), so the two compute the same boxes.
+moved box. With ``rescore`` > 0 the moved box is read once more and a second ridge regression
+predicts its IoU with the object (fitted on more widely jittered true boxes); the box's score becomes
+``score ** (1 - rescore) * IoU ** rescore``, so that well-placed boxes rank first (COCO mAP at IoU
+0.5:0.95 counts the order). In the exported graph it follows NMS and box voting; training runs the
+same nodes on the cached maps (:class:`RefineComputer`), so the two compute the same boxes and scores.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from onnx import TensorProto, helper, numpy_helper
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.detection.features import STRIDES, DetectionNeck, split_maps
 
+MIN_QUALITY = 0.05  # predicted IoUs are clipped to [MIN_QUALITY, 1] before they weigh a score
 MAX_ROWS = 24_000  # jittered boxes the refiner is fitted on at most (its fitting time grows with them)
 BLOCK_ROWS = 2048  # rows added to the normal equations at once (one large product is much faster than many)
 
@@ -41,6 +45,8 @@ class RefineSpec:
         regression: a box far off gives moves too large for a linear fit, which they would skew).
     ridge : L2 penalty on standardised features, per row of data.
     steps : refinements in a row, each from the box the previous one moved.
+    rescore : weight of the moved box's predicted IoU in its score (0: scores are not changed).
+    rescore_jitter : as ``jitter``, for the boxes the IoU regression is fitted on (wider, every overlap).
     """
 
     levels: tuple = ("stride8", "stride16")
@@ -51,6 +57,8 @@ class RefineSpec:
     min_iou: float = 0.5
     ridge: float = 3.0
     steps: int = 1
+    rescore: float = 0.0
+    rescore_jitter: float = 0.2
 
 
 def _enlarge_matrix(enlarge: float) -> np.ndarray:
@@ -104,9 +112,12 @@ def refine_nodes(
     image: str,
     sizes: str,
     prefix: str = "refine/",
-) -> tuple[list, list, str]:
+    quality: tuple | None = None,
+) -> tuple[list, list, str, str | None]:
     """Nodes from boxes (K, 4) in original pixels, their image index (K,) int64 and the images' sizes
-    (N, 2) to the refined boxes (K, 4), clipped to their images; ``weight`` (D, 4), ``bias`` (4,)."""
+    (N, 2) to the refined boxes (K, 4), clipped to their images; ``weight`` (D, 4), ``bias`` (4,).
+    With ``quality`` ((D, 1) weight, (1,) bias) also each refined box's predicted IoU (K, 1), read
+    on the maps inside it (else None)."""
     p = prefix
     inits = [
         numpy_helper.from_array(weight.astype(np.float32), p + "W"),
@@ -137,10 +148,43 @@ def refine_nodes(
         wh = node("Max", [node("Sub", [high, low], s + "wh0"), p + "one"], s + "wh")
         scale = node("Concat", [wh, wh], s + "whwh", axis=1)
         current = node("Add", [current, node("Mul", [moves, scale], s + "shift")], s + "boxes")
+    iou = None
+    if quality is not None:
+        f_nodes, f_inits, features = roi_feature_nodes(spec, current, image, p + "q/")
+        nodes.extend(f_nodes)
+        inits.extend(f_inits)
+        inits += [
+            numpy_helper.from_array(np.asarray(quality[0], np.float32).reshape(-1, 1), p + "q/W"),
+            numpy_helper.from_array(np.asarray(quality[1], np.float32).reshape(1), p + "q/b"),
+            numpy_helper.from_array(np.array(MIN_QUALITY, np.float32), p + "q/min"),
+        ]
+        raw = node("Add", [node("MatMul", [features, p + "q/W"], "q/mm"), p + "q/b"], "q/raw")
+        iou = node("Clip", [raw, p + "q/min", p + "one"], "q/iou")
     out = node("Mul", [current, inverse], "boxes_raw")
     upper = node("Concat", [own, own], "upper", axis=1)
     out = node("Min", [node("Max", [out, p + "zero"], "boxes_pos"), upper], "boxes")
-    return nodes, inits, out
+    return nodes, inits, out, iou
+
+
+def rescore_nodes(spec: RefineSpec, score: str, iou: str, prefix: str) -> tuple[list, list, str]:
+    """Nodes from scores (K, 1) and predicted IoUs (K, 1) to ``score ** (1 - rescore) * iou ** rescore``."""
+    p = prefix
+    inits = [
+        numpy_helper.from_array(np.array(1.0 - spec.rescore, np.float32), p + "score_power"),
+        numpy_helper.from_array(np.array(spec.rescore, np.float32), p + "iou_power"),
+    ]
+    nodes = [
+        helper.make_node("Pow", [score, p + "score_power"], [p + "score_part"], name=p + "score_part"),
+        helper.make_node("Pow", [iou, p + "iou_power"], [p + "iou_part"], name=p + "iou_part"),
+        helper.make_node("Mul", [p + "score_part", p + "iou_part"], [p + "rescored"], name=p + "rescored"),
+    ]
+    return nodes, inits, p + "rescored"
+
+
+def rescore(spec: RefineSpec, scores, iou) -> np.ndarray:
+    """The numpy twin of :func:`rescore_nodes` (float32, as the graph)."""
+    scores, iou = np.asarray(scores, np.float32), np.asarray(iou, np.float32)
+    return scores ** np.float32(1.0 - spec.rescore) * iou ** np.float32(spec.rescore)
 
 
 def _model(nodes, inits, inputs, outputs) -> onnx.ModelProto:
@@ -193,9 +237,15 @@ class RefineComputer:
         feeds["image"] = np.zeros(len(feeds["boxes"]), np.int64)
         return self._features.run(None, feeds)[0]
 
-    def set_weights(self, weight: np.ndarray, bias: np.ndarray) -> None:
-        """Build the refining model (the exported graph's nodes) for a fitted weight and bias."""
-        nodes, inits, out = refine_nodes(self.spec, self.neck, weight, bias, "boxes", "image", "sizes")
+    def set_weights(self, weight: np.ndarray, bias: np.ndarray, quality: tuple | None = None) -> None:
+        """Build the refining model (the exported graph's nodes) for a fitted weight and bias (and
+        IoU regression ``quality``, see :func:`refine_nodes`)."""
+        nodes, inits, out, iou = refine_nodes(
+            self.spec, self.neck, weight, bias, "boxes", "image", "sizes", quality=quality
+        )
+        outputs = [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["K", 4])]
+        if iou is not None:
+            outputs.append(helper.make_tensor_value_info(iou, TensorProto.FLOAT, ["K", 1]))
         model = _model(
             nodes,
             inits,
@@ -205,22 +255,27 @@ class RefineComputer:
                 helper.make_tensor_value_info("image", TensorProto.INT64, ["K"]),
                 helper.make_tensor_value_info("sizes", TensorProto.FLOAT, ["N", 2]),
             ],
-            [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["K", 4])],
+            outputs,
         )
         self._refine = create_session(model.SerializeToString(), device="cpu", threads=self._threads)
 
     def refine(self, flat: np.ndarray, boxes: np.ndarray, width: float, height: float) -> np.ndarray:
         """Refined (K, 4) boxes in original pixels of one image's boxes in original pixels."""
+        return self.refine_scored(flat, boxes, width, height)[0]
+
+    def refine_scored(self, flat: np.ndarray, boxes: np.ndarray, width: float, height: float) -> tuple:
+        """(refined (K, 4) boxes, their predicted IoUs (K,) or None without an IoU regression)."""
         boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
         if not len(boxes):
-            return boxes
+            return boxes, None
         feeds = self._maps(flat)
         feeds.update(
             boxes=boxes,
             image=np.zeros(len(boxes), np.int64),
             sizes=np.array([[width, height]], np.float32),
         )
-        return self._refine.run(None, feeds)[0]
+        outputs = self._refine.run(None, feeds)
+        return outputs[0], (outputs[1][:, 0] if len(outputs) > 1 else None)
 
 
 def side_moves(boxes: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -243,16 +298,42 @@ def _accumulate(sums, blocks):
     X = np.concatenate([b[0] for b in blocks]).astype(np.float64)
     Y = np.concatenate([b[1] for b in blocks])
     if sums is None:
-        sums = (np.zeros((X.shape[1],) * 2), np.zeros((X.shape[1], 4)), np.zeros(X.shape[1]), np.zeros(4), 0)
+        k = Y.shape[1]
+        sums = (np.zeros((X.shape[1],) * 2), np.zeros((X.shape[1], k)), np.zeros(X.shape[1]), np.zeros(k), 0)
     gram, cross, total, total_y, n = sums
     gram += X.T @ X
     cross += X.T @ Y
     return gram, cross, total + X.sum(axis=0), total_y + Y.sum(axis=0), n + len(X)
 
 
+def _jittered(truth: np.ndarray, jitter: float, copies: int, rng) -> np.ndarray:
+    """(M * copies, 4) copies of ``truth`` with each side moved by ``jitter`` x its box's width/height."""
+    wh = np.maximum(truth[:, 2:] - truth[:, :2], 1.0)
+    noise = rng.normal(0.0, jitter, (len(truth), copies, 4)) * np.concatenate([wh, wh], 1)[:, None]
+    boxes = (truth[:, None] + noise).reshape(-1, 4)
+    boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 2.0)
+    return boxes
+
+
+def _solve(sums, ridge: float) -> tuple[np.ndarray, np.ndarray]:
+    """Ridge weight (D, k) and bias (k,) on raw features from the sums of :func:`_accumulate`
+    (standardised features, penalty ``ridge`` per row)."""
+    gram, cross, total, total_y, n = sums
+    mean, mean_y = total / n, total_y / n
+    # centred moments from the raw sums: (X - m)'(X - m) = X'X - n m m'
+    cov = gram - n * np.outer(mean, mean)
+    scale = np.sqrt(np.maximum(np.diag(cov) / n, 0.0)) + 1e-3
+    cov_s = cov / np.outer(scale, scale)
+    cross_s = (cross - n * np.outer(mean, mean_y)) / scale[:, None]
+    coef = np.linalg.solve(cov_s + ridge * n * np.eye(len(cov_s)), cross_s)
+    weight = coef / scale[:, None]
+    return weight.astype(np.float32), (mean_y - mean @ weight).astype(np.float32)
+
+
 class BoxRefiner:
     """Fits the ridge regression from box features to side moves; ``weight_``/``bias_`` act on raw
-    features (the standardisation folded in), as the graph uses them."""
+    features (the standardisation folded in), as the graph uses them. With ``spec.rescore`` > 0 also
+    the regression of a box's IoU with its object (``quality_``: (weight (D, 1), bias (1,)), else None)."""
 
     def __init__(self, spec: RefineSpec):
         self.spec = spec
@@ -262,40 +343,42 @@ class BoxRefiner:
         spec = self.spec
         n_boxes = sum(len(boxes) for _, boxes in images)
         copies = int(np.clip(MAX_ROWS // max(n_boxes, 1), 2, spec.copies))
-        blocks, rows = [], 0
-        sums = None
+        blocks, quality_blocks, rows = [], [], 0
+        sums = quality_sums = None
         for flat, truth in images:
             truth = np.asarray(truth, np.float64).reshape(-1, 4)
             if not len(truth):
                 continue
-            wh = np.maximum(truth[:, 2:] - truth[:, :2], 1.0)
-            noise = (
-                rng.normal(0.0, spec.jitter, (len(truth), copies, 4)) * np.concatenate([wh, wh], 1)[:, None]
-            )
-            boxes = (truth[:, None] + noise).reshape(-1, 4)
-            boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 2.0)
+            boxes = _jittered(truth, spec.jitter, copies, rng)
             target = np.repeat(truth, copies, axis=0)
             near = _paired_iou(boxes, target) >= spec.min_iou
-            boxes, target = boxes[near], target[near]
-            if not len(boxes):
-                continue
-            blocks.append((computer.features(flat, boxes), side_moves(boxes, target)))
-            rows += len(boxes)
+            if near.any():
+                blocks.append((computer.features(flat, boxes[near]), side_moves(boxes[near], target[near])))
+                rows += int(near.sum())
+            if spec.rescore > 0:
+                wide = _jittered(truth, spec.rescore_jitter, copies, rng)
+                overlap = _overlap(wide, truth)
+                quality_blocks.append((computer.features(flat, wide), overlap[:, None]))
+                rows += len(wide)
             if rows >= BLOCK_ROWS:
                 sums = _accumulate(sums, blocks)
-                blocks, rows = [], 0
+                quality_sums = _accumulate(quality_sums, quality_blocks)
+                blocks, quality_blocks, rows = [], [], 0
         sums = _accumulate(sums, blocks)
+        quality_sums = _accumulate(quality_sums, quality_blocks)
         if sums is None:
             raise ValueError("no true boxes to fit the box refiner on")
-        gram, cross, total, total_y, n = sums
-        mean, mean_y = total / n, total_y / n
-        # centred moments from the raw sums: (X - m)'(X - m) = X'X - n m m'
-        cov = gram - n * np.outer(mean, mean)
-        scale = np.sqrt(np.maximum(np.diag(cov) / n, 0.0)) + 1e-3
-        cov_s = cov / np.outer(scale, scale)
-        cross_s = (cross - n * np.outer(mean, mean_y)) / scale[:, None]
-        coef = np.linalg.solve(cov_s + spec.ridge * n * np.eye(len(cov_s)), cross_s)
-        self.weight_ = (coef / scale[:, None]).astype(np.float32)
-        self.bias_ = (mean_y - mean @ (coef / scale[:, None])).astype(np.float32)
-        self.n_rows_ = n
+        self.weight_, self.bias_ = _solve(sums, spec.ridge)
+        self.n_rows_ = sums[-1]
+        self.quality_ = _solve(quality_sums, spec.ridge) if quality_sums is not None else None
         return self
+
+
+def _overlap(boxes: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Each box's largest IoU with the true boxes of its image."""
+    inter_lo = np.maximum(boxes[:, None, :2], truth[None, :, :2])
+    inter_hi = np.minimum(boxes[:, None, 2:], truth[None, :, 2:])
+    inter = np.prod(np.clip(inter_hi - inter_lo, 0, None), axis=2)
+    area_b = np.prod(boxes[:, 2:] - boxes[:, :2], axis=1)[:, None]
+    area_t = np.prod(truth[:, 2:] - truth[:, :2], axis=1)[None]
+    return (inter / np.maximum(area_b + area_t - inter, 1e-9)).max(axis=1)

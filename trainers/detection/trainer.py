@@ -38,7 +38,7 @@ from modeldesk.trainers.detection.graph import (
 )
 from modeldesk.trainers.detection.head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
 from modeldesk.trainers.detection.metrics import best_threshold, box_iou, mean_ap
-from modeldesk.trainers.detection.refine import BoxRefiner, RefineComputer, feature_dim
+from modeldesk.trainers.detection.refine import BoxRefiner, RefineComputer, feature_dim, rescore
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import plan_feature_extraction
 from modeldesk.trainers.templates import get_template
@@ -144,7 +144,7 @@ class _Fitter:
             for view in self.template.views
         ]
         self.refiner = BoxRefiner(spec).fit(computer, images, np.random.default_rng(1))
-        computer.set_weights(self.refiner.weight_, self.refiner.bias_)
+        computer.set_weights(self.refiner.weight_, self.refiner.bias_, self.refiner.quality_)
         self.refine_computer = computer
         return self.refiner
 
@@ -209,10 +209,16 @@ class _Fitter:
                 self.photos.labels,
             )
             if self.refine_computer is not None and boxes:
-                moved = self.refine_computer.refine(
+                moved, iou = self.refine_computer.refine_scored(
                     self.photos.maps["identity"][i], [b["box"] for b in boxes], *self.photos.sizes[i]
                 )
-                boxes = [{**b, "box": box.tolist()} for b, box in zip(boxes, moved)]
+                scores = [b["score"] for b in boxes]
+                if iou is not None:
+                    scores = rescore(self.refiner.spec, scores, iou).tolist()
+                boxes = [
+                    {**b, "box": box.tolist(), "score": float(sc)} for b, box, sc in zip(boxes, moved, scores)
+                ]
+                boxes.sort(key=lambda p: -p["score"])
             out.append(boxes)
         return out
 
@@ -258,6 +264,8 @@ def _refine_seconds(samples, template, backbone) -> float:
         return 0.0
     boxes = sum(len(s.target) for s in samples if s.target and not isinstance(s.target, str))
     rows = min(MAX_ROWS, boxes * len(template.views) * spec.copies)
+    if spec.rescore > 0:  # the IoU regression's own jittered boxes, read and fitted as many again
+        rows *= 2
     dim = feature_dim(spec, backbone.outputs)
     return rows * REFINE_S_PER_BOX + (rows * dim * dim + dim**3 / 3) / REFINE_FLOPS_PER_S
 
