@@ -81,7 +81,9 @@ TEMPLATES = (
         views=("identity", "hflip", "shrink"),
         head_params={"l2": 1e-2, "max_iter": 60, "ridge": 0.1},
         time_budget_s=60.0,
-        refine=RefineSpec(),
+        # scores weighed by the refined box's predicted IoU (4-fold CV on raccoon_voc, 103 photos pooled):
+        # mAP 0.449 -> 0.460, AP75 0.395 -> 0.445, mAP50 0.863 -> 0.861
+        refine=RefineSpec(rescore=0.5),
     ),
     DetectionTemplate(
         name="object-detection/accurate",
