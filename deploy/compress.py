@@ -397,9 +397,10 @@ def compress_artifact(
     can_refit = bool(refit_head and training and artifact.card.get("features_output"))
     views = len(artifact.card.get("views") or ["identity"])
     if candidates is None:
-        # With a re-fitted head available, the fixed-head 8-bit variants are left out: re-fitting wins
-        # back most of what they lose, and each weaker copy in the verdict's sequence is one more
-        # chance for it to stop before the fast copies (deploy.verdict).
+        # With a re-fitted head available, the fixed-head 8-bit variants but one (full size, per channel:
+        # the least changed copy, refit_candidates) are left out: re-fitting wins back most of what they
+        # lose, and each weaker copy in the verdict's sequence is one more chance for it to stop before
+        # the fast copies (deploy.verdict).
         wanted = (
             [Candidate()] + refit_candidates(spec.size)
             if can_refit
