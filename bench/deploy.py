@@ -16,7 +16,8 @@ prints
 With ``--template object-detection/fast`` (or ``/accurate``) the same is done for a detector on
 /work/shared/benchdata/raccoon_voc, judged as the app judges it (``trainers.detection.compression``);
 with ``--template sound-classification/fast`` (or ``/accurate``) for a sound model on
-/work/shared/benchdata/fsdd_audio (fp32 against int8, judged on the validation clips as the app does).
+/work/shared/benchdata/fsdd_audio (fp32 against int8, judged as the app does: every labeled clip, by
+heads fitted across folds).
 
 3. the check of the verdict on data compression never saw: the model is trained and compressed on the
    other three quarters only, judged there exactly as the app judges (a classifier on all of them, by
@@ -364,13 +365,14 @@ def run(args, work: Path, repeat: int = 0, cache: Path | None = None) -> dict:
             metric=metric,
             **search,
         )
-    elif sound:  # on the project's validation and test clips (app.pipeline), one clip at a time
+    elif sound:  # on every labeled clip, by heads fitted across folds (app.pipeline), one clip at a time
         report = compress_artifact(
             result.artifact_dir,
             work / "compressed",
             calibration=calibration,
-            validation=[(s.path, s.label) for s in training if s.split in ("val", "test")],
+            validation=[(s.path, s.label) for s in training],
             threads=(1, 2),
+            refit_head=head_refitter(load_artifact(result.artifact_dir).card),
             **search,
         )
     else:  # on every labeled photo of the project, by heads fitted across folds
