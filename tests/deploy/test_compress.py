@@ -252,13 +252,3 @@ def test_of_candidates_about_as_fast_the_most_accurate_is_kept():
     # a clearly faster copy wins over a more accurate one, and fp32 is kept only when nothing is clearly faster
     assert pick_kept([fp32, quick, slow]) is quick
     assert pick_kept([fp32, {"name": "int8", "latency_ms": 5.9, "accuracy": 0.965}]) is fp32
-
-
-def test_the_trained_head_8bit_copy_is_tried_before_any_refitted_one():
-    """The verdict's fixed sequence stops at its first failure: the least changed 8-bit copy (full size,
-    the trained head) comes first, so a re-fitted copy that disagrees more cannot stop it."""
-    order = sorted(refit_candidates(224), key=lambda c: c.change(224))
-    assert order[0] == Candidate(quant="qdq", per_channel=True)
-    assert [c.size for c in order[1:]] == [None, 192, 176, 160, 128] and all(c.refit for c in order[1:])
-    views = one_view_candidates(224, refit=True)
-    assert len(views) == len(set(views))
