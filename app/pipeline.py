@@ -492,6 +492,9 @@ def _compression_data(ws, artifact):
         # judged on every labeled photo, by heads fitted across folds (deploy.compress.FOLDS): the more
         # photos, the tighter the proven bound, and none judges a head it trained
         validation = refit
+    if artifact.target == "label" and not input_class(artifact.input_kind).compress_in_batches:
+        if head_refitter(artifact.card):  # clips too (deploy.compress_clips): every one, across folds
+            validation = refit
     calibrating = 200
     if artifact.target == "anomaly":
         from modeldesk.trainers.anomaly.compression import CALIBRATION_PHOTOS as calibrating

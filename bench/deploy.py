@@ -16,7 +16,8 @@ prints
 With ``--template object-detection/fast`` (or ``/accurate``) the same is done for a detector on
 /work/shared/benchdata/raccoon_voc, judged as the app judges it (``trainers.detection.compression``);
 with ``--template sound-classification/fast`` (or ``/accurate``) for a sound model on
-/work/shared/benchdata/fsdd_audio (fp32 against int8, judged on the validation clips as the app does).
+/work/shared/benchdata/fsdd_audio (fp32 against int8, judged as the app does: every labeled clip, by
+heads fitted across folds).
 
 3. the check of the verdict on data compression never saw: the model is trained and compressed on the
    other three quarters only, judged there exactly as the app judges (a classifier on all of them, by
@@ -32,6 +33,14 @@ with ``--template sound-classification/fast`` (or ``/accurate``) for a sound mod
 
     python bench/deploy.py [DATA_DIR] [--requests 400] [--clients 8] [--template NAME] [--no-serving]
                            [--repeats 1] [--first 0]
+
+At a reduced but honest scale, for the slow templates (a compression of the fast one took 14-39 min on
+the loaded 2-core machine): ``--templates accurate,best --quarters 1`` checks each template on one
+held-out quarter (the table of the claim per template), ``--time-budget S`` caps the training search
+(the model is weaker, the claim about its copy is judged the same way), ``--candidates a,b`` restricts
+the compression search to those recipes (names as in the candidates table; the verdict's fixed order
+and its bound are unchanged, over fewer copies) and ``--latency-runs`` sets the timing rounds. The
+features are computed once for all the templates of a run (accurate and best share them).
 """
 
 from __future__ import annotations
@@ -153,16 +162,60 @@ def main(argv=None) -> int:
     parser.add_argument("--no-serving", action="store_true", help="print the compression table only")
     parser.add_argument("--repeats", type=int, default=1, help="held-out quarters to check the claim on")
     parser.add_argument("--first", type=int, default=0, help="the first held-out quarter (0: the usual one)")
+    parser.add_argument(
+        "--templates",
+        help="comma-separated templates, one after the other (accurate = image-classification/accurate)",
+    )
+    parser.add_argument("--quarters", type=int, help="the same as --repeats")
+    parser.add_argument(
+        "--time-budget", type=float, help="seconds for each training's search (default: the template's)"
+    )
+    parser.add_argument(
+        "--candidates", help="comma-separated compression recipes (default: the app's search)"
+    )
+    parser.add_argument("--latency-runs", type=int, default=9, help="timing rounds of each candidate")
     args = parser.parse_args(argv)
+    repeats = args.quarters or args.repeats
+    templates = [
+        t if "/" in t else f"image-classification/{t}" for t in (args.templates or args.template).split(",")
+    ]
+    cache = Path(tempfile.mkdtemp(prefix="modeldesk-bench-deploy-cache-"))
+    summary = []
+    try:
+        for template in templates:
+            args.template = template
+            summary.append((template, check_template(args, repeats, cache)))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if len(summary) > 1:
+        print("\n## The claim per template\n")
+        print("| template | quarters | held | kept (speed-up at 2 threads) | claimed | held-out loss |")
+        print("|---|---:|---:|---|---|---|")
+        for template, checks in summary:
+            print(
+                f"| {template} | {len(checks)} | {sum(c['held'] for c in checks)} | "
+                + "; ".join(f"{c['kept']} (x{c['speedup']:.2f})" for c in checks)
+                + " | "
+                + "; ".join(f"{c['bound']:.2f}" for c in checks)
+                + " | "
+                + "; ".join(f"{c['loss']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" for c in checks)
+                + " |"
+            )
+    return 0
 
+
+def check_template(args, repeats: int, cache: Path) -> list[dict]:
+    """Train, compress and check ``args.template`` on ``repeats`` held-out quarters; prints the table."""
     checks = []
-    for repeat in range(args.first, args.first + args.repeats):
+    serving = args.no_serving
+    for repeat in range(args.first, args.first + repeats):
         work = Path(tempfile.mkdtemp(prefix="modeldesk-bench-deploy-"))
         try:
-            checks.append(run(args, work, repeat))
+            checks.append(run(args, work, repeat, cache))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         args.no_serving = True  # serving is measured once
+    args.no_serving = serving
     print(f"\n## The claim on data compression never saw ({args.template})\n")
     print(
         "| held-out quarter | kept | speed-up, 2 threads | claimed | held-out loss, 95% interval "
@@ -183,7 +236,7 @@ def main(argv=None) -> int:
         f"Pooled over the {len(checks)} quarters: loss {pooled['loss']:+.2f} points "
         f"[{pooled['low']:+.2f}, {pooled['high']:+.2f}] against a mean claim of {pooled['bound']:.2f}"
     )
-    return 0
+    return checks
 
 
 def pool(checks: list[dict]) -> dict:
@@ -245,7 +298,7 @@ def unseen_check(original, kept, held_out, detector: bool, metric) -> dict:
     return {"loss": 100 * loss, "low": 100 * low, "high": 100 * high, "n": len(held_out)}
 
 
-def run(args, work: Path, repeat: int = 0) -> dict:
+def run(args, work: Path, repeat: int = 0, cache: Path | None = None) -> dict:
     from train_detect import load_voc
 
     from modeldesk.app.pipeline import compression_metric
@@ -264,21 +317,27 @@ def run(args, work: Path, repeat: int = 0) -> dict:
     else:
         samples = load_samples(data, suffixes=(".wav",)) if sound else load_samples(data)
     samples = reshuffle(samples, repeat)
+    cache = cache or work / "cache"
+    budget = {"time_budget": args.time_budget} if args.time_budget else {}
+    search = {
+        "latency_runs": args.latency_runs,
+        **({"candidates": args.candidates.split(",")} if args.candidates else {}),
+    }
     held_out = [s for s in samples if s.split == "test"]
     training = [s for s in samples if s.split != "test"]
     t0 = time.perf_counter()
     if detector:
         result = ObjectDetectionTrainer().train(
-            training, args.template, work / "model", work / "cache", device="cpu"
+            training, args.template, work / "model", cache, device="cpu", **budget
         )
     elif sound:
         from modeldesk.trainers.sound.trainer import SoundClassificationTrainer
 
         result = SoundClassificationTrainer().train(
-            training, args.template, work / "model", work / "cache", device="cpu", threads=2
+            training, args.template, work / "model", cache, device="cpu", threads=2, **budget
         )
     else:
-        result = train_image_classifier(training, args.template, work / "model", work / "cache", threads=2)
+        result = train_image_classifier(training, args.template, work / "model", cache, threads=2, **budget)
     train_s = time.perf_counter() - t0
     score = "mAP50" if detector else "accuracy"
     noun = "photos" if not sound else "clips"
@@ -304,14 +363,17 @@ def run(args, work: Path, repeat: int = 0) -> dict:
             validation=judging_photos(training),
             threads=(1, 2),
             metric=metric,
+            **search,
         )
-    elif sound:  # on the project's validation and test clips (app.pipeline), one clip at a time
+    elif sound:  # on every labeled clip, by heads fitted across folds (app.pipeline), one clip at a time
         report = compress_artifact(
             result.artifact_dir,
             work / "compressed",
             calibration=calibration,
-            validation=[(s.path, s.label) for s in training if s.split in ("val", "test")],
+            validation=[(s.path, s.label) for s in training],
             threads=(1, 2),
+            refit_head=head_refitter(load_artifact(result.artifact_dir).card),
+            **search,
         )
     else:  # on every labeled photo of the project, by heads fitted across folds
         labeled = [(s.path, s.label) for s in training]
@@ -323,6 +385,7 @@ def run(args, work: Path, repeat: int = 0) -> dict:
             threads=(1, 2),
             training=labeled,
             refit_head=head_refitter(load_artifact(result.artifact_dir).card),
+            **search,
         )
     print(
         f"\n## Compression candidates ({len(report['candidates'])} tried in {time.perf_counter() - t0:.0f} s; "

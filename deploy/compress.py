@@ -142,7 +142,12 @@ def refit_candidates(base_size: int) -> list[Candidate]:
     copy is one more place for the verdict's sequence to stop.
 
     176 px sits between 192 (on sign_digits the smallest within a point: re-fitted 8-bit 0.927 against
-    fp32 0.923) and 160 (0.907, too far) and runs about a sixth faster than 192."""
+    fp32 0.923) and 160 (0.907, too far) and runs about a sixth faster than 192.
+
+    8-bit at full size with the trained head, tried first in the sequence, did no better: on one
+    held-out split of sign_digits it was refused (fast template: 0.5 points lost on 779 photos, bound
+    1.73; accurate: 0.6, bound 1.52) where its re-fitted twin scored 0.4 points above and 0.3 below the
+    original, and it stopped the sequence before any copy was kept."""
     sizes = [None] + [s for s in (192, 176, 160, 128) if s < base_size]
     return [Candidate(size=s, quant="qdq", per_channel=True, refit=True) for s in sizes]
 
@@ -376,6 +381,7 @@ def compress_artifact(
             progress=progress,
             latency_runs=latency_runs,
             confidence=confidence,
+            refit_head=refit_head,
         )
     if not validation:
         raise ValueError("compression needs labelled validation images to check accuracy")
@@ -452,6 +458,64 @@ def one_view(model: onnx.ModelProto) -> onnx.ModelProto:
         dims[0] = 1
         shape.CopyFrom(onnx.numpy_helper.from_array(dims, shape.name))
     return prune_unused(copy)
+
+
+def deal_folds(truth: Sequence[str], labels: Sequence[str], folds: int = FOLDS) -> tuple[np.ndarray, int]:
+    """``(fold of each judging example, number of folds)``: the examples of ``truth`` dealt into
+    ``folds`` folds, class by class in a seeded order, so that every fold's complement holds every
+    class (fewer folds when a class has fewer examples; ``(zeros, 0)``, i.e. judged as given, below 2
+    or when an example's label is not one of the model's ``labels``). Shared by every compressor that
+    judges by heads fitted across folds (photos here, clips in ``compress_clips``)."""
+    truth = np.array([str(t) for t in truth])
+    fold_of = np.zeros(len(truth), int)
+    counts = {label: int(np.sum(truth == label)) for label in set(truth.tolist())}
+    folds = min([folds, *counts.values()])
+    if folds < 2 or any(label not in list(map(str, labels)) for label in counts):
+        return fold_of, 0
+    rng = np.random.default_rng(0)
+    for label in sorted(counts):
+        members = np.flatnonzero(truth == label)
+        rng.shuffle(members)
+        fold_of[members] = np.arange(len(members)) % folds
+    return fold_of, folds
+
+
+def fitted_head(
+    refit_head, X: np.ndarray, truth: Sequence[str], labels: Sequence[str], model, output_name: str
+):
+    """The initializers of a head of the model's kind (``refit_head(X, y)``) fitted on features ``X``
+    of examples labelled ``truth`` (a model with V views: V * N rows, view after view), named as the
+    head of ``model`` (an ONNX graph) names them."""
+    index = {str(label): i for i, label in enumerate(labels)}
+    y = np.array([index[str(label)] for label in truth])
+    if len(X) % len(y):
+        raise ResizeError("the model's head reads a number of rows that is not a multiple of its examples")
+    # A model with test-time views (mirrored, zoomed...) stacks each view's rows after the other's;
+    # its head was fitted on every view of every photo, so the re-fitted one is too.
+    head = refit_head(X, np.tile(y, len(X) // len(y)))
+    return head.to_onnx(_head_input(model), output_name, prefix="head/")[1]
+
+
+def with_head(model: onnx.ModelProto, inits: list) -> bytes:
+    """``model`` with its head's initializers replaced by ``inits`` (same names and shapes)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    current = {init.name: init for init in copy.graph.initializer}
+    for init in inits:
+        old = current.get(init.name)
+        if old is None or list(old.dims) != list(init.dims):
+            raise ResizeError("the re-fitted head does not have the model's head layout")
+        old.CopyFrom(init)
+    return copy.SerializeToString()
+
+
+def with_features(model: onnx.ModelProto) -> tuple[bytes, str]:
+    """``model`` that also outputs the tensor its head reads, and that tensor's name."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    feature = _head_input(copy)
+    copy.graph.output.append(onnx.helper.make_tensor_value_info(feature, onnx.TensorProto.FLOAT, None))
+    return copy.SerializeToString(), feature
 
 
 def _head_input(model: onnx.ModelProto) -> str:
@@ -557,27 +621,13 @@ class _Runner:
         """Deal the judging images into ``folds`` folds, class by class in a seeded order, so that
         every fold's complement holds every class (fewer folds when a class has fewer images; none,
         i.e. judged as given, below 2)."""
-        counts = {label: self.truth.count(label) for label in set(self.truth)}
-        folds = min(folds, min(counts.values()))
-        if folds < 2 or any(label not in self.labels for label in counts):
-            return
-        truth = np.array(self.truth)
-        rng = np.random.default_rng(0)
-        self.fold_of = np.zeros(len(truth), int)
-        for label in sorted(counts):
-            members = np.flatnonzero(truth == label)
-            rng.shuffle(members)
-            self.fold_of[members] = np.arange(len(members)) % folds
-        self.folds = folds
+        self.fold_of, self.folds = deal_folds(self.truth, self.labels, folds)
 
     def features(self, model: onnx.ModelProto, kind: str, size: int) -> np.ndarray:
         """The rows the head of ``model`` reads for the ``kind`` images (a model with V views: V * N
         rows, view after view)."""
-        copy = onnx.ModelProto()
-        copy.CopyFrom(model)
-        feature = _head_input(copy)
-        copy.graph.output.append(onnx.helper.make_tensor_value_info(feature, onnx.TensorProto.FLOAT, None))
-        session = create_session(copy.SerializeToString(), device="cpu", threads=self.threads[-1], spin=False)
+        blob, feature = with_features(model)
+        session = create_session(blob, device="cpu", threads=self.threads[-1], spin=False)
         tensors = self.data.get(kind, size)
         rows = [
             session.run([feature], {self.input_name: tensors[start : start + 32]})[0]
@@ -587,27 +637,9 @@ class _Runner:
 
     def fit_head(self, X: np.ndarray, labels: list[str]) -> list:
         """The initializers of a head re-fitted on features ``X`` of images labelled ``labels``."""
-        index = {label: i for i, label in enumerate(self.labels)}
-        y = np.array([index[str(label)] for label in labels])
-        if len(X) % len(y):
-            raise ResizeError("the model's head reads a number of rows that is not a multiple of its images")
-        # A model with test-time views (mirrored, zoomed...) stacks each view's rows after the other's;
-        # its head was fitted on every view of every photo, so the re-fitted one is too.
-        head = self.refit_head(X, np.tile(y, len(X) // len(y)))
-        return head.to_onnx(self.features_output, self.output_name, prefix="head/")[1]
+        return fitted_head(self.refit_head, X, labels, self.labels, self.base, self.output_name)
 
-    @staticmethod
-    def with_head(model: onnx.ModelProto, inits: list) -> bytes:
-        """``model`` with its head's initializers replaced by ``inits`` (same names and shapes)."""
-        copy = onnx.ModelProto()
-        copy.CopyFrom(model)
-        current = {init.name: init for init in copy.graph.initializer}
-        for init in inits:
-            old = current.get(init.name)
-            if old is None or list(old.dims) != list(init.dims):
-                raise ResizeError("the re-fitted head does not have the model's head layout")
-            old.CopyFrom(init)
-        return copy.SerializeToString()
+    with_head = staticmethod(with_head)
 
     def refit(self, blob: bytes, size: int) -> bytes:
         """``blob`` with its head's weights re-fitted on its own features of the training images."""

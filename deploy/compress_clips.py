@@ -4,10 +4,15 @@ The int8 candidate quantizes the convolutions of the embedding network (uint8 ac
 weights per channel, QDQ), calibrated on training clips one at a time; the front end before it (the
 spectrogram) and the head after it stay in float. Both candidates are measured here, on this machine:
 milliseconds per clip (timed interleaved, at each thread count) and, clip by clip, right or wrong on
-the validation clips. The verdict is the
+the judging clips. The verdict is the
 one every task shares (``deploy.verdict.judge``): int8 is kept only when it is faster and the upper
 bound of its loss against fp32 on the same clips is within ``max_loss`` (on a shared 2-core machine
 int8 was measured no faster for the speech embedding, so fp32 is the usual, honest outcome).
+
+With ``refit_head`` the clips are judged as photos are (``deploy.compress``): every labeled clip, each
+answered, by fp32 and by int8 alike, through a head of the model's kind fitted on the original's
+features of the other folds' clips, so that no clip judges a head that was fitted on it (a head judged
+on its own training clips answers them with margins that hide what int8 changes).
 """
 
 from __future__ import annotations
@@ -29,7 +34,16 @@ from onnxruntime.quantization import (
 
 from . import verdict
 from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
-from .compress import claim_keys, parse_candidate, time_interleaved
+from .compress import (
+    FOLDS,
+    claim_keys,
+    deal_folds,
+    fitted_head,
+    parse_candidate,
+    time_interleaved,
+    with_features,
+    with_head,
+)
 from .inputs import input_for
 from .runtime import create_session
 from .verdict import CONFIDENCE, paired_loss_bound
@@ -88,6 +102,52 @@ def _answers(blob: bytes, artifact: ModelArtifact, model_input, items, truth, th
     return np.array([p == t for p, t in zip(predicted, truth)], bool)
 
 
+class FoldHeads:
+    """Heads of the model's kind fitted across folds of the judging clips on the original's features
+    (``deploy.compress.deal_folds``): each clip is answered by the head fitted without its fold."""
+
+    def __init__(self, artifact: ModelArtifact, model_input, items, truth, refit_head, threads: int):
+        self.fold_of, self.folds = deal_folds(truth, artifact.labels, FOLDS)
+        self.heads: list = []
+        if not self.folds:
+            return
+        original = onnx.load_from_string(artifact.model_bytes())
+        blob, feature = with_features(original)
+        session = create_session(blob, device="cpu", threads=threads, spin=False)
+        X = np.concatenate(
+            [session.run([feature], {artifact.input_name: model_input.collate([x])})[0] for x in items]
+        )
+        truth = np.array(truth)
+        for fold in range(self.folds):
+            fitted = self.fold_of != fold
+            self.heads.append(
+                fitted_head(
+                    refit_head,
+                    X[fitted],
+                    list(truth[fitted]),
+                    artifact.labels,
+                    original,
+                    artifact.output_name,
+                )
+            )
+
+    def answers(self, blob: bytes, artifact: ModelArtifact, model_input, items, truth, threads: int):
+        """Right or wrong, clip by clip, each by ``blob`` with the head fitted without the clip's fold."""
+        model = onnx.load_from_string(blob)
+        right = np.zeros(len(items), bool)
+        for fold, inits in enumerate(self.heads):
+            judged = np.flatnonzero(self.fold_of == fold)
+            right[judged] = _answers(
+                with_head(model, inits),
+                artifact,
+                model_input,
+                [items[i] for i in judged],
+                [truth[i] for i in judged],
+                threads,
+            )
+        return right
+
+
 #: Clips each candidate is timed on (each its own median over the rounds; their mean is kept).
 TIMED_CLIPS = 3
 
@@ -127,12 +187,16 @@ def compress_item_artifact(
     progress=None,
     latency_runs: int = 10,
     confidence: float = CONFIDENCE,
+    refit_head=None,
 ) -> dict:
     """Like :func:`deploy.compress.compress_artifact`, for inputs that run one item at a time.
 
-    ``calibration``: training files; ``validation``: (file, label) pairs. Returns the same keys
-    (``path``, ``size_bytes``, ``candidates``, ``chosen``, ``chosen_words``, ``accuracy_fp32``,
-    ``accuracy_compressed``, ``speedup``, ``reason``, ``loss_bound``, ``confidence``, ``claim``...).
+    ``calibration``: training files; ``validation``: (file, label) pairs; ``refit_head(X, y) -> head``:
+    a head of the model's kind, to judge every clip by heads fitted across folds without it (give
+    every labeled clip then: :class:`FoldHeads`); without it the clips are judged by the model's own
+    head. Returns the same keys (``path``, ``size_bytes``, ``candidates``, ``chosen``,
+    ``chosen_words``, ``accuracy_fp32``, ``accuracy_compressed``, ``speedup``, ``reason``,
+    ``loss_bound``, ``confidence``, ``claim``, ``folds``...).
     """
     artifact = artifact if isinstance(artifact, ModelArtifact) else load_artifact(artifact)
     if not validation:
@@ -147,6 +211,9 @@ def compress_item_artifact(
     ]
     threads = tuple(sorted({int(t) for t in threads}))
     top = threads[-1]
+    fold_heads = FoldHeads(artifact, model_input, items, truth, refit_head, top) if refit_head else None
+    answer = fold_heads.answers if fold_heads and fold_heads.folds else _answers
+    folds = fold_heads.folds if fold_heads else 0
     rows: list[dict] = []
     blobs: dict[str, bytes] = {}
     answers: dict[str, np.ndarray] = {}
@@ -181,7 +248,7 @@ def compress_item_artifact(
                     blob = None
                 if blob is not None:
                     row["size_bytes"] = len(blob)
-                    answers[name] = _answers(blob, artifact, model_input, items, truth, top)
+                    answers[name] = answer(blob, artifact, model_input, items, truth, top)
                     row["accuracy"] = float(np.mean(answers[name]))
                     blobs[name] = blob
             except Exception as exc:  # one broken recipe must not end the search; it is reported
@@ -226,6 +293,7 @@ def compress_item_artifact(
                 "latency_ms": best["latency_ms"],
                 "latency_ms_fp32": fp32["latency_ms"],
                 "validation_clips": len(items),
+                "folds": folds,
                 "calibration_clips": len(cal),
                 **claim_keys(decision),
             },
@@ -246,5 +314,6 @@ def compress_item_artifact(
             for t, ms in best["latency_ms_by_threads"].items()
         },
         "reason": best["reason"],
+        "folds": folds,
         **claim_keys(decision),
     }

@@ -150,6 +150,8 @@ def test_exported_model_and_service_answer_exactly_as_the_app(tmp_path, monkeypa
         monkeypatch.setattr(verdict, "judge", lambda *a, **k: judged.append(k) or real(*a, **k))
         compressed = ws.export_model(result["model"], tmp_path / "small", compress=True)
         assert len(judged) == 1 and judged[0]["noun"] == "clips"  # the one verdict every task shares
+        # every labeled clip, each by a head fitted without it (deploy.compress_clips.FoldHeads)
+        assert compressed["folds"] == 5 and compressed["judged_examples"] == 18
         assert compressed["confidence"] <= 0.95 and compressed["loss_bound"] >= 0
         assert compressed["chosen"] in ("fp32", "int8-qdq-perchannel")
         assert {c["name"] for c in compressed["candidates"]} == {"fp32", "int8-qdq-perchannel"}
