@@ -88,7 +88,7 @@ def fewer_dimensions(model: onnx.ModelProto, share: float = DIM_SHARE) -> onnx.M
     so nothing is re-fitted: each covariance comes back from its whitening W as (W W^T)^-1."""
     copy = _copy(model)
     inits = _initializers(copy)
-    if WHITEN not in inits or PROJECTION not in inits or inits[WHITEN].dims.__len__() != 3:
+    if WHITEN not in inits or PROJECTION not in inits or len(inits[WHITEN].dims) != 3:
         raise ValueError("only a per-position Gaussian model on projected patches has dimensions to cut")
     whiten = numpy_helper.to_array(inits[WHITEN]).astype(np.float64)  # (P, D, D)
     mean = numpy_helper.to_array(inits[MEAN]).astype(np.float64)  # (P, D)
