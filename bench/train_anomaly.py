@@ -137,7 +137,7 @@ def run_template(name, samples, masks, cache_dir, out_dir, boot, compress=False,
 
 def run_compression(original, artifact_dir, samples, masks, out_dir, boot, int8=False):
     """The app's compression of the model (``modeldesk export --compress``): 8-bit backbones and the
-    task's smaller copy (a quarter of the bank; half the dimensions of a per-position Gaussian), each
+    task's smaller copy (half the bank; half the dimensions of a per-position Gaussian), each
     with its own threshold, judged by ``deploy.verdict.judge`` on the photos that did not fill the bank
     (here: the held-back goods and the test photos, as the app judges on the project's held-back goods
     and defects), then the kept copy measured like the original."""

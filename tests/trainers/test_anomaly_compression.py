@@ -18,7 +18,9 @@ from modeldesk.deploy.predictor import Predictor
 from modeldesk.deploy.quantize import Quantizer
 from modeldesk.errors import UserError
 from modeldesk.trainers.anomaly.compression import (
+    BANK_SHARE,
     CANDIDATES,
+    MIN_BANK,
     AnomalyJudge,
     candidates_for,
     judging_photos,
@@ -204,12 +206,12 @@ def test_a_copy_whose_scores_all_shift_is_kept_with_its_own_threshold(model, mon
     assert [p["score"] for p in copy] == pytest.approx([1.3 * p["score"] for p in original], rel=1e-4)
 
 
-def test_the_smaller_bank_keeps_the_first_quarter(bank_model):
+def test_the_smaller_bank_keeps_the_first_patches_chosen(bank_model):
     artifact = bank_model[0]
     graph = onnx.load(str(artifact.model_path))
     bank = {i.name: numpy_helper.to_array(i) for i in graph.graph.initializer}["anomaly/bank_t"]
     small = {i.name: numpy_helper.to_array(i) for i in smaller_bank(graph).graph.initializer}
-    keep = max(250, round(bank.shape[1] / 4))
+    keep = max(MIN_BANK, round(BANK_SHARE * bank.shape[1]))
     assert small["anomaly/bank_t"].shape == (bank.shape[0], keep)
     np.testing.assert_array_equal(small["anomaly/bank_t"], bank[:, :keep])
     np.testing.assert_allclose(small["anomaly/bank_sq"], (bank[:, :keep] ** 2).sum(axis=0) / 4, rtol=1e-4)
@@ -222,7 +224,7 @@ def test_a_smaller_bank_as_good_is_kept(bank_model, copies_faster):
     assert result["chosen"] == "fp32+smaller-bank", rows["fp32+smaller-bank"]["reason"]
     assert rows["fp32+smaller-bank"]["size_bytes"] < rows["fp32"]["size_bytes"]
     kept = load_artifact(result["path"])
-    assert kept.card["bank_patches"] == max(250, round(artifact.card["bank_patches"] / 4))
+    assert kept.card["bank_patches"] == max(MIN_BANK, round(BANK_SHARE * artifact.card["bank_patches"]))
     assert "smaller bank" in result["words"]
     copy = _answers(kept.path, samples)
     held = judging_photos(samples).held

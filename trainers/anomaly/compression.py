@@ -3,7 +3,7 @@ for scores).
 
 The copies are the model with its backbone in 8 bits (the patch features, the memory bank's distances,
 the smoothing and the threshold stay in float: ``deploy.quantize.FLOAT_PREFIXES``), a memory bank cut
-to a quarter (:func:`smaller_bank`; a per-position Gaussian model gets half its dimensions instead,
+to half (:func:`smaller_bank`; a per-position Gaussian model gets half its dimensions instead,
 :func:`fewer_dimensions`), and both together. Each copy re-chooses its own threshold, by the trainer's
 rule, on its own scores of the good photos held back for the original's (its scores are not the
 original's: an 8-bit backbone shifts them all a little). A copy is kept only if, on the project's photos
@@ -40,8 +40,10 @@ CALIBRATION_PHOTOS = 24
 #: The 8-bit recipes tried, in the verdict's order (least changed first): no smaller input sizes, since
 #: the graph's grid of patches is fixed to the model's input size.
 CANDIDATES = ("int8-qdq-perchannel", "int8-qdq-perchannel-keepfirst", "int8-qop-perchannel")
-#: The share of a memory bank the smaller copy keeps, and the fewest patches it keeps.
-BANK_SHARE = 0.25
+#: The share of a memory bank the smaller copy keeps, and the fewest patches it keeps. Cross-validated
+#: on magnetic_tile's training goods (3 folds, image AUROC): 4,000 patches 0.927, 2,000 0.920, 1,000
+#: 0.901; on its test photos a quarter bank ran 2.0x faster but lost 2.6 points and was refused.
+BANK_SHARE = 0.5
 MIN_BANK = 250
 #: The share of a per-position Gaussian model's dimensions its smaller copy keeps.
 DIM_SHARE = 0.5
@@ -63,8 +65,8 @@ def smaller_bank(model: onnx.ModelProto, share: float = BANK_SHARE) -> onnx.Mode
     """A copy of a memory-bank model that keeps the first ``share`` of its bank's patches.
 
     The trainer stores the bank in the order the greedy coreset chose it (``trainers.anomaly.bank``),
-    and greedy k-center is the same search at every size: the first K/4 patches are the coreset of
-    K/4 of the same pool, the patches that cover the good parts best, without a new search."""
+    and greedy k-center is the same search at every size: the first K/2 patches are the coreset of
+    K/2 of the same pool, the patches that cover the good parts best, without a new search."""
     copy = _copy(model)
     inits = _initializers(copy)
     bank_t = numpy_helper.to_array(inits[BANK])  # (D, K): -2 * bank.T
