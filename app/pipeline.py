@@ -382,7 +382,7 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     started = time.monotonic()
     if compress:
         calibration, validation, training = _compression_data(ws, artifact)
-        metric = compression_metric(artifact)
+        metric = compression_metric(artifact, validation)
         n_samples = len(validation) + len(training or ())
         factor = slowdown()  # this machine, as busy as it is now
         planned = compression_seconds(feature_cache_dir(ws), artifact.input_kind, n_samples, factor)
@@ -415,14 +415,15 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     return result
 
 
-def compression_metric(artifact):
+def compression_metric(artifact, validation=None):
     """What compression keeps within 1 point: label accuracy (None: the default), or for a detector
     mAP50 with a refusal of copies that do not reproduce the original's boxes
-    (``trainers.detection.compression``)."""
+    (``trainers.detection.compression``), or for an anomaly model image AUROC, each copy with its own
+    threshold chosen on the held-back good photos among ``validation``."""
     if artifact.target == "anomaly":
         from modeldesk.trainers.anomaly.compression import AnomalyJudge
 
-        return AnomalyJudge(artifact.card.get("threshold", 0.0))
+        return AnomalyJudge.for_model(artifact.card, validation)
     if artifact.target != "boxes":
         return None
     from modeldesk.trainers.detection.compression import DetectionJudge
@@ -433,9 +434,9 @@ def compression_metric(artifact):
 def compression_candidates(artifact):
     """The recipes compression tries for ``artifact`` (None: the default search)."""
     if artifact.target == "anomaly":
-        from modeldesk.trainers.anomaly.compression import CANDIDATES
+        from modeldesk.trainers.anomaly.compression import candidates_for
 
-        return list(CANDIDATES)
+        return candidates_for(artifact.card)
     return None
 
 

@@ -65,6 +65,7 @@ class Candidate:
     keep_first: bool = False  # keep the first layers in float (mixed precision)
     refit: bool = False  # head re-fitted on this candidate's features of the training images
     one_view: bool = False  # a model with test-time views (mirrored...) runs on the photo as it is only
+    variant: str = ""  # a copy the task's judge makes (``metric.variants``), e.g. a smaller memory bank
 
     def change(self, base_size: int) -> tuple:
         """How far the recipe is from the original, for the verdict's fixed order (``deploy.verdict``):
@@ -74,6 +75,7 @@ class Candidate:
             -(self.size or base_size),
             self.one_view,
             bool(self.quant),
+            bool(self.variant),
             not self.refit,
             not self.per_channel,
             not self.keep_first,
@@ -94,7 +96,7 @@ class Candidate:
             parts.append("1view")
         if self.refit:
             parts.append("refit")
-        return "-".join(parts)
+        return "-".join(parts) + (f"+{self.variant}" if self.variant else "")
 
     def plain_name(self) -> str:
         """The recipe as the table of versions names it: ``8-bit, 176 px, head re-fitted (qdq, per
@@ -105,6 +107,7 @@ class Candidate:
             words = ["Full precision" if self.size or self.one_view or self.refit else "Original"]
         words += [f"{self.size} px"] * bool(self.size)
         words += ["one pass per photo"] * self.one_view + ["head re-fitted"] * self.refit
+        words += [self.variant.replace("-", " ")] * bool(self.variant)
         details = [self.quant, "per channel" if self.per_channel else "per tensor"] if self.quant else []
         details += ["first layers in float"] * self.keep_first
         return ", ".join(words) + (f" ({', '.join(details)})" if details else "")
@@ -114,6 +117,7 @@ class Candidate:
         ``the original``."""
         words = ["8-bit numbers"] * bool(self.quant) + [f"photos at {self.size} px"] * bool(self.size)
         words += ["one pass per photo"] * self.one_view + ["head re-fitted"] * self.refit
+        words += [self.variant.replace("-", " ")] * bool(self.variant)
         return ", ".join(words) or "the original"
 
 
@@ -164,7 +168,11 @@ def one_view_candidates(base_size: int, *, refit: bool) -> list[Candidate]:
 
 
 def parse_candidate(name: str) -> Candidate:
-    """Inverse of ``Candidate.name`` (``fp32``, ``fp32-160``, ``int8-qdq-perchannel-192-refit``...)."""
+    """Inverse of ``Candidate.name`` (``fp32``, ``fp32-160``, ``int8-qdq-perchannel-192-refit``,
+    ``fp32+smaller-bank``...)."""
+    if "+" in name:
+        base, variant = name.split("+", 1)
+        return replace(parse_candidate(base), variant=variant)
     if name.endswith("-refit"):
         return replace(parse_candidate(name[: -len("-refit")]), refit=True)
     if name.endswith("-1view"):
@@ -347,7 +355,12 @@ def compress_artifact(
         mAP50 here; ``max_loss`` then applies to it. The original (fp32) is always scored first. A
         metric with a ``refusal()`` method is asked after each candidate it scored; a non-empty
         answer rejects that candidate with that reason (a detector's judge refuses copies that do not
-        reproduce the original's boxes).
+        reproduce the original's boxes). Two more optional parts of such a metric (an anomaly
+        model's judge has them): ``variants``, ``{name: transform}`` where ``transform(graph) -> graph``
+        makes a copy of the float graph that only the task knows how to make (a smaller memory bank),
+        tried as candidates named ``<recipe>+<name>``; and ``adjust(blob) -> (blob, card fields)``,
+        asked after each copy it scored, which may change that copy's graph and card (an anomaly copy
+        re-chooses its own threshold from its own scores).
 
     Returns
     -------
@@ -434,7 +447,9 @@ def compress_artifact(
         noun=noun,
         score=getattr(metric, "score_words", "accuracy"),
     )
-    chosen = _save(artifact, out_dir, results, models, decision, len(calibration), runner.folds)
+    chosen = _save(
+        artifact, out_dir, results, models, decision, len(calibration), runner.folds, runner.card_changes
+    )
     chosen["metric"] = getattr(metric, "__name__", "metric") if metric is not None else "accuracy"
     return chosen
 
@@ -573,6 +588,8 @@ class _Runner:
         self.base_features: np.ndarray | None = None
         self.base_heads: dict[int, list] = {}  # fold -> the original's head fitted without it
         self.refit_features: tuple | None = None  # (graph, features) of the last head re-fitted
+        self.variants: dict[tuple[str, int], onnx.ModelProto] = {}  # (variant, size) -> the judge's copy
+        self.card_changes: dict[str, dict] = {}  # candidate name -> card fields its judge changed
 
     def graph(self, size: int) -> onnx.ModelProto:
         if size == self.spec.size:
@@ -594,14 +611,26 @@ class _Runner:
             return self.refit(self.build(replace(candidate, refit=False), size), size)
         if candidate.one_view:
             return self.build_one_view(candidate, size)
-        graph = self.graph(size)
+        graph = self.variant_graph(candidate.variant, size)
         if not candidate.quant:
             return graph.SerializeToString()
-        if size not in self.quantizers:
-            self.quantizers[size] = Quantizer(
+        key = (size, candidate.variant) if candidate.variant else size
+        if key not in self.quantizers:
+            self.quantizers[key] = Quantizer(
                 graph, self.data.feeds("calibration", size), input_name=self.input_name, tmp_dir=self.tmp_dir
             )
-        return self.quantizers[size].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
+        return self.quantizers[key].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
+
+    def variant_graph(self, variant: str, size: int) -> onnx.ModelProto:
+        """The float graph at ``size``, made into the judge's ``variant`` (``metric.variants``) if named."""
+        if not variant:
+            return self.graph(size)
+        if (variant, size) not in self.variants:
+            transform = (getattr(self.metric, "variants", None) or {}).get(variant)
+            if transform is None:
+                raise ResizeError(f"this model has no copy called {variant!r}")
+            self.variants[(variant, size)] = transform(self.graph(size))
+        return self.variants[(variant, size)]
 
     def build_one_view(self, candidate: Candidate, size: int) -> bytes:
         """``candidate`` without its one-view part, quantized (if so) after the other views were cut."""
@@ -734,6 +763,10 @@ class _Runner:
                 row["accuracy"], self.answers[candidate.name] = self.score(
                     session, self.data.feeds("validation", size), size
                 )
+            adjust = getattr(self.metric, "adjust", None)  # a metric may fit the copy to its own answers
+            if adjust is not None and candidate != Candidate():
+                blob, self.card_changes[candidate.name] = adjust(blob)
+                row["size_bytes"] = len(blob)
         except ResizeError as exc:
             row["reason"], row["code"] = f"skipped: {exc}", "skipped"
             return row, None
@@ -858,14 +891,18 @@ def claim_keys(decision: dict) -> dict:
     }
 
 
-def _save(artifact, out_dir, results, models, decision: dict, n_calibration: int, folds: int) -> dict:
-    """Save the kept candidate of ``decision`` (``deploy.verdict.judge``) and describe the result."""
+def _save(
+    artifact, out_dir, results, models, decision: dict, n_calibration: int, folds: int, card_changes=None
+) -> dict:
+    """Save the kept candidate of ``decision`` (``deploy.verdict.judge``) and describe the result;
+    ``card_changes``: candidate name -> card fields its judge changed (``metric.adjust``)."""
     spec = artifact.spec
     fp32, best = results[0], decision["chosen"]
     for row in results:
         row["words"] = _words(row, fp32)
     blob, size, candidate = models[best["name"]]
     card = dict(artifact.card)
+    card.update((card_changes or {}).get(best["name"], {}))
     if candidate.one_view:
         card["views"] = list(card.get("views") or ["identity"])[:1]
     card.update(

@@ -221,6 +221,7 @@ class AnomalyDetectionTrainer(TaskTrainer):
                 MAX_BANK_BYTES // (4 * patches.shape[1]),
             )
             chosen = greedy_coreset(pool, size, rng, deadline=run.deadline(0.8))
+            # kept in the order chosen: any first part is a coreset too (compression's smaller bank)
             normal = {"bank": pool[chosen]}
             if cut:
                 run.warnings.append(
