@@ -17,9 +17,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from modeldesk.datasets.defect_masks import has_defect_masks, read_defect_mask
+from modeldesk.datasets.anomaly_folders import DEFECT_LABEL
+from modeldesk.datasets.defect_masks import has_defect_masks, is_good_label, read_defect_mask
 
 log = logging.getLogger(__name__)
+
+__all__ = ["DEFECT_LABEL", "is_good_label", "project_has_defect_masks", "stored_pixel_auroc"]
 
 
 def project_has_defect_masks(ws, model_id: str) -> bool:
