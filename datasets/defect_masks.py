@@ -83,7 +83,11 @@ def read_defect_mask(store, sample) -> np.ndarray | None:
 def has_defect_masks(store, project) -> bool:
     """Whether any photo of the project has a stored defect mask."""
     project = store.get_project(project)
-    return any(read_defect_mask(store, s) is not None for s in store.samples(project) if s.path is not None)
+    return any(
+        mask_path(store, s).is_file() and read_defect_mask(store, s) is not None  # a stat before a decode
+        for s in store.samples(project)
+        if s.path is not None
+    )
 
 
 def load_defect_file(path, size: tuple[int, int] | None) -> np.ndarray:

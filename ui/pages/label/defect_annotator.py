@@ -46,7 +46,7 @@ class DefectAnnotator(Annotator):
         "the defect is with the brush first."
     )
     keys = "the key next to a class chooses it · B brush, E eraser · [ ] brush size · wheel zooms"
-    clear_text = "Clear label and marks"
+    clear_text = "Clear all"  # the label and the marks; longer words overflow the 300 px card
     noun = "photo"
 
     def __init__(self, view, parent: QObject | None = None):
@@ -57,7 +57,8 @@ class DefectAnnotator(Annotator):
         self.editor.overlay.colors = [DEFECT_COLOR]
         self.editor.set_class(0, 1)
         self.tools = MaskTools(self.editor, tools=TOOLS, hints=HINTS, erase_text="Erasing: back to no defect")
-        self.tools.title.setText("Where is the defect? (optional)")
+        self.tools.title.setText("Mark the defect (optional)")
+        self.tools.title.setWordWrap(True)  # the narrow card of a small window must not be widened
         self.tools.set_class_name("the defect")
         self.tools.set_legend([])
         for button in (self.tools.undo_button, self.tools.redo_button):
