@@ -28,7 +28,7 @@ def test_pixel_auroc_from_stored_masks_joins_the_words(qtbot):
     card, words = _card(qtbot)
     assert "pixel" not in words[-1][1]
     card.set_pixel_auroc({"pixel_auroc": 0.934, "masks": 3, "photos": 2})
-    assert "pixel AUROC 0.934 (where it points, on 3 photos with a defect mask)" in words[-1][1]
+    assert "pixel AUROC 0.934 on 3 photos with a defect mask (where it points" in words[-1][1]
     card.slider.setValue(0)  # moving the threshold keeps it
     assert "pixel AUROC 0.934" in words[-1][1]
 

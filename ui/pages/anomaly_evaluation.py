@@ -33,15 +33,15 @@ def anomaly_words(report: dict, counts: dict) -> tuple[str, str]:
     hero = catch_sentence(counts).capitalize() + "."
     parts = []
     if report.get("auroc") is not None:
-        parts.append(f"image AUROC {report['auroc']:.3f}")
+        parts.append(f"image AUROC {report['auroc']:.3f} (1.0 = every defect scores above every good part)")
     if report.get("pixel_auroc") is not None:
         masks = report.get("masks")
-        where = f"where it points, on {masks} photos with a defect mask" if masks else "where it points"
-        parts.append(f"pixel AUROC {report['pixel_auroc']:.3f} ({where})")
-    detail = "On photos it never learned from"
-    detail += (
-        (": " + ", ".join(parts) + " (1.0 = every defect scores above every good part)") if parts else "."
-    )
+        where = f" on {masks} photos with a defect mask" if masks else ""
+        parts.append(
+            f"pixel AUROC {report['pixel_auroc']:.3f}{where} (where it points: 1.0 = every defect pixel "
+            "scores above every good one)"
+        )
+    detail = "On photos it never learned from" + (": " + "; ".join(parts) + "." if parts else ".")
     return hero, detail
 
 
