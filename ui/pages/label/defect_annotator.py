@@ -27,7 +27,7 @@ from .mask_tools import MaskTools
 DEFECT_COLOR = "#1c7ed6"
 TOOLS = ("brush", "eraser")
 HINTS = {
-    "brush": "drag over the defect to mark where it is (optional). [ and ] change the size.",
+    "brush": "optional: drag over the defect to show where it is. [ ] size.",
     "eraser": "drag to take marks off.",
 }
 
@@ -57,12 +57,19 @@ class DefectAnnotator(Annotator):
         self.editor.overlay.colors = [DEFECT_COLOR]
         self.editor.set_class(0, 1)
         self.tools = MaskTools(self.editor, tools=TOOLS, hints=HINTS, erase_text="Erasing: back to no defect")
-        self.tools.title.setText("Mark the defect (optional)")
+        self.tools.title.setText("Mark the defect")
         self.tools.title.setWordWrap(True)  # the narrow card of a small window must not be widened
         self.tools.set_class_name("the defect")
         self.tools.set_legend([])
-        for button in (self.tools.undo_button, self.tools.redo_button):
-            button.hide()  # strokes are undone with the page's Undo, in turn with the labels
+        # one class: the title says what the brush paints (and a small window keeps room for the
+        # classes); strokes are undone with the page's Undo, in turn with the labels
+        for widget in (
+            self.tools.swatch,
+            self.tools.class_label,
+            self.tools.undo_button,
+            self.tools.redo_button,
+        ):
+            widget.hide()
         self.editor.edited.connect(self._painted)
         self.labels: list[str] = []
         self.sample = None
@@ -144,5 +151,5 @@ class DefectAnnotator(Annotator):
         words = ", ".join(sample.labels) if sample.labels else "not labeled yet"
         defect = getattr(sample, "defect", None)
         if defect is not None and defect.any():
-            words += f", defect marked ({max(float(defect.mean()), 0.001):.1%} of the photo)"
+            words += ", defect marked"  # short: a small window elides the line's middle
         return words
