@@ -12,6 +12,7 @@ import logging
 
 import numpy as np
 
+from modeldesk.datasets.defect_masks import read_defect_mask, write_defect_mask
 from modeldesk.datasets.masks import VOID, read_mask, write_mask
 
 log = logging.getLogger(__name__)
@@ -36,3 +37,19 @@ class MaskCalls:
         """
         present = write_mask(self.store, int(sample_id), mask)
         log.info("saved the mask of sample %s (%s)", sample_id, ", ".join(present) or "nothing labeled")
+
+    def defect_mask(self, sample_id: int) -> np.ndarray | None:
+        """Where the defect is on a photo of an anomaly project: (H, W) bool, True = defect; None when
+        no mask is stored (a good photo's is then all good)."""
+        return read_defect_mask(self.store, int(sample_id))
+
+    def set_defect_mask(self, sample_id: int, defect, *, label: str | None = None) -> None:
+        """Save where the defect is on a photo of an anomaly project ((H, W), non-zero = defect; None or
+        nothing marked removes it), written atomically. ``label``, when given, is set as the photo's
+        label in the same call (painting a defect on a photo labeled good makes it a defect)."""
+        stored = write_defect_mask(self.store, int(sample_id), defect)
+        if label is not None:
+            self.store.set_label(int(sample_id), label)
+        log.info(
+            "saved the defect mask of sample %s (%s)", sample_id, "a defect marked" if stored else "none"
+        )

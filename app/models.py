@@ -113,6 +113,13 @@ class ModelCalls:
         """Evaluate a model on labeled data outside the project (any import format)."""
         return pipeline.evaluate_outside(self, self.model_path(model), path, format, progress=progress)
 
+    def stored_pixel_auroc(self, model, keys=None, *, progress=None) -> dict | None:
+        """An anomaly model's pixel AUROC from the defect masks stored in its project (None without
+        masks); see ``app.anomaly_masks``."""
+        from modeldesk.app.anomaly_masks import stored_pixel_auroc
+
+        return stored_pixel_auroc(self, model, keys, progress=progress)
+
     def export_model(
         self, model, out, *, compress: bool = False, bundle: bool = False, progress=None
     ) -> dict:

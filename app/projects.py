@@ -37,10 +37,11 @@ class ProjectCalls:
 
     def project_info(self, project) -> dict:
         """The project as a dict with its task's facts: ``name``, ``task``, ``input_kind``, ``target``,
-        ``samples``, and from the task registry ``title``, ``min_classes`` and ``few_examples``."""
+        ``samples``, and from the task registry ``title``, ``min_classes``, ``few_examples`` and
+        ``annotation`` (what the Label page edits, when more than the target)."""
         info = dict(self._project_dict(self.project(project)))
         task = self.task(info["task"])
-        for key in ("title", "min_classes", "few_examples", "trainable", "missing"):
+        for key in ("title", "min_classes", "few_examples", "trainable", "missing", "annotation"):
             info.setdefault(key, task.get(key))
         return info
 
@@ -114,8 +115,9 @@ class ProjectCalls:
         return self.store.get_sample(int(sample_id))
 
     def annotate(self, sample_id: int, target: str, value) -> None:
-        """Write a sample's annotation: ``label`` (a name or None), ``tags`` (names), ``boxes`` or ``mask``
-        (an (H, W) uint8 array, see :meth:`set_sample_mask`)."""
+        """Write a sample's annotation: ``label`` (a name or None), ``tags`` (names), ``boxes``, ``mask``
+        (an (H, W) uint8 array, see :meth:`set_sample_mask`) or ``defect`` (an anomaly photo's
+        ``(label, where the defect is)``, see :meth:`set_defect_mask`)."""
         if target == "label":
             self.store.set_label(int(sample_id), value)
         elif target == "tags":
@@ -124,8 +126,12 @@ class ProjectCalls:
             self.store.set_boxes(int(sample_id), _box_records(value or ()))
         elif target == "mask":
             self.set_sample_mask(int(sample_id), value)
+        elif target == "defect":
+            label, defect = value if value is not None else (None, None)
+            self.store.set_label(int(sample_id), label)
+            self.set_defect_mask(int(sample_id), defect)
         else:
-            raise ValueError(f"unknown annotation target {target!r}; use label, tags, boxes or mask")
+            raise ValueError(f"unknown annotation target {target!r}; use label, tags, boxes, mask or defect")
 
     def add_text(self, project, text: str, label: str = "") -> dict:
         """Add one typed or pasted text (with its class, or unlabeled) to a text project; the import

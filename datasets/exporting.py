@@ -22,7 +22,7 @@ from pathlib import Path
 
 from modeldesk.fileio import atomic_open, atomic_write
 
-from . import seg_coco, seg_folders, seg_outlines
+from . import defect_masks, seg_coco, seg_folders, seg_outlines
 from .coco import coco_document
 from .createml import createml_document
 from .cvat import cvat_document
@@ -48,6 +48,7 @@ EXPORT_FORMATS = (
     "createml",
     "multiclass",
     "masks",
+    "inspection",
 )
 _BOX_FORMATS = ("voc", "coco", "yolo", "createml")
 _MASK_FORMATS = ("masks", "voc", "coco", "labelme", "yolo")
@@ -129,6 +130,11 @@ def export_project(
             f"project {project.name!r} has boxes, which a folder per class cannot hold; "
             "use voc, coco, yolo or csv"
         )
+    if format == "inspection" and (project.target != "label" or not sample_kind(project.kind).pictures):
+        raise ValueError(
+            f"inspection export (good/, defect/<kind>/, masks/) is for photo projects with one label each; "
+            f"{project.name!r} is {project.task}"
+        )
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty; export into a new or empty folder")
@@ -145,6 +151,7 @@ def export_project(
         "createml": _createml,
         "multiclass": _multiclass,
         "masks": seg_folders.write_masks,
+        "inspection": defect_masks.write_inspection,
     }[format]
     if format == "voc" and masks:  # Pascal VOC's segmentation layout
         writer = partial(seg_folders.write_masks, voc=True)

@@ -26,6 +26,7 @@ from . import (
     coco,
     csvpaths,
     csvtext,
+    defect_masks,
     folders,
     merging,
     readers,
@@ -220,6 +221,8 @@ def import_path(
     _ingest(store, project, items, total, report, progress, should_stop, on_commit)
     if fmt == "masks":
         seg_folders.attach_masks(store, project, path, report)
+    if fmt == "inspection":  # masks/<stem>.png: where the defect is on each photo
+        defect_masks.attach_defect_masks(store, project, path, report, should_stop=should_stop)
     if fmt == "coco" and project.target == "mask":  # polygons and RLE become the photos' masks
         seg_coco.attach_coco_masks(store, project, path, report)
     if fmt == "labelme" and project.target == "mask":  # outlines become the photos' masks

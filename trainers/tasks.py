@@ -102,6 +102,8 @@ class Task:
     templates : ``"module:attr"`` of a sequence of templates.
     missing : one sentence saying why the task cannot train yet (when ``trainer`` is None).
     min_classes : how many different labels training needs.
+    annotation : what the Label page edits when it is more than ``target`` (``"defect"``: a label and,
+        optionally, where on the photo the defect is); None: the target itself.
     """
 
     name: str
@@ -113,6 +115,7 @@ class Task:
     templates: str | None = None
     missing: str = ""
     min_classes: int = 2
+    annotation: str | None = None
 
     def __post_init__(self):
         if self.input_kind not in KINDS:
@@ -186,6 +189,7 @@ _BUILTIN = (
         trainer="modeldesk.trainers.anomaly.trainer:AnomalyDetectionTrainer",
         templates="modeldesk.trainers.anomaly.templates:TEMPLATES",
         min_classes=1,
+        annotation="defect",
     ),
     Task(
         "tabular-classification",

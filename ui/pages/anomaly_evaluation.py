@@ -33,13 +33,15 @@ def anomaly_words(report: dict, counts: dict) -> tuple[str, str]:
     hero = catch_sentence(counts).capitalize() + "."
     parts = []
     if report.get("auroc") is not None:
-        parts.append(f"image AUROC {report['auroc']:.3f}")
+        parts.append(f"image AUROC {report['auroc']:.3f} (1.0 = every defect scores above every good part)")
     if report.get("pixel_auroc") is not None:
-        parts.append(f"pixel AUROC {report['pixel_auroc']:.3f} (where it points)")
-    detail = "On photos it never learned from"
-    detail += (
-        (": " + ", ".join(parts) + " (1.0 = every defect scores above every good part)") if parts else "."
-    )
+        masks = report.get("masks")
+        where = f" on {masks} photos with a defect mask" if masks else ""
+        parts.append(
+            f"pixel AUROC {report['pixel_auroc']:.3f}{where} (where it points: 1.0 = every defect pixel "
+            "scores above every good one)"
+        )
+    detail = "On photos it never learned from" + (": " + "; ".join(parts) + "." if parts else ".")
     return hero, detail
 
 
@@ -106,6 +108,14 @@ class AnomalyCard:
             self._items.append(item)
         self._moved()
         self.load([m["file"] for m in self.images], self._show_thumbnails)
+
+    def set_pixel_auroc(self, found: dict | None) -> None:
+        """Add the pixel AUROC worked out from the project's stored defect masks (None: it has none, and
+        nothing is said about it)."""
+        if self.report is None or not found or found.get("pixel_auroc") is None:
+            return
+        self.report["pixel_auroc"], self.report["masks"] = found["pixel_auroc"], found["masks"]
+        self._moved()
 
     def _moved(self, *_):
         if not self.report:

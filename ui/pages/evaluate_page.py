@@ -48,6 +48,7 @@ class EvaluatePage(Page):
         self.sound = False  # a sound project's model: clips are played, their nouns are "clips"
         self.reports = LatestTask(self.tasks, self)
         self.thumbs = LatestTask(self.tasks, self)
+        self.pixels = LatestTask(self.tasks, self)  # an anomaly model's pixel AUROC from stored masks
         self._build()
         self.show_empty(True)
 
@@ -257,6 +258,8 @@ class EvaluatePage(Page):
         )
         self.detection_photos.set_report(report if detector else None)
         self.anomaly.set_report(report if anomaly else None)
+        if anomaly and report.get("pixel_auroc") is None:
+            self._load_pixel_auroc(report)
         self.table.set_report(report)
 
     def _load_thumbnails(self, mistakes: list[dict], done) -> None:
@@ -311,6 +314,22 @@ class EvaluatePage(Page):
         self.hero.setText(hero)
         self.hero_detail.setText(detail)
         self.advice.setText("")
+
+    def _load_pixel_auroc(self, report: dict) -> None:
+        """Pixel AUROC on the report's test photos from the defect masks stored in the project, worked
+        out off the UI thread (a project without masks gives None: the page says nothing about it)."""
+        model_id, ws = self.model_id, self.ws
+        keys = [m["key"] for m in report.get("images") or [] if m.get("key")]
+
+        def done(found):
+            if self.model_id == model_id and self.report is report:
+                self.anomaly.set_pixel_auroc(found)
+
+        self.pixels.start(
+            lambda state: ws.stored_pixel_auroc(model_id, keys) if keys else None,
+            done,
+            on_failed=lambda message, details: log.warning("pixel AUROC: %s", message),
+        )
 
     def _load_anomaly_photos(self, files: list[str], done) -> None:
         """The test photos with the model's heatmap drawn, made off the UI thread."""

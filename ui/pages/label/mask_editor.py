@@ -66,6 +66,7 @@ class MaskEditor(QObject):
         self.mask: np.ndarray | None = None
         self.history = MaskHistory()
         self.tool, self.size, self.value, self.class_count = "brush", 12, 0, 0
+        self.allowed = tuple(TOOLS)  # the tools its keys may pick (an annotator can offer fewer)
         self.message = ""
         self.active = False
         self._stroke: tuple | None = None  # (last point, changed rectangle) while the brush is down
@@ -398,7 +399,7 @@ class MaskEditor(QObject):
 
     def _key(self, event) -> bool:
         key, text = event.key(), event.text().upper()
-        tool = next((name for name, (_n, k) in TOOLS.items() if k == text), None)
+        tool = next((name for name, (_n, k) in TOOLS.items() if k == text and name in self.allowed), None)
         if tool is not None and not event.modifiers() & (
             Qt.ControlModifier | Qt.AltModifier | Qt.MetaModifier
         ):

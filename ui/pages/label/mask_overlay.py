@@ -28,12 +28,12 @@ def class_color(index: int) -> QColor:
     return QColor(MASK_COLORS[index % len(MASK_COLORS)])
 
 
-def color_table(count: int) -> list[int]:
-    """An indexed image's colours: one per class, transparent for :data:`UNLABELED`, grey for any
-    value past the classes (a class deleted since)."""
+def color_table(count: int, colors=None) -> list[int]:
+    """An indexed image's colours: one per class (``colors`` when given, else the classes'), transparent
+    for :data:`UNLABELED`, grey for any value past the classes (a class deleted since)."""
     table = [qRgba(128, 128, 128, 255)] * 256
     for index in range(count):
-        color = class_color(index)
+        color = QColor(colors[index % len(colors)]) if colors else class_color(index)
         table[index] = qRgba(color.red(), color.green(), color.blue(), 255)
     table[UNLABELED] = qRgba(0, 0, 0, 0)
     return table
@@ -50,6 +50,7 @@ class MaskOverlay(QGraphicsItem):
         self.setZValue(1)
         self.mask: np.ndarray | None = None
         self.image: QImage | None = None
+        self.colors: list | None = None  # colours of its own instead of the classes' (e.g. a defect)
 
     def set_mask(self, mask: np.ndarray | None, class_count: int) -> None:
         """Show ``mask`` (C-contiguous uint8, kept and shared, not copied) in ``class_count`` colours."""
@@ -60,12 +61,12 @@ class MaskOverlay(QGraphicsItem):
         else:
             height, width = mask.shape
             self.image = QImage(mask.data, width, height, width, QImage.Format_Indexed8)
-            self.image.setColorTable(color_table(class_count))
+            self.image.setColorTable(color_table(class_count, self.colors))
         self.update()
 
     def set_class_count(self, count: int) -> None:
         if self.image is not None:
-            self.image.setColorTable(color_table(count))
+            self.image.setColorTable(color_table(count, self.colors))
             self.update()
 
     def changed(self, rect) -> None:

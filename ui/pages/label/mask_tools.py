@@ -64,16 +64,21 @@ def _button(text: str, tip: str, slot) -> QPushButton:
 class MaskTools(QWidget):
     """Buttons and the size slider for a :class:`~.mask_editor.MaskEditor`; follows its state."""
 
-    def __init__(self, editor, parent=None):
+    def __init__(self, editor, parent=None, *, tools=None, hints=None, erase_text=None):
+        """``tools``: the tools offered (default all); ``hints``: their sentences instead of
+        :data:`TOOL_HINTS`; ``erase_text``: what the eraser says it does."""
         super().__init__(parent)
         self.editor = editor
+        self.hints = {**TOOL_HINTS, **(hints or {})}
+        self.erase_text = erase_text or "Erasing: back to not labeled"
+        offered = {tool: TOOLS[tool] for tool in (tools or TOOLS)}
         self.title = QLabel("Tools")
         self.title.setStyleSheet("font-weight: 600; font-size: 15px;")
         self.group = QButtonGroup(self)
         self.buttons: dict[str, QPushButton] = {}
         grid = QGridLayout()
         grid.setSpacing(6)
-        for index, (tool, (name, key)) in enumerate(TOOLS.items()):
+        for index, (tool, (name, key)) in enumerate(offered.items()):
             button = _button(name, f"{name} (key {key})", lambda _c=False, t=tool: editor.set_tool(t))
             button.setCheckable(True)
             self.group.addButton(button)
@@ -149,9 +154,10 @@ class MaskTools(QWidget):
         self.size_label.setText(f"{editor.size} px")
         if editor.tool == "eraser":
             self.swatch.set_color(QColor())
-            self.class_label.setText("Erasing: back to not labeled")
+            self.class_label.setText(self.erase_text)
         elif self.class_name:
-            self.swatch.set_color(class_color(editor.value))
+            own = editor.overlay.colors  # the overlay's own colours, when it has them
+            self.swatch.set_color(QColor(own[editor.value % len(own)]) if own else class_color(editor.value))
             self.class_label.setText(f"Painting <b>{self.class_name}</b>")
         else:
             self.swatch.set_color(QColor())
@@ -159,6 +165,6 @@ class MaskTools(QWidget):
         self.undo_button.setEnabled(editor.history.can_undo)
         self.redo_button.setEnabled(editor.history.can_redo)
         name, key = TOOLS[editor.tool]
-        self.hint.setText(f"{name} ({key}): {TOOL_HINTS[editor.tool]}")
+        self.hint.setText(f"{name} ({key}): {self.hints[editor.tool]}")
         self.status.setText(editor.message)
         self.status.setVisible(bool(editor.message))

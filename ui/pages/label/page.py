@@ -208,7 +208,7 @@ class LabelPage(Page):
         }
 
     def show_data(self, data: dict) -> None:
-        target = data["info"].get("target", "label")
+        target = data["info"].get("annotation") or data["info"].get("target", "label")
         if target not in ANNOTATORS:  # a task whose annotator this build lacks (e.g. masks)
             self.show_empty(True, f"This version cannot paint {target}s here: import photos with {target}s.")
             return
@@ -238,7 +238,7 @@ class LabelPage(Page):
 
     def _configure(self, info: dict, labels: list[str]) -> None:
         """Pick the view for the input kind and the annotator for the target."""
-        kind, target = info.get("input_kind", "image"), info.get("target", "label")
+        kind, target = info.get("input_kind", "image"), info.get("annotation") or info.get("target", "label")
         if kind not in self.views:
             self.views[kind] = label_view(kind)()
             self.view_stack.addWidget(self.views[kind].widget)
