@@ -28,7 +28,11 @@ def labeled_samples(store, project) -> list:
     store.assign_splits(project)
     kind = sample_kind(project.kind)
     mask_tables = (
-        {"classes": store.labels(project), "label_ids": store.label_ids(project)}
+        {
+            "classes": store.labels(project),
+            "label_ids": store.label_ids(project),
+            "merged": store.merged_labels(project),
+        }
         if project.target == "mask"
         else {}
     )

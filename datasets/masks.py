@@ -81,9 +81,11 @@ class MaskRef:
         return table[values]
 
 
-def _lut(meta: dict, classes: list[str], label_ids: dict[str, int]) -> list[int]:
-    """Stored value -> index into ``classes``: by label row id first (renames), else by name."""
+def _lut(meta: dict, classes: list[str], label_ids: dict[str, int], merged=None) -> list[int]:
+    """Stored value -> index into ``classes``: by label row id first (renames; a class merged into
+    another, ``merged`` old id -> its id now, takes that class), else by name."""
     by_id = {i: name for name, i in label_ids.items()}
+    by_id.update({old: by_id[new] for old, new in (merged or {}).items() if new in by_id})
     index = {name: k for k, name in enumerate(classes)}
     names, ids = list(meta.get("names") or []), list(meta.get("ids") or [])
     out = []
@@ -93,11 +95,11 @@ def _lut(meta: dict, classes: list[str], label_ids: dict[str, int]) -> list[int]
     return out
 
 
-def mask_ref(store, project, sample, *, classes=None, label_ids=None) -> MaskRef | None:
+def mask_ref(store, project, sample, *, classes=None, label_ids=None, merged=None) -> MaskRef | None:
     """The stored mask of ``sample`` in ``project`` as a :class:`MaskRef` (None when it has none).
 
-    ``classes`` and ``label_ids`` (``store.labels``/``store.label_ids`` of the project) save two
-    queries a sample when many are read."""
+    ``classes``, ``label_ids`` and ``merged`` (``store.labels``/``store.label_ids``/
+    ``store.merged_labels`` of the project) save three queries a sample when many are read."""
     path = mask_path(store, sample)
     if not path.is_file():
         return None
@@ -108,7 +110,12 @@ def mask_ref(store, project, sample, *, classes=None, label_ids=None) -> MaskRef
     if meta.get("created") != project.created:
         return None  # left by a deleted project whose id was handed out again
     classes = store.labels(project) if classes is None else list(classes)
-    lut = _lut(meta, classes, store.label_ids(project) if label_ids is None else label_ids)
+    lut = _lut(
+        meta,
+        classes,
+        store.label_ids(project) if label_ids is None else label_ids,
+        store.merged_labels(project) if merged is None else merged,
+    )
     present = tuple(sorted(set(sample.labels) & set(classes)))
     return MaskRef(str(path), tuple(classes), tuple(lut), present)
 

@@ -66,6 +66,27 @@ def test_masks_keep_their_classes_when_the_class_list_changes(ws, tmp_path):
     assert (mask[:10] == VOID).all() and (mask[20:, 5:25] == 0).all()
 
 
+def test_merging_a_class_into_another_gives_its_pixels_to_that_class(ws, tmp_path):
+    first, second = _project(ws, tmp_path)  # car 0, road 1, sky 2
+    ws.set_sample_mask(first, _mask((0, 2)))  # car on top, sky below
+    ws.set_sample_mask(second, _mask((1, 0)))  # road on top, car below
+    ws.rename_class("streets", "car", "road")  # a merge: car's pixels are road's now
+    assert ws.labels("streets") == ["road", "sky"]
+    np.testing.assert_array_equal(ws.sample_mask(first), _mask((0, 1)))
+    np.testing.assert_array_equal(ws.sample_mask(second), _mask((0, 0)))
+    ws.rename_class("streets", "road", "sky")  # merged again: the first merge follows
+    np.testing.assert_array_equal(ws.sample_mask(second), _mask((0, 0)))
+    ws.add_class("streets", "bus")  # a new class never takes a merged class's id (and pixels)
+    assert ws.labels("streets") == ["bus", "sky"]
+    np.testing.assert_array_equal(ws.sample_mask(first), _mask((1, 1)))
+    np.testing.assert_array_equal(ws.sample_mask(second), _mask((1, 1)))
+    from modeldesk.app.pipeline import labeled_samples  # what training reads
+
+    targets = [s.target.read() for s in labeled_samples(ws.store, ws.project("streets"))]
+    np.testing.assert_array_equal(targets[0], _mask((1, 1)))
+    assert ws.stats("streets")["labels"] == {"bus": 0, "sky": 2}
+
+
 def test_bad_masks_are_refused_with_the_reason(ws, tmp_path):
     first, _ = _project(ws, tmp_path)
     with pytest.raises(MaskError, match="40x30"):
