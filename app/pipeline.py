@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 def labeled_samples(store, project) -> list:
     """The project's labeled samples as the trainers' neutral input type (``LabeledSample``)."""
-    from modeldesk.datasets.masks import mask_ref
+    from modeldesk.datasets.masks import class_slots, mask_ref
     from modeldesk.trainers.data import LabeledSample
 
     store.assign_splits(project)
@@ -32,6 +32,7 @@ def labeled_samples(store, project) -> list:
             "classes": store.labels(project),
             "label_ids": store.label_ids(project),
             "merged": store.merged_labels(project),
+            "slots": class_slots(store, project),
         }
         if project.target == "mask"
         else {}

@@ -140,3 +140,34 @@ def test_an_older_workspace_is_opened_for_mask_projects(tmp_path):
         assert version == SCHEMA_VERSION and store.integrity_check() == "ok"
     finally:
         store.close()
+
+
+def test_a_class_keeps_its_colour_when_classes_are_added_renamed_or_merged(ws, tmp_path):
+    from modeldesk.app.mask_views import project_colors
+
+    first, _ = _project(ws, tmp_path)  # car, road, sky
+    before = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert len(set(before.values())) == 3
+    ws.add_class("streets", "bicycle")  # sorts first: every index moves, no colour does
+    after = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert {k: after[k] for k in before} == before
+    assert after["bicycle"] not in before.values()
+    ws.rename_class("streets", "sky", "air")
+    renamed = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert renamed["air"] == before["sky"]
+    ws.rename_class("streets", "car", "road")  # a merge: the merged pixels take road's colour
+    merged = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert merged["road"] == before["road"] and "car" not in merged
+    ws.add_class("streets", "bus")  # takes the free colour (car's), moves nobody
+    final = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert final["bus"] == before["car"] and final["air"] == before["sky"]
+
+    from modeldesk.app.pipeline import labeled_samples  # training reads the colours with the masks
+
+    ws.set_sample_mask(first, np.zeros((30, 40), np.uint8))
+    (sample,) = labeled_samples(ws.store, ws.project("streets"))
+    from modeldesk.trainers.segmentation.trainer import class_color_field
+
+    assert class_color_field([sample], sample.target.classes)["colors"] == [
+        final[name] for name in sample.target.classes
+    ]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from modeldesk.deploy.mask_output import slot_color
 from modeldesk.deploy.preprocess import image_size, preprocess_image
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
@@ -168,6 +169,13 @@ class _Fitted:
     epochs: int
     refine: bool = False
     held_scores: dict = field(default_factory=dict)  # refine -> mean IoU on the held-out photos
+
+
+def class_color_field(labeled, labels) -> dict:
+    """``{"colors": [#rrggbb per class]}``: the colours the project keeps with its classes, which the
+    model's masks are drawn in everywhere (empty when the samples carry none)."""
+    slots = getattr(labeled[0].target, "slots", ()) if labeled else ()
+    return {"colors": [slot_color(s) for s in slots]} if len(slots) == len(labels) else {}
 
 
 class SegmentationTrainer(TaskTrainer):
@@ -389,6 +397,7 @@ class SegmentationTrainer(TaskTrainer):
             "grid": template.neck.grid,
             "flip_test": template.flip_test,
             "refined": run.fitted.refine,
+            **class_color_field(run.labeled, run.labels),
         }
 
     def measure_export(self, run: Run, artifact_dir: Path) -> dict:
