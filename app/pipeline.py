@@ -428,6 +428,10 @@ def compression_metric(artifact):
         from modeldesk.trainers.anomaly.compression import AnomalyJudge
 
         return AnomalyJudge(artifact.card.get("threshold", 0.0))
+    if artifact.target == "mask":
+        from modeldesk.trainers.segmentation.compression import SegmentationJudge
+
+        return SegmentationJudge(artifact.labels)
     if artifact.target != "boxes":
         return None
     from modeldesk.trainers.detection.compression import DetectionJudge
@@ -441,6 +445,10 @@ def compression_candidates(artifact):
         from modeldesk.trainers.anomaly.compression import CANDIDATES
 
         return list(CANDIDATES)
+    if artifact.target == "mask":
+        from modeldesk.trainers.segmentation.compression import CANDIDATES as MASK_CANDIDATES
+
+        return list(MASK_CANDIDATES)
     return None
 
 
@@ -451,7 +459,7 @@ def compression_refusal(artifact) -> str:
     model_input = input_class(artifact.input_kind)
     if model_input.not_compressible:
         return model_input.not_compressible.format(size_mb=artifact.size_bytes() / 1e6)
-    if model_input.inline or artifact.target not in ("label", "boxes", "anomaly"):
+    if model_input.inline or artifact.target not in ("label", "boxes", "anomaly", "mask"):
         return "Making this kind of model smaller is not available yet."
     return ""
 
@@ -481,6 +489,10 @@ def _compression_data(ws, artifact):
         from modeldesk.trainers.anomaly.compression import judging_photos as anomaly_judging_photos
 
         validation = anomaly_judging_photos(samples)
+    if artifact.target == "mask":  # a segmentation copy is judged against the original on labeled photos
+        from modeldesk.trainers.segmentation.compression import judging_photos as mask_judging_photos
+
+        validation = mask_judging_photos(samples)
     if not validation:
         raise UserError(
             f"project {project.name!r} has no validation images to check the compressed model's accuracy on"
@@ -500,4 +512,6 @@ def _compression_data(ws, artifact):
     calibrating = 200
     if artifact.target == "anomaly":
         from modeldesk.trainers.anomaly.compression import CALIBRATION_PHOTOS as calibrating
+    if artifact.target == "mask":
+        from modeldesk.trainers.segmentation.compression import CALIBRATION_PHOTOS as calibrating
     return [path for path, _ in training[:calibrating]], validation, refit

@@ -195,6 +195,8 @@ def _run_all(session, input_name: str, output_name: str, tensors, batch: int = 3
 def _format_all(session, output, feeds: dict, batch: int = 32) -> list[dict]:
     """Every validation item's prediction as the predictor formats it."""
     total = len(next(iter(feeds.values())))
+    if getattr(output, "one_per_run", False):  # a segmentation mask has its own photo's size
+        batch = 1
     out = []
     for i in range(0, total, batch):
         out += output.format(session.run(output.names, {k: v[i : i + batch] for k, v in feeds.items()}))
