@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from modeldesk.datasets.masks import VOID
-from modeldesk.datasets.masks import class_slots
+from modeldesk.datasets.masks import VOID, class_slots
 from modeldesk.deploy.mask_output import class_colors, overlay, slot_color
 from modeldesk.deploy.preprocess import load_image
 
@@ -133,3 +132,16 @@ def comparison_thumbnails(ws, model, project, sample_ids, *, side: int = 200, sh
                 log.warning("no mask comparison for sample %s: %s", sample_id, exc)
         out.append((sample_id, picture, name))
     return out
+
+
+__all__ = [
+    "class_slots_by_name",
+    "comparison_thumbnails",
+    "model_colors",
+    "overlay_file",
+    "prediction_mask",
+    "project_colors",
+    "slot_color",  # the deploy side's, for the Label page (ui reaches deploy only through app)
+    "suggested_mask",
+    "truth_for_model",
+]

@@ -15,8 +15,7 @@ import logging
 import numpy as np
 from PySide6.QtCore import QObject
 
-from modeldesk.app.mask_views import class_slots_by_name, suggested_mask
-from modeldesk.deploy.mask_output import slot_color
+from modeldesk.app.mask_views import class_slots_by_name, slot_color, suggested_mask
 
 from ...job_watcher import TaskGroup
 from ...page import LatestTask
