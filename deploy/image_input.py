@@ -130,7 +130,7 @@ class ImageInput(ModelInput):
                 if width * height > self.max_pixels:
                     return 0  # refused by ``load`` before anything is decoded, with its own message
                 mode, image_format = image.mode, image.format
-                if image_format == "JPEG":
+                if image_format == "JPEG" and not tile_settings(self.card):  # a tiling model decodes it all
                     scale = 1
                     while scale < 8 and min(width, height) // (scale * 2) >= 2 * self.spec.size:
                         scale *= 2
