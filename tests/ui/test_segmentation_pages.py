@@ -161,7 +161,7 @@ def test_put_to_work_asks_how_much_of_the_picture_a_class_covers(qtbot, trained)
         card = page.put_to_work
         qtbot.waitUntil(lambda: card.label.count() == len(CLASSES), timeout=10_000)
         assert card.area and card.at_least.text() == "covers at least"
-        assert card.score_text.text() == f"{card.score.value()}% of the picture" and card.score.value() < 50
+        assert card.score_text.text() == f"{card.score.value()}%" and card.score.value() < 50
     finally:
         _close(qtbot, page)
 

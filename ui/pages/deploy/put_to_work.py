@@ -154,7 +154,9 @@ class PutToWorkCard(QObject):
         self.show_state()
 
     def _score_changed(self, value: int) -> None:
-        self.score_text.setText(f"{value}% of the picture" if self.area else f"{value}% sure")
+        # "covers at least 10%" (of the picture: the tooltip says it; the row must fit a narrow window)
+        self.score_text.setText(f"{value}%" if self.area else f"{value}% sure")
+        self.score.setToolTip("The share of the picture the class covers" if self.area else "")
 
     def _offer_rule(self, area: bool) -> None:
         """A segmentation model's rule is the share of the picture a class covers, not a certainty."""
@@ -163,6 +165,9 @@ class PutToWorkCard(QObject):
             self.score.setValue(10 if area else 80)
         self.area = area
         self.at_least.setText("covers at least" if area else "at least")
+        self.rule_words.setText(
+            "Note when" if area else "Note when it sees" if self.pictures else "Note when it says"
+        )
         self._score_changed(self.score.value())
 
     def choose_source(self) -> None:
