@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +102,9 @@ def _train(root: Path, data: Path):
         ws.close()
 
 
-def test_small_spots_in_large_photos_are_found_in_tiles_and_missed_whole(large, tmp_path, monkeypatch):
+def test_small_spots_in_large_photos_are_found_in_tiles_and_missed_whole(
+    large, tmp_path, monkeypatch, served_bundle
+):
     train, probes = large
     tiled = _train(tmp_path / "tiled", train)
     assert tiled.metrics["export_agreement"] >= 0.999, tiled.metrics  # the app's masks are the graph's
@@ -110,6 +115,15 @@ def test_small_spots_in_large_photos_are_found_in_tiles_and_missed_whole(large, 
     answers = predictor.predict([str(p) for p in photos])
     assert all(a["mask"].shape == SIZE[::-1] for a in answers)
     with_tiles = np.mean([_spot_iou(a["mask"], t) for a, t in zip(answers, truths)])
+    # the deploy bundle, without ModelDesk, tiles the same way
+    from modeldesk.deploy import build_bundle
+
+    server = served_bundle(build_bundle(tiled.artifact_dir, tmp_path / "bundle"))
+    answer = server.client(photos[0])
+    assert answer.returncode == 0, answer.stderr
+    bundled = json.loads(answer.stdout)["predictions"][0]
+    shown = np.asarray(Image.open(io.BytesIO(base64.b64decode(bundled["mask_png"]))))
+    np.testing.assert_array_equal(shown, answers[0]["mask"])
 
     from modeldesk.trainers.segmentation import tiles
 
