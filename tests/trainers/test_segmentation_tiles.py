@@ -132,3 +132,20 @@ def test_small_spots_in_large_photos_are_found_in_tiles_and_missed_whole(
     plain = Predictor(whole.artifact_dir, device="cpu").predict([str(p) for p in photos])
     without = np.mean([_spot_iou(a["mask"], t) for a, t in zip(plain, truths)])
     assert with_tiles > 0.4 and with_tiles > without + 0.2, (with_tiles, without)
+
+
+def test_the_plan_counts_a_large_photos_tiles(large, tmp_path):
+    from modeldesk.app.pipeline import labeled_samples
+    from modeldesk.trainers.segmentation.trainer import SegmentationTrainer
+
+    train, _probes = large
+    ws = Workspace(tmp_path / "ws", cleanup=False)
+    try:
+        ws.create_project("fields", "segmentation")
+        ws.import_data("fields", train)
+        samples = labeled_samples(ws.store, ws.project("fields"))
+        plan = SegmentationTrainer().estimate(samples, TINY, ws.paths.cache / "features")["plan"]
+    finally:
+        ws.close()
+    per_photo = len(plan_tiles(*SIZE, TINY.neck.size).boxes)
+    assert plan["features_to_compute"] == len(samples) * per_photo > len(samples)

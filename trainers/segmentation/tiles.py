@@ -52,6 +52,19 @@ def tile_key(sample_key: str, box) -> str:
     return f"{sample_key}_tile{box[0]}-{box[1]}-{box[2] - box[0]}"
 
 
+def unit_keys(samples, size: int) -> list[str]:
+    """The feature cache keys a run extracts: each photo's, or each of a large photo's tiles' (for the
+    ETA; reads the photos' headers only)."""
+    keys = []
+    for sample in samples:
+        try:
+            plan = photo_plan(sample.path, size)
+        except (OSError, ValueError):  # unreadable: the run leaves it out and says so
+            plan = None
+        keys += [sample.key] if plan is None else [tile_key(sample.key, box) for box in plan.boxes]
+    return keys
+
+
 class TiledPhotos:
     """The tiles of a run's large photos: their plans, their cache items and their units.
 
@@ -102,4 +115,4 @@ class TiledPhotos:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-__all__ = ["TILES", "TileUnit", "TiledPhotos", "photo_plan", "tile_key"]
+__all__ = ["TILES", "TileUnit", "TiledPhotos", "photo_plan", "tile_key", "unit_keys"]

@@ -45,7 +45,7 @@ from modeldesk.trainers.segmentation.graph import (
     head_logits,
     tail_model,
 )
-from modeldesk.trainers.segmentation.tiles import TILES, TiledPhotos
+from modeldesk.trainers.segmentation.tiles import TILES, TiledPhotos, unit_keys
 from modeldesk.trainers.templates import get_template
 
 log = logging.getLogger(__name__)
@@ -233,7 +233,7 @@ class SegmentationTrainer(TaskTrainer):
         template = get_template(template)
         backbone = get_backbone(template.backbone)
         cache = FeatureCache(cache_dir)
-        keys = [s.key for s in samples if s.target is not None]
+        keys = unit_keys([s for s in samples if s.target is not None], template.neck.size)  # tiles too
         missing = {
             key
             for view in template.views
