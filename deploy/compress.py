@@ -268,7 +268,10 @@ class _TensorCache:
                 if kind == "calibration"
                 else [p for p, _ in (self.validation if kind == "validation" else self.training)]
             )
-            model_input = input_for({**self.card, "preprocessing": replace(self.spec, size=size).to_dict()})
+            # "tiles": None: every photo whole (a tiling segmentation model would otherwise keep each
+            # large photo decoded in full until the batch is made); copies are judged on the whole photos
+            card = {**self.card, "tiles": None, "preprocessing": replace(self.spec, size=size).to_dict()}
+            model_input = input_for(card)
             self._cache[key] = model_input.feeds([model_input.load(s) for s in sources], self.input_name)
         return self._cache[key]
 
