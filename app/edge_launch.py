@@ -111,13 +111,19 @@ class EdgeProcess:
 def model_facts(ws, model_id: str) -> dict:
     """What the card needs of the copy of ``model_id`` that would be put to work: its ``labels`` (a
     rule picks one), whether it reads ``pictures`` (video, cameras and streams need it; a folder of
-    files works for every model) and the ``noun`` of what it reads."""
+    files works for every model), the ``noun`` of what it reads, and ``area``: whether its rule is
+    the share of the picture a class covers (a segmentation model) rather than how sure it is."""
     from modeldesk.deploy import load_artifact
     from modeldesk.deploy.inputs import input_class
 
     artifact = load_artifact(ws.serving_path(model_id))
     model_input = input_class(artifact.input_kind)
-    return {"labels": list(artifact.labels), "pictures": model_input.pictures, "noun": model_input.noun}
+    return {
+        "labels": list(artifact.labels),
+        "pictures": model_input.pictures,
+        "noun": model_input.noun,
+        "area": artifact.target == "mask",
+    }
 
 
 def edge_name(project: str, model_id: str) -> str:
@@ -142,8 +148,10 @@ def put_to_work(
     hold_frames: int = 1,
     cooldown_s: float = 10.0,
     edge: EdgeProcess | None = None,
+    area: bool = False,
 ) -> dict:
-    """Run ``model_id`` on ``source`` with the rule "``label`` at ``score`` or more".
+    """Run ``model_id`` on ``source`` with the rule "``label`` at ``score`` or more" (with ``area``:
+    "``label`` covers at least ``score`` of the picture", for a segmentation model).
 
     ``edge``: a server started before and still running (it is reused); else one is started. The
     model is added under its project's name unless its live version is already this model; a pipeline
@@ -173,7 +181,7 @@ def put_to_work(
         if known is not None:  # a newer model of the same project: it becomes the live one
             edge.call("POST", f"v1/edge/models/{name}/live", {"version": version})
     rule = {
-        "when": {"kind": "label", "label": label, "score": float(score)},
+        "when": {"kind": "area" if area else "label", "label": label, "score": float(score)},
         "hold_frames": int(hold_frames),
         "hold_s": 0,
         "cooldown_s": float(cooldown_s),

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from modeldesk.datasets.masks import VOID
-from modeldesk.deploy.mask_output import PALETTE, overlay
+from modeldesk.datasets.masks import VOID, class_slots
+from modeldesk.deploy.mask_output import class_colors, overlay, slot_color
 from modeldesk.deploy.preprocess import load_image
 
 log = logging.getLogger(__name__)
@@ -21,9 +21,25 @@ log = logging.getLogger(__name__)
 GAP = 6  # pixels between the two pictures of a comparison
 
 
-def class_colors(count: int) -> list[str]:
-    """``#rrggbb`` of the classes ``0 .. count - 1``: the colours of the service's mask PNGs."""
-    return ["#{:02x}{:02x}{:02x}".format(*PALETTE[k % len(PALETTE)]) for k in range(count)]
+def project_colors(ws, project) -> list[str]:
+    """``#rrggbb`` of each of the project's classes (in ``ws.labels`` order): kept with the class, so
+    adding a class moves no other class's colour; the models trained on it draw in the same."""
+    return [slot_color(s) for s in class_slots(ws.store, ws.project(project))]
+
+
+def class_slots_by_name(ws, project) -> dict[str, int]:
+    """Class name -> its colour slot (``datasets.masks.class_slots``) in ``project`` (name or id)."""
+    project = ws.project(project)
+    return dict(zip(ws.store.labels(project), class_slots(ws.store, project)))
+
+
+def model_colors(labels, colors=None) -> list[str]:
+    """``#rrggbb`` of each of a model's classes: its card's ``colors``, else the palette in class order."""
+    return ["#{:02x}{:02x}{:02x}".format(*rgb) for rgb in class_colors(labels, colors)]
+
+
+def _predictor_colors(predictor) -> list:
+    return class_colors([str(x) for x in predictor.labels], predictor.artifact.card.get("colors"))
 
 
 def _save(picture: Image.Image, ws, folder: str, *key) -> Path:
@@ -46,7 +62,8 @@ def prediction_mask(prediction: dict) -> np.ndarray:
 def overlay_file(ws, model, path, prediction: dict, *, max_side: int = 1024) -> Path:
     """A PNG of the photo at ``path`` with the predicted mask (an array or the service's PNG) drawn over
     it, at most ``max_side`` pixels on its longer side."""
-    picture = overlay(load_image(str(path)), prediction_mask(prediction))
+    colors = _predictor_colors(ws._predictor(model))
+    picture = overlay(load_image(str(path)), prediction_mask(prediction), colors=colors)
     picture.thumbnail((max_side, max_side), Image.BILINEAR)
     return _save(picture, ws, "masks", model, Path(path).resolve())
 
@@ -88,7 +105,8 @@ def comparison_file(ws, model, project, sample_id: int, *, side: int = 200) -> P
     truth = truth_for_model(ws, project, sample_id, [str(x) for x in predictor.labels])
     if truth is None or truth.shape != prediction["mask"].shape:
         truth = np.full(prediction["mask"].shape, VOID, np.uint8)
-    pictures = [overlay(photo, truth), overlay(photo, prediction["mask"])]
+    colors = _predictor_colors(predictor)
+    pictures = [overlay(photo, truth, colors=colors), overlay(photo, prediction["mask"], colors=colors)]
     for picture in pictures:
         picture.thumbnail((side, side), Image.BILINEAR)
     width, height = pictures[0].size
@@ -114,3 +132,16 @@ def comparison_thumbnails(ws, model, project, sample_ids, *, side: int = 200, sh
                 log.warning("no mask comparison for sample %s: %s", sample_id, exc)
         out.append((sample_id, picture, name))
     return out
+
+
+__all__ = [
+    "class_slots_by_name",
+    "comparison_thumbnails",
+    "model_colors",
+    "overlay_file",
+    "prediction_mask",
+    "project_colors",
+    "slot_color",  # the deploy side's, for the Label page (ui reaches deploy only through app)
+    "suggested_mask",
+    "truth_for_model",
+]

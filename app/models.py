@@ -38,7 +38,10 @@ class ModelCalls:
         """The evaluation JSON saved with the model; its mistakes carry the project's sample ids."""
         from modeldesk.deploy import load_artifact
 
-        report = dict(load_artifact(self.model_path(model_id)).card.get("metrics", {}))
+        card = load_artifact(self.model_path(model_id)).card
+        report = dict(card.get("metrics", {}))
+        if card.get("colors"):  # a segmentation model's class colours, for the page's legend
+            report["colors"] = card["colors"]
         report["has_html"] = (self.model_path(model_id) / "report.html").is_file()
         mistakes = report.get("mistakes") or []
         try:

@@ -22,13 +22,18 @@ log = logging.getLogger(__name__)
 
 def labeled_samples(store, project) -> list:
     """The project's labeled samples as the trainers' neutral input type (``LabeledSample``)."""
-    from modeldesk.datasets.masks import mask_ref
+    from modeldesk.datasets.masks import class_slots, mask_ref
     from modeldesk.trainers.data import LabeledSample
 
     store.assign_splits(project)
     kind = sample_kind(project.kind)
     mask_tables = (
-        {"classes": store.labels(project), "label_ids": store.label_ids(project)}
+        {
+            "classes": store.labels(project),
+            "label_ids": store.label_ids(project),
+            "merged": store.merged_labels(project),
+            "slots": class_slots(store, project),
+        }
         if project.target == "mask"
         else {}
     )
@@ -419,11 +424,15 @@ def compression_metric(artifact, validation=None):
     """What compression keeps within 1 point: label accuracy (None: the default), or for a detector
     mAP50 with a refusal of copies that do not reproduce the original's boxes
     (``trainers.detection.compression``), or for an anomaly model image AUROC, each copy with its own
-    threshold chosen on the held-back good photos among ``validation``."""
+    threshold chosen on the held-back good photos among ``validation``, or for a mask model mean IoU."""
     if artifact.target == "anomaly":
         from modeldesk.trainers.anomaly.compression import AnomalyJudge
 
         return AnomalyJudge.for_model(artifact.card, validation)
+    if artifact.target == "mask":
+        from modeldesk.trainers.segmentation.compression import SegmentationJudge
+
+        return SegmentationJudge(artifact.labels)
     if artifact.target != "boxes":
         return None
     from modeldesk.trainers.detection.compression import DetectionJudge
@@ -437,6 +446,10 @@ def compression_candidates(artifact):
         from modeldesk.trainers.anomaly.compression import candidates_for
 
         return candidates_for(artifact.card)
+    if artifact.target == "mask":
+        from modeldesk.trainers.segmentation.compression import CANDIDATES as MASK_CANDIDATES
+
+        return list(MASK_CANDIDATES)
     return None
 
 
@@ -447,7 +460,7 @@ def compression_refusal(artifact) -> str:
     model_input = input_class(artifact.input_kind)
     if model_input.not_compressible:
         return model_input.not_compressible.format(size_mb=artifact.size_bytes() / 1e6)
-    if model_input.inline or artifact.target not in ("label", "boxes", "anomaly"):
+    if model_input.inline or artifact.target not in ("label", "boxes", "anomaly", "mask"):
         return "Making this kind of model smaller is not available yet."
     return ""
 
@@ -477,6 +490,10 @@ def _compression_data(ws, artifact):
         from modeldesk.trainers.anomaly.compression import judging_photos as anomaly_judging_photos
 
         validation = anomaly_judging_photos(samples)
+    if artifact.target == "mask":  # a segmentation copy is judged against the original on labeled photos
+        from modeldesk.trainers.segmentation.compression import judging_photos as mask_judging_photos
+
+        validation = mask_judging_photos(samples)
     if not validation:
         raise UserError(
             f"project {project.name!r} has no validation images to check the compressed model's accuracy on"
@@ -499,4 +516,6 @@ def _compression_data(ws, artifact):
     calibrating = 200
     if artifact.target == "anomaly":
         from modeldesk.trainers.anomaly.compression import CALIBRATION_PHOTOS as calibrating
+    if artifact.target == "mask":
+        from modeldesk.trainers.segmentation.compression import CALIBRATION_PHOTOS as calibrating
     return [path for path, _ in training[:calibrating]], validation, refit

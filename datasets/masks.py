@@ -30,6 +30,8 @@ VOID = 255
 #: a mask file's suffix (a PNG inside; not an image suffix, so it is never imported as a photo)
 MASK_SUFFIX = ".mask"
 _CHUNK = "modeldesk-mask"
+#: the project setting that keeps each class's colour slot by label row id (:func:`class_slots`)
+COLOR_KEY = "class_colors"
 
 
 class MaskError(ValueError):
@@ -72,6 +74,7 @@ class MaskRef:
     classes: tuple[str, ...]
     lut: tuple[int, ...]
     present: tuple[str, ...] = ()
+    slots: tuple[int, ...] = ()  # each class's colour slot (:func:`class_slots`)
 
     def read(self) -> np.ndarray:
         """The (H, W) uint8 mask: indices into ``classes``, ``VOID`` where not labeled."""
@@ -81,9 +84,11 @@ class MaskRef:
         return table[values]
 
 
-def _lut(meta: dict, classes: list[str], label_ids: dict[str, int]) -> list[int]:
-    """Stored value -> index into ``classes``: by label row id first (renames), else by name."""
+def _lut(meta: dict, classes: list[str], label_ids: dict[str, int], merged=None) -> list[int]:
+    """Stored value -> index into ``classes``: by label row id first (renames; a class merged into
+    another, ``merged`` old id -> its id now, takes that class), else by name."""
     by_id = {i: name for name, i in label_ids.items()}
+    by_id.update({old: by_id[new] for old, new in (merged or {}).items() if new in by_id})
     index = {name: k for k, name in enumerate(classes)}
     names, ids = list(meta.get("names") or []), list(meta.get("ids") or [])
     out = []
@@ -93,11 +98,35 @@ def _lut(meta: dict, classes: list[str], label_ids: dict[str, int]) -> list[int]
     return out
 
 
-def mask_ref(store, project, sample, *, classes=None, label_ids=None) -> MaskRef | None:
+def class_slots(store, project) -> list[int]:
+    """Each class's colour slot (an index into a palette), in the order of ``store.labels``.
+
+    A slot is kept with the class's label row (so a rename keeps its colour and a merged class shows the
+    colour of the class it went into); a class without one gets the smallest free slot, remembered in
+    the project's settings. Adding a class therefore never changes another class's colour."""
+    ids = store.label_ids(project)
+    kept = {int(k): int(v) for k, v in (store.setting(project, COLOR_KEY, {}) or {}).items()}
+    kept = {k: v for k, v in kept.items() if k in ids.values()}
+    slots, changed = {}, False
+    for name in store.labels(project):
+        label_id = ids[name]
+        if label_id not in kept:
+            used = set(kept.values())
+            kept[label_id] = next(k for k in range(len(used) + 1) if k not in used)
+            changed = True
+        slots[name] = kept[label_id]
+    if changed:
+        store.set_setting(project, COLOR_KEY, {str(k): v for k, v in kept.items()})
+    return [slots[name] for name in store.labels(project)]
+
+
+def mask_ref(
+    store, project, sample, *, classes=None, label_ids=None, merged=None, slots=None
+) -> MaskRef | None:
     """The stored mask of ``sample`` in ``project`` as a :class:`MaskRef` (None when it has none).
 
-    ``classes`` and ``label_ids`` (``store.labels``/``store.label_ids`` of the project) save two
-    queries a sample when many are read."""
+    ``classes``, ``label_ids``, ``merged`` and ``slots`` (``store.labels``/``store.label_ids``/
+    ``store.merged_labels``/:func:`class_slots` of the project) save queries when many are read."""
     path = mask_path(store, sample)
     if not path.is_file():
         return None
@@ -108,9 +137,15 @@ def mask_ref(store, project, sample, *, classes=None, label_ids=None) -> MaskRef
     if meta.get("created") != project.created:
         return None  # left by a deleted project whose id was handed out again
     classes = store.labels(project) if classes is None else list(classes)
-    lut = _lut(meta, classes, store.label_ids(project) if label_ids is None else label_ids)
+    lut = _lut(
+        meta,
+        classes,
+        store.label_ids(project) if label_ids is None else label_ids,
+        store.merged_labels(project) if merged is None else merged,
+    )
     present = tuple(sorted(set(sample.labels) & set(classes)))
-    return MaskRef(str(path), tuple(classes), tuple(lut), present)
+    slots = class_slots(store, project) if slots is None else slots
+    return MaskRef(str(path), tuple(classes), tuple(lut), present, tuple(slots))
 
 
 def _read_meta(path: Path) -> tuple[tuple[int, int], dict]:
@@ -182,6 +217,7 @@ __all__ = [
     "MaskError",
     "MaskRef",
     "check_mask",
+    "class_slots",
     "decode_mask",
     "encode_mask",
     "mask_path",

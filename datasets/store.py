@@ -29,6 +29,8 @@ from .salvage import salvage_rows
 
 log = logging.getLogger(__name__)
 
+#: the project setting that remembers merged classes' label ids (``Store.merged_labels``)
+MERGED_KEY = "merged_labels"
 _CHUNK = 500  # ids per "IN (...)" query, well under SQLite's variable limit
 
 
@@ -254,10 +256,21 @@ class Store:
     # ------------------------------------------------------------------ labels
     def _label_id(self, conn: sqlite3.Connection, project_id: int, name: str) -> int:
         name = _clean_label(name)
-        conn.execute("INSERT OR IGNORE INTO labels(project_id, name) VALUES (?, ?)", (project_id, name))
-        return conn.execute(
+        row = conn.execute(
             "SELECT id FROM labels WHERE project_id = ? AND name = ?", (project_id, name)
-        ).fetchone()[0]
+        ).fetchone()
+        if row is not None:
+            return row[0]
+        # a merged class's id keeps meaning the class it went into (stored masks), so it is never reused
+        new_id = (conn.execute("SELECT MAX(id) FROM labels").fetchone()[0] or 0) + 1
+        merged = conn.execute(
+            "SELECT value FROM project_settings WHERE project_id = ? AND key = ?", (project_id, MERGED_KEY)
+        ).fetchone()
+        taken = {int(k) for k in json.loads(merged[0])} if merged else set()
+        while new_id in taken:
+            new_id += 1
+        conn.execute("INSERT INTO labels(id, project_id, name) VALUES (?, ?, ?)", (new_id, project_id, name))
+        return new_id
 
     def labels(self, project) -> list[str]:
         """The project's label names, sorted."""
@@ -303,6 +316,26 @@ class Store:
                 )
                 conn.execute("UPDATE boxes SET label_id = ? WHERE label_id = ?", (target[0], old_id))
                 conn.execute("DELETE FROM labels WHERE id = ?", (old_id,))
+                self._record_merge(conn, project.id, old_id, target[0])
+
+    def _record_merge(self, conn, project_id: int, old_id: int, into_id: int) -> None:
+        # Stored masks name their classes by label row id (datasets.masks): a merged class's row is gone,
+        # so its id is remembered as now meaning the class it was merged into (earlier merges into it too).
+        row = conn.execute(
+            "SELECT value FROM project_settings WHERE project_id = ? AND key = ?", (project_id, MERGED_KEY)
+        ).fetchone()
+        merged = {int(k): int(v) for k, v in (json.loads(row[0]) if row else {}).items()}
+        merged = {k: (into_id if v == old_id else v) for k, v in merged.items()}
+        merged[old_id] = into_id
+        conn.execute(
+            "INSERT OR REPLACE INTO project_settings(project_id, key, value) VALUES (?, ?, ?)",
+            (project_id, MERGED_KEY, json.dumps({str(k): v for k, v in merged.items()})),
+        )
+
+    def merged_labels(self, project) -> dict[int, int]:
+        """Label row id of a class merged into another (``rename_label`` onto an existing name) -> the row
+        id of the class it now is (what stored masks' old ids mean)."""
+        return {int(k): int(v) for k, v in (self.setting(project, MERGED_KEY, {}) or {}).items()}
 
     def delete_label(self, project, name: str) -> None:
         """Delete a label with its tags and boxes; the samples stay (maybe unlabeled)."""

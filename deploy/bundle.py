@@ -34,6 +34,7 @@ MODULES = (
     "server.py",
     "batching.py",
     "service.py",
+    "mask_tiles.py",  # a segmentation model's tiles for large photos (image_input)
 )
 
 

@@ -208,6 +208,8 @@ def _run_all(session, input_name: str, output_name: str, tensors, batch: int = 3
 def _format_all(session, output, feeds: dict, batch: int = 32) -> list[dict]:
     """Every validation item's prediction as the predictor formats it."""
     total = len(next(iter(feeds.values())))
+    if getattr(output, "one_per_run", False):  # a segmentation mask has its own photo's size
+        batch = 1
     out = []
     for i in range(0, total, batch):
         out += output.format(session.run(output.names, {k: v[i : i + batch] for k, v in feeds.items()}))
@@ -279,7 +281,10 @@ class _TensorCache:
                 if kind == "calibration"
                 else [p for p, _ in (self.validation if kind == "validation" else self.training)]
             )
-            model_input = input_for({**self.card, "preprocessing": replace(self.spec, size=size).to_dict()})
+            # "tiles": None: every photo whole (a tiling segmentation model would otherwise keep each
+            # large photo decoded in full until the batch is made); copies are judged on the whole photos
+            card = {**self.card, "tiles": None, "preprocessing": replace(self.spec, size=size).to_dict()}
+            model_input = input_for(card)
             self._cache[key] = model_input.feeds([model_input.load(s) for s in sources], self.input_name)
         return self._cache[key]
 

@@ -8,6 +8,7 @@ import numpy as np
 from PIL import Image
 
 from .inputs import ModelInput
+from .mask_tiles import TiledPhoto, plan_tiles, tile_settings
 from .preprocess import MAX_PIXELS, ImageSpec, image_to_tensor, load_image_sized, orientation
 
 #: Bytes a pixel takes in Pillow's memory; every other mode (RGB and YCbCr included) takes 4.
@@ -104,7 +105,14 @@ class ImageInput(ModelInput):
         )
 
     def load(self, source):
-        image, size = load_image_sized(source, max_pixels=self.max_pixels, draft_size=self.spec.size)
+        tiles = tile_settings(self.card)
+        if tiles:  # a segmentation model that cuts large photos into tiles: the full resolution is kept
+            image, size = load_image_sized(source, max_pixels=self.max_pixels)
+            plan = plan_tiles(*size, self.spec.size, **tiles)
+            if plan is not None:
+                return TiledPhoto(image, plan, self.spec)
+        else:
+            image, size = load_image_sized(source, max_pixels=self.max_pixels, draft_size=self.spec.size)
         tensor = image_to_tensor(image, self.spec)
         return (tensor, np.array(size, np.float32)) if self.size_input else tensor
 
@@ -122,7 +130,7 @@ class ImageInput(ModelInput):
                 if width * height > self.max_pixels:
                     return 0  # refused by ``load`` before anything is decoded, with its own message
                 mode, image_format = image.mode, image.format
-                if image_format == "JPEG":
+                if image_format == "JPEG" and not tile_settings(self.card):  # a tiling model decodes it all
                     scale = 1
                     while scale < 8 and min(width, height) // (scale * 2) >= 2 * self.spec.size:
                         scale *= 2
@@ -139,7 +147,12 @@ class ImageInput(ModelInput):
     def collate(self, items: list) -> np.ndarray:
         if not len(items):
             return np.zeros((0, 3, self.spec.size, self.spec.size), np.float32)
-        return np.stack([item[0] if isinstance(item, tuple) else item for item in items])
+        return np.stack(
+            [
+                item[0] if isinstance(item, tuple) else item.whole() if isinstance(item, TiledPhoto) else item
+                for item in items
+            ]
+        )
 
     def feeds(self, items: list, input_name: str) -> dict:
         feeds = {input_name: self.collate(items)}
@@ -147,7 +160,15 @@ class ImageInput(ModelInput):
             # A bare tensor is taken as a picture of exactly the input size.
             side = float(self.spec.size)
             feeds[self.size_input] = np.array(
-                [item[1] if isinstance(item, tuple) else (side, side) for item in items], np.float32
+                [
+                    item[1]
+                    if isinstance(item, tuple)
+                    else (item.plan.width, item.plan.height)
+                    if isinstance(item, TiledPhoto)
+                    else (side, side)
+                    for item in items
+                ],
+                np.float32,
             ).reshape(-1, 2)
         return feeds
 

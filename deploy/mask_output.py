@@ -44,6 +44,27 @@ PALETTE = (
 VOID = 255
 
 
+def slot_color(slot: int) -> str:
+    """``#rrggbb`` of a class's colour slot (``datasets.masks.class_slots``: kept with the class, so
+    adding a class shifts no other class's colour)."""
+    return "#{:02x}{:02x}{:02x}".format(*PALETTE[int(slot) % len(PALETTE)])
+
+
+def class_colors(labels, colors=None) -> list[tuple[int, int, int]]:
+    """The RGB of each class: ``colors`` (a model card's ``#rrggbb`` list) when it names one per class,
+    else the palette in class order (models trained before colours were kept with the classes)."""
+    given = list(colors or [])
+    if len(given) == len(labels) and all(
+        isinstance(c, str)
+        and len(c) == 7
+        and c[0] == "#"
+        and all(ch in "0123456789abcdefABCDEF" for ch in c[1:])
+        for c in given
+    ):
+        return [tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)) for c in given]  # type: ignore[misc]
+    return [PALETTE[k % len(PALETTE)] for k in range(len(labels))]
+
+
 class MaskOutput:
     """One dict per photo: ``mask`` (H, W) uint8 class indices into ``classes``, ``areas`` and
     ``pixels`` per class, ``size`` [width, height], and ``label``/``score``/``scores``."""
@@ -84,6 +105,7 @@ class MaskOutput:
         self.card = card
         self.labels = [str(label) for label in card["labels"]]
         self.names = [card.get("output_name", "mask"), card.get("scores_output", "class_scores")]
+        self.colors = class_colors(self.labels, card.get("colors"))
 
     def format(self, outputs: list) -> list[dict]:
         masks = np.asarray(outputs[0])
@@ -118,7 +140,7 @@ class MaskOutput:
         options = options or {}
         out = {k: v for k, v in prediction.items() if k not in ("mask", "class_scores")}
         if "mask" in prediction and str(options.get("mask", "1")).lower() not in ("0", "false", "no"):
-            out["mask_png"] = base64.b64encode(mask_png(prediction["mask"])).decode("ascii")
+            out["mask_png"] = base64.b64encode(mask_png(prediction["mask"], self.colors)).decode("ascii")
         if "mask" in prediction and str(options.get("polygons", "")).lower() in ("1", "true", "yes"):
             out["polygons"] = class_polygons(prediction["mask"], self.labels)
         wanted = str(options.get("scores", "")).lower() in ("1", "true", "yes", "png")
@@ -141,19 +163,25 @@ def class_polygons(mask: np.ndarray, labels: list[str]) -> dict[str, list[list[l
     return polygons
 
 
-def palette_bytes(n: int = 256) -> list[int]:
-    """A flat RGB palette: class k gets ``PALETTE[k]`` (repeated), 255 (not labeled) black."""
+def _color_of(k: int, colors) -> tuple:
+    return tuple(colors[k]) if colors and k < len(colors) else PALETTE[k % len(PALETTE)]
+
+
+def palette_bytes(n: int = 256, colors=None) -> list[int]:
+    """A flat RGB palette: class k gets ``colors[k]`` (default ``PALETTE[k]``, repeated), 255 (not
+    labeled) black."""
     flat: list[int] = []
     for k in range(n):
-        flat += [0, 0, 0] if k == VOID else list(PALETTE[k % len(PALETTE)])
+        flat += [0, 0, 0] if k == VOID else list(_color_of(k, colors))
     return flat
 
 
-def mask_png(mask: np.ndarray) -> bytes:
-    """The mask as a palette PNG: its pixel values are the class indices, its colours the palette's."""
+def mask_png(mask: np.ndarray, colors=None) -> bytes:
+    """The mask as a palette PNG: its pixel values are the class indices, its colours ``colors``
+    (RGB per class, see :func:`class_colors`; default the palette in class order)."""
     mask = np.ascontiguousarray(mask, np.uint8)
     image = Image.frombytes("P", (mask.shape[1], mask.shape[0]), mask.tobytes())
-    image.putpalette(palette_bytes())
+    image.putpalette(palette_bytes(colors=colors))
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=False)
     return buffer.getvalue()
@@ -169,16 +197,18 @@ def score_png(grid: np.ndarray, size) -> bytes:
     return buffer.getvalue()
 
 
-def colour_mask(mask: np.ndarray, alpha: int = 140) -> np.ndarray:
-    """(H, W) class indices -> RGBA (H, W, 4): each class in its palette colour, not labeled clear."""
+def colour_mask(mask: np.ndarray, alpha: int = 140, colors=None) -> np.ndarray:
+    """(H, W) class indices -> RGBA (H, W, 4): each class in its colour (``colors``, default the
+    palette's), not labeled clear."""
     table = np.zeros((256, 4), np.uint8)
     for k in range(255):
-        table[k, :3] = PALETTE[k % len(PALETTE)]
+        table[k, :3] = _color_of(k, colors)
         table[k, 3] = alpha
     return table[np.asarray(mask, np.uint8)]
 
 
-def overlay(photo: Image.Image, mask: np.ndarray, alpha: int = 140) -> Image.Image:
-    """``photo`` with the mask drawn over it (the mask must have the photo's size)."""
+def overlay(photo: Image.Image, mask: np.ndarray, alpha: int = 140, colors=None) -> Image.Image:
+    """``photo`` with the mask drawn over it in ``colors`` (the mask must have the photo's size)."""
     base = photo.convert("RGBA")
-    return Image.alpha_composite(base, Image.fromarray(colour_mask(mask, alpha), mode="RGBA")).convert("RGB")
+    layer = Image.fromarray(colour_mask(mask, alpha, colors), mode="RGBA")
+    return Image.alpha_composite(base, layer).convert("RGB")

@@ -127,6 +127,11 @@ class Predictor:
         results: list[dict] = []
         step = 1 if getattr(self.output, "one_per_run", False) else self.batch_size  # masks: a photo's size
         for start in range(0, len(items), step):
+            if hasattr(items[start], "run_on"):  # a large photo a segmentation model cuts into tiles
+                item = items[start]
+                outputs = item.run_on(self.session, self.output.names, self.input_name, self.input.size_input)
+                results.extend(self.output.format(outputs))
+                continue
             results.extend(
                 self.output.format(
                     self.session.run(

@@ -36,7 +36,20 @@ HEAD_OPS = {"Gemm", "MatMul", "Softmax"}
 # which int8 has nothing to do with (ONNX Runtime's quantizer would warn about it node by node).
 # And an anomaly model's patch features and distances to its memory bank: 8 bits cannot hold a small
 # difference of two large squared norms.
-FLOAT_PREFIXES = ("det/", "head/novelty/", "feat/", "patch/", "anomaly/")
+# And a segmentation graph's neck, per-pixel head, mirror averaging, refinement and tail (the photo's size
+# comes through float arithmetic there: 8 bits would make a 72-pixel-high mask 71): its backbone is 8-bit.
+FLOAT_PREFIXES = (
+    "det/",
+    "head/novelty/",
+    "feat/",
+    "patch/",
+    "anomaly/",
+    "seg/",
+    "seghead/",
+    "segflip/",
+    "segref/",
+    "segtail/",
+)
 # Share of the convolutions, counted from the input, that "keep first layers float" leaves in float.
 FIRST_FLOAT_SHARE = 0.12
 

@@ -66,6 +66,27 @@ def test_masks_keep_their_classes_when_the_class_list_changes(ws, tmp_path):
     assert (mask[:10] == VOID).all() and (mask[20:, 5:25] == 0).all()
 
 
+def test_merging_a_class_into_another_gives_its_pixels_to_that_class(ws, tmp_path):
+    first, second = _project(ws, tmp_path)  # car 0, road 1, sky 2
+    ws.set_sample_mask(first, _mask((0, 2)))  # car on top, sky below
+    ws.set_sample_mask(second, _mask((1, 0)))  # road on top, car below
+    ws.rename_class("streets", "car", "road")  # a merge: car's pixels are road's now
+    assert ws.labels("streets") == ["road", "sky"]
+    np.testing.assert_array_equal(ws.sample_mask(first), _mask((0, 1)))
+    np.testing.assert_array_equal(ws.sample_mask(second), _mask((0, 0)))
+    ws.rename_class("streets", "road", "sky")  # merged again: the first merge follows
+    np.testing.assert_array_equal(ws.sample_mask(second), _mask((0, 0)))
+    ws.add_class("streets", "bus")  # a new class never takes a merged class's id (and pixels)
+    assert ws.labels("streets") == ["bus", "sky"]
+    np.testing.assert_array_equal(ws.sample_mask(first), _mask((1, 1)))
+    np.testing.assert_array_equal(ws.sample_mask(second), _mask((1, 1)))
+    from modeldesk.app.pipeline import labeled_samples  # what training reads
+
+    targets = [s.target.read() for s in labeled_samples(ws.store, ws.project("streets"))]
+    np.testing.assert_array_equal(targets[0], _mask((1, 1)))
+    assert ws.stats("streets")["labels"] == {"bus": 0, "sky": 2}
+
+
 def test_bad_masks_are_refused_with_the_reason(ws, tmp_path):
     first, _ = _project(ws, tmp_path)
     with pytest.raises(MaskError, match="40x30"):
@@ -119,3 +140,34 @@ def test_an_older_workspace_is_opened_for_mask_projects(tmp_path):
         assert version == SCHEMA_VERSION and store.integrity_check() == "ok"
     finally:
         store.close()
+
+
+def test_a_class_keeps_its_colour_when_classes_are_added_renamed_or_merged(ws, tmp_path):
+    from modeldesk.app.mask_views import project_colors
+
+    first, _ = _project(ws, tmp_path)  # car, road, sky
+    before = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert len(set(before.values())) == 3
+    ws.add_class("streets", "bicycle")  # sorts first: every index moves, no colour does
+    after = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert {k: after[k] for k in before} == before
+    assert after["bicycle"] not in before.values()
+    ws.rename_class("streets", "sky", "air")
+    renamed = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert renamed["air"] == before["sky"]
+    ws.rename_class("streets", "car", "road")  # a merge: the merged pixels take road's colour
+    merged = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert merged["road"] == before["road"] and "car" not in merged
+    ws.add_class("streets", "bus")  # takes the free colour (car's), moves nobody
+    final = dict(zip(ws.labels("streets"), project_colors(ws, "streets")))
+    assert final["bus"] == before["car"] and final["air"] == before["sky"]
+
+    from modeldesk.app.pipeline import labeled_samples  # training reads the colours with the masks
+
+    ws.set_sample_mask(first, np.zeros((30, 40), np.uint8))
+    (sample,) = labeled_samples(ws.store, ws.project("streets"))
+    from modeldesk.trainers.segmentation.trainer import class_color_field
+
+    assert class_color_field([sample], sample.target.classes)["colors"] == [
+        final[name] for name in sample.target.classes
+    ]

@@ -151,6 +151,21 @@ def test_try_it_draws_the_mask_over_the_photo(qtbot, trained):
         _close(qtbot, page)
 
 
+def test_put_to_work_asks_how_much_of_the_picture_a_class_covers(qtbot, trained):
+    from modeldesk.app.edge_launch import model_facts
+
+    ws, model_id, _probe = trained
+    assert model_facts(ws, model_id)["area"] is True  # the edge rule's kind "area", not "label"
+    page = _open(qtbot, DeployPage, ws)
+    try:
+        card = page.put_to_work
+        qtbot.waitUntil(lambda: card.label.count() == len(CLASSES), timeout=10_000)
+        assert card.area and card.at_least.text() == "covers at least"
+        assert card.score_text.text() == f"{card.score.value()}%" and card.score.value() < 50
+    finally:
+        _close(qtbot, page)
+
+
 def test_the_label_page_offers_the_models_mask_and_enter_takes_it(qtbot, trained, tmp_path):
     from modeldesk.ui.pages.label import LabelPage
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from modeldesk.deploy.mask_output import slot_color
+from modeldesk.deploy.mask_tiles import blend_tiles, grid_to_mask
 from modeldesk.deploy.preprocess import image_size, preprocess_image
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
@@ -43,6 +45,7 @@ from modeldesk.trainers.segmentation.graph import (
     head_logits,
     tail_model,
 )
+from modeldesk.trainers.segmentation.tiles import TILES, TiledPhotos, unit_keys
 from modeldesk.trainers.templates import get_template
 
 log = logging.getLogger(__name__)
@@ -151,11 +154,16 @@ class _Photos:
     train: list
     held: list  # photos the head's training stops on
     test: list  # photos the metrics are measured on
+    tiles: TiledPhotos | None = None  # the large photos' tiles (``tiles.py``)
 
     def features(self, sample, view: str = "identity") -> np.ndarray:
-        """One photo's per-pixel features at the model's grid, from its cached maps."""
+        """One photo's (or tile's) per-pixel features at the model's grid, from its cached maps."""
         result = self.extracted[view]
         return self.grid(result.features[[self.rows_of[view][sample.key]]])[0]
+
+    def units(self, samples) -> list:
+        """The photos, each large one replaced by its tiles (what the head's rows are drawn from)."""
+        return self.tiles.units(samples) if self.tiles is not None else list(samples)
 
 
 @dataclass
@@ -168,6 +176,29 @@ class _Fitted:
     epochs: int
     refine: bool = False
     held_scores: dict = field(default_factory=dict)  # refine -> mean IoU on the held-out photos
+
+
+def class_color_field(labeled, labels) -> dict:
+    """``{"colors": [#rrggbb per class]}``: the colours the project keeps with its classes, which the
+    model's masks are drawn in everywhere (empty when the samples carry none)."""
+    slots = getattr(labeled[0].target, "slots", ()) if labeled else ()
+    return {"colors": [slot_color(s) for s in slots]} if len(slots) == len(labels) else {}
+
+
+def _logits(template, layers, features, unit) -> np.ndarray:
+    """The head's (1, C, G, G) logits on a photo or tile (with the mirrored one's, when the template
+    looks at both)."""
+    logits = head_logits(layers, features(unit)[None])
+    if template.flip_test:
+        mirrored = head_logits(layers, features(unit, "hflip")[None])[..., ::-1]
+        logits = 0.5 * (logits + mirrored)
+    return logits
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Class probabilities over axis 1 (ONNX ``Softmax``, the graph's ``class_scores``)."""
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
 
 
 class SegmentationTrainer(TaskTrainer):
@@ -202,7 +233,7 @@ class SegmentationTrainer(TaskTrainer):
         template = get_template(template)
         backbone = get_backbone(template.backbone)
         cache = FeatureCache(cache_dir)
-        keys = [s.key for s in samples if s.target is not None]
+        keys = unit_keys([s for s in samples if s.target is not None], template.neck.size)  # tiles too
         missing = {
             key
             for view in template.views
@@ -251,10 +282,17 @@ class SegmentationTrainer(TaskTrainer):
         backbone = get_backbone(template.backbone)
         cache = FeatureCache(run.cache_dir)
         readable = run.readable_photos()
+        tiles = TiledPhotos(readable, template.neck.size, Path(run.cache_dir) / "segtiles")
+        run.resources.callback(tiles.close)
+
+        def missing(keys):
+            namespaces = [(backbone.key, template.neck.maps_name, view) for view in template.views]
+            return set().union(*(cache.missing(namespace, keys) for namespace in namespaces))
+
         extracted = extract_maps(
             backbone,
             template.neck,
-            [(s.key, s.path) for s in readable],
+            tiles.items(readable, missing),
             cache,
             views=template.views,
             device=run.device,
@@ -265,13 +303,21 @@ class SegmentationTrainer(TaskTrainer):
         run.skipped += identity.skipped
         run.extraction = identity.plan or {}
         rows_of = {view: {key: r for r, key in enumerate(result.keys)} for view, result in extracted.items()}
-        usable = [s for s in readable if s.key in rows_of["identity"]]
+        usable = [s for s in readable if all(u.key in rows_of["identity"] for u in tiles.units([s]))]
         if run.skipped:
             run.warnings.append(f"{len(run.skipped)} photo(s) could not be read and were left out")
         train, held, test, notes = split_roles(usable)
         run.warnings += notes
         return _Photos(
-            backbone, cache, extracted, rows_of, FeatureGrid(template.neck, backbone), train, held, test
+            backbone,
+            cache,
+            extracted,
+            rows_of,
+            FeatureGrid(template.neck, backbone),
+            train,
+            held,
+            test,
+            tiles,
         )
 
     def fit(self, run: Run) -> _Fitted:
@@ -283,12 +329,14 @@ class SegmentationTrainer(TaskTrainer):
         # the head's rows: grid points of the training photos (and their mirror images), rare classes drawn more
         run.report("Choosing the points to learn from", 0.52)
         train_views = [
-            (s, v) for s in train for v in (("identity", "hflip") if template.flip_train else ("identity",))
+            (s, v)
+            for s in photos.units(train)
+            for v in (("identity", "hflip") if template.flip_train else ("identity",))
         ]
         X, y = self._rows(
             train_views, features, neck.grid, len(classes), template.rows, template.balance, run.report
         )
-        held_views = [(s, "identity") for s in held]
+        held_views = [(s, "identity") for s in photos.units(held)]
         X_val, y_val = (
             self._rows(held_views, features, neck.grid, len(classes), VAL_ROWS, 0.0, None)
             if held
@@ -352,10 +400,13 @@ class SegmentationTrainer(TaskTrainer):
     def _app_mask(run: Run, fitted: _Fitted, sample, refine: bool) -> np.ndarray:
         """The mask the training path gives: cached maps -> neck -> head -> the graph's tail."""
         template, features, layers = run.template, run.data.features, fitted.layers
-        logits = head_logits(layers, features(sample)[None])
-        if template.flip_test:
-            mirrored = head_logits(layers, features(sample, "hflip")[None])[..., ::-1]
-            logits = 0.5 * (logits + mirrored)
+        plan = run.data.tiles.plans.get(sample.key) if run.data.tiles is not None else None
+        if plan is not None:  # a large photo: its tiles' probabilities blended as the predictor does
+            scores = [
+                softmax(_logits(template, layers, features, unit))[0] for unit in run.data.units([sample])
+            ]
+            return grid_to_mask(blend_tiles(plan, scores), plan.width, plan.height)
+        logits = _logits(template, layers, features, sample)
         width, height = image_size(sample.path)
         feeds = {
             LOGITS: np.ascontiguousarray(logits, np.float32),
@@ -389,6 +440,8 @@ class SegmentationTrainer(TaskTrainer):
             "grid": template.neck.grid,
             "flip_test": template.flip_test,
             "refined": run.fitted.refine,
+            **class_color_field(run.labeled, run.labels),
+            "tiles": dict(TILES),
         }
 
     def measure_export(self, run: Run, artifact_dir: Path) -> dict:

@@ -15,7 +15,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QLabel, QListWidgetItem
 
-from modeldesk.app.mask_views import class_colors
+from modeldesk.app.mask_views import model_colors
 
 from ..charts import BarChart
 from ..page import card
@@ -105,7 +105,7 @@ class SegmentationCard:
             for label in labels
             if per_class.get(label) is not None
         )
-        colors = class_colors(len(labels))
+        colors = model_colors(labels, report.get("colors"))
         self.legend.setText(
             "Colours: "
             + " &nbsp; ".join(

@@ -74,6 +74,7 @@ class PutToWorkCard(QObject):
         self.label = QComboBox()
         self.label.setMinimumContentsLength(12)
         self.label.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Fixed)
+        self.area = False  # a segmentation model: the rule is the share of the picture a class covers
         self.score = QSlider(Qt.Horizontal)
         self.score.setRange(5, 100)
         self.score.setSingleStep(5)
@@ -101,7 +102,8 @@ class PutToWorkCard(QObject):
         grid.addWidget(self.rule_words, 1, 0)
         rule_row = QHBoxLayout()
         rule_row.addWidget(self.label)
-        rule_row.addWidget(QLabel("at least"))
+        self.at_least = QLabel("at least")
+        rule_row.addWidget(self.at_least)
         rule_row.addWidget(self.score, 1)
         rule_row.addWidget(self.score_text)
         grid.addLayout(rule_row, 1, 1)
@@ -152,7 +154,21 @@ class PutToWorkCard(QObject):
         self.show_state()
 
     def _score_changed(self, value: int) -> None:
-        self.score_text.setText(f"{value}% sure")
+        # "covers at least 10%" (of the picture: the tooltip says it; the row must fit a narrow window)
+        self.score_text.setText(f"{value}%" if self.area else f"{value}% sure")
+        self.score.setToolTip("The share of the picture the class covers" if self.area else "")
+
+    def _offer_rule(self, area: bool) -> None:
+        """A segmentation model's rule is the share of the picture a class covers, not a certainty."""
+        if area != self.area:
+            self.score.setRange(1 if area else 5, 100)
+            self.score.setValue(10 if area else 80)
+        self.area = area
+        self.at_least.setText("covers at least" if area else "at least")
+        self.rule_words.setText(
+            "Note when" if area else "Note when it sees" if self.pictures else "Note when it says"
+        )
+        self._score_changed(self.score.value())
 
     def choose_source(self) -> None:
         if self.source_kind == "folder":
@@ -174,6 +190,7 @@ class PutToWorkCard(QObject):
         def done(facts):
             if self.model_id == model_id:
                 self._offer_sources(pictures=facts["pictures"], noun=facts["noun"])
+                self._offer_rule(bool(facts.get("area")))
                 self._kind_changed()
                 self.label.clear()
                 self.label.addItems(facts["labels"])
@@ -208,13 +225,13 @@ class PutToWorkCard(QObject):
             )
             return
         ws, model_id, project, edge = self.ws, self.model_id, self.project, self.edge
-        label, score = self.label.currentText(), self.score.value() / 100
+        label, score, area = self.label.currentText(), self.score.value() / 100, self.area
         self.busy = True
         self.show_state("Starting the edge server and the model…")
 
         def work(state):
             return edge_launch.put_to_work(
-                ws, model_id, project=project, source=source, label=label, score=score, edge=edge
+                ws, model_id, project=project, source=source, label=label, score=score, edge=edge, area=area
             )
 
         def done(result):
@@ -222,8 +239,13 @@ class PutToWorkCard(QObject):
             self.edge, self.last = result["edge"], result
             where = "the webcam" if source.startswith("camera:") else source
             self.show_state(
-                f"<span style='color:#1e9e5a'>●</span> Watching {where}: an event is noted when it sees "
-                f"<b>{label}</b> at {round(score * 100)}% or more. It stops when you close ModelDesk."
+                f"<span style='color:#1e9e5a'>●</span> Watching {where}: an event is noted when "
+                + (
+                    f"<b>{label}</b> covers {round(score * 100)}% of the picture or more."
+                    if area
+                    else f"it sees <b>{label}</b> at {round(score * 100)}% or more."
+                )
+                + " It stops when you close ModelDesk."
             )
             self.changed.emit()
             self.open_console()

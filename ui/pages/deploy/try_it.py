@@ -65,18 +65,19 @@ class DropArea(QLabel):
             event.acceptProposedAction()
             self.dropped.emit(path)
 
-    def show_image(self, path: str, boxes=None) -> None:
-        """Show ``path`` scaled into the box, with a detector's ``boxes`` drawn on it."""
+    def show_image(self, path: str, boxes=None, *, roomy: bool = False) -> None:
+        """Show ``path`` scaled into the box, with a detector's ``boxes`` drawn on it; ``roomy``: the
+        box grows as for boxes (a segmentation model's mask over the photo needs room to be read)."""
         pixmap = QPixmap(path)
         if pixmap.isNull():
             self.setText(f"Cannot show {Path(path).name}")
             return
         if boxes:
             draw_boxes(pixmap, boxes)
-            self.setMinimumHeight(max(self.minimumHeight(), 320))  # boxes need room to be read
-        self.setPixmap(
-            pixmap.scaled(self.size() - QSize(16, 16), Qt.KeepAspectRatio, Qt.SmoothTransformation)
-        )
+        if boxes or roomy:
+            self.setMinimumHeight(max(self.minimumHeight(), 320))  # boxes and masks need room to be read
+        room = QSize(self.width(), max(self.height(), self.minimumHeight())) - QSize(16, 16)
+        self.setPixmap(pixmap.scaled(room, Qt.KeepAspectRatio, Qt.SmoothTransformation))
 
 
 def draw_boxes(pixmap: QPixmap, boxes) -> None:
@@ -210,7 +211,7 @@ class TryIt:
             return
         if "areas" in prediction:  # a segmentation model: the photo with its mask, the share of each class
             if prediction.get("overlay"):
-                self.drop.show_image(prediction["overlay"])
+                self.drop.show_image(prediction["overlay"], roomy=True)
             self.answer.setText(area_words(prediction["areas"]))
             self.scores.set_rows(top_scores({"scores": prediction["areas"]}, 10))
             return

@@ -15,7 +15,7 @@ import logging
 import numpy as np
 from PySide6.QtCore import QObject
 
-from modeldesk.app.mask_views import suggested_mask
+from modeldesk.app.mask_views import class_slots_by_name, slot_color, suggested_mask
 
 from ...job_watcher import TaskGroup
 from ...page import LatestTask
@@ -23,7 +23,7 @@ from ...wording import plural
 from .annotators import Annotator
 from .mask_editor import MaskEditor
 from .mask_ops import UNLABELED
-from .mask_overlay import MaskOverlay
+from .mask_overlay import MaskOverlay, set_class_colors
 from .mask_tools import MaskTools
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,7 @@ class MaskAnnotator(Annotator):
         self._proposed: tuple[int, np.ndarray] | None = None  # (sample id, the model's mask)
         self._suggester = LatestTask(TaskGroup(self._no_suggestion, self), self)
         self.labels: list[str] = []
+        self.slots: dict[str, int] = {}  # class name -> its colour slot, as the project keeps them
         self.current = ""
         self.sample = None
         self._active = False
@@ -83,9 +84,11 @@ class MaskAnnotator(Annotator):
     def load(self, ws, sample) -> None:
         """Worker thread: read the sample's saved mask (None when it has none yet)."""
         sample.mask = ws.sample_mask(sample.id)
+        sample.class_slots = class_slots_by_name(ws, sample.project_id)
 
     def show(self, sample, labels: list[str]) -> None:
         self.sample = sample
+        self.slots.update(getattr(sample, "class_slots", {}))
         self._set_labels(labels)
         self.editor.set_mask(self._mask(sample), len(self.labels))
         sample.labels = self.names(getattr(sample, "mask", None))
@@ -99,6 +102,11 @@ class MaskAnnotator(Annotator):
                 lut[index] = labels.index(name) if name in labels else UNLABELED
             self.editor.remap(lut)
         self.labels = labels
+        for name in labels:  # a class added here: the smallest free slot, as the project will store it
+            if name not in self.slots:
+                used = {self.slots[n] for n in labels if n in self.slots}
+                self.slots[name] = next(k for k in range(len(used) + 1) if k not in used)
+        set_class_colors([slot_color(self.slots[name]) for name in labels])
         if self.current not in self.labels:
             self.current = self.labels[0] if self.labels else ""
         index = self.labels.index(self.current) if self.current else 0

@@ -12,13 +12,20 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QPen, qRgba
 from PySide6.QtWidgets import QGraphicsEllipseItem, QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
-from modeldesk.app.mask_views import class_colors
+from modeldesk.app.mask_views import model_colors
 
 from .mask_ops import UNLABELED
 
-#: Class colours by class index (the project's classes sorted by name): the service's mask PNGs and
-#: the Evaluate page use the same ones.
-MASK_COLORS = tuple(class_colors(UNLABELED))
+#: Class colours by class index (the project's classes sorted by name) until the project's own are set
+#: (:func:`set_class_colors`); its models' mask PNGs and the Evaluate page use the same ones.
+MASK_COLORS = list(model_colors(range(UNLABELED)))
+
+
+def set_class_colors(colors: list[str]) -> None:
+    """The colours of the open project's classes (``app.mask_views.project_colors``), by class index."""
+    MASK_COLORS[:] = list(colors) or model_colors(range(UNLABELED))
+
+
 #: How opaque the mask is over the photo.
 OPACITY = 0.5
 
