@@ -45,6 +45,7 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--components", type=int, default=256)
     parser.add_argument("--variants", default="base")
+    parser.add_argument("--seed", type=int, default=0, help="of the drawn points and the head (noise check)")
     args = parser.parse_args(argv)
 
     from train_segment import frame_order, held_out_splits
@@ -166,7 +167,7 @@ def main(argv=None) -> int:
             if v["edge"]:
                 edges = np.stack([edge_points(row.reshape(G, G)) for row in lab]).ravel()
                 p = p * (1.0 + v["edge"] * edges)
-            rng = np.random.default_rng(0)
+            rng = np.random.default_rng(args.seed)
             chosen = np.sort(rng.choice(p.size, size=args.rows, replace=False, p=p / p.sum()))
             photo, point = np.divmod(chosen, G * G)
             n_fit = len(fit)
@@ -183,7 +184,7 @@ def main(argv=None) -> int:
                 epochs=args.epochs,
                 batch_size=512,
                 patience=3,
-                random_state=0,
+                random_state=args.seed,
             )
             head.fit(X, y)
             layers = [(W.astype(np.float32), b.astype(np.float32)) for W, b in head_layers(head, n_classes)]

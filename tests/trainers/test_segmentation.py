@@ -209,7 +209,8 @@ def test_evaluate_on_a_folder_gives_miou_and_iou_per_class(trained, capsys):
 
 
 def test_the_accurate_options_export_the_apps_masks(tmp_path):
-    """A stride-4 grid, context pooling, a projection, test-time flip and the refinement, all in one graph."""
+    """A stride-4 grid, context pooling, edge-weighted points, a projection, test-time flip and the
+    refinement, all in one graph."""
     from dataclasses import replace
 
     from modeldesk.app.pipeline import labeled_samples
@@ -219,6 +220,7 @@ def test_the_accurate_options_export_the_apps_masks(tmp_path):
         TINY,
         neck=SegNeck(size=128, stride=4, pyramid=(1, 2, 4)),
         components=24,
+        edges=2.0,
         flip_test=True,
         refine=True,
         epochs=4,
