@@ -124,6 +124,41 @@ def test_without_a_validation_split_the_last_frames_of_each_sequence_stop_traini
     assert not {s.key for s in held} & {s.key for s in train} and [s.name for s in test] == ["t_1.png"]
 
 
+def test_edge_points_are_labeled_points_beside_another_class():
+    from modeldesk.trainers.segmentation.features import edge_points
+
+    labels = np.zeros((5, 6), np.uint8)
+    labels[:, 3:] = 1
+    labels[0, 0] = VOID
+    edge = edge_points(labels)
+    assert edge[:, 2:4].all() and not edge[:, :2].any() and not edge[:, 4:].any()
+    labels[:, :] = 2
+    labels[2, 2] = VOID  # a point not labeled is no class: its neighbours are not on an edge
+    assert not edge_points(labels).any()
+
+
+def test_edge_weight_draws_more_points_on_class_edges():
+    from modeldesk.trainers.segmentation.features import edge_points
+    from modeldesk.trainers.segmentation.trainer import SegmentationTrainer
+
+    grid = 16
+    truth = np.zeros((64, 64), np.uint8)
+    truth[:, 32:] = 1  # one vertical edge: 2 of 16 grid columns
+    sample = LabeledSample("k", "p.png", type("M", (), {"read": lambda self: truth})(), "train", "p.png")
+    on_edge = edge_points(np.repeat(np.r_[np.zeros(8), np.ones(8)][None], grid, 0).astype(np.uint8))
+
+    def features(s, view):  # a point's feature is its own index, to tell which points were drawn
+        return np.arange(grid * grid, dtype=np.float32).reshape(1, grid, grid)
+
+    shares = []
+    for edges in (0.0, 9.0):
+        X, _ = SegmentationTrainer._rows(
+            [(sample, "identity")], features, grid, 2, 64, 0.0, None, edges=edges
+        )
+        shares.append(on_edge.ravel()[X[:, 0].astype(int)].mean())
+    assert shares[0] < 0.25 < 0.35 < shares[1], shares
+
+
 def test_training_learns_the_shapes_and_measures_the_exported_graph(trained):
     _ws, _model, result, _probes = trained
     metrics = result.metrics
@@ -174,7 +209,8 @@ def test_evaluate_on_a_folder_gives_miou_and_iou_per_class(trained, capsys):
 
 
 def test_the_accurate_options_export_the_apps_masks(tmp_path):
-    """A stride-4 grid, context pooling, a projection, test-time flip and the refinement, all in one graph."""
+    """A stride-4 grid, context pooling, edge-weighted points, a projection, test-time flip and the
+    refinement, all in one graph."""
     from dataclasses import replace
 
     from modeldesk.app.pipeline import labeled_samples
@@ -184,6 +220,7 @@ def test_the_accurate_options_export_the_apps_masks(tmp_path):
         TINY,
         neck=SegNeck(size=128, stride=4, pyramid=(1, 2, 4)),
         components=24,
+        edges=2.0,
         flip_test=True,
         refine=True,
         epochs=4,

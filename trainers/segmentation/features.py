@@ -220,4 +220,26 @@ def label_grid(mask: np.ndarray, grid: int) -> np.ndarray:
     return mask[ys][:, xs]
 
 
-__all__ = ["FEATURES", "FeatureGrid", "SegNeck", "extract_maps", "grid_points", "label_grid", "neck_nodes"]
+def edge_points(labels: np.ndarray, void: int = 255) -> np.ndarray:
+    """(G, G) bool: the labeled points with a point of another class among their 8 neighbours (a
+    neighbour not labeled, or past the border, does not count)."""
+    padded = np.pad(labels, 1, mode="edge")
+    g_h, g_w = labels.shape
+    edge = np.zeros(labels.shape, bool)
+    for dy in (0, 1, 2):
+        for dx in (0, 1, 2):
+            other = padded[dy : dy + g_h, dx : dx + g_w]
+            edge |= (other != labels) & (other != void)
+    return edge & (labels != void)
+
+
+__all__ = [
+    "FEATURES",
+    "FeatureGrid",
+    "SegNeck",
+    "edge_points",
+    "extract_maps",
+    "grid_points",
+    "label_grid",
+    "neck_nodes",
+]

@@ -20,6 +20,8 @@ class SegmentationTemplate:
     rows : most grid points the head is fitted on (sampled over the training photos; bounds memory).
     balance : rare classes are sampled more: a point of a class with ``n`` training points is drawn with
         weight ``n ** -balance`` (0: as they come, 1: every class equally).
+    edges : a point on the edge between two classes is drawn ``1 + edges`` times as often (thin
+        things such as poles are mostly edge).
     flip_train : the mirrored photos train too.
     flip_test : the exported model also looks at the mirrored photo and averages (twice the work).
     epochs : most passes over the rows (early stopping on held-out photos usually ends sooner).
@@ -38,6 +40,7 @@ class SegmentationTemplate:
     hidden: int = 128
     rows: int = 60_000
     balance: float = 0.5
+    edges: float = 0.0
     flip_train: bool = True
     flip_test: bool = False
     epochs: int = 25
@@ -61,6 +64,7 @@ class SegmentationTemplate:
             "hidden": self.hidden,
             "rows": self.rows,
             "balance": self.balance,
+            "edges": self.edges,
             "flip_train": self.flip_train,
             "flip_test": self.flip_test,
             "epochs": self.epochs,
@@ -92,6 +96,7 @@ TEMPLATES = (
         neck=SegNeck(size=640, stride=8, levels=("stride8", "stride16", "stride32"), pyramid=(1, 2, 4)),
         hidden=256,
         rows=80_000,
+        edges=2.0,  # cross-validated on camvid's training frames: +0.008 mIoU, poles/signs/people up
         components=256,
         flip_test=True,
         refine=True,

@@ -33,7 +33,7 @@ from modeldesk.trainers.features import plan_feature_extraction
 from modeldesk.trainers.heads.linear import LogisticRegressionHead
 from modeldesk.trainers.heads.mlp import MLPHead
 from modeldesk.trainers.segmentation.evaluation import confusion, evaluate_segmentation, mean_iou, truth_mask
-from modeldesk.trainers.segmentation.features import FeatureGrid, extract_maps, label_grid
+from modeldesk.trainers.segmentation.features import FeatureGrid, edge_points, extract_maps, label_grid
 from modeldesk.trainers.segmentation.graph import (
     IMAGE,
     LOGITS,
@@ -334,7 +334,14 @@ class SegmentationTrainer(TaskTrainer):
             for v in (("identity", "hflip") if template.flip_train else ("identity",))
         ]
         X, y = self._rows(
-            train_views, features, neck.grid, len(classes), template.rows, template.balance, run.report
+            train_views,
+            features,
+            neck.grid,
+            len(classes),
+            template.rows,
+            template.balance,
+            run.report,
+            edges=template.edges,
         )
         held_views = [(s, "identity") for s in photos.units(held)]
         X_val, y_val = (
@@ -492,9 +499,11 @@ class SegmentationTrainer(TaskTrainer):
         return {"miou": metrics.get("miou"), "pixel_accuracy": metrics.get("pixel_accuracy")}
 
     @staticmethod
-    def _rows(photo_views, features, grid: int, n_classes: int, limit: int, balance: float, report):
+    def _rows(
+        photo_views, features, grid: int, n_classes: int, limit: int, balance: float, report, edges=0.0
+    ):
         """(X (rows, D) float32, y (rows,)): grid points drawn from the photos' views, a point of a class
-        with ``n`` points weighted ``n ** -balance``."""
+        with ``n`` points weighted ``n ** -balance``, times ``1 + edges`` on a class edge."""
         from modeldesk.datasets.masks import VOID
 
         labels = []
@@ -506,6 +515,8 @@ class SegmentationTrainer(TaskTrainer):
         weight = np.zeros(256)
         weight[:n_classes] = np.where(counts > 0, np.maximum(counts, 1).astype(np.float64) ** -balance, 0.0)
         p = weight[flat.ravel()]
+        if edges:
+            p = p * (1.0 + edges * np.stack([edge_points(points) for points in labels]).ravel())
         if p.sum() <= 0:
             raise UserError("the masks have no labeled pixels at the model's grid: paint larger areas")
         rng = np.random.default_rng(0)
