@@ -74,7 +74,11 @@ def _photos(n: int) -> list[LabeledSample]:
 
 def test_the_anomaly_estimate_counts_the_coreset_search_as_pool_times_bank(tmp_path):
     from modeldesk.trainers.anomaly.bank import MAX_POOL
-    from modeldesk.trainers.anomaly.trainer import CORESET_S_PER_MILLION, AnomalyDetectionTrainer
+    from modeldesk.trainers.anomaly.trainer import (
+        CORESET_S_PER_MILLION,
+        POSITION_GAUSSIAN_S_PER_PHOTO,
+        AnomalyDetectionTrainer,
+    )
 
     trainer = AnomalyDetectionTrainer()
     bank_template = get_template("anomaly-detection/accurate")
@@ -82,8 +86,10 @@ def test_the_anomaly_estimate_counts_the_coreset_search_as_pool_times_bank(tmp_p
 
     def search_s(n: int) -> float:  # the memory bank's estimate less the same photos' without a search
         bank = trainer.estimate(_photos(n), bank_template, tmp_path, device="cpu")["eta_s"]
-        other = trainer.estimate(_photos(n), "anomaly-detection/fast", tmp_path, device="cpu")["eta_s"]
-        return bank - other
+        other = trainer.estimate(_photos(n), "anomaly-detection/fast", tmp_path, device="cpu")
+        # the fast recipe's fit: a Gaussian per patch position, photo by photo
+        assert other["plan"]["seconds"]["bank"] == pytest.approx(n * POSITION_GAUSSIAN_S_PER_PHOTO)
+        return bank - other["eta_s"] + n * POSITION_GAUSSIAN_S_PER_PHOTO
 
     grid = bank_template.neck.grid**2
     few, many = 10, 60

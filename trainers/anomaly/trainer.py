@@ -50,6 +50,9 @@ SECONDS_PER_IMAGE = 0.02  # backbone at 256 px on a CPU, before anything was mea
 #: search measures distances in SEARCH_DIM dimensions, 40,000 x 4,000 takes 0.85 s at probe slowdown 1.24
 #: (0.005 s a million; 0.006 in those units, 2026-12-04)
 CORESET_S_PER_MILLION = 0.006
+#: a Gaussian per patch position, fitted batch by batch, in the priors' units: 0.31 s for 50 tiles at probe
+#: slowdown 0.93 (bench/estimates.py --stages, 2026-12-04; it was left out: 0 s planned)
+POSITION_GAUSSIAN_S_PER_PHOTO = 0.01
 #: choosing the threshold, exporting and setting up the evaluation, in the priors' units: with 0.01 s a
 #: photo evaluated, 0.5-0.9 s for 50 tiles at probe slowdown 0.93 (0.8-1.4 s in those units; 2026-12-04)
 FIXED_S = 1.0
@@ -155,6 +158,8 @@ class AnomalyDetectionTrainer(TaskTrainer):
             pool = min(MAX_POOL, patches)
             bank = min(template.bank_size, max(1000, int(template.coreset_share * patches)), pool)
             fit_s = pool * bank / 1e6 * CORESET_S_PER_MILLION
+        elif template.method == "position-gaussian":
+            fit_s = len(keys) * POSITION_GAUSSIAN_S_PER_PHOTO
         budget = float(time_budget or template.time_budget_s)
         parts = {
             "features": features_s,
