@@ -390,7 +390,9 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         metric = compression_metric(artifact, validation)
         n_samples = len(validation) + len(training or ())
         factor = slowdown()  # this machine, as busy as it is now
-        planned = compression_seconds(feature_cache_dir(ws), artifact.input_kind, n_samples, factor)
+        planned = compression_seconds(
+            feature_cache_dir(ws), artifact.input_kind, n_samples, factor, artifact.target
+        )
 
     def report(done, total=0, message=""):
         fraction = compression_fraction(done, total)
@@ -415,7 +417,12 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     )
     if compress:
         record_compression(
-            feature_cache_dir(ws), artifact.input_kind, n_samples, time.monotonic() - started, factor
+            feature_cache_dir(ws),
+            artifact.input_kind,
+            n_samples,
+            time.monotonic() - started,
+            factor,
+            artifact.target,
         )
     return result
 

@@ -183,11 +183,13 @@ class RunProgress:
 # -- compression -----------------------------------------------------------------------------------
 
 # Seconds a compression takes on the reference machine before one was measured here, as (fixed, per
-# labeled sample) per input kind: building and timing the ~30 versions of a photo model costs the same
-# for any number of photos, checking them grows with it (117 s for 200 photos, about 50 s for 40:
-# 33 + 0.42 a photo); a sound model gets a few 8-bit versions of a small graph (12 s for a 700-clip
-# project on a busy machine).
-COMPRESSION_PRIORS = {"image": (33.0, 0.42), "audio": (2.0, 0.01)}
+# labeled sample) per input kind, or per input kind and target where those differ: building and timing
+# the ~30 versions of a photo model costs the same for any number of photos, checking them grows with it
+# (117 s for 200 photos, about 50 s for 40: 33 + 0.42 a photo, as a detector's and an anomaly model's
+# still take: 43 s for 30 raccoon photos, 38 s for 50 tiles at probe slowdown 0.93, 64 and 57 s in the
+# priors' units). A photo classifier's took 29 s for 100 sign digits then (44 s in those units: 0.58 of
+# that prior), a sound model's 1.2 s for 100 clips (1.8 s; bench/estimates.py, 2026-12-04).
+COMPRESSION_PRIORS = {"image": (33.0, 0.42), "image/label": (19.0, 0.25), "audio": (1.0, 0.008)}
 COMPRESSION_PRIOR = (10.0, 0.1)
 
 
@@ -206,23 +208,34 @@ def compression_fraction(done: int, total: int) -> float:
     return COMPRESSION_SEARCH_SHARE * done / (total - 1)
 
 
-def compression_raw_seconds(input_kind: str, n_samples: int) -> float:
-    """A compression's time on the reference machine, from the priors (see :data:`COMPRESSION_PRIORS`)."""
-    fixed, per_sample = COMPRESSION_PRIORS.get(input_kind, COMPRESSION_PRIOR)
+def compression_raw_seconds(input_kind: str, n_samples: int, target: str | None = None) -> float:
+    """A compression's time on the reference machine, from the priors (see :data:`COMPRESSION_PRIORS`):
+    the one of ``input_kind/target`` where there is one, else of ``input_kind``."""
+    fixed, per_sample = COMPRESSION_PRIORS.get(
+        f"{input_kind}/{target}", COMPRESSION_PRIORS.get(input_kind, COMPRESSION_PRIOR)
+    )
     return fixed + per_sample * max(n_samples, 1)
 
 
-def compression_seconds(cache_dir, input_kind: str, n_samples: int, factor: float | None = None) -> float:
+def _compression_key(input_kind: str, target: str | None) -> str:
+    return f"compression/{input_kind}" + (f"/{target}" if target else "")
+
+
+def compression_seconds(
+    cache_dir, input_kind: str, n_samples: int, factor: float | None = None, target: str | None = None
+) -> float:
     """The time a compression will take here now: the prior scaled by this machine's slowdown
-    (``factor``; measured when None) and by what compressions of this kind taught here."""
-    raw = compression_raw_seconds(input_kind, n_samples)
-    return calibrated_seconds(cache_dir, f"compression/{input_kind}", raw, factor)
+    (``factor``; measured when None) and by what compressions of this kind (and ``target``) taught here."""
+    raw = compression_raw_seconds(input_kind, n_samples, target)
+    return calibrated_seconds(cache_dir, _compression_key(input_kind, target), raw, factor)
 
 
-def record_compression(cache_dir, input_kind: str, n_samples: int, seconds: float, factor: float) -> None:
+def record_compression(
+    cache_dir, input_kind: str, n_samples: int, seconds: float, factor: float, target: str | None = None
+) -> None:
     """Teach the next estimate: this compression took ``seconds`` at slowdown ``factor``."""
-    raw = compression_raw_seconds(input_kind, n_samples)
-    learn(cache_dir, f"compression/{input_kind}", raw, factor, seconds)
+    raw = compression_raw_seconds(input_kind, n_samples, target)
+    learn(cache_dir, _compression_key(input_kind, target), raw, factor, seconds)
 
 
 def blended_eta(planned_s: float, elapsed: float, fraction: float) -> float:

@@ -160,3 +160,16 @@ def test_scoring_speed_is_kept_per_recipe(tmp_path):
         tmp_path, project, 500, template="image-classification/best"
     )  # never run: any recipe's
     assert SCORING_START_S + 10.0 <= best <= SCORING_START_S + 15.0
+
+
+def test_a_compression_estimate_and_its_lesson_belong_to_its_kind_of_model(tmp_path):
+    from modeldesk.app.run_time import compression_raw_seconds, compression_seconds, record_compression
+
+    # a photo classifier's versions are checked by label, cheaper than a detector's boxes or an anomaly map
+    assert compression_raw_seconds("image", 100, "label") < compression_raw_seconds("image", 100, "boxes")
+    assert compression_raw_seconds("image", 100, "boxes") == compression_raw_seconds("image", 100)
+    before = compression_seconds(tmp_path, "image", 100, 2.0, "boxes")
+    label = compression_seconds(tmp_path, "image", 100, 2.0, "label")
+    record_compression(tmp_path, "image", 100, 3 * label, 2.0, "label")  # a classifier took 3x its estimate
+    assert compression_seconds(tmp_path, "image", 100, 2.0, "label") == pytest.approx(3 * label, rel=1e-6)
+    assert compression_seconds(tmp_path, "image", 100, 2.0, "boxes") == pytest.approx(before)

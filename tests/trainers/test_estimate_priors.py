@@ -74,7 +74,11 @@ def _photos(n: int) -> list[LabeledSample]:
 
 def test_the_anomaly_estimate_counts_the_coreset_search_as_pool_times_bank(tmp_path):
     from modeldesk.trainers.anomaly.bank import MAX_POOL
-    from modeldesk.trainers.anomaly.trainer import CORESET_S_PER_MILLION, AnomalyDetectionTrainer
+    from modeldesk.trainers.anomaly.trainer import (
+        CORESET_S_PER_MILLION,
+        POSITION_GAUSSIAN_S_PER_PHOTO,
+        AnomalyDetectionTrainer,
+    )
 
     trainer = AnomalyDetectionTrainer()
     bank_template = get_template("anomaly-detection/accurate")
@@ -82,8 +86,10 @@ def test_the_anomaly_estimate_counts_the_coreset_search_as_pool_times_bank(tmp_p
 
     def search_s(n: int) -> float:  # the memory bank's estimate less the same photos' without a search
         bank = trainer.estimate(_photos(n), bank_template, tmp_path, device="cpu")["eta_s"]
-        other = trainer.estimate(_photos(n), "anomaly-detection/fast", tmp_path, device="cpu")["eta_s"]
-        return bank - other
+        other = trainer.estimate(_photos(n), "anomaly-detection/fast", tmp_path, device="cpu")
+        # the fast recipe's fit: a Gaussian per patch position, photo by photo
+        assert other["plan"]["seconds"]["bank"] == pytest.approx(n * POSITION_GAUSSIAN_S_PER_PHOTO)
+        return bank - other["eta_s"] + n * POSITION_GAUSSIAN_S_PER_PHOTO
 
     grid = bank_template.neck.grid**2
     few, many = 10, 60
@@ -95,3 +101,54 @@ def test_the_anomaly_estimate_counts_the_coreset_search_as_pool_times_bank(tmp_p
     assert expected[many] > 5 * expected[few]  # the test tells the two apart
     assert search_s(few) == pytest.approx(expected[few], abs=0.11)
     assert search_s(many) == pytest.approx(expected[many], abs=0.11)
+
+
+def test_the_segmentation_estimate_does_not_count_the_load_a_second_time(tmp_path, monkeypatch):
+    # The app scales a raw estimate by the machine's slowdown now (app.calibration); a head time taken from
+    # numpy's speed measured now would be scaled twice, so the raw estimate must not follow that speed.
+    from modeldesk.trainers.segmentation import trainer as seg
+
+    photos = [LabeledSample(f"frame{i}", f"/nowhere/{i}.png", "mask", "train") for i in range(20)]
+    template = get_template("segmentation/fast")
+
+    def estimate(flops: float) -> dict:
+        monkeypatch.setattr(seg, "measured_flops", lambda: flops)
+        return seg.SegmentationTrainer().estimate(photos, template, tmp_path, device="cpu")
+
+    idle, busy = estimate(4 * seg.FLOPS), estimate(seg.FLOPS / 10)
+    assert busy["eta_s"] == idle["eta_s"]
+    assert busy["plan"]["seconds"]["head"] > 0
+    assert sum(idle["plan"]["seconds"].values()) == pytest.approx(idle["eta_s"], abs=0.06)
+
+
+def test_the_image_estimate_shows_its_stages_and_learns_the_export_measured_here(tmp_path):
+    from modeldesk.trainers.image.classification import (
+        FINISH_PRIOR_S,
+        _finish_key,
+        estimate_training,
+    )
+
+    photos = [LabeledSample(f"p{i}", f"/nowhere/{i}.jpg", "ab"[i % 2], "train") for i in range(40)]
+    template = get_template("image-classification/fast")
+    first = estimate_training(photos, template, tmp_path, device="cpu")
+    parts = first["plan"]["seconds"]
+    assert set(parts) == {"features", "head", "export"}
+    assert sum(parts.values()) == pytest.approx(first["eta_s"], abs=0.06)
+    assert parts["export"] == FINISH_PRIOR_S
+    # the export measured here (0.25 s) replaces the prior, and only that part of the estimate moves
+    CostModel(FeatureCache(tmp_path).root).record(_finish_key(template), "cpu", 1, 1, n_items=1, seconds=0.25)
+    again = estimate_training(photos, template, tmp_path, device="cpu")
+    assert again["plan"]["seconds"]["export"] == pytest.approx(0.25)
+    assert again["plan"]["seconds"]["features"] == parts["features"]
+    assert again["eta_s"] == pytest.approx(first["eta_s"] - FINISH_PRIOR_S + 0.25, abs=0.06)
+
+
+def test_the_detection_estimate_adds_up_its_stages(tmp_path):
+    from modeldesk.trainers.detection.trainer import EXPORT_S, estimate_detection
+
+    # one box a photo: the estimate counts the boxes, not what they hold
+    photos = [LabeledSample(f"r{i}", f"/nowhere/{i}.jpg", ("a raccoon",), "train") for i in range(30)]
+    estimate = estimate_detection(photos, "object-detection/fast", tmp_path, device="cpu")
+    parts = estimate["plan"]["seconds"]
+    assert parts["export"] == EXPORT_S and parts["refine"] > 0 and parts["features"] > 0
+    assert sum(parts.values()) == pytest.approx(estimate["eta_s"], abs=0.06)

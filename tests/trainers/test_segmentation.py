@@ -422,6 +422,9 @@ def test_the_edge_server_answers_with_areas_and_the_mask_as_a_png(trained, tmp_p
 
 
 def test_the_eta_follows_the_speed_measured_here(trained, monkeypatch):
+    # the trainer's raw estimate is in the priors' units; the app scales it by the machine's slowdown now
+    # (app.calibration), so numpy's speed measured now must not move it a second time
+    from modeldesk.app.calibration import calibrated_seconds
     from modeldesk.app.pipeline import labeled_samples
     from modeldesk.trainers.segmentation import trainer as module
 
@@ -429,7 +432,8 @@ def test_the_eta_follows_the_speed_measured_here(trained, monkeypatch):
     samples = labeled_samples(ws.store, ws.project("scenes"))
     cache = ws.paths.cache / "features"
     monkeypatch.setattr(module, "_MEASURED", [4e9])
-    quick = module.SegmentationTrainer().estimate(samples, TINY, cache)["eta_s"]
+    raw = module.SegmentationTrainer().estimate(samples, TINY, cache)["eta_s"]
     monkeypatch.setattr(module, "_MEASURED", [1e9])
-    slow = module.SegmentationTrainer().estimate(samples, TINY, cache)["eta_s"]
-    assert slow > quick > 0
+    assert module.SegmentationTrainer().estimate(samples, TINY, cache)["eta_s"] == raw > 0
+    quick = calibrated_seconds(cache, TINY.name, raw, factor=1.0)
+    assert calibrated_seconds(cache, TINY.name, raw, factor=4.0) > quick > 0

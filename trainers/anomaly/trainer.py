@@ -46,12 +46,16 @@ from modeldesk.trainers.templates import get_template
 log = logging.getLogger(__name__)
 
 SECONDS_PER_IMAGE = 0.02  # backbone at 256 px on a CPU, before anything was measured here
-#: seconds per million (pool row x bank row) steps of the greedy search, in the priors' units (2 busy
-#: cores): 40,000 x 4,000 took 3.6-4.4 s at probe slowdowns 0.9-2.2 (2026-12-04)
-CORESET_S_PER_MILLION = 0.03
+#: seconds per million (pool row x bank row) steps of the greedy search, in the priors' units: since the
+#: search measures distances in SEARCH_DIM dimensions, 40,000 x 4,000 takes 0.85 s at probe slowdown 1.24
+#: (0.005 s a million; 0.006 in those units, 2026-12-04)
+CORESET_S_PER_MILLION = 0.006
+#: a Gaussian per patch position, fitted batch by batch, in the priors' units: 0.31 s for 50 tiles at probe
+#: slowdown 0.93 (bench/estimates.py --stages, 2026-12-04; it was left out: 0 s planned)
+POSITION_GAUSSIAN_S_PER_PHOTO = 0.01
 #: choosing the threshold, exporting and setting up the evaluation, in the priors' units: with 0.01 s a
-#: photo evaluated, 1.2-1.9 s for 105 tiles at probe slowdown 0.9 (2026-12-04)
-FIXED_S = 1.5
+#: photo evaluated, 0.5-0.9 s for 50 tiles at probe slowdown 0.93 (0.8-1.4 s in those units; 2026-12-04)
+FIXED_S = 1.0
 PARITY_TOLERANCE = 1e-3  # relative: the exported graph's scores against training's
 MAX_BANK_BYTES = 64 << 20  # the bank as a graph constant stays under this
 
@@ -154,9 +158,24 @@ class AnomalyDetectionTrainer(TaskTrainer):
             pool = min(MAX_POOL, patches)
             bank = min(template.bank_size, max(1000, int(template.coreset_share * patches)), pool)
             fit_s = pool * bank / 1e6 * CORESET_S_PER_MILLION
+        elif template.method == "position-gaussian":
+            fit_s = len(keys) * POSITION_GAUSSIAN_S_PER_PHOTO
         budget = float(time_budget or template.time_budget_s)
-        eta = round(features_s + min(fit_s, 0.7 * budget) + 0.01 * len(keys) + FIXED_S, 1)
-        return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
+        parts = {
+            "features": features_s,
+            "bank": min(fit_s, 0.7 * budget),
+            "export": 0.01 * len(keys) + FIXED_S,
+        }
+        eta = round(sum(parts.values()), 1)
+        return {
+            "eta_s": eta,
+            "plan": {
+                **plan.to_dict(),
+                "eta_s": eta,
+                "features_to_compute": len(missing),
+                "seconds": {k: round(v, 2) for k, v in parts.items()},
+            },
+        }
 
     def evaluate(self, artifact_path, samples, *, progress=None, masks=None) -> dict:
         return evaluate_anomaly(artifact_path, samples, progress=progress, masks=masks)

@@ -48,11 +48,21 @@ log = logging.getLogger(__name__)
 # Priors for a workspace that has measured nothing yet, from cold runs on raccoon_voc (77 photos, 2 cores):
 # 231 maps in about 6 s with the session's set-up; the fast and accurate heads fitted at 10,800 and
 # 13,700 units a second (the old prior, 2,000, made a first ETA 3-5x too long). Kept a little low.
-SECONDS_PER_IMAGE = 0.025  # backbone at 320 px per image and view on a CPU
-HEAD_UNITS_PER_S = 8000.0
+#: decoding and the backbone at 320 px per image and view, in the priors' units (app.calibration), before
+#: anything was measured here: 30 raccoon photos x 3 views took 3.95 s at probe slowdown 0.93 (0.065 s in
+#: those units; the photos are large JPEGs, bench/estimates.py --stages, 2026-12-04)
+SECONDS_PER_IMAGE = 0.06
+#: head units a second before one was measured here, in the priors' units: the fast recipe's 30 photos
+#: (24,800 units) took 0.84 s at probe slowdown 0.93, i.e. 1.3 s in those units (2026-12-04)
+HEAD_UNITS_PER_S = 16000.0
 HEAD_WORK = "detection-head"  # cost-model key: thousands of (cell row x feature x fit) per second
-REFINE_FLOPS_PER_S = 3e9  # multiply-adds a second of the box refiner's normal equations (BLAS), 2 busy cores
+#: multiply-adds a second of the box refiner's normal equations (BLAS), in the priors' units: 1,600 rows of
+#: 3,800 features (4.2e10) took 2.4 s at probe slowdown 0.93, 3.6 s in those units (2026-12-04)
+REFINE_FLOPS_PER_S = 1.2e10
 REFINE_S_PER_BOX = 4e-5  # RoiAlign of one jittered box on the cached maps
+#: choosing the threshold, exporting and evaluating the exported graph, in the priors' units: 0.37-0.42 s
+#: for 30 photos at probe slowdown 0.93 (0.6 s in those units; 2026-12-04)
+EXPORT_S = 1.0
 PARITY_TOLERANCE = 0.05  # pixels: graph boxes against the numpy decoding of the same head
 
 
@@ -251,8 +261,18 @@ def estimate_detection(samples, template, cache_dir, *, device: str = "auto", ti
     units = _head_units(len(keys), template)
     budget = float(time_budget or template.time_budget_s)
     head_s = min(0.8 * budget, units / (rate or HEAD_UNITS_PER_S))
-    eta = round(features_s + head_s + _refine_seconds(samples, template, backbone) + 3.0, 1)
-    return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
+    refine_s = _refine_seconds(samples, template, backbone)
+    parts = {"features": features_s, "refine": refine_s, "head": head_s, "export": EXPORT_S}
+    eta = round(sum(parts.values()), 1)
+    return {
+        "eta_s": eta,
+        "plan": {
+            **plan.to_dict(),
+            "eta_s": eta,
+            "features_to_compute": len(missing),
+            "seconds": {k: round(v, 2) for k, v in parts.items()},
+        },
+    }
 
 
 def _refine_seconds(samples, template, backbone) -> float:

@@ -40,8 +40,11 @@ from modeldesk.trainers.templates import get_template
 
 log = logging.getLogger(__name__)
 
-# Seconds per image and view for feature extraction on a CPU, used before anything was measured.
-DEFAULT_SECONDS_PER_IMAGE = 0.006
+# Seconds per image and view for feature extraction on a CPU, used before anything was measured, in the
+# priors' units (app.calibration): the session's start, decoding and the backbone; a fresh workspace took
+# 1.14 s for 100 sign digits (1 view) and 1.35 s (2 views) at probe slowdown 0.93 (bench/estimates.py
+# --stages, 2026-12-04): 17 and 13 ms a photo and view in those units.
+DEFAULT_SECONDS_PER_IMAGE = 0.012
 CACHE_TOLERANCE = 1e-3
 
 
@@ -96,6 +99,7 @@ def _head_units(n_samples: int, dim: int, work: float) -> int:
 # unit), whose prior sits near the slower end so that a first ETA errs long rather than short.
 HEAD_PRIORS = {"image-classification/best": 5000.0}
 HEAD_PRIOR = 3000.0
+HEAD_START_S = 0.1
 
 
 def _head_key(template) -> str:
@@ -109,7 +113,10 @@ def _head_seconds(cost: CostModel, units: int, template) -> float:
 
 
 FINISH_WORK = "export-and-report"  # cost-model key: seconds from the chosen head to the written artifact
-FINISH_PRIOR_S = 3.0  # the graph built and checked, the "not sure" references, the report (2 busy cores)
+#: the graph built and checked, the "not sure" references, the report, in the priors' units: 0.26 s (fast),
+#: 0.56 s (accurate), 0.89 s (best) at probe slowdown 0.93, i.e. 0.4-1.3 s (bench/estimates.py --stages,
+#: 2026-12-04); 3 s was a time measured on a machine ~5x busier, taken as it was
+FINISH_PRIOR_S = 1.0
 
 
 def _finish_key(template) -> str:
@@ -192,9 +199,15 @@ def estimate_training(
     budget = float(time_budget or template.time_budget_s)
     units = _head_units(len(labeled), template.features.dim(backbone), planned_work(template))
     cost = CostModel(cache.root)
-    head_s = min(0.8 * budget, 1.0 + _head_seconds(cost, units, template))
-    eta = round(features_s + head_s + _finish_seconds(cost, template), 1)
-    return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
+    # the head's setup is small: a fast recipe's whole "Tuning" took 0.05 s (100 photos, slowdown 0.93)
+    head_s = min(0.8 * budget, HEAD_START_S + _head_seconds(cost, units, template))
+    finish_s = _finish_seconds(cost, template)
+    eta = round(features_s + head_s + finish_s, 1)
+    parts = {"features": round(features_s, 2), "head": round(head_s, 2), "export": round(finish_s, 2)}
+    return {
+        "eta_s": eta,
+        "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing), "seconds": parts},
+    }
 
 
 def train_image_classifier(

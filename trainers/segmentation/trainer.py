@@ -55,6 +55,13 @@ FLOPS = 4e9  # numpy's multiply-adds per second in the head's fit, until measure
 HELD_SHARE = 0.15  # of each sequence's training frames, when there is no validation split
 PARITY_AGREEMENT = 0.999  # share of pixels the exported graph's masks must share with training's
 VAL_ROWS = 20_000
+#: the head's planned multiply-adds (rows x features x width x 6 x epochs) a second, for the estimate, in
+#: the priors' units (app.calibration): the fast recipe's 9.1e11 took 3.8-5.8 s with the points chosen and
+#: the accurate one's 7.9e11 took 5.8 s at probe slowdown 0.93 (1.0-1.6e11 and 0.9e11 in those units;
+#: bench/estimates.py --stages, 2026-12-04): patience stops it well before its last epoch
+ESTIMATE_FLOPS = 1.0e11
+#: the held-out check and the export, in the priors' units: 0.3-1.6 s at probe slowdown 0.93 (2026-12-04)
+EXPORT_S = 1.5
 
 
 _MEASURED: list[float] = []
@@ -252,19 +259,40 @@ class SegmentationTrainer(TaskTrainer):
             plan.eta_s if plan.eta_s is not None else len(missing) * len(template.views) * SECONDS_PER_IMAGE
         )
         budget = float(time_budget or template.time_budget_s)
-        fit_s = min(self._fit_seconds(template, backbone, len(keys)), 0.6 * budget)
+        # in the priors' units: a time measured now (measured_flops) would count the load twice (app.calibration)
+        fit_s = min(self._fit_flops(template, backbone, len(keys)) / ESTIMATE_FLOPS, 0.6 * budget)
         # rows: the neck on every photo and view; evaluation: a third of the photos through the graph
         grid_s = 0.02 * len(keys) * len(template.views) * (4 if template.neck.stride == 4 else 1)
         eval_s = len(keys) / 3 * SECONDS_PER_IMAGE * (2 if template.flip_test else 1) * 1.5
-        eta = round(features_s + fit_s + grid_s + eval_s + 5.0, 1)
-        return {"eta_s": eta, "plan": {**plan.to_dict(), "eta_s": eta, "features_to_compute": len(missing)}}
+        parts = {
+            "features": features_s,
+            "head": fit_s,
+            "rows": grid_s,
+            "evaluation": eval_s,
+            "export": EXPORT_S,
+        }
+        eta = round(sum(parts.values()), 1)
+        return {
+            "eta_s": eta,
+            "plan": {
+                **plan.to_dict(),
+                "eta_s": eta,
+                "features_to_compute": len(missing),
+                "seconds": {k: round(v, 2) for k, v in parts.items()},
+            },
+        }
 
     @staticmethod
-    def _fit_seconds(template, backbone, n_photos: int) -> float:
+    def _fit_flops(template, backbone, n_photos: int) -> float:
+        """Multiply-adds of the head's fit, all its epochs."""
         rows = min(template.rows, n_photos * template.neck.grid**2)
         width = template.hidden or len(backbone.outputs)
         dim = min(template.neck.dim(backbone), template.components or 10**9)
-        return rows * dim * width * 6 * template.epochs / measured_flops()
+        return rows * dim * width * 6 * template.epochs
+
+    @classmethod
+    def _fit_seconds(cls, template, backbone, n_photos: int) -> float:
+        return cls._fit_flops(template, backbone, n_photos) / measured_flops()
 
     def evaluate(self, artifact_path, samples, *, progress=None) -> dict:
         return evaluate_segmentation(artifact_path, samples, progress=progress)

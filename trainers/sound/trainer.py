@@ -161,12 +161,12 @@ class SoundClassificationTrainer(TaskTrainer):
             template.features, _spec(template), FeatureCache(cache_dir), device=device, threads=threads
         )
         todo = extractor.missing_count([(s.key, s.path, views[s.key]) for s in labeled])
-        eta = round(
-            estimate_seconds(extractor.cache, todo, device=device, threads=threads)
-            + FIXED_S
-            + FIT_S_PER_CLIP * len(labeled) * len(template.search_space.get("l2", [0])),
-            1,
-        )
+        parts = {
+            "features": estimate_seconds(extractor.cache, todo, device=device, threads=threads),
+            "head": FIT_S_PER_CLIP * len(labeled) * len(template.search_space.get("l2", [0])),
+            "export": FIXED_S,
+        }
+        eta = round(sum(parts.values()), 1)
         # the views' throughput: what scoring every clip for label suggestions reads by (app.run_time)
         rate = views_per_second(extractor.cache, device=device, threads=threads)
         return {
@@ -175,6 +175,7 @@ class SoundClassificationTrainer(TaskTrainer):
                 "devices": [{"name": device, "threads": threads, "items_per_s": round(rate, 1)}],
                 "eta_s": eta,
                 "features_to_compute": todo,
+                "seconds": {k: round(v, 2) for k, v in parts.items()},
             },
         }
 

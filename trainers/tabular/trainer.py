@@ -339,12 +339,27 @@ def _importance(model, codes, rows, y, classes, repeats: int = 3, seed: int = 0)
     return sorted(out, key=lambda d: -d["drop"])
 
 
+#: one fit of a trees candidate, in the priors' units (app.calibration): (seconds, seconds per row x column).
+#: The accurate recipe's 35 trees fits (and 42 linear ones) on titanic's 12 columns took 0.76 s for 200
+#: rows and 1.19 s for 400 at probe slowdown 0.93-0.98 (bench/estimates.py --stages, 2026-12-04): 5e-6 s a
+#: cell and 0.01 s a fit, 8e-6 and 0.015 in those units (it was 0.15 + 4e-5 a cell: 5x too long)
+TREES_FIT_S = (0.015, 8e-6)
+#: the same for a linear candidate: the fast recipe's 42 linear fits took 0.10 s for 200 rows and 0.15 s
+#: for 400 (0.0035 s a fit and 7e-7 a cell in those units; it was 0.01 + 2e-6 a cell)
+LINEAR_FIT_S = (0.004, 1e-6)
+#: encoding the columns, importance and export, in the priors' units: "Encoding columns" took 0.9-1.1 s for
+#: 200-400 rows at probe slowdown 0.93-0.98 (1.3-1.6 s in those units)
+ENCODING_S = 1.5
+
+
 def _fit_seconds(candidates, n: int, columns: int, folds: int) -> float:
-    """A rough time for the search and the two final fits on this machine (measured on 2 busy cores)."""
+    """A rough time for the search and the two final fits, in the priors' units (app.calibration)."""
     total = 0.0
     for candidate in candidates:
         per_fit = (
-            0.01 + 2e-6 * n * columns if candidate["model"] == "linear" else 0.15 + 4e-6 * n * columns * 10
+            LINEAR_FIT_S[0] + LINEAR_FIT_S[1] * n * columns
+            if candidate["model"] == "linear"
+            else TREES_FIT_S[0] + TREES_FIT_S[1] * n * columns
         )
         total += per_fit * (folds + 2)
     return total
@@ -352,4 +367,4 @@ def _fit_seconds(candidates, n: int, columns: int, folds: int) -> float:
 
 def _fixed_seconds(n: int, columns: int) -> float:
     """Encoding, importance and export: a few passes over the rows."""
-    return 1.0 + 2e-5 * n * columns
+    return ENCODING_S + 2e-5 * n * columns
