@@ -486,15 +486,15 @@ def deal_folds(truth: Sequence[str], labels: Sequence[str], folds: int = FOLDS) 
     class (fewer folds when a class has fewer examples; ``(zeros, 0)``, i.e. judged as given, below 2
     or when an example's label is not one of the model's ``labels``). Shared by every compressor that
     judges by heads fitted across folds (photos here, clips in ``compress_clips``)."""
-    truth = np.array([str(t) for t in truth])
-    fold_of = np.zeros(len(truth), int)
-    counts = {label: int(np.sum(truth == label)) for label in set(truth.tolist())}
+    names = np.array([str(t) for t in truth])
+    fold_of = np.zeros(len(names), int)
+    counts = {label: int(np.sum(names == label)) for label in set(names.tolist())}
     folds = min([folds, *counts.values()])
     if folds < 2 or any(label not in list(map(str, labels)) for label in counts):
         return fold_of, 0
     rng = np.random.default_rng(0)
     for label in sorted(counts):
-        members = np.flatnonzero(truth == label)
+        members = np.flatnonzero(names == label)
         rng.shuffle(members)
         fold_of[members] = np.arange(len(members)) % folds
     return fold_of, folds

@@ -132,6 +132,7 @@ def blend_tiles(plan: TilePlan, tile_scores) -> np.ndarray:
             rows, cols = grid_shape(plan, grid)
             total = np.zeros((classes, rows, cols), np.float32)
             weight_sum = np.zeros((rows, cols), np.float32)
+        assert weight_sum is not None
         scale = grid / plan.side
         top, ay = _placement(box[1] * scale, total.shape[1], grid)
         left, ax = _placement(box[0] * scale, total.shape[2], grid)
@@ -140,7 +141,7 @@ def blend_tiles(plan: TilePlan, tile_scores) -> np.ndarray:
         window = np.einsum("ig,cgh,jh->cij", ay, scores, ax, optimize=True)
         total[:, top : top + len(ay), left : left + len(ax)] += window * w
         weight_sum[top : top + len(ay), left : left + len(ax)] += w
-    if total is None:
+    if total is None or weight_sum is None:
         raise ValueError("no tiles to blend")
     return total / np.maximum(weight_sum, 1e-12)
 

@@ -129,7 +129,9 @@ class Predictor:
         for start in range(0, len(items), step):
             if hasattr(items[start], "run_on"):  # a large photo a segmentation model cuts into tiles
                 item = items[start]
-                outputs = item.run_on(self.session, self.output.names, self.input_name, self.input.size_input)
+                outputs = item.run_on(
+                    self.session, self.output.names, self.input_name, getattr(self.input, "size_input", None)
+                )
                 results.extend(self.output.format(outputs))
                 continue
             results.extend(
