@@ -500,6 +500,21 @@ def deal_folds(truth: Sequence[str], labels: Sequence[str], folds: int = FOLDS) 
     return fold_of, folds
 
 
+def rows_view_after_view(session, feature: str, input_name: str, tensors: np.ndarray, batch: int = 32):
+    """Output ``feature`` of ``session`` for every image of ``tensors``, run ``batch`` images at a
+    time, as the rows of a model with V views come for the whole set at once: view after view.
+
+    Each batch gives its own rows view after view, (V * n, ...); joined as they come, a view's rows
+    would follow the other views' rows of the previous batch, each row under another image's label."""
+    chunks = []
+    for start in range(0, len(tensors), batch):
+        part = tensors[start : start + batch]
+        out = session.run([feature], {input_name: part})[0]
+        chunks.append(out.reshape(len(out) // len(part), len(part), *out.shape[1:]))
+    joined = np.concatenate(chunks, axis=1)
+    return joined.reshape(-1, *joined.shape[2:])
+
+
 def fitted_head(
     refit_head, X: np.ndarray, truth: Sequence[str], labels: Sequence[str], model, output_name: str
 ):
@@ -605,6 +620,12 @@ class _Runner:
                     self.base, size, input_name=self.input_name, original_size=self.spec.size
                 )
             except ResizeError as exc:
+                views = list(self.card.get("views") or [])
+                if len(views) > 1 and "views/" in str(exc):  # e.g. a zoom's resize matrices
+                    exc = ResizeError(
+                        f"its {' and '.join(views[1:])} view is made for {self.spec.size} px photos "
+                        "(its one-pass copies can be smaller)"
+                    )
                 self.resized[size] = exc
         resized = self.resized[size]
         if isinstance(resized, ResizeError):
@@ -640,7 +661,12 @@ class _Runner:
     def build_one_view(self, candidate: Candidate, size: int) -> bytes:
         """``candidate`` without its one-view part, quantized (if so) after the other views were cut."""
         if size not in self.one_views:
-            self.one_views[size] = one_view(self.graph(size))
+            # views cut first: a view built for the original size (a zoom's resize matrices) would
+            # keep the whole graph from running at another
+            graph = one_view(self.base)
+            if size != self.spec.size:
+                graph = resize_input(graph, size, input_name=self.input_name, original_size=self.spec.size)
+            self.one_views[size] = graph
         graph = self.one_views[size]
         if not candidate.quant:
             return graph.SerializeToString()
@@ -662,12 +688,7 @@ class _Runner:
         rows, view after view)."""
         blob, feature = with_features(model)
         session = create_session(blob, device="cpu", threads=self.threads[-1], spin=False)
-        tensors = self.data.get(kind, size)
-        rows = [
-            session.run([feature], {self.input_name: tensors[start : start + 32]})[0]
-            for start in range(0, len(tensors), 32)
-        ]
-        return np.concatenate(rows)
+        return rows_view_after_view(session, feature, self.input_name, self.data.get(kind, size))
 
     def fit_head(self, X: np.ndarray, labels: list[str]) -> list:
         """The initializers of a head re-fitted on features ``X`` of images labelled ``labels``."""

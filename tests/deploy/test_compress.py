@@ -252,3 +252,19 @@ def test_of_candidates_about_as_fast_the_most_accurate_is_kept():
     # a clearly faster copy wins over a more accurate one, and fp32 is kept only when nothing is clearly faster
     assert pick_kept([fp32, quick, slow]) is quick
     assert pick_kept([fp32, {"name": "int8", "latency_ms": 5.9, "accuracy": 0.965}]) is fp32
+
+
+def test_a_model_with_views_gives_its_rows_view_after_view_over_every_batch():
+    """Rows for cross-fold heads: image i's view v is row v * N + i however many batches it took."""
+    import numpy as np
+
+    from modeldesk.deploy.compress import rows_view_after_view
+
+    class TwoViews:  # each batch: its rows as they are, then mirrored (negated), as a views graph stacks
+        def run(self, names, feeds):
+            (x,) = feeds.values()
+            return [np.concatenate([x, -x])]
+
+    images = np.arange(70, dtype=np.float32).reshape(70, 1)
+    rows = rows_view_after_view(TwoViews(), "features", "image", images, batch=32)
+    np.testing.assert_array_equal(rows, np.concatenate([images, -images]))
