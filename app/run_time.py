@@ -188,8 +188,15 @@ class RunProgress:
 # (117 s for 200 photos, about 50 s for 40: 33 + 0.42 a photo, as a detector's and an anomaly model's
 # still take: 43 s for 30 raccoon photos, 38 s for 50 tiles at probe slowdown 0.93, 64 and 57 s in the
 # priors' units). A photo classifier's took 29 s for 100 sign digits then (44 s in those units: 0.58 of
-# that prior), a sound model's 1.2 s for 100 clips (1.8 s; bench/estimates.py, 2026-12-04).
-COMPRESSION_PRIORS = {"image": (33.0, 0.42), "image/label": (19.0, 0.25), "audio": (1.0, 0.008)}
+# that prior), a sound model's 1.2 s for 100 clips (1.8 s; bench/estimates.py, 2026-12-04). A mask
+# model's checks run one whole photo at a time: 81 s for 20 CamVid photos on a quiet machine, 2.5x the
+# photo prior.
+COMPRESSION_PRIORS = {
+    "image": (33.0, 0.42),
+    "image/label": (19.0, 0.25),
+    "image/mask": (33.0, 3.5),
+    "audio": (1.0, 0.008),
+}
 COMPRESSION_PRIOR = (10.0, 0.1)
 
 

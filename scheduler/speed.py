@@ -3,11 +3,16 @@
 Figures measured before (the cost model) or written into the code (priors) hold for the load they
 were measured at. :func:`slowdown` times a small fixed piece of work now (about 10 ms on a quiet
 core) against the time it took on the reference machine, so an estimate can say "this machine,
-as busy as it is now". Other programs' load, a slower CPU and a laptop on battery all show in it.
+as busy as it is now". A slower CPU and a laptop on battery show in it. Other programs' load shows
+in it only in part: the scheduler lets a thread that just woke up run first, so a 10 ms pass beside
+two busy processes on 2 cores often reads as quiet (0.9-1.8) while a job on every core runs about
+twice as long. So it also counts the threads ready to run (:func:`busy_threads`), which share the
+cores with a job that uses all of them: (busy + cores) / cores.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -45,14 +50,39 @@ def measure(repeats: int = 5, clock=time.perf_counter) -> float:
     return statistics.median(times)
 
 
-def slowdown(*, now=time.monotonic, probe=measure) -> float:
-    """This machine's time for a piece of work against the reference machine's (2.0: twice as long),
-    measured at most every :data:`REUSE_S` seconds in this process."""
+def busy_threads(samples: int = 15, gap_s: float = 0.003, path: str = "/proc/loadavg") -> float | None:
+    """Threads of other programs ready to run now: the kernel's count of runnable threads (Linux's
+    ``/proc/loadavg``), the median of ``samples`` readings (a command that runs for a moment is not
+    a load), less the one reading it; None where the system does not say (macOS, Windows: the timed
+    pass alone then)."""
+    counts = []
+    try:
+        for _ in range(samples):
+            with open(path, encoding="ascii") as f:
+                counts.append(int(f.read().split()[3].split("/")[0]))
+            time.sleep(gap_s)
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(statistics.median(counts) - 1.0, 0.0)
+
+
+def contention(busy: float | None, cores: int | None = None) -> float:
+    """How much longer a job on every core takes beside ``busy`` ready threads: they share the cores."""
+    if not cores:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return 1.0 if busy is None else (busy + cores) / cores
+
+
+def slowdown(*, now=time.monotonic, probe=measure, busy=busy_threads) -> float:
+    """This machine's time for a piece of work against the reference machine's (2.0: twice as long):
+    the timed pass, or the share of the cores other programs leave when that is the larger, measured at
+    most every :data:`REUSE_S` seconds in this process."""
     global _last
     with _lock:
         if _last is not None and now() - _last[0] < REUSE_S:
             return _last[1]
-        factor = min(max(probe() / REFERENCE_S, LIMITS[0]), LIMITS[1])
+        factor = max(probe() / REFERENCE_S, contention(busy()))
+        factor = min(max(factor, LIMITS[0]), LIMITS[1])
         _last = (now(), factor)
         return factor
 

@@ -131,3 +131,29 @@ def test_a_probe_an_estimate_times_is_kept_in_the_priors_units(tmp_path, monkeyp
         set_measurement_scale(None)
     raw = 10 / CostModel(tmp_path).items_per_s("text-embed", "cpu", 1, 1)
     assert calibrated_seconds(tmp_path, "text-classification/accurate", raw, factor) == pytest.approx(5.0)
+
+
+def test_busy_threads_count_the_runnable_ones_but_the_reader(tmp_path):
+    """Linux's /proc/loadavg: "load1 load5 load15 runnable/total lastpid"; the reader is one of them."""
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("2.80 3.31 2.33 3/912 29001\n")
+    assert speed.busy_threads(samples=3, gap_s=0, path=str(loadavg)) == 2.0
+    loadavg.write_text("garbled\n")
+    assert speed.busy_threads(samples=3, gap_s=0, path=str(tmp_path / "missing")) is None
+    assert speed.busy_threads(samples=3, gap_s=0, path=str(loadavg)) is None
+
+
+def test_a_quick_pass_that_reads_quiet_does_not_hide_busy_cores():
+    """Beside two busy processes on 2 cores the timed pass often reads 1.0 (it just woke up and runs
+    first) while a job on both cores takes twice as long: the ready threads count too."""
+    quiet_pass = lambda: speed.REFERENCE_S  # noqa: E731
+    speed.forget()
+    try:
+        assert speed.slowdown(probe=quiet_pass, busy=lambda: 2.0) == speed.contention(2.0) > 1.0
+        speed.forget()
+        assert speed.contention(2.0, cores=2) == 2.0
+        assert speed.slowdown(probe=quiet_pass, busy=lambda: 0.0) == 1.0
+        speed.forget()
+        assert speed.slowdown(probe=lambda: 3 * speed.REFERENCE_S, busy=lambda: None) == 3.0  # a slow CPU
+    finally:
+        speed.forget()
