@@ -406,6 +406,21 @@ def plan_feature_extraction(
     )
 
 
+def staged_estimate(plan, parts: dict, features_to_compute: int) -> dict:
+    """A trainer's estimate ``{"eta_s", "plan"}``: the sum of its stages' seconds ``parts``, with the
+    feature extraction ``plan`` (from :func:`plan_feature_extraction`) and each stage in the plan."""
+    eta = round(sum(parts.values()), 1)
+    return {
+        "eta_s": eta,
+        "plan": {
+            **plan.to_dict(),
+            "eta_s": eta,
+            "features_to_compute": features_to_compute,
+            "seconds": {k: round(v, 2) for k, v in parts.items()},
+        },
+    }
+
+
 def extract_feature_views(
     backbone: Backbone,
     items,

@@ -40,7 +40,7 @@ from modeldesk.trainers.anomaly.scoring import false_alarm_threshold
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer
 from modeldesk.trainers.detection.features import maps_feature_spec
-from modeldesk.trainers.features import plan_feature_extraction
+from modeldesk.trainers.features import plan_feature_extraction, staged_estimate
 from modeldesk.trainers.templates import get_template
 
 log = logging.getLogger(__name__)
@@ -166,16 +166,7 @@ class AnomalyDetectionTrainer(TaskTrainer):
             "bank": min(fit_s, 0.7 * budget),
             "export": 0.01 * len(keys) + FIXED_S,
         }
-        eta = round(sum(parts.values()), 1)
-        return {
-            "eta_s": eta,
-            "plan": {
-                **plan.to_dict(),
-                "eta_s": eta,
-                "features_to_compute": len(missing),
-                "seconds": {k: round(v, 2) for k, v in parts.items()},
-            },
-        }
+        return staged_estimate(plan, parts, len(missing))
 
     def evaluate(self, artifact_path, samples, *, progress=None, masks=None) -> dict:
         return evaluate_anomaly(artifact_path, samples, progress=progress, masks=masks)

@@ -40,7 +40,7 @@ from modeldesk.trainers.detection.head import CellHead, cell_points, decode_boxe
 from modeldesk.trainers.detection.metrics import best_threshold, box_iou, mean_ap
 from modeldesk.trainers.detection.refine import BoxRefiner, RefineComputer, feature_dim, rescore
 from modeldesk.trainers.feature_cache import FeatureCache
-from modeldesk.trainers.features import plan_feature_extraction
+from modeldesk.trainers.features import plan_feature_extraction, staged_estimate
 from modeldesk.trainers.templates import get_template
 
 log = logging.getLogger(__name__)
@@ -263,16 +263,7 @@ def estimate_detection(samples, template, cache_dir, *, device: str = "auto", ti
     head_s = min(0.8 * budget, units / (rate or HEAD_UNITS_PER_S))
     refine_s = _refine_seconds(samples, template, backbone)
     parts = {"features": features_s, "refine": refine_s, "head": head_s, "export": EXPORT_S}
-    eta = round(sum(parts.values()), 1)
-    return {
-        "eta_s": eta,
-        "plan": {
-            **plan.to_dict(),
-            "eta_s": eta,
-            "features_to_compute": len(missing),
-            "seconds": {k: round(v, 2) for k, v in parts.items()},
-        },
-    }
+    return staged_estimate(plan, parts, len(missing))
 
 
 def _refine_seconds(samples, template, backbone) -> float:

@@ -29,7 +29,7 @@ from modeldesk.errors import UserError
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer
 from modeldesk.trainers.detection.features import maps_feature_spec
-from modeldesk.trainers.features import plan_feature_extraction
+from modeldesk.trainers.features import plan_feature_extraction, staged_estimate
 from modeldesk.trainers.heads.linear import LogisticRegressionHead
 from modeldesk.trainers.heads.mlp import MLPHead
 from modeldesk.trainers.segmentation.evaluation import confusion, evaluate_segmentation, mean_iou, truth_mask
@@ -271,16 +271,7 @@ class SegmentationTrainer(TaskTrainer):
             "evaluation": eval_s,
             "export": EXPORT_S,
         }
-        eta = round(sum(parts.values()), 1)
-        return {
-            "eta_s": eta,
-            "plan": {
-                **plan.to_dict(),
-                "eta_s": eta,
-                "features_to_compute": len(missing),
-                "seconds": {k: round(v, 2) for k, v in parts.items()},
-            },
-        }
+        return staged_estimate(plan, parts, len(missing))
 
     @staticmethod
     def _fit_flops(template, backbone, n_photos: int) -> float:
