@@ -145,6 +145,7 @@ def decode_nodes(
             SIZE_INPUT,
             p + "refine/",
             quality=getattr(refiner, "quality_", None),
+            later=tuple(getattr(refiner, "later_", ())),
         )
         nodes.extend(r_nodes)
         inits.extend(r_inits)

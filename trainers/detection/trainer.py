@@ -154,7 +154,9 @@ class _Fitter:
             for view in self.template.views
         ]
         self.refiner = BoxRefiner(spec).fit(computer, images, np.random.default_rng(1))
-        computer.set_weights(self.refiner.weight_, self.refiner.bias_, self.refiner.quality_)
+        computer.set_weights(
+            self.refiner.weight_, self.refiner.bias_, self.refiner.quality_, later=self.refiner.later_
+        )
         self.refine_computer = computer
         return self.refiner
 
