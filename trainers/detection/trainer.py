@@ -25,8 +25,10 @@ from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.detection.duplicates import drop_duplicates
 from modeldesk.trainers.detection.features import CellComputer, extract_maps, maps_feature_spec
 from modeldesk.trainers.detection.graph import (
+    DEDUPE_IOU,
     IOU_THRESHOLD,
     MAX_PER_CLASS,
     MIN_SCORE,
@@ -231,7 +233,7 @@ class _Fitter:
                     {**b, "box": box.tolist(), "score": float(sc)} for b, box, sc in zip(boxes, moved, scores)
                 ]
                 boxes.sort(key=lambda p: -p["score"])
-            out.append(boxes)
+            out.append(drop_duplicates(boxes, DEDUPE_IOU))
         return out
 
     def truths(self, indices) -> list:
