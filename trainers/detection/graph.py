@@ -239,15 +239,21 @@ def _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou: float
 
 
 def build_detector_graph(
-    backbone: Backbone, neck: DetectionNeck, head, n_classes: int, graph_dir, refiner=None
+    backbone: Backbone,
+    neck: DetectionNeck,
+    head,
+    n_classes: int,
+    graph_dir,
+    refiner=None,
+    dedupe_iou: float | None = DEDUPE_IOU,
 ) -> onnx.ModelProto:
     """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> decoding -> NMS [-> box
-    refinement] -> ``detections``."""
+    refinement] [-> duplicates dropped] -> ``detections``."""
     model = backbone.load_onnx(graph_dir)
     graph = model.graph
     n_nodes, n_inits = neck_nodes(neck)
     weight, bias = head.folded()
-    d_nodes, d_inits = decode_nodes(neck, n_classes, weight, bias, refiner=refiner)
+    d_nodes, d_inits = decode_nodes(neck, n_classes, weight, bias, refiner=refiner, dedupe_iou=dedupe_iou)
     graph.node.extend(n_nodes + d_nodes)
     graph.initializer.extend(n_inits + d_inits)
     graph.input.append(helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2]))
