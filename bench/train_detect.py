@@ -4,8 +4,8 @@ Reads /work/shared/benchdata/raccoon_voc (Pascal VOC; or the folder given), hold
 the photos by a hash of the file name (never trained on, not even for the threshold), trains each
 template with a cold feature cache, and prints one table with a reference measured in the same run:
 the fast template's head on the stride 32 map alone (no stride 16 detail), and each template as it was
-before the cascade refiner and the duplicates dropped after refinement (``... before``). Every row has mAP50, AP75 (are the boxes on the object?) and
-COCO mAP 0.5:0.95. With ``--compress`` the
+before the cascade refiner and the duplicates dropped after refinement (``... before``). Every row
+has mAP50, AP75 (are the boxes on the object?) and COCO mAP 0.5:0.95. With ``--compress`` the
 accurate model is also compressed as the app does it (int8, judged against the original on every
 labeled photo: mAP50 within 1 point and the original's boxes reproduced) and its test mAP and speed-up
 are added, with each candidate's verdict.
@@ -314,7 +314,8 @@ def main(argv=None) -> int:
             print(
                 f"\n{args.folds}-fold cross-validation on "
                 f"{'the photos outside the held-out quarter' if args.cv_dev else 'every photo'}, every photo "
-                "predicted once by a model that never saw it, pooled (90% bootstrap intervals over the photos):"
+                "predicted once by a model that never saw it, pooled\n(90% bootstrap intervals over the "
+                "photos):"
             )
             for template in compared:
                 if args.only and template.name not in args.only:

@@ -8,11 +8,12 @@ sides relative to the box's width and height (R-CNN's box regression, fitted in 
 jittered copies of the true boxes of every training view). ``steps`` > 1 runs it again from the
 moved box; with ``cascade`` each later step has its own regression, fitted on the boxes the steps
 before it moved (Cascade R-CNN: the second regression learns the small corrections the first leaves,
-on boxes as close to the object as the first one brings them). With ``rescore`` > 0 the moved box is read once more and a second ridge regression
-predicts its IoU with the object (fitted on more widely jittered true boxes); the box's score becomes
-``score ** (1 - rescore) * IoU ** rescore``, so that well-placed boxes rank first (COCO mAP at IoU
-0.5:0.95 counts the order). In the exported graph it follows NMS and box voting; training runs the
-same nodes on the cached maps (:class:`RefineComputer`), so the two compute the same boxes and scores.
+on boxes as close to the object as the first one brings them). With ``rescore`` > 0 the moved box
+is read once more and a second ridge regression predicts its IoU with the object (fitted on more
+widely jittered true boxes); the box's score becomes ``score ** (1 - rescore) * IoU ** rescore``,
+so that well-placed boxes rank first (COCO mAP at IoU 0.5:0.95 counts the order). In the exported
+graph it follows NMS and box voting; training runs the same nodes on the cached maps
+(:class:`RefineComputer`), so the two compute the same boxes and scores.
 """
 
 from __future__ import annotations
