@@ -4,8 +4,8 @@ Reads /work/shared/benchdata/raccoon_voc (Pascal VOC; or the folder given), hold
 the photos by a hash of the file name (never trained on, not even for the threshold), trains each
 template with a cold feature cache, and prints one table with a reference measured in the same run:
 the fast template's head on the stride 32 map alone (no stride 16 detail), and each template as it was
-before the box refiner (``refine=None``). Every row has mAP50, AP75 (are the boxes on the object?) and
-COCO mAP 0.5:0.95. With ``--compress`` the
+before the cascade refiner and the duplicates dropped after refinement (``... before``). Every row
+has mAP50, AP75 (are the boxes on the object?) and COCO mAP 0.5:0.95. With ``--compress`` the
 accurate model is also compressed as the app does it (int8, judged against the original on every
 labeled photo: mAP50 within 1 point and the original's boxes reproduced) and its test mAP and speed-up
 are added, with each candidate's verdict.
@@ -13,7 +13,10 @@ are added, with each candidate's verdict.
 With ``--folds 4`` each template is also cross-validated over every photo (a 26-photo test split
 swings by 10 points between recipes that 103 pooled photos tell apart).
 
-    python bench/train_detect.py [DATA_DIR] [--threads 2] [--compress] [--folds 4]
+With ``--cv-dev`` the cross-validation covers only the photos outside the held-out quarter (what choices
+are made on; the held-out quarter then confirms them).
+
+    python bench/train_detect.py [DATA_DIR] [--threads 2] [--compress] [--folds 4 [--cv-dev]]
 """
 
 from __future__ import annotations
@@ -249,9 +252,15 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--cv-only", action="store_true", help="with --folds: skip the held-out quarter's table"
     )
+    parser.add_argument(
+        "--cv-dev",
+        action="store_true",
+        help="with --folds: cross-validate on the photos outside the held-out quarter only (for choices)",
+    )
     args = parser.parse_args(argv)
 
     from modeldesk.trainers.detection.features import DetectionNeck
+    from modeldesk.trainers.detection.refine import RefineSpec
     from modeldesk.trainers.detection.templates import TEMPLATES
 
     samples = load_voc(Path(args.data))
@@ -263,10 +272,10 @@ def main(argv=None) -> int:
         name="reference: fast head on stride 32 alone",
         neck=DetectionNeck(size=fast.neck.size, stride=32, levels=("stride32",)),
     )
+    # each template as it was before the cascade and the duplicates dropped after refinement (2026-12-04)
     before = [
-        dataclasses.replace(t, name=f"{t.name} before (no refiner)", refine=None)
+        dataclasses.replace(t, name=f"{t.name} before", refine=RefineSpec(rescore=0.5), dedupe_iou=None)
         for t in TEMPLATES
-        if t.refine
     ]
     compared = (reference, *before, *TEMPLATES)
     rows = []
@@ -303,13 +312,16 @@ def main(argv=None) -> int:
             )
         if args.folds:
             print(
-                f"\n{args.folds}-fold cross-validation, every photo predicted once by a model that never saw it, "
-                "pooled (90% bootstrap intervals over the photos):"
+                f"\n{args.folds}-fold cross-validation on "
+                f"{'the photos outside the held-out quarter' if args.cv_dev else 'every photo'}, every photo "
+                "predicted once by a model that never saw it, pooled\n(90% bootstrap intervals over the "
+                "photos):"
             )
             for template in compared:
                 if args.only and template.name not in args.only:
                     continue
-                cv = cross_validate(template.name, template, samples, args.folds, Path(tmp))
+                cv_samples = [s for s in samples if s.split != "test"] if args.cv_dev else samples
+                cv = cross_validate(template.name, template, cv_samples, args.folds, Path(tmp))
                 print(
                     f"  {cv['name']:<46} mAP50 {cv['map50_all']:.3f} [{cv['map50_90'][0]:.3f}, {cv['map50_90'][1]:.3f}]"
                     f"  AP75 {cv['map75_all']:.3f} [{cv['map75_90'][0]:.3f}, {cv['map75_90'][1]:.3f}]"

@@ -3,6 +3,8 @@ that are off by a few pixels back on the object it sees in the maps."""
 
 from __future__ import annotations
 
+from dataclasses import replace as dc_replace
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -15,6 +17,7 @@ from modeldesk.trainers.detection.refine import (
     BoxRefiner,
     RefineComputer,
     RefineSpec,
+    move_sides,
     rescore,
     rescore_nodes,
     side_moves,
@@ -136,3 +139,76 @@ def test_rescore_nodes_compute_what_the_trainer_computes():
     np.testing.assert_allclose(got[:, 0], rescore(spec, score[:, 0], iou[:, 0]), rtol=1e-6)
     # a well-placed weaker box overtakes a badly placed stronger one
     assert got[1, 0] > got[0, 0]
+
+
+def _square_images(rng, n=40):
+    images = []
+    for _ in range(n):
+        x0, y0 = rng.uniform(8, 56, 2)
+        w, h = rng.uniform(32, 64, 2)
+        box = np.array([[x0, y0, x0 + w, y0 + h]])
+        images.append((_flat(box), box))
+    return images
+
+
+def test_a_cascade_step_has_its_own_regression_and_the_graph_applies_each_in_turn():
+    rng = np.random.default_rng(0)
+    spec = RefineSpec(levels=("stride8",), copies=12, ridge=1e-3, steps=2, cascade=True)
+    computer = RefineComputer(spec, NECK, _Backbone())
+    images = _square_images(rng)
+    refiner = BoxRefiner(spec).fit(computer, images, rng)
+    assert len(refiner.later_) == 1 and len(refiner.stages) == 2
+    (w1, b1), (w2, b2) = refiner.stages
+    assert w2.shape == w1.shape and not np.allclose(w2, w1)
+    computer.set_weights(refiner.weight_, refiner.bias_, later=refiner.later_)
+    flat, truth = images[0]
+    off = truth + np.array([[6.0, -5.0, 6.0, -5.0]])
+    # the numpy twin: the first regression, then the second one on the box the first moved
+    once = move_sides(off, computer.features(flat, off) @ w1 + b1)
+    twice = move_sides(once, computer.features(flat, once) @ w2 + b2)
+    np.testing.assert_allclose(computer.refine(flat, off, NECK.size, NECK.size), twice, atol=1e-2)
+    # the second regression was fitted on boxes the first had already brought close: it moves less
+    moves1, moves2, before, after = [], [], [], []
+    for flat, truth in images[:10]:
+        off = truth + np.array([[6.0, -5.0, 6.0, -5.0]])
+        before.append(box_iou(off, truth)[0, 0])
+        once = move_sides(off, computer.features(flat, off) @ w1 + b1)
+        moves1.append(np.abs(side_moves(off, once)).mean())
+        moves2.append(np.abs(computer.features(flat, once) @ w2 + b2).mean())
+        after.append(box_iou(computer.refine(flat, off, NECK.size, NECK.size), truth)[0, 0])
+    assert np.mean(moves2) < 0.5 * np.mean(moves1)
+    assert np.mean(after) > np.mean(before) + 0.15
+
+
+def test_without_cascade_every_step_repeats_the_first_regression():
+    rng = np.random.default_rng(0)
+    spec = RefineSpec(levels=("stride8",), copies=4, ridge=1e-3, steps=2)
+    computer = RefineComputer(spec, NECK, _Backbone())
+    images = _square_images(rng, 10)
+    refiner = BoxRefiner(spec).fit(computer, images, rng)
+    assert refiner.later_ == [] and len(refiner.stages) == 1
+    computer.set_weights(refiner.weight_, refiner.bias_)
+    flat, truth = images[0]
+    once = move_sides(truth, computer.features(flat, truth) @ refiner.weight_ + refiner.bias_)
+    twice = move_sides(once, computer.features(flat, once) @ refiner.weight_ + refiner.bias_)
+    np.testing.assert_allclose(computer.refine(flat, truth, NECK.size, NECK.size), twice, atol=1e-2)
+
+
+def test_background_boxes_teach_the_iou_regression_that_empty_places_hold_nothing():
+    spec = RefineSpec(levels=("stride8",), copies=12, ridge=1e-3, rescore=0.5)
+    empty = []
+    for background in (0, 8):
+        rng = np.random.default_rng(0)
+        images = _square_images(rng)
+        computer = RefineComputer(dc_replace(spec, rescore_background=background), NECK, _Backbone())
+        refiner = BoxRefiner(computer.spec).fit(computer, images, rng)
+        computer.set_weights(refiner.weight_, refiner.bias_, refiner.quality_)
+        # a box of the object's size in the corner the objects never reach (x, y >= 8 + 64 ... < 128)
+        predicted = []
+        for flat, truth in images[:10]:
+            w, h = truth[0, 2:] - truth[0, :2]
+            far = np.array([[128 - w / 2, 128 - h / 2, 128, 128]])
+            if box_iou(far, truth)[0, 0] == 0:
+                predicted.append(computer.refine_scored(flat, far, NECK.size, NECK.size)[1][0])
+        empty.append(np.mean(predicted))
+    assert empty[1] < empty[0] - 0.05 and empty[1] < 0.2

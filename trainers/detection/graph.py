@@ -6,7 +6,8 @@ cell) -> sigmoid scores and boxes in letterbox pixels -> divided by the letterbo
 to the original image -> ``NonMaxSuppression`` per class -> box voting (each kept box becomes the
 score-weighted mean of the overlapping boxes of its class) -> for models with a box refiner, each
 kept box re-read on the finer maps and its sides moved (``detection.refine``), and with an IoU
-regression its score weighed by the moved box's predicted IoU -> ``detections`` (K, 7): image index, x0,
+regression its score weighed by the moved box's predicted IoU -> boxes that a better one now overlaps
+dropped (``detection.duplicates``) -> ``detections`` (K, 7): image index, x0,
 y0, x1, y1 in the original image's pixels, score, class index. ``sizes`` repeats ``image_size`` so a
 reader knows how many images there were (an image may have no boxes).
 """
@@ -18,6 +19,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from modeldesk.trainers.backbones import Backbone
+from modeldesk.trainers.detection.duplicates import duplicate_nodes
 from modeldesk.trainers.detection.features import CELLS, DetectionNeck, neck_nodes
 from modeldesk.trainers.detection.head import cell_points
 from modeldesk.trainers.detection.refine import refine_nodes, rescore_nodes
@@ -29,6 +31,11 @@ MIN_SCORE = 0.05
 IOU_THRESHOLD = 0.5
 MAX_PER_CLASS = 50
 VOTE_IOU = 0.5  # box voting: cells whose box overlaps a kept box this much refine it (None: off)
+#: after voting and refinement, a box overlapping a better one of its class more than this is dropped
+#: (``detection.duplicates``; None: off). 4-fold CV on the 78 raccoon photos outside the held-out
+#: quarter, paired bootstrap: mAP50 +0.061 [+0.016, +0.110] (accurate), +0.073 [+0.032, +0.104] (fast);
+#: at 0.5 and 0.7 within 0.01 of 0.6
+DEDUPE_IOU = 0.6
 
 
 def _const(inits: list, name: str, value, dtype=np.float32) -> str:
@@ -46,6 +53,7 @@ def decode_nodes(
     iou_threshold: float = IOU_THRESHOLD,
     max_per_class: int = MAX_PER_CLASS,
     vote_iou: float | None = VOTE_IOU,
+    dedupe_iou: float | None = DEDUPE_IOU,
     refiner=None,
     prefix: str = "det/",
 ) -> tuple[list, list]:
@@ -55,7 +63,9 @@ def decode_nodes(
     its class's cells (score above ``min_score``) that overlap it by at least ``vote_iou`` (box
     voting): many cells see the same object, and their mean box is tighter than the best one's.
     With a fitted ``refiner`` (:class:`~modeldesk.trainers.detection.refine.BoxRefiner`), the kept
-    boxes are then refined on the backbone's finer maps."""
+    boxes are then refined on the backbone's finer maps. With ``dedupe_iou``, a final box that a
+    better-scored one of its image and class overlaps by more than ``dedupe_iou`` is dropped
+    (``detection.duplicates``)."""
     nodes, inits = [], []
     p = prefix
 
@@ -145,6 +155,7 @@ def decode_nodes(
             SIZE_INPUT,
             p + "refine/",
             quality=getattr(refiner, "quality_", None),
+            later=tuple(getattr(refiner, "later_", ())),
         )
         nodes.extend(r_nodes)
         inits.extend(r_inits)
@@ -158,9 +169,16 @@ def decode_nodes(
     label = node(
         "Slice", [as_float, p + "axis1", _const(inits, p + "two", [2], np.int64), p + "axis1"], "label"
     )
-    nodes.append(
-        helper.make_node("Concat", [image, picked, score, label], [OUTPUT_NAME], name=p + "out", axis=1)
-    )
+    if dedupe_iou is None:
+        nodes.append(
+            helper.make_node("Concat", [image, picked, score, label], [OUTPUT_NAME], name=p + "out", axis=1)
+        )
+    else:
+        rows = node("Concat", [image, picked, score, label], "rows", axis=1)
+        u_nodes, u_inits, rows = duplicate_nodes(rows, dedupe_iou, p + "dedupe/")
+        nodes.extend(u_nodes)
+        inits.extend(u_inits)
+        nodes.append(helper.make_node("Identity", [rows], [OUTPUT_NAME], name=p + "out"))
     nodes.append(helper.make_node("Identity", [SIZE_INPUT], [SIZES_OUTPUT], name=p + "sizes"))
     return nodes, inits
 
@@ -221,15 +239,21 @@ def _vote_nodes(node, inits, p, boxes, scores, selected, picked, vote_iou: float
 
 
 def build_detector_graph(
-    backbone: Backbone, neck: DetectionNeck, head, n_classes: int, graph_dir, refiner=None
+    backbone: Backbone,
+    neck: DetectionNeck,
+    head,
+    n_classes: int,
+    graph_dir,
+    refiner=None,
+    dedupe_iou: float | None = DEDUPE_IOU,
 ) -> onnx.ModelProto:
     """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> decoding -> NMS [-> box
-    refinement] -> ``detections``."""
+    refinement] [-> duplicates dropped] -> ``detections``."""
     model = backbone.load_onnx(graph_dir)
     graph = model.graph
     n_nodes, n_inits = neck_nodes(neck)
     weight, bias = head.folded()
-    d_nodes, d_inits = decode_nodes(neck, n_classes, weight, bias, refiner=refiner)
+    d_nodes, d_inits = decode_nodes(neck, n_classes, weight, bias, refiner=refiner, dedupe_iou=dedupe_iou)
     graph.node.extend(n_nodes + d_nodes)
     graph.initializer.extend(n_inits + d_inits)
     graph.input.append(helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2]))

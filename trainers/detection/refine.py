@@ -6,11 +6,14 @@ the stride 8 and 16 maps inside each kept box, enlarged so that its edges are se
 to an R x R grid per map), and a ridge regression turns those features into the moves of the four
 sides relative to the box's width and height (R-CNN's box regression, fitted in closed form on
 jittered copies of the true boxes of every training view). ``steps`` > 1 runs it again from the
-moved box. With ``rescore`` > 0 the moved box is read once more and a second ridge regression
-predicts its IoU with the object (fitted on more widely jittered true boxes); the box's score becomes
-``score ** (1 - rescore) * IoU ** rescore``, so that well-placed boxes rank first (COCO mAP at IoU
-0.5:0.95 counts the order). In the exported graph it follows NMS and box voting; training runs the
-same nodes on the cached maps (:class:`RefineComputer`), so the two compute the same boxes and scores.
+moved box; with ``cascade`` each later step has its own regression, fitted on the boxes the steps
+before it moved (Cascade R-CNN: the second regression learns the small corrections the first leaves,
+on boxes as close to the object as the first one brings them). With ``rescore`` > 0 the moved box
+is read once more and a second ridge regression predicts its IoU with the object (fitted on more
+widely jittered true boxes); the box's score becomes ``score ** (1 - rescore) * IoU ** rescore``,
+so that well-placed boxes rank first (COCO mAP at IoU 0.5:0.95 counts the order). In the exported
+graph it follows NMS and box voting; training runs the same nodes on the cached maps
+(:class:`RefineComputer`), so the two compute the same boxes and scores.
 """
 
 from __future__ import annotations
@@ -45,8 +48,14 @@ class RefineSpec:
         regression: a box far off gives moves too large for a linear fit, which they would skew).
     ridge : L2 penalty on standardised features, per row of data.
     steps : refinements in a row, each from the box the previous one moved.
+    cascade : each step after the first has its own regression, fitted on the training boxes as the
+        steps before it moved them (else every step repeats the first one's).
+    cascade_min_iou : as ``min_iou``, for the later steps' training boxes (they start closer).
     rescore : weight of the moved box's predicted IoU in its score (0: scores are not changed).
     rescore_jitter : as ``jitter``, for the boxes the IoU regression is fitted on (wider, every overlap).
+    rescore_background : boxes per image and view, of its true boxes' sizes but anywhere in the
+        picture, added to the IoU regression's training boxes (so that it has seen boxes on no object,
+        which the head proposes too).
     """
 
     levels: tuple = ("stride8", "stride16")
@@ -57,8 +66,11 @@ class RefineSpec:
     min_iou: float = 0.5
     ridge: float = 3.0
     steps: int = 1
+    cascade: bool = False
+    cascade_min_iou: float = 0.6
     rescore: float = 0.0
     rescore_jitter: float = 0.2
+    rescore_background: int = 0
 
 
 def _enlarge_matrix(enlarge: float) -> np.ndarray:
@@ -113,15 +125,25 @@ def refine_nodes(
     sizes: str,
     prefix: str = "refine/",
     quality: tuple | None = None,
+    later: tuple = (),
 ) -> tuple[list, list, str, str | None]:
     """Nodes from boxes (K, 4) in original pixels, their image index (K,) int64 and the images' sizes
     (N, 2) to the refined boxes (K, 4), clipped to their images; ``weight`` (D, 4), ``bias`` (4,).
+    ``later``: (weight, bias) of the steps after the first (a cascade; the last one repeats while
+    ``spec.steps`` asks for more, and without any every step uses ``weight`` and ``bias``).
     With ``quality`` ((D, 1) weight, (1,) bias) also each refined box's predicted IoU (K, 1), read
     on the maps inside it (else None)."""
     p = prefix
+    stages = [(weight, bias), *later]
     inits = [
-        numpy_helper.from_array(weight.astype(np.float32), p + "W"),
-        numpy_helper.from_array(bias.astype(np.float32), p + "b"),
+        numpy_helper.from_array(np.asarray(w, np.float32), f"{p}W{'' if n == 0 else n}")
+        for n, (w, _) in enumerate(stages)
+    ]
+    inits += [
+        numpy_helper.from_array(np.asarray(b, np.float32), f"{p}b{'' if n == 0 else n}")
+        for n, (_, b) in enumerate(stages)
+    ]
+    inits += [
         numpy_helper.from_array(np.array(neck.size, np.float32), p + "size"),
         numpy_helper.from_array(np.array(1.0, np.float32), p + "one"),
         numpy_helper.from_array(np.array(0.0, np.float32), p + "zero"),
@@ -142,7 +164,11 @@ def refine_nodes(
         f_nodes, f_inits, features = roi_feature_nodes(spec, current, image, p + s)
         nodes.extend(f_nodes)
         inits.extend(f_inits)
-        moves = node("Add", [node("MatMul", [features, p + "W"], s + "mm"), p + "b"], s + "moves")
+        stage = min(step, len(stages) - 1)
+        suffix = "" if stage == 0 else str(stage)
+        moves = node(
+            "Add", [node("MatMul", [features, p + "W" + suffix], s + "mm"), p + "b" + suffix], s + "moves"
+        )
         low = node("Gather", [current, p + "lo_idx"], s + "low", axis=1)
         high = node("Gather", [current, p + "hi_idx"], s + "high", axis=1)
         wh = node("Max", [node("Sub", [high, low], s + "wh0"), p + "one"], s + "wh")
@@ -237,11 +263,13 @@ class RefineComputer:
         feeds["image"] = np.zeros(len(feeds["boxes"]), np.int64)
         return self._features.run(None, feeds)[0]
 
-    def set_weights(self, weight: np.ndarray, bias: np.ndarray, quality: tuple | None = None) -> None:
+    def set_weights(
+        self, weight: np.ndarray, bias: np.ndarray, quality: tuple | None = None, later: tuple = ()
+    ) -> None:
         """Build the refining model (the exported graph's nodes) for a fitted weight and bias (and
-        IoU regression ``quality``, see :func:`refine_nodes`)."""
+        IoU regression ``quality``, the cascade's ``later`` steps, see :func:`refine_nodes`)."""
         nodes, inits, out, iou = refine_nodes(
-            self.spec, self.neck, weight, bias, "boxes", "image", "sizes", quality=quality
+            self.spec, self.neck, weight, bias, "boxes", "image", "sizes", quality=quality, later=later
         )
         outputs = [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["K", 4])]
         if iou is not None:
@@ -282,6 +310,13 @@ def side_moves(boxes: np.ndarray, truth: np.ndarray) -> np.ndarray:
     """(K, 4) moves of each side from ``boxes`` to ``truth``, as shares of the box's width/height."""
     wh = np.maximum(boxes[:, 2:] - boxes[:, :2], 1.0)
     return (truth - boxes) / np.concatenate([wh, wh], axis=1)
+
+
+def move_sides(boxes: np.ndarray, moves: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`side_moves`: ``boxes`` (K, 4) with each side moved by its share of the box."""
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    wh = np.maximum(boxes[:, 2:] - boxes[:, :2], 1.0)
+    return boxes + np.asarray(moves, np.float64) * np.concatenate([wh, wh], axis=1)
 
 
 def _paired_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -357,6 +392,10 @@ class BoxRefiner:
                 rows += int(near.sum())
             if spec.rescore > 0:
                 wide = _jittered(truth, spec.rescore_jitter, copies, rng)
+                if spec.rescore_background:
+                    wide = np.concatenate(
+                        [wide, _anywhere(truth, spec.rescore_background, computer.neck.size, rng)]
+                    )
                 overlap = _overlap(wide, truth)
                 quality_blocks.append((computer.features(flat, wide), overlap[:, None]))
                 rows += len(wide)
@@ -371,7 +410,54 @@ class BoxRefiner:
         self.weight_, self.bias_ = _solve(sums, spec.ridge)
         self.n_rows_ = sums[-1]
         self.quality_ = _solve(quality_sums, spec.ridge) if quality_sums is not None else None
+        self.later_ = []
+        if spec.cascade:
+            for _ in range(spec.steps - 1):
+                self.later_.append(self._fit_next(computer, images, copies, rng))
         return self
+
+    @property
+    def stages(self) -> list:
+        """(weight, bias) of every fitted regression, the first step's first."""
+        return [(self.weight_, self.bias_), *self.later_]
+
+    def _fit_next(self, computer: RefineComputer, images, copies: int, rng) -> tuple:
+        """The next cascade step's (weight, bias): fitted on jittered true boxes (as the first step's)
+        after the steps fitted so far moved them, where they still overlap their box by
+        ``cascade_min_iou``."""
+        spec = self.spec
+        sums, blocks, rows = None, [], 0
+        for flat, truth in images:
+            truth = np.asarray(truth, np.float64).reshape(-1, 4)
+            if not len(truth):
+                continue
+            boxes = _jittered(truth, spec.jitter, copies, rng)
+            target = np.repeat(truth, copies, axis=0)
+            near = _paired_iou(boxes, target) >= spec.min_iou
+            boxes, target = boxes[near], target[near]
+            if not len(boxes):
+                continue
+            for weight, bias in self.stages:
+                boxes = move_sides(boxes, computer.features(flat, boxes) @ weight + bias)
+            near = _paired_iou(boxes, target) >= spec.cascade_min_iou
+            if near.any():
+                blocks.append((computer.features(flat, boxes[near]), side_moves(boxes[near], target[near])))
+                rows += int(near.sum())
+            if rows >= BLOCK_ROWS:
+                sums, blocks, rows = _accumulate(sums, blocks), [], 0
+        sums = _accumulate(sums, blocks)
+        if sums is None:
+            raise ValueError("no refined boxes near their object to fit the next refinement step on")
+        return _solve(sums, spec.ridge)
+
+
+def _anywhere(truth: np.ndarray, count: int, size: int, rng) -> np.ndarray:
+    """(count, 4) boxes with the sizes of random true boxes (x 0.5 .. 1.5), placed anywhere in a
+    ``size`` x ``size`` letterbox."""
+    wh = np.maximum(truth[:, 2:] - truth[:, :2], 2.0)[rng.integers(0, len(truth), count)]
+    wh = np.minimum(wh * rng.uniform(0.5, 1.5, (count, 2)), size)
+    low = rng.uniform(0.0, 1.0, (count, 2)) * (size - wh)
+    return np.concatenate([low, low + wh], axis=1)
 
 
 def _overlap(boxes: np.ndarray, truth: np.ndarray) -> np.ndarray:

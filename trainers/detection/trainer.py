@@ -25,6 +25,7 @@ from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.detection.duplicates import drop_duplicates
 from modeldesk.trainers.detection.features import CellComputer, extract_maps, maps_feature_spec
 from modeldesk.trainers.detection.graph import (
     IOU_THRESHOLD,
@@ -154,7 +155,9 @@ class _Fitter:
             for view in self.template.views
         ]
         self.refiner = BoxRefiner(spec).fit(computer, images, np.random.default_rng(1))
-        computer.set_weights(self.refiner.weight_, self.refiner.bias_, self.refiner.quality_)
+        computer.set_weights(
+            self.refiner.weight_, self.refiner.bias_, self.refiner.quality_, later=self.refiner.later_
+        )
         self.refine_computer = computer
         return self.refiner
 
@@ -229,6 +232,8 @@ class _Fitter:
                     {**b, "box": box.tolist(), "score": float(sc)} for b, box, sc in zip(boxes, moved, scores)
                 ]
                 boxes.sort(key=lambda p: -p["score"])
+            if self.template.dedupe_iou is not None:
+                boxes = drop_duplicates(boxes, self.template.dedupe_iou)
             out.append(boxes)
         return out
 
@@ -275,10 +280,15 @@ def _refine_seconds(samples, template, backbone) -> float:
         return 0.0
     boxes = sum(len(s.target) for s in samples if s.target and not isinstance(s.target, str))
     rows = min(MAX_ROWS, boxes * len(template.views) * spec.copies)
+    reads, fits = rows, rows
     if spec.rescore > 0:  # the IoU regression's own jittered boxes, read and fitted as many again
-        rows *= 2
+        reads, fits = 2 * rows, 2 * rows
+    if spec.cascade:  # cascade step k reads each box k + 1 times (k moves, then its own features)
+        reads += rows * sum(k + 1 for k in range(1, spec.steps))
+        fits += rows * (spec.steps - 1)
     dim = feature_dim(spec, backbone.outputs)
-    return rows * REFINE_S_PER_BOX + (rows * dim * dim + dim**3 / 3) / REFINE_FLOPS_PER_S
+    solves = 1 + (spec.steps - 1 if spec.cascade else 0)  # (the priors were measured with one)
+    return reads * REFINE_S_PER_BOX + (fits * dim * dim + solves * dim**3 / 3) / REFINE_FLOPS_PER_S
 
 
 def _head_units(n_images: int, template) -> int:
@@ -416,6 +426,7 @@ class ObjectDetectionTrainer(TaskTrainer):
             len(run.labels),
             graphs,
             refiner=run.data.fitter.refiner,
+            dedupe_iou=template.dedupe_iou,
         )
 
     def card_fields(self, run: Run) -> dict:
