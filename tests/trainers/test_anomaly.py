@@ -231,3 +231,20 @@ def test_mirrored_padding_keeps_the_graph_equal_to_training(tmp_path, shared_cac
     result = get_trainer("anomaly-detection").train(_samples(root), padded, tmp_path / "m", shared_cache_dir)
     assert result.metrics["export_max_rel_diff"] < 1e-4
     assert load_artifact(result.artifact_dir).card["preprocessing"]["size"] == 256  # the input keeps its size
+
+
+def test_the_too_few_good_photos_message_names_the_real_keys():
+    """Class keys on the Label page are digits (the one beside each class), never a letter."""
+    import re
+
+    from modeldesk.errors import UserError
+
+    trainer = get_trainer("anomaly-detection")
+    with pytest.raises(UserError) as caught:
+        trainer.check([LabeledSample("k", "a.png", "good")])
+    message = str(caught.value)
+    assert "number key" in message and not re.search(r"press [A-Z]\b", message)
+    root = Path(__file__).resolve().parents[2]
+    for folder in ("trainers", "app"):  # no message outside the UI names a letter key for a class
+        for source in (root / folder).rglob("*.py"):
+            assert not re.search(r"press [A-Z]\b", source.read_text()), source

@@ -123,7 +123,9 @@ class AnomalyDetectionTrainer(TaskTrainer):
 
     evaluator = "modeldesk.trainers.anomaly.evaluation:evaluate_anomaly"
     target = "anomaly"
-    train_options = {"cluster": None}
+    #: ``defect_masks``: sample key -> defect mask (a file or an (H, W) bool array), the project's stored
+    #: masks: the pixel AUROC is measured with the rest and saved
+    train_options = {"cluster": None, "defect_masks": None}
     evaluates_export = True
 
     def check(self, samples) -> None:
@@ -131,7 +133,8 @@ class AnomalyDetectionTrainer(TaskTrainer):
         if len(goods) < 2:
             raise UserError(
                 "anomaly detection learns from photos of good parts: label at least 2 photos 'good' "
-                "(import a folder named good/, or press G on the Label page)"
+                "(import a folder named good/, or on the Label page click good or press the number key "
+                "shown beside it)"
             )
 
     def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
@@ -300,7 +303,7 @@ class AnomalyDetectionTrainer(TaskTrainer):
         photos = run.data
         where = "test" if photos.measured else "held-out good"
         chosen = photos.measured or photos.held
-        metrics = evaluate_anomaly(artifact_dir, chosen)
+        metrics = evaluate_anomaly(artifact_dir, chosen, masks=run.options.get("defect_masks"))
         metrics["split"] = where
         if not any(not is_good(s.target) for s in photos.usable):
             run.warnings.append(
