@@ -36,7 +36,7 @@ from modeldesk.trainers.anomaly.graph import (
     build_anomaly_graph,
     scoring_model,
 )
-from modeldesk.trainers.anomaly.scoring import false_alarm_threshold
+from modeldesk.trainers.anomaly.scoring import false_alarm_plan, false_alarm_threshold, promise_sentence
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer
 from modeldesk.trainers.detection.features import maps_feature_spec
@@ -115,6 +115,7 @@ class _Normal:
     scorer: _Scorer
     threshold: float
     heat_range: list
+    promise: dict  # the false-alarm rate the threshold can promise (``scoring.false_alarm_plan``)
 
 
 class AnomalyDetectionTrainer(TaskTrainer):
@@ -259,9 +260,15 @@ class AnomalyDetectionTrainer(TaskTrainer):
         scorer = _Scorer(template, normal, dim if projection is None else projection.shape[1], computer)
         held_scores, held_grids = scorer(photos.maps_of(photos.held))
         threshold = false_alarm_threshold(held_scores, template.false_alarm_rate)
+        # photos of the bank itself (too few good ones to hold some back) promise nothing
+        banked = {s.key for s in photos.bank}
+        unseen = sum(1 for s in photos.held if s.key not in banked)
+        promise = false_alarm_plan(unseen, template.false_alarm_rate)
+        if promise["promised"] > promise["asked"]:
+            run.warnings.append(promise_sentence(promise))
         # a defect's heat is full at the threshold; the usual patch of a good photo is no heat at all
         low = float(np.median(held_grids))
-        return _Normal(projection, normal, scorer, threshold, [low, max(threshold, low + 1e-6)])
+        return _Normal(projection, normal, scorer, threshold, [low, max(threshold, low + 1e-6)], promise)
 
     def build_graph(self, run: Run):
         template, photos, fitted = run.template, run.data, run.fitted
@@ -287,6 +294,7 @@ class AnomalyDetectionTrainer(TaskTrainer):
             "bank_patches": len(fitted.normal["bank"]) if "bank" in fitted.normal else None,
             "threshold": float(fitted.threshold),
             "false_alarm_rate_planned": template.false_alarm_rate,
+            "false_alarm_promise": fitted.promise,
             "heatmap_range": fitted.heat_range,
             "input_name": photos.backbone.input_name,
             "size_input": SIZE_INPUT,
