@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +30,9 @@ def load_mask(mask, size: int) -> np.ndarray:
     defect) or an (H, W) array (true = defect), e.g. a mask stored in the project."""
     if isinstance(mask, np.ndarray):
         image = Image.fromarray(np.where(mask, 255, 0).astype(np.uint8), mode="L")
-        return np.asarray(image.resize((size, size), Image.NEAREST)) > 127
+        return np.asarray(image.resize((size, size), Image.Resampling.NEAREST)) > 127
     with Image.open(mask) as image:
-        squashed = image.convert("L").resize((size, size), Image.NEAREST)
+        squashed = image.convert("L").resize((size, size), Image.Resampling.NEAREST)
     return np.asarray(squashed) > 127
 
 
@@ -61,7 +62,7 @@ def anomaly_report(is_defect, scores, kinds, threshold: float) -> dict:
     return report
 
 
-def evaluate_anomaly(artifact_path, samples, *, progress=None, masks: dict | None = None) -> dict:
+def evaluate_anomaly(artifact_path, samples, *, progress=None, masks: Mapping | None = None) -> dict:
     """``auroc``, ``pixel_auroc`` (when ``masks``: sample key -> mask file or (H, W) bool array, a
     mapping such as the project's stored masks), ``catch_rate``,
     ``false_alarm_rate`` and the counts at the model's threshold, per-kind catch rates, and
@@ -80,7 +81,7 @@ def evaluate_anomaly(artifact_path, samples, *, progress=None, masks: dict | Non
     kinds = [str(s.target) for s in samples]
     report = anomaly_report(defect, scores, kinds, threshold)
     report["pixel_auroc"] = None
-    if want_pixels:
+    if masks and want_pixels:
         heat, truth, found = [], [], 0
         for sample, result in zip(samples, results):
             mask = masks.get(sample.key)
