@@ -9,7 +9,7 @@ sizes compare) per fold, their mean, and for each variant the paired difference 
 with a 90% bootstrap interval over the photos (out-of-fold scores pooled).
 
     python bench/cv_anomaly.py [--sizes 256 512] [--templates fast accurate] [--scale]
-        [--heat grid minus-median] [--cache DIR]
+        [--heat grid minus-median] [--w8 1 2] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _to_eval_size(heat: np.ndarray) -> np.ndarray:
     return np.asarray(image, np.float16)
 
 
-def cross_validate(template, goods, defects, masks, cache_dir, heat_mode="grid"):
+def cross_validate(template, goods, defects, masks, cache_dir, heat_mode="grid", w8=1.0):
     """Out-of-fold image scores, heatmaps (at EVAL_SIZE) and per-fold AUROCs of ``template``."""
     from modeldesk.deploy.runtime import create_session
     from modeldesk.trainers.anomaly.evaluation import load_mask
@@ -80,6 +80,10 @@ def cross_validate(template, goods, defects, masks, cache_dir, heat_mode="grid")
     print(f"  maps at {template.neck.size} px: {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
     dim = template.neck.dim(backbone)
     projection = random_projection(dim, template.projection)
+    if w8 != 1.0:  # the stride-8 channels (first in the patch) weigh w8 times more in every distance
+        scale = np.ones(dim, np.float32)
+        scale[: backbone.outputs[template.neck.levels[0]]] = w8
+        projection = np.diag(scale) if projection is None else (scale[:, None] * projection)
     computer = PatchComputer(template.neck, backbone, projection)
 
     def patches_of(chosen):
@@ -169,6 +173,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=[256, 512])
     parser.add_argument("--templates", nargs="*", default=["fast", "accurate"])
     parser.add_argument("--heat", nargs="*", choices=("grid", "minus-median"), default=["grid"])
+    parser.add_argument("--w8", type=float, nargs="*", default=[1.0], help="weights of the stride-8 channels")
     parser.add_argument(
         "--scale", action="store_true", help="scale the smoothing and the edge rings with the input size"
     )
@@ -182,7 +187,7 @@ def main(argv=None) -> int:
         base = get_template(f"anomaly-detection/{name}")
         results = {}
         for size in args.sizes:
-            for heat in args.heat:
+            for heat, w8 in [(h, w) for h in args.heat for w in args.w8]:
                 template = dataclasses.replace(base, neck=dataclasses.replace(base.neck, size=size))
                 if args.scale:  # the smoothing and the left-out edge keep their size on the photo
                     factor = size / base.neck.size
@@ -191,10 +196,10 @@ def main(argv=None) -> int:
                         smooth_sigma=base.smooth_sigma * factor,
                         score_border=round(base.score_border * factor),
                     )
-                label = f"{size} px {heat}"
+                label = f"{size} px {heat}" + (f" w8 {w8:g}" if w8 != 1.0 else "")
                 print(f"{name} at {label}", file=sys.stderr, flush=True)
                 start = time.monotonic()
-                results[label] = cross_validate(template, goods, defects, masks, args.cache, heat)
+                results[label] = cross_validate(template, goods, defects, masks, args.cache, heat, w8)
                 folds = results[label][3]
                 print(
                     f"{name:9} {label:18}: image {np.mean([f[0] for f in folds]):.3f} "

@@ -93,7 +93,8 @@ def test_exported_graph_equals_the_apps_score_and_heatmap(trained, shared_cache_
     }
     bank_t = inits["anomaly/bank_t"]
     normal = {"bank": (-0.5 * bank_t).T}
-    patches = PatchComputer(template.neck, backbone)(flat)
+    # the stride-8 channels' weight: the graph's own projection
+    patches = PatchComputer(template.neck, backbone, inits.get("patch/projection"))(flat)
     from modeldesk.deploy.runtime import create_session
 
     session = create_session(
@@ -286,3 +287,16 @@ def test_too_few_good_photos_say_the_lowest_rate_that_can_be_promised():
     assert words.startswith("With 59 good photos held back") and "can promise is 3.8% (90% sure)" in words
     assert "1% needs 230 held back" in words
     assert "at or under 1% of good parts" in promise_sentence(false_alarm_plan(500, 0.01))
+
+
+def test_the_stride8_channels_weigh_as_the_template_says():
+    from modeldesk.trainers.anomaly.features import weighted_projection
+
+    a, b = np.zeros((1, 6), np.float32), np.zeros((1, 6), np.float32)
+    b[0, 0], b[0, 4] = 1.0, 1.0  # one step along a stride-8 channel (the first 2) and one along another
+    diag = weighted_projection(6, None, first=2, weight=0.5)
+    assert diag.shape == (6, 6) and np.allclose((b - a) @ diag, [[0.5, 0, 0, 0, 1.0, 0]])
+    assert weighted_projection(6, None) is None  # nothing to weigh: no MatMul in the graph
+    projected = weighted_projection(6, 3, first=2, weight=0.5)
+    assert np.allclose(projected[:2], 0.5 * weighted_projection(6, 3)[:2])
+    assert get_template("anomaly-detection/accurate").stride8_weight == 0.5

@@ -25,7 +25,7 @@ from modeldesk.trainers.anomaly.bank import (
     sample_pool,
 )
 from modeldesk.trainers.anomaly.evaluation import evaluate_anomaly, is_good, predict_scores
-from modeldesk.trainers.anomaly.features import PatchComputer, extract_maps, random_projection
+from modeldesk.trainers.anomaly.features import PatchComputer, extract_maps, weighted_projection
 from modeldesk.trainers.anomaly.graph import (
     FLAG_OUTPUT,
     GRID_OUTPUT,
@@ -223,7 +223,8 @@ class AnomalyDetectionTrainer(TaskTrainer):
         template, photos = run.template, run.data
         run.report("Learning the good parts", 0.62)
         dim = template.neck.dim(photos.backbone)
-        projection = random_projection(dim, template.projection)
+        first = photos.backbone.outputs[template.neck.levels[0]]  # the finest map's channels come first
+        projection = weighted_projection(dim, template.projection, first, template.stride8_weight)
         computer = PatchComputer(template.neck, photos.backbone, projection)
         rng = np.random.default_rng(0)
         if template.method == "position-gaussian":  # fitted batch by batch: memory stays P * D * D
