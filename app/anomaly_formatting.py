@@ -14,6 +14,7 @@ HEADLINE_KEYS = (
     "good",
     "per_kind",
     "best_f1_threshold",
+    "false_alarm_promise",
 )
 
 
@@ -31,6 +32,15 @@ def catch_sentence(m: dict) -> str:
     return ", ".join(parts) or "no labeled photos to measure on"
 
 
+def promise_words(report: dict) -> str:
+    """One sentence on the false-alarm rate the model's threshold can promise on unseen good parts, or
+    on the lowest it can when too few good photos were held back ("" for a model that does not say)."""
+    from modeldesk.trainers.anomaly.scoring import promise_sentence
+
+    plan = report.get("false_alarm_promise")
+    return promise_sentence(plan) if isinstance(plan, dict) else ""
+
+
 def anomaly_metrics_text(m: dict) -> str:
     """The CLI's text for an anomaly model's metrics."""
     lines = [catch_sentence(m)]
@@ -41,6 +51,8 @@ def anomaly_metrics_text(m: dict) -> str:
     lines.append(", ".join(scores))
     for kind, c in (m.get("per_kind") or {}).items():
         lines.append(f"  {kind}: caught {c['caught']} of {c['defects']}")
+    if promise_words(m):
+        lines.append(promise_words(m))
     return "\n".join(lines)
 
 

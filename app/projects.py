@@ -288,6 +288,8 @@ class ProjectCalls:
 
         spec = get_task(task)
         project = self.store.create_project(name, spec.name, kind=spec.input_kind, target=spec.target)
+        for label in spec.classes:  # their keys are on the Label page from the start
+            self.store.add_label(project, label)
         if target_column:
             remember_target(self.store, project, target_column)
         log.info("created project %r (%s)", project.name, project.task)

@@ -6,6 +6,7 @@ import logging
 import time
 
 from modeldesk.app import pipeline
+from modeldesk.app.anomaly_masks import defect_mask_options
 from modeldesk.app.calibration import calibrated_seconds, learn, load_factor
 from modeldesk.app.keep_up import ORIGIN, ORIGIN_KEY
 from modeldesk.app.run_time import JOB_START_S, RunProgress, scoring_count, scoring_seconds, whole_run
@@ -48,6 +49,7 @@ def run_training(params: dict, ctx) -> dict:
         )
         options = {"cluster": params["cluster"]} if params.get("cluster") else {}
         options.update(train_options(ws.store, project))  # a table's target column and column types
+        options.update(defect_mask_options(ws.store, project, trainer))  # pixel AUROC saved at training
         started = time.monotonic()
         result = trainer.train(
             samples,

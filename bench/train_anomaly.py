@@ -22,6 +22,20 @@ refused; half the bank (the default since, chosen by cross-validation on the tra
 faster (32.5 ms), AUROC 0.909, 30 photos wrong that the original answers right: refused; PaDiM on
 half its dimensions was not faster (22.7 against 20.5 ms) and lost 1.3 points:
 refused. An earlier run (fixed thresholds) kept the accurate model's 8-bit copy at 1.05x.
+
+The accurate template with its stride-8 channels at half weight (chosen by ``bench/cv_anomaly.py`` on the
+training part, 2026-12-04, loaded machine): image AUROC 0.925 [0.903, 0.948], pixel 0.842 [0.822,
+0.861], catch 0.73 at 7.3% false alarms (before: 0.913, 0.826, 0.64 at 6.3%); both trained in one run
+and compared on the same test photos, the paired differences are image +[0.004, 0.020] and pixel
++[0.011, 0.021] (90% bootstrap).
+
+False alarms against the promise (2026-12-04, same split, same loaded machine): with 59 good photos
+setting the threshold, the lowest rate that can be promised 90% of the time is 3.8% (1% needs 230).
+Seen on the 191 test goods: accurate 6.3% [3.7%, 10.0%], fast 6.8% [4.1%, 10.6%] (90% Clopper-Pearson):
+this split is an unlucky draw. Over 2,000 re-draws of which 59 of the 250 unseen goods set the
+threshold, the rate on the other 191 averaged 1.7% (1/60, as the order statistic says) and was above
+the 3.8% promised in 11.8% / 11.7% of the draws (10% planned; the 191 photos add their own noise); the
+old rule's "1%" was broken in 57% of them.
 """
 
 from __future__ import annotations
@@ -97,6 +111,43 @@ def bootstrap(defect, scores, threshold, heat=None, truth=None, n=300, seed=0):
     if heat is not None:
         out["pixel"] = interval(p)
     return out
+
+
+def rate_interval(count: int, total: int, level: float = 0.9) -> tuple[float, float]:
+    """Clopper-Pearson interval of a rate seen ``count`` times in ``total``."""
+    from modeldesk.trainers.anomaly.scoring import false_alarm_bound
+
+    side = 1 - (1 - level) / 2
+    upper = false_alarm_bound(total, count, side) if count < total else 1.0
+    lower = 1 - false_alarm_bound(total, total - count, side) if count > 0 else 0.0
+    return lower, upper
+
+
+def resplit(held_scores, good_scores, rate: float, draws: int = 2000, seed: int = 0) -> dict:
+    """The threshold rule on many random re-draws of which good photos (held-back and test, all unseen
+    by the model) set the threshold: the mean false-alarm rate on the rest and how often it is above
+    the promised rate, next to the rule it replaced (flag the top ``rate`` share of the held-back)."""
+    from modeldesk.trainers.anomaly.scoring import false_alarm_plan, false_alarm_threshold
+
+    pool = np.concatenate([np.asarray(held_scores, np.float64), np.asarray(good_scores, np.float64)])
+    n = len(held_scores)
+    promised = false_alarm_plan(n, rate)["promised"]
+    rng = np.random.default_rng(seed)
+    new, old = [], []
+    for _ in range(draws):
+        order = rng.permutation(len(pool))
+        cal, rest = pool[order[:n]], pool[order[n:]]
+        new.append(float((rest >= false_alarm_threshold(cal, rate)).mean()))
+        cut = np.nextafter(np.sort(cal)[-1 - int(np.floor(rate * n))], np.inf)
+        old.append(float((rest >= cut).mean()))
+    new, old = np.array(new), np.array(old)
+    return {
+        "promised": promised,
+        "mean": float(new.mean()),
+        "above": float((new > promised).mean()),
+        "old_mean": float(old.mean()),
+        "old_above": float((old > rate).mean()),
+    }
 
 
 def latency_ms(artifact_dir, paths, runs: int = 3) -> float:
@@ -219,6 +270,17 @@ def measure(name, artifact_dir, samples, masks, boot):
         "kinds": kinds,
     }
     row["ci"] = bootstrap(defect, scores, threshold, heat, truth, n=boot)
+    # the false-alarm rate seen on the test goods against the one the threshold promises
+    held = [s for s in samples if s.split == "val"]
+    held_scores = [
+        p["score"]
+        for i in range(0, len(held), 8)
+        for p in predictor.predict([s.source for s in held[i : i + 8]])
+    ]
+    goods = int((~defect).sum())
+    row["fa_ci"] = rate_interval(int((scores[~defect] >= threshold).sum()), goods)
+    row["promise"] = (card.get("false_alarm_promise") or {}).get("promised")
+    row["resplit"] = resplit(held_scores, scores[~defect], card.get("false_alarm_rate_planned", 0.01))
     return row
 
 
@@ -329,6 +391,17 @@ def main(argv=None) -> int:
             f"{r['catch']:.3f} [{ci['catch'][0]:.2f}, {ci['catch'][1]:.2f}] {r['false_alarm']:9.3f} "
             f"{r['train_s']:8.1f} {r['latency_ms']:9.1f}"
         )
+    for r in rows:
+        if r.get("resplit"):
+            x = r["resplit"]
+            promise = "n/a" if r.get("promise") is None else f"{r['promise']:.3f}"
+            print(
+                f"{r['name']}: false alarms on the test goods {r['false_alarm']:.3f} "
+                f"[{r['fa_ci'][0]:.3f}, {r['fa_ci'][1]:.3f}] (90% Clopper-Pearson) against {promise} promised "
+                f"(90% sure); over {2000} re-draws of the threshold's goods: mean {x['mean']:.3f}, above the "
+                f"promise {x['above']:.1%} of the time (the old rule: mean {x['old_mean']:.3f}, above its 1% "
+                f"{x['old_above']:.1%})"
+            )
     for r in rows:
         if r["kinds"]:
             print(

@@ -104,6 +104,8 @@ class Task:
     min_classes : how many different labels training needs.
     annotation : what the Label page edits when it is more than ``target`` (``"defect"``: a label and,
         optionally, where on the photo the defect is); None: the target itself.
+    classes : the classes a new project starts with, so the Label page has their keys before any photo
+        is labeled with them (anomaly detection: ``good`` and ``defect``).
     """
 
     name: str
@@ -116,6 +118,7 @@ class Task:
     missing: str = ""
     min_classes: int = 2
     annotation: str | None = None
+    classes: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.input_kind not in KINDS:
@@ -190,6 +193,7 @@ _BUILTIN = (
         templates="modeldesk.trainers.anomaly.templates:TEMPLATES",
         min_classes=1,
         annotation="defect",
+        classes=("good", "defect"),
     ),
     Task(
         "tabular-classification",

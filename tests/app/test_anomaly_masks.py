@@ -57,6 +57,16 @@ def test_pixel_auroc_from_stored_masks_equals_the_folder_evaluate(trained):
     assert in_app["pixel_auroc"] == pytest.approx(outside["pixel_auroc"], abs=1e-9)
 
 
+def test_training_saves_the_pixel_auroc_of_its_test_photos(trained):
+    """The report the Evaluate page reads carries the figure, so the page need not work it out again."""
+    ws, model, _ = trained
+    report = ws.model_report(model)
+    keys = [m["key"] for m in report["images"]]
+    again = ws.stored_pixel_auroc(model, keys)
+    assert report["pixel_auroc"] is not None and report["masks"] == 5
+    assert report["pixel_auroc"] == pytest.approx(again["pixel_auroc"], abs=1e-9)
+
+
 def test_a_painted_mask_changes_the_figure_and_without_masks_there_is_none(trained):
     ws, model, _ = trained
     ids = ws.sample_ids("tiles")

@@ -15,7 +15,14 @@ from modeldesk.deploy import Predictor, load_artifact
 from modeldesk.trainers.anomaly.bank import greedy_coreset
 from modeldesk.trainers.anomaly.features import PatchComputer
 from modeldesk.trainers.anomaly.graph import GRID_OUTPUT, HEATMAP_OUTPUT, SCORE_OUTPUT, scoring_model
-from modeldesk.trainers.anomaly.scoring import auroc, counts_at, false_alarm_threshold
+from modeldesk.trainers.anomaly.scoring import (
+    auroc,
+    counts_at,
+    false_alarm_bound,
+    false_alarm_plan,
+    false_alarm_threshold,
+    promise_sentence,
+)
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.tasks import get_task, get_trainer
 from modeldesk.trainers.templates import get_template
@@ -86,7 +93,8 @@ def test_exported_graph_equals_the_apps_score_and_heatmap(trained, shared_cache_
     }
     bank_t = inits["anomaly/bank_t"]
     normal = {"bank": (-0.5 * bank_t).T}
-    patches = PatchComputer(template.neck, backbone)(flat)
+    # the stride-8 channels' weight: the graph's own projection
+    patches = PatchComputer(template.neck, backbone, inits.get("patch/projection"))(flat)
     from modeldesk.deploy.runtime import create_session
 
     session = create_session(
@@ -182,10 +190,11 @@ def test_position_gaussian_fitted_in_batches_equals_the_whole():
 
 
 def test_threshold_rules_and_counts():
-    good = np.arange(100, dtype=float)
-    cut = false_alarm_threshold(good, 0.01)
+    good = np.arange(500, dtype=float)
+    cut = false_alarm_threshold(good, 0.01)  # 500 photos: 1 may be flagged for 1% (90% sure)
     assert (good >= cut).sum() == 1
     assert (good >= false_alarm_threshold(good, 0.0)).sum() == 0
+    assert (good[:100] >= false_alarm_threshold(good[:100], 0.01)).sum() == 0  # too few: above them all
     counts = counts_at([0, 0, 1, 1], [0.1, 0.9, 0.8, 0.2], 0.5, ["good", "good", "a", "b"])
     assert counts["caught"] == 1 and counts["false_alarms"] == 1 and counts["per_kind"]["a"]["caught"] == 1
     assert auroc([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4]) == 1.0 and auroc([0, 1], [0.5, 0.5]) == 0.5
@@ -231,3 +240,63 @@ def test_mirrored_padding_keeps_the_graph_equal_to_training(tmp_path, shared_cac
     result = get_trainer("anomaly-detection").train(_samples(root), padded, tmp_path / "m", shared_cache_dir)
     assert result.metrics["export_max_rel_diff"] < 1e-4
     assert load_artifact(result.artifact_dir).card["preprocessing"]["size"] == 256  # the input keeps its size
+
+
+def test_the_too_few_good_photos_message_names_the_real_keys():
+    """Class keys on the Label page are digits (the one beside each class), never a letter."""
+    import re
+
+    from modeldesk.errors import UserError
+
+    trainer = get_trainer("anomaly-detection")
+    with pytest.raises(UserError) as caught:
+        trainer.check([LabeledSample("k", "a.png", "good")])
+    message = str(caught.value)
+    assert "number key" in message and not re.search(r"press [A-Z]\b", message)
+    root = Path(__file__).resolve().parents[2]
+    for folder in ("trainers", "app"):  # no message outside the UI names a letter key for a class
+        for source in (root / folder).rglob("*.py"):
+            assert not re.search(r"press [A-Z]\b", source.read_text()), source
+
+
+@pytest.mark.parametrize("photos, rate", [(59, 0.01), (500, 0.01), (400, 0.05)])
+def test_the_promised_false_alarm_rate_holds_on_unseen_good_parts(photos, rate):
+    """Synthetic good scores, uniform on [0, 1): a threshold t flags 1 - t of all unseen good parts.
+    Over many draws of the held-back photos, the rate exceeds the promise at most 1 time in 10; the
+    rule it replaced (flag the top ``rate`` share of the held-back photos) broke its promise far more."""
+    rng = np.random.default_rng(0)
+    plan = false_alarm_plan(photos, rate)
+    promised = plan["promised"]
+    broken = old_broken = 0
+    draws = 3000
+    for _ in range(draws):
+        held = rng.random(photos)
+        broken += (1 - false_alarm_threshold(held, rate)) > promised
+        old = np.sort(held)[-1 - int(np.floor(rate * photos))]
+        old_broken += (1 - old) > rate
+    assert broken / draws <= 0.1 + 0.02
+    assert old_broken / draws > 0.3
+
+
+def test_too_few_good_photos_say_the_lowest_rate_that_can_be_promised():
+    plan = false_alarm_plan(59, 0.01)
+    assert plan["allowed"] == 0 and plan["promised"] == pytest.approx(1 - 0.1 ** (1 / 59), rel=1e-6)
+    assert plan["needed"] == 230 and false_alarm_plan(230, 0.01)["promised"] == 0.01
+    assert false_alarm_bound(59, 0) == pytest.approx(plan["lowest"])
+    words = promise_sentence(plan)
+    assert words.startswith("With 59 good photos held back") and "can promise is 3.8% (90% sure)" in words
+    assert "1% needs 230 held back" in words
+    assert "at or under 1% of good parts" in promise_sentence(false_alarm_plan(500, 0.01))
+
+
+def test_the_stride8_channels_weigh_as_the_template_says():
+    from modeldesk.trainers.anomaly.features import weighted_projection
+
+    a, b = np.zeros((1, 6), np.float32), np.zeros((1, 6), np.float32)
+    b[0, 0], b[0, 4] = 1.0, 1.0  # one step along a stride-8 channel (the first 2) and one along another
+    diag = weighted_projection(6, None, first=2, weight=0.5)
+    assert diag.shape == (6, 6) and np.allclose((b - a) @ diag, [[0.5, 0, 0, 0, 1.0, 0]])
+    assert weighted_projection(6, None) is None  # nothing to weigh: no MatMul in the graph
+    projected = weighted_projection(6, 3, first=2, weight=0.5)
+    assert np.allclose(projected[:2], 0.5 * weighted_projection(6, 3)[:2])
+    assert get_template("anomaly-detection/accurate").stride8_weight == 0.5

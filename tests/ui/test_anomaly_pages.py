@@ -63,3 +63,18 @@ def test_a_flagged_defect_kind_is_saved_as_a_right_answer():
     assert answer_label(flagged, ["good"]) == "defect"  # a false alarm stays one
     assert answer_label({"label": "good", "anomalous": False}, ["crack"]) == "good"  # a miss stays one
     assert answer_label({"label": "cat"}, ["dog"]) == "cat"  # other models: unchanged
+
+
+def test_the_promise_of_the_threshold_is_said_at_the_threshold_as_trained(qtbot):
+    from modeldesk.trainers.anomaly.scoring import false_alarm_plan
+
+    card = AnomalyCard(lambda files, done: done([(f, None) for f in files]), lambda *w: None)
+    qtbot.addWidget(card.frame)
+    card.set_report({**REPORT, "false_alarm_promise": false_alarm_plan(59, 0.01)})
+    assert "the lowest false-alarm rate it can promise is 3.8%" in card.promise.text()
+    assert not card.promise.isHidden() and card.threshold == REPORT["threshold"]
+    start = card.slider.value()
+    card.slider.setValue(card.slider.maximum())
+    assert card.promise.isHidden()  # another threshold: the promise is not its
+    card.slider.setValue(start)
+    assert not card.promise.isHidden()

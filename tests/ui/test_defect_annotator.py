@@ -54,7 +54,8 @@ def test_the_brush_marks_the_defect_into_storage_and_a_good_photo_becomes_a_defe
     assert isinstance(annotator, DefectAnnotator)
     assert annotator.tools.isVisible() and page.undo_button.isVisible()
     assert set(annotator.tools.buttons) == {"brush", "eraser"}
-    assert sorted(page.panel.keys) == ["crack", "good"]  # a key each for good and the defect kind
+    # a key each for good, the defect kind and plain defect (every anomaly project starts with it)
+    assert sorted(page.panel.keys) == ["crack", "defect", "good"]
     page.canvas.setFocus()
     _stroke(page.canvas, [(10, 30), (60, 30)])
     qtbot.waitUntil(page.is_idle, timeout=10_000)
@@ -91,3 +92,17 @@ def test_marks_come_back_and_a_kind_key_keeps_them(qtbot, ws, parts, show_widget
     page.choose_label("crack")
     qtbot.waitUntil(page.is_idle, timeout=10_000)
     assert np.array_equal(ws.defect_mask(crack), marked) and ws.sample(crack).labels == ["crack"]
+
+
+def test_a_project_of_good_photos_alone_has_a_defect_key_from_the_start(qtbot, ws, tmp_path, show_widget):
+    rng = np.random.default_rng(2)
+    for name in ("g0.png", "g1.png"):
+        path = tmp_path / "goods" / "good" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 255, (60, 80), dtype=np.uint8), "L").save(path)
+    ws.create_project("parts", "anomaly-detection")
+    ws.import_data("parts", tmp_path / "goods")
+    page, photo = _open(qtbot, ws, show_widget, "good/g0.png")
+    assert sorted(page.panel.keys) == ["defect", "good"]
+    QTest.keyClick(page.canvas, getattr(Qt, f"Key_{page.panel.keys['defect']}"))  # its digit key
+    qtbot.waitUntil(lambda: ws.sample(photo).labels == ["defect"], timeout=10_000)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +25,15 @@ def is_good(label) -> bool:
     return str(label).strip().lower() in GOOD_NAMES
 
 
-def load_mask(path, size: int) -> np.ndarray:
-    """A defect mask file (white = defect) as a (size, size) bool array, squashed as photos are."""
-    with Image.open(path) as image:
-        mask = image.convert("L").resize((size, size), Image.NEAREST)
-    return np.asarray(mask) > 127
+def load_mask(mask, size: int) -> np.ndarray:
+    """A defect mask as a (size, size) bool array, squashed as photos are: ``mask`` is a file (white =
+    defect) or an (H, W) array (true = defect), e.g. a mask stored in the project."""
+    if isinstance(mask, np.ndarray):
+        image = Image.fromarray(np.where(mask, 255, 0).astype(np.uint8), mode="L")
+        return np.asarray(image.resize((size, size), Image.Resampling.NEAREST)) > 127
+    with Image.open(mask) as image:
+        squashed = image.convert("L").resize((size, size), Image.Resampling.NEAREST)
+    return np.asarray(squashed) > 127
 
 
 def predict_scores(artifact_path, samples, *, progress=None, heatmaps: bool = False) -> list[dict]:
@@ -40,6 +45,8 @@ def predict_scores(artifact_path, samples, *, progress=None, heatmaps: bool = Fa
         for result in predictor.predict([s.source for s in chunk]):
             if not heatmaps:
                 result.pop("heatmap", None)
+            elif "heatmap" in result:  # half the memory: a test split of thousands of photos is kept whole
+                result["heatmap"] = np.asarray(result["heatmap"], np.float16)
             out.append(result)
         if progress is not None:
             progress(min(start + BATCH, len(samples)), len(samples), "")
@@ -55,10 +62,12 @@ def anomaly_report(is_defect, scores, kinds, threshold: float) -> dict:
     return report
 
 
-def evaluate_anomaly(artifact_path, samples, *, progress=None, masks: dict | None = None) -> dict:
-    """``auroc``, ``pixel_auroc`` (when ``masks``: sample key -> mask file), ``catch_rate``,
+def evaluate_anomaly(artifact_path, samples, *, progress=None, masks: Mapping | None = None) -> dict:
+    """``auroc``, ``pixel_auroc`` (when ``masks``: sample key -> mask file or (H, W) bool array, a
+    mapping such as the project's stored masks), ``catch_rate``,
     ``false_alarm_rate`` and the counts at the model's threshold, per-kind catch rates, and
-    ``images``: every photo's file, kind and score, misses and false alarms first."""
+    ``images``: every photo's file, kind and score, misses and false alarms first; and
+    ``false_alarm_promise``, the false-alarm rate the model's threshold can promise (from its card)."""
     artifact = load_artifact(artifact_path)
     samples = [s for s in samples if s.target is not None]
     if not samples:
@@ -72,15 +81,16 @@ def evaluate_anomaly(artifact_path, samples, *, progress=None, masks: dict | Non
     kinds = [str(s.target) for s in samples]
     report = anomaly_report(defect, scores, kinds, threshold)
     report["pixel_auroc"] = None
-    if want_pixels:
-        heat, truth = [], []
+    if masks and want_pixels:
+        heat, truth, found = [], [], 0
         for sample, result in zip(samples, results):
-            mask_path = masks.get(sample.key)
-            if mask_path is not None:
+            mask = masks.get(sample.key)
+            if mask is not None:
+                found += 1
                 try:
-                    truth.append(load_mask(mask_path, size))
+                    truth.append(load_mask(mask, size))
                 except OSError as exc:
-                    log.warning("cannot read the mask %s: %s", mask_path, exc)
+                    log.warning("cannot read the defect mask of %s: %s", sample.source, exc)
                     continue
             elif is_good(sample.target):
                 truth.append(np.zeros((size, size), bool))  # a good part: no defect pixel anywhere
@@ -88,7 +98,7 @@ def evaluate_anomaly(artifact_path, samples, *, progress=None, masks: dict | Non
                 continue
             heat.append(result["heatmap"])
         report["pixel_auroc"] = pixel_auroc(heat, truth)
-        report["masks"] = sum(1 for s in samples if s.key in masks)
+        report["masks"] = found
     images = [
         {
             "key": s.key,
@@ -106,6 +116,8 @@ def evaluate_anomaly(artifact_path, samples, *, progress=None, masks: dict | Non
     images.sort(key=lambda m: (not wrong(m), -abs(m["score"] - threshold)))
     report["images"] = images[:MAX_IMAGES_LISTED]
     report["heatmap_range"] = artifact.card.get("heatmap_range")
+    # what the threshold promises on unseen good parts (``scoring.false_alarm_plan``; None before it was kept)
+    report["false_alarm_promise"] = artifact.card.get("false_alarm_promise")
     return report
 
 

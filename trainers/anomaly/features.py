@@ -150,6 +150,20 @@ def random_projection(dim: int, out: int | None, seed: int = 0) -> np.ndarray | 
     return (rng.standard_normal((dim, out)) / np.sqrt(out)).astype(np.float32)
 
 
+def weighted_projection(
+    dim: int, out: int | None, first: int = 0, weight: float = 1.0, seed: int = 0
+) -> np.ndarray | None:
+    """:func:`random_projection`, with the ``first`` input channels (the stride-8 map's) weighing
+    ``weight`` times as much in every distance (a diagonal when there is no projection; None when
+    neither applies)."""
+    projection = random_projection(dim, out, seed)
+    if weight == 1.0 or not first:
+        return projection
+    scale = np.ones(dim, np.float32)
+    scale[:first] = weight
+    return np.diag(scale) if projection is None else (scale[:, None] * projection).astype(np.float32)
+
+
 def patch_model(neck: AnomalyNeck, backbone: Backbone, projection) -> onnx.ModelProto:
     """A standalone graph from the cached maps (fixed shapes) to ``patches``."""
     nodes, inits = patch_nodes(neck, projection)
@@ -250,4 +264,12 @@ def extract_maps(
     )
 
 
-__all__ = ["PATCHES", "AnomalyNeck", "PatchComputer", "extract_maps", "patch_nodes", "random_projection"]
+__all__ = [
+    "PATCHES",
+    "AnomalyNeck",
+    "PatchComputer",
+    "extract_maps",
+    "patch_nodes",
+    "random_projection",
+    "weighted_projection",
+]

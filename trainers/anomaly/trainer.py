@@ -25,7 +25,7 @@ from modeldesk.trainers.anomaly.bank import (
     sample_pool,
 )
 from modeldesk.trainers.anomaly.evaluation import evaluate_anomaly, is_good, predict_scores
-from modeldesk.trainers.anomaly.features import PatchComputer, extract_maps, random_projection
+from modeldesk.trainers.anomaly.features import PatchComputer, extract_maps, weighted_projection
 from modeldesk.trainers.anomaly.graph import (
     FLAG_OUTPUT,
     GRID_OUTPUT,
@@ -36,7 +36,7 @@ from modeldesk.trainers.anomaly.graph import (
     build_anomaly_graph,
     scoring_model,
 )
-from modeldesk.trainers.anomaly.scoring import false_alarm_threshold
+from modeldesk.trainers.anomaly.scoring import false_alarm_plan, false_alarm_threshold, promise_sentence
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer
 from modeldesk.trainers.detection.features import maps_feature_spec
@@ -115,6 +115,7 @@ class _Normal:
     scorer: _Scorer
     threshold: float
     heat_range: list
+    promise: dict  # the false-alarm rate the threshold can promise (``scoring.false_alarm_plan``)
 
 
 class AnomalyDetectionTrainer(TaskTrainer):
@@ -123,7 +124,9 @@ class AnomalyDetectionTrainer(TaskTrainer):
 
     evaluator = "modeldesk.trainers.anomaly.evaluation:evaluate_anomaly"
     target = "anomaly"
-    train_options = {"cluster": None}
+    #: ``defect_masks``: sample key -> defect mask (a file or an (H, W) bool array), the project's stored
+    #: masks: the pixel AUROC is measured with the rest and saved
+    train_options = {"cluster": None, "defect_masks": None}
     evaluates_export = True
 
     def check(self, samples) -> None:
@@ -131,7 +134,8 @@ class AnomalyDetectionTrainer(TaskTrainer):
         if len(goods) < 2:
             raise UserError(
                 "anomaly detection learns from photos of good parts: label at least 2 photos 'good' "
-                "(import a folder named good/, or press G on the Label page)"
+                "(import a folder named good/, or on the Label page click good or press the number key "
+                "shown beside it)"
             )
 
     def estimate(self, samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
@@ -210,7 +214,8 @@ class AnomalyDetectionTrainer(TaskTrainer):
         template, photos = run.template, run.data
         run.report("Learning the good parts", 0.62)
         dim = template.neck.dim(photos.backbone)
-        projection = random_projection(dim, template.projection)
+        first = photos.backbone.outputs[template.neck.levels[0]]  # the finest map's channels come first
+        projection = weighted_projection(dim, template.projection, first, template.stride8_weight)
         computer = PatchComputer(template.neck, photos.backbone, projection)
         rng = np.random.default_rng(0)
         if template.method == "position-gaussian":  # fitted batch by batch: memory stays P * D * D
@@ -247,9 +252,15 @@ class AnomalyDetectionTrainer(TaskTrainer):
         scorer = _Scorer(template, normal, dim if projection is None else projection.shape[1], computer)
         held_scores, held_grids = scorer(photos.maps_of(photos.held))
         threshold = false_alarm_threshold(held_scores, template.false_alarm_rate)
+        # photos of the bank itself (too few good ones to hold some back) promise nothing
+        banked = {s.key for s in photos.bank}
+        unseen = sum(1 for s in photos.held if s.key not in banked)
+        promise = false_alarm_plan(unseen, template.false_alarm_rate)
+        if promise["promised"] > promise["asked"]:
+            run.warnings.append(promise_sentence(promise))
         # a defect's heat is full at the threshold; the usual patch of a good photo is no heat at all
         low = float(np.median(held_grids))
-        return _Normal(projection, normal, scorer, threshold, [low, max(threshold, low + 1e-6)])
+        return _Normal(projection, normal, scorer, threshold, [low, max(threshold, low + 1e-6)], promise)
 
     def build_graph(self, run: Run):
         template, photos, fitted = run.template, run.data, run.fitted
@@ -275,6 +286,7 @@ class AnomalyDetectionTrainer(TaskTrainer):
             "bank_patches": len(fitted.normal["bank"]) if "bank" in fitted.normal else None,
             "threshold": float(fitted.threshold),
             "false_alarm_rate_planned": template.false_alarm_rate,
+            "false_alarm_promise": fitted.promise,
             "heatmap_range": fitted.heat_range,
             "input_name": photos.backbone.input_name,
             "size_input": SIZE_INPUT,
@@ -291,7 +303,7 @@ class AnomalyDetectionTrainer(TaskTrainer):
         photos = run.data
         where = "test" if photos.measured else "held-out good"
         chosen = photos.measured or photos.held
-        metrics = evaluate_anomaly(artifact_dir, chosen)
+        metrics = evaluate_anomaly(artifact_dir, chosen, masks=run.options.get("defect_masks"))
         metrics["split"] = where
         if not any(not is_good(s.target) for s in photos.usable):
             run.warnings.append(

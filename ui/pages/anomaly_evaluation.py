@@ -1,6 +1,7 @@
 """The Evaluate page's part for anomaly models: the catch and false-alarm counts in plain words, image
-and pixel AUROC, the catch rate per defect kind, a threshold slider that moves every figure, and the
-test photos with the model's heatmap drawn on them (misses and false alarms first).
+and pixel AUROC, the catch rate per defect kind, the false-alarm rate the threshold can promise on
+unseen good parts, a threshold slider that moves every figure, and the test photos with the model's
+heatmap drawn on them (misses and false alarms first).
 
 The slider recomputes the figures from the scores saved in the report (no model run); the heatmap
 thumbnails are made off the UI thread by ``load(files, done)``.
@@ -15,7 +16,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidgetItem, QSlider
 
-from modeldesk.app.anomaly_formatting import catch_sentence, counts_from_images, verdict
+from modeldesk.app.anomaly_formatting import catch_sentence, counts_from_images, promise_words, verdict
 
 from ..page import card
 from ..widgets.mistakes import thumbnail_list
@@ -54,6 +55,7 @@ class AnomalyCard:
         self.report: dict | None = None
         self.images: list[dict] = []
         self.lo, self.hi = 0.0, 1.0
+        self._trained_step = -1
         self.frame, layout = card(
             "At the threshold",
             "Move the threshold: higher raises fewer false alarms but lets more defects through. "
@@ -74,6 +76,11 @@ class AnomalyCard:
         self.figures.setWordWrap(True)
         self.figures.setTextFormat(Qt.RichText)
         layout.addWidget(self.figures)
+        # what the threshold as trained promises on unseen good parts (hidden once the slider moves)
+        self.promise = QLabel()
+        self.promise.setObjectName("Muted")
+        self.promise.setWordWrap(True)
+        layout.addWidget(self.promise)
         self.photos_title = QLabel("<b>Test photos, misses and false alarms first</b>")
         layout.addWidget(self.photos_title)
         legend = " ".join(f"<span style='color:{c}'>■</span> {k}" for k, c in COLORS.items())
@@ -86,6 +93,9 @@ class AnomalyCard:
 
     @property
     def threshold(self) -> float:
+        """The slider's threshold: the model's own at the step it starts on (not a rounded neighbour)."""
+        if self.report and self.slider.value() == self._trained_step:
+            return float(self.report.get("threshold", 0.0))
         return self.lo + (self.hi - self.lo) * self.slider.value() / STEPS
 
     def set_report(self, report: dict | None) -> None:
@@ -97,8 +107,9 @@ class AnomalyCard:
         scores = [m["score"] for m in report.get("images") or []] or [report.get("threshold", 0.0)]
         trained = float(report.get("threshold", 0.0))
         self.lo, self.hi = min(min(scores), trained) * 0.95, max(max(scores), trained) * 1.05
+        self._trained_step = round(STEPS * (trained - self.lo) / max(self.hi - self.lo, 1e-9))
         self.slider.blockSignals(True)
-        self.slider.setValue(round(STEPS * (trained - self.lo) / max(self.hi - self.lo, 1e-9)))
+        self.slider.setValue(self._trained_step)
         self.slider.blockSignals(False)
         self._items = []
         for image in self.images:
@@ -123,7 +134,10 @@ class AnomalyCard:
         threshold = self.threshold
         trained = float(self.report.get("threshold", 0.0))
         counts = counts_from_images(self.report.get("images") or [], threshold)
-        self.value.setText(f"{threshold:.2f}" + ("  (as trained)" if abs(threshold - trained) < 1e-9 else ""))
+        as_trained = abs(threshold - trained) < 1e-9
+        self.value.setText(f"{threshold:.2f}" + ("  (as trained)" if as_trained else ""))
+        self.promise.setText(promise_words(self.report))
+        self.promise.setVisible(as_trained and bool(self.promise.text()))
         kinds = counts["per_kind"]
         lines = [f"<b>{catch_sentence(counts).capitalize()}</b>"]
         if counts["catch_rate"] is not None:

@@ -7,7 +7,9 @@ value)`` takes it. The brush and eraser are the segmentation editor's, limited t
 "defect"; every finished stroke is written and can be undone with the page's Undo (Ctrl+Z).
 
 Marking a defect on a photo labeled good (or not labeled yet) makes it a defect photo: the project's
-only defect kind when it has exactly one, else "defect" (a kind key can refine it afterwards).
+only named defect kind when it has exactly one, else "defect" (a kind key can refine it afterwards).
+A new project has the classes good and defect from the start (the task's ``classes``), so both keys
+are there before any defect photo is imported.
 Labeling a photo good takes its marks off (a good part has no defect to show).
 """
 
@@ -143,8 +145,9 @@ class DefectAnnotator(Annotator):
         self.edited.emit((label, defect if defect.any() else None))
 
     def defect_label(self) -> str:
-        """The label a photo gets when a defect is marked on it: the only defect kind, else "defect"."""
-        kinds = [name for name in self.labels if not is_good_label(name)]
+        """The label a photo gets when a defect is marked on it: the only named defect kind (``crack``
+        beside the class every project starts with, ``defect``), else "defect"."""
+        kinds = [name for name in self.labels if not is_good_label(name) and name != DEFECT_LABEL]
         return kinds[0] if len(kinds) == 1 else DEFECT_LABEL
 
     def describe(self, sample) -> str:
