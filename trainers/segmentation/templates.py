@@ -30,6 +30,11 @@ class SegmentationTemplate:
         grid trains several times faster (None: no projection).
     refine : the logits are refined at the input's full resolution by a guided filter on the photo
         (class edges snap to the photo's edges), when that helps on the held-out photos.
+    extra_sizes : the exported model also looks at the photo resized to each of these input sizes
+        (inside the graph, the same head) and averages the logits, when that helps on the held-out
+        photos (each size costs about another pass of the backbone).
+    calibrate : per-class offsets on the logits chosen for the best mean IoU on the held-out photos
+        (``calibration.py``; folded into the head: free when the model runs).
     """
 
     name: str
@@ -46,6 +51,8 @@ class SegmentationTemplate:
     epochs: int = 25
     components: int | None = None
     refine: bool = False
+    extra_sizes: tuple = ()
+    calibrate: bool = False
     time_budget_s: float = 180.0
 
     @property
@@ -70,6 +77,8 @@ class SegmentationTemplate:
             "epochs": self.epochs,
             "components": self.components,
             "refine": self.refine,
+            "extra_sizes": list(self.extra_sizes),
+            "calibrate": self.calibrate,
             "time_budget_s": self.time_budget_s,
         }
 
