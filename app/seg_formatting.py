@@ -9,6 +9,7 @@ HEADLINE_KEYS = (
     "pixel_accuracy",
     "pixel_accuracy_interval",
     "per_class_accuracy",
+    "per_class_interval",
     "held_out_miou",
     "photos",
 )

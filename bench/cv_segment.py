@@ -46,6 +46,12 @@ def main(argv=None) -> int:
     parser.add_argument("--components", type=int, default=256)
     parser.add_argument("--variants", default="base")
     parser.add_argument("--seed", type=int, default=0, help="of the drawn points and the head (noise check)")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="also score per-class logit offsets chosen on the last 15%% of each sequence's fitting "
+        "frames (left out of the head's points), as the trainer chooses them on its held-out photos",
+    )
     args = parser.parse_args(argv)
 
     from train_segment import frame_order, held_out_splits
@@ -56,6 +62,7 @@ def main(argv=None) -> int:
     from modeldesk.trainers.backbones import get_backbone
     from modeldesk.trainers.feature_cache import FeatureCache
     from modeldesk.trainers.heads.mlp import MLPHead
+    from modeldesk.trainers.segmentation.calibration import class_offsets
     from modeldesk.trainers.segmentation.evaluation import confusion, iou_per_class
     from modeldesk.trainers.segmentation.features import (
         FeatureGrid,
@@ -136,7 +143,13 @@ def main(argv=None) -> int:
             lo, hi = idx.index(blocks[k][0]), idx.index(blocks[k][-1])
             drop += idx[max(0, lo - args.guard) : lo] + idx[hi + 1 : hi + 1 + args.guard]
         fit = [i for i in range(len(train)) if i not in set(held) | set(drop)]
-        folds.append((fit, held))
+        inner = []  # the trainer's held-out photos: the last frames of each sequence's fitting part
+        if args.calibrate:
+            for idx in by_sequence.values():
+                mine = [i for i in idx if i in set(fit)]
+                inner += mine[-max(1, int(round(0.15 * len(mine)))) :]
+            fit = [i for i in fit if i not in set(inner)]
+        folds.append((fit, held, inner))
 
     G = necks["main"].grid
     small_up = bilinear_matrix(G, necks["small"].grid)
@@ -156,7 +169,7 @@ def main(argv=None) -> int:
     for vname in args.variants.split(","):
         v = variants[vname]
         totals = defaultdict(lambda: np.zeros((n_classes, n_classes), np.int64))
-        for fit, held in folds:
+        for fit, held, inner in folds:
             # rows: grid points of the fitting photos' two views, rare classes and edges drawn more
             lab = np.concatenate([labels["main", view][fit] for view in ("identity", "hflip")])
             flat = lab.ravel()
@@ -193,8 +206,8 @@ def main(argv=None) -> int:
                 h = np.maximum(x.astype(np.float32) @ layers[0][0] + layers[0][1], 0)
                 return h @ layers[1][0] + layers[1][1]
 
-            for i in held:
-                truth = labels["main", "identity"][i]
+            def scored(i):
+                """(key, logits (G*G, C)) of photo ``i``: one view, with its mirror, and with 512 px too."""
                 single = logits(data["main", "identity"][i])
                 flip = logits(data["main", "hflip"][i]).reshape(G, G, -1)[:, ::-1].reshape(G * G, -1)
                 both = 0.5 * (single + flip)
@@ -203,8 +216,24 @@ def main(argv=None) -> int:
                 small_f = logits(data["small", "hflip"][i]).reshape(gs, gs, -1)[:, ::-1]
                 sm = 0.5 * (small + small_f)
                 sm = np.einsum("ia,abc,jb->ijc", small_up, sm, small_up, optimize=True).reshape(G * G, -1)
-                for key, lg in (("single", single), ("flip", both), ("flip+512", 0.5 * (both + sm))):
+                return {"single": single, "flip": both, "flip+512": 0.5 * (both + sm)}
+
+            offsets = {}
+            if inner:
+                inner_scores = [scored(i) for i in inner]
+                for key in inner_scores[0]:
+                    offsets[key] = class_offsets(
+                        [s[key].T for s in inner_scores],
+                        [labels["main", "identity"][i] for i in inner],
+                        n_classes,
+                    )[0]
+                print(f"  offsets {' '.join(f'{k}: {np.round(o, 2).tolist()}' for k, o in offsets.items())}")
+            for i in held:
+                truth = labels["main", "identity"][i]
+                for key, lg in scored(i).items():
                     totals[key] += confusion(truth, lg.argmax(1), n_classes)
+                    if key in offsets:
+                        totals[key + "+cal"] += confusion(truth, (lg + offsets[key]).argmax(1), n_classes)
         for key, total in totals.items():
             iou = iou_per_class(total)
             rare = " ".join(f"{c} {iou[classes.index(c)]:.3f}" for c in report_classes)

@@ -73,6 +73,15 @@ def held_out_splits(samples, guard: int) -> dict[str, str | None]:
     return splits
 
 
+def _class_cell(metrics: dict, label: str) -> str:
+    """A class's IoU and its 95% interval over the test photos, e.g. ``0.43 (0.35-0.50)``."""
+    iou = metrics["per_class"][label]
+    if iou is None:
+        return "-"
+    low_high = (metrics.get("per_class_interval") or {}).get(label)
+    return f"{iou:.2f}" + (f" ({low_high[0]:.2f}-{low_high[1]:.2f})" if low_high else "")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -129,7 +138,8 @@ def main(argv=None) -> int:
         print(
             f"{template.name}: mIoU {m['miou']:.3f} {m['miou_interval']}, pixel acc {m['pixel_accuracy']:.3f}, "
             f"trained in {seconds:.0f} s (ETA said {result.plan.get('eta_s')} s), "
-            f"{statistics.median(latency):.0f} ms/photo; {result.warnings}",
+            f"{statistics.median(latency):.0f} ms/photo; held-out choices: refined {m.get('refined')}, "
+            f"extra sizes {m.get('extra_sizes')}, class offsets {m.get('class_offsets')}; {result.warnings}",
             flush=True,
         )
     print()
@@ -146,7 +156,7 @@ def main(argv=None) -> int:
             f"{seconds:.0f}",
             f"{eta:.0f}" if eta is not None else "-",
             f"{ms:.0f}",
-            *[("-" if m["per_class"][c] is None else f"{m['per_class'][c]:.2f}") for c in labels],
+            *[_class_cell(m, c) for c in labels],
         ]
         print("| " + " | ".join(cells) + " |")
     ws.close()

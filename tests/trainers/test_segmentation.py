@@ -209,8 +209,8 @@ def test_evaluate_on_a_folder_gives_miou_and_iou_per_class(trained, capsys):
 
 
 def test_the_accurate_options_export_the_apps_masks(tmp_path):
-    """A stride-4 grid, context pooling, edge-weighted points, a projection, test-time flip and the
-    refinement, all in one graph."""
+    """A stride-4 grid, context pooling, edge-weighted points, a projection, test-time flip, an extra
+    input size, per-class offsets and the refinement, all in one graph."""
     from dataclasses import replace
 
     from modeldesk.app.pipeline import labeled_samples
@@ -223,6 +223,8 @@ def test_the_accurate_options_export_the_apps_masks(tmp_path):
         edges=2.0,
         flip_test=True,
         refine=True,
+        extra_sizes=(256,),
+        calibrate=True,
         epochs=4,
     )
     ws = Workspace(tmp_path / "ws", cleanup=False)
@@ -238,6 +240,8 @@ def test_the_accurate_options_export_the_apps_masks(tmp_path):
     metrics = result.metrics
     assert metrics["export_agreement"] >= 0.999 and metrics["miou"] > 0.3, metrics
     assert "held_out_miou_unrefined" in metrics and isinstance(metrics["refined"], bool)
+    assert "held_out_miou_one_size" in metrics and metrics["extra_sizes"] in ([], [256])
+    assert set(metrics["class_offsets"]) == set(CLASSES)
 
 
 @pytest.mark.parametrize("format", ["masks", "voc", "coco"])

@@ -263,3 +263,60 @@ def test_on_the_label_page_keys_pick_the_class_strokes_are_saved_and_come_back(
     qtbot.waitUntil(page.is_idle, timeout=10_000)
     assert ws.sample_mask(first) is None
     assert annotator.undo() and np.array_equal(annotator.editor.mask == 2, road)  # Clear can be undone
+
+
+def test_each_class_button_shows_the_colour_its_class_is_painted_in(
+    qtbot, ws, mask_project, classification_project, show_widget
+):
+    from PySide6.QtGui import QColor
+
+    from modeldesk.ui.pages.label.class_panel import SWATCH
+    from modeldesk.ui.pages.label.mask_overlay import class_color
+
+    page = LabelPage(ws)
+    page.resize(1100, 760)
+    show_widget(page)
+    page.set_project("street")
+    qtbot.waitUntil(lambda: page.sample is not None and page.is_idle(), timeout=10_000)
+    seen = []
+    for index, button in enumerate(page.class_buttons):
+        icon = button.icon()
+        assert not icon.isNull(), button.name
+        centre = QColor(icon.pixmap(SWATCH, SWATCH).toImage().pixel(SWATCH // 2, SWATCH // 2))
+        assert centre.name() == class_color(index).name(), button.name  # the overlay's colour
+        seen.append(centre.name())
+    assert len(set(seen)) == len(seen) == 3
+
+    page.set_project(classification_project)  # classes without colours: no swatches
+    qtbot.waitUntil(
+        lambda: page.sample is not None and page.is_idle() and page.labels != ["car", "road", "sky"]
+    )
+    assert page.class_buttons and all(button.icon().isNull() for button in page.class_buttons)
+
+
+def test_a_narrow_label_page_says_the_photos_state_whole_on_two_lines(qtbot, ws, tmp_path, show_widget):
+    from PySide6.QtGui import QFontMetrics
+
+    folder = tmp_path / "drive"
+    folder.mkdir()
+    Image.fromarray(np.full((60, 80, 3), 90, np.uint8)).save(folder / "0006R0_f01380.png")  # camvid's names
+    ws.create_project("drive", "segmentation")
+    ws.import_data("drive", folder, format="flat")
+    ws.add_class("drive", "road")
+    page = LabelPage(ws)
+    page.resize(570, 540)  # the page of a 760 x 540 window
+    show_widget(page)
+    page.set_project("drive")
+    qtbot.waitUntil(lambda: page.sample is not None and page.is_idle(), timeout=10_000)
+    page.canvas.setFocus()
+    _stroke(page.annotator.editor, [(10, 30), (70, 30)])
+    qtbot.waitUntil(lambda: page.is_idle() and "painted" in page.position.text(), timeout=10_000)
+    QApplication.processEvents()
+    label, metrics = page.position, QFontMetrics(page.position.font())
+    lines = label.lines()
+    assert len(lines) == 2 and "painted, 1 class" in lines[1]
+    assert all(metrics.horizontalAdvance(line) <= label.width() for line in lines)  # nothing cut
+    assert label.height() >= 2 * metrics.lineSpacing()
+    page.resize(1300, 760)
+    QApplication.processEvents()
+    assert label.lines() == [label.text()]

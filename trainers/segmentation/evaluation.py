@@ -52,9 +52,26 @@ def interval(per_photo: np.ndarray, statistic, rounds: int = BOOTSTRAP_ROUNDS, s
     return [round(float(low), 4), round(float(high), 4)]
 
 
+def class_intervals(per_photo: np.ndarray, rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0) -> np.ndarray:
+    """(C, 2) 95% intervals of every class's IoU over photos drawn with replacement (NaN for a class
+    no draw shows)."""
+    n, classes = len(per_photo), per_photo.shape[-1] if per_photo.ndim == 3 else 0
+    if n < 2:
+        value = iou_per_class(per_photo.sum(axis=0)) if n else np.full(classes, np.nan)
+        return np.stack([value, value], axis=1)
+    rng = np.random.default_rng(seed)
+    draws = np.stack([iou_per_class(per_photo[rng.integers(0, n, n)].sum(axis=0)) for _ in range(rounds)])
+    out = np.full((classes, 2), np.nan)
+    for c in range(classes):
+        seen = draws[:, c][np.isfinite(draws[:, c])]
+        if len(seen):
+            out[c] = np.percentile(seen, [2.5, 97.5])
+    return out
+
+
 def segmentation_metrics(per_photo: np.ndarray, labels: list[str], keys=(), files=()) -> dict:
     """The metrics of photos' confusions (P, C, C): ``miou``, ``pixel_accuracy``, ``per_class`` IoU,
-    ``per_class_accuracy``, their intervals, the pooled ``confusion`` and the ``photos`` worst first."""
+    ``per_class_accuracy``, their intervals (``per_class_interval``: each class's IoU), the pooled ``confusion`` and the ``photos`` worst first."""
     total = per_photo.sum(axis=0) if len(per_photo) else np.zeros((len(labels),) * 2, np.int64)
     iou = iou_per_class(total)
     truth = total.sum(axis=1)
@@ -84,6 +101,10 @@ def segmentation_metrics(per_photo: np.ndarray, labels: list[str], keys=(), file
         "per_class_accuracy": rounded(recall),
         "miou_interval": interval(per_photo, mean_iou),
         "pixel_accuracy_interval": interval(per_photo, pixel_accuracy),
+        "per_class_interval": {
+            label: (None if not np.isfinite(lo) else [round(float(lo), 4), round(float(hi), 4)])
+            for label, (lo, hi) in zip(labels, class_intervals(per_photo))
+        },
         "confusion": total.astype(int).tolist(),
         "labels": list(labels),
         "n": int(len(per_photo)),

@@ -90,9 +90,11 @@ class SegNeck:
         )
 
 
-def neck_nodes(neck: SegNeck, prefix: str = "seg/") -> tuple[list, list]:
-    """Nodes from the backbone's stride outputs to ``seg_features`` (N, D, G, G)."""
+def neck_nodes(neck: SegNeck, prefix: str = "seg/", maps=None, output: str = FEATURES) -> tuple[list, list]:
+    """Nodes from the backbone's stride outputs (named by ``maps``, level -> tensor, default the
+    level's name) to ``output`` (N, D, G, G)."""
     nodes, inits, pieces = [], [], []
+    maps = maps or {}
 
     def const(name, value, dtype=np.float32):
         inits.append(numpy_helper.from_array(np.asarray(value, dtype), prefix + name))
@@ -116,18 +118,23 @@ def neck_nodes(neck: SegNeck, prefix: str = "seg/") -> tuple[list, list]:
         return out
 
     for level in neck.levels:
-        pieces.append(upsample(level, STRIDES[level] / neck.stride, f"{level}/up"))
+        pieces.append(upsample(maps.get(level, level), STRIDES[level] / neck.stride, f"{level}/up"))
     side = neck.size // 32
     for bins in neck.pyramid:
         pooled = f"{prefix}pyramid{bins}/pool"
         k = side // bins
         nodes.append(
             helper.make_node(
-                "AveragePool", [neck.coarsest], [pooled], name=pooled, kernel_shape=[k, k], strides=[k, k]
+                "AveragePool",
+                [maps.get(neck.coarsest, neck.coarsest)],
+                [pooled],
+                name=pooled,
+                kernel_shape=[k, k],
+                strides=[k, k],
             )
         )
         pieces.append(upsample(pooled, neck.grid / bins, f"pyramid{bins}/up"))
-    nodes.append(helper.make_node("Concat", pieces, [FEATURES], name=prefix + "concat", axis=1))
+    nodes.append(helper.make_node("Concat", pieces, [output], name=prefix + "concat", axis=1))
     return nodes, inits
 
 

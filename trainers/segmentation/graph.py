@@ -3,7 +3,9 @@
 Inputs ``image`` (N, 3, S, S), the photo squashed to S, and ``image_size`` (N, 2), its (width, height).
 ``image`` -> backbone -> the neck's feature grid (``features.neck_nodes``) -> the head as 1x1
 convolutions -> ``logits`` (N, C, G, G) (with test-time flip: the mirrored photo too, its logits
-mirrored back and averaged) -> the tail: logits resized bilinearly to the photo's size (at most
+mirrored back and averaged; with extra input sizes, the photo is also resized to each inside the graph
+and goes through a copy of the backbone, neck and head, its logits resized to the grid and averaged
+with the main ones) -> the tail: logits resized bilinearly to the photo's size (at most
 ``MAX_SIDE`` on the longer side, so a huge photo costs bounded memory), the class of each pixel,
 then nearest-resized to the photo's exact size -> ``mask`` (N, H, W) uint8 and ``class_scores``
 (N, C, G, G) the softmax on the grid. One photo per run: the mask's size is the photo's.
@@ -20,6 +22,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from modeldesk.trainers.backbones import Backbone
 from modeldesk.trainers.segmentation.features import FEATURES, SegNeck, neck_nodes
+
+SCALED = "segscale/logits"
 
 SIZE_INPUT = "image_size"
 LOGITS = "seg_logits"
@@ -43,14 +47,16 @@ def head_layers(head, n_classes: int) -> list:
     return [*layers[:-1], (wide_W, wide_b)]
 
 
-def head_nodes(layers, source: str, output: str, prefix: str = "seghead/") -> tuple[list, list]:
-    """The dense layers as 1x1 convolutions with ReLU between: (N, D, G, G) -> (N, C, G, G)."""
+def head_nodes(layers, source: str, output: str, prefix: str = "seghead/", weights: str | None = None):
+    """The dense layers as 1x1 convolutions with ReLU between: (N, D, G, G) -> (N, C, G, G); with
+    ``weights``, the nodes read the weights another call made under that prefix (no new ones)."""
     nodes, inits, current = [], [], source
     for i, (W, b) in enumerate(layers):
-        w_name, b_name = f"{prefix}conv{i}/W", f"{prefix}conv{i}/b"
-        weight = np.asarray(W, np.float32).T[:, :, None, None]
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(weight), w_name))
-        inits.append(numpy_helper.from_array(np.asarray(b, np.float32), b_name))
+        w_name, b_name = f"{weights or prefix}conv{i}/W", f"{weights or prefix}conv{i}/b"
+        if weights is None:
+            weight = np.asarray(W, np.float32).T[:, :, None, None]
+            inits.append(numpy_helper.from_array(np.ascontiguousarray(weight), w_name))
+            inits.append(numpy_helper.from_array(np.asarray(b, np.float32), b_name))
         out = output if i == len(layers) - 1 else f"{prefix}conv{i}/out"
         nodes.append(
             helper.make_node(
@@ -260,6 +266,120 @@ def tail_model(n_classes: int, neck: SegNeck, *, refine: bool = False) -> onnx.M
     return _finish(helper.make_graph(nodes, "segmentation_tail", inputs, _outputs(n_classes, grid), inits))
 
 
+def _mirror_mean(source: str, out: str, prefix: str, inits: list) -> list:
+    """``source`` (2N, ...) holding a batch and its mirror images -> ``out``: the batch's and the
+    mirrored-back values averaged."""
+    a, b, back, total = (f"{prefix}{k}" for k in ("a", "b", "b_back", "sum"))
+    half = f"{prefix}half"
+    inits.append(numpy_helper.from_array(np.array(0.5, np.float32), half))
+    return [
+        helper.make_node("Split", [source], [a, b], name=f"{prefix}split", axis=0),
+        _reverse_width(b, back, prefix, inits),
+        helper.make_node("Add", [a, back], [total], name=total),
+        helper.make_node("Mul", [total, half], [out], name=f"{prefix}mean"),
+    ]
+
+
+def _copy_nodes(nodes, source: str, replacement: str, prefix: str) -> list:
+    """Copies of ``nodes`` reading ``replacement`` for ``source``, every tensor they make renamed
+    with ``prefix`` (weights stay shared)."""
+    made = {name for node in nodes for name in node.output}
+    copies = []
+    for node in nodes:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        copy.input[:] = [
+            replacement if name == source else (prefix + name if name in made else name)
+            for name in node.input
+        ]
+        copy.output[:] = [prefix + name for name in node.output]
+        copy.name = prefix + (node.name or node.output[0])
+        copies.append(copy)
+    return copies
+
+
+def _resize_to(source: str, side, out: str, prefix: str, inits: list) -> list:
+    """``source`` (N, C, h, w) -> ``out`` (N, C, side, side), bilinear with half-pixel centres."""
+    shape, nc, sizes = (f"{prefix}{k}" for k in ("shape", "nc", "sizes"))
+    for name, value in (("s0", [0]), ("s2", [2]), ("side", [side, side])):
+        inits.append(numpy_helper.from_array(np.array(value, np.int64), f"{prefix}{name}"))
+    return [
+        helper.make_node("Shape", [source], [shape], name=shape),
+        helper.make_node("Slice", [shape, f"{prefix}s0", f"{prefix}s2"], [nc], name=nc),
+        helper.make_node("Concat", [nc, f"{prefix}side"], [sizes], name=sizes, axis=0),
+        helper.make_node(
+            "Resize",
+            [source, "", "", sizes],
+            [out],
+            name=out,
+            mode="linear",
+            coordinate_transformation_mode="half_pixel",
+        ),
+    ]
+
+
+def scale_nodes(backbone_nodes, image: str, neck: SegNeck, sizes, layers, *, flip: bool, weights=None):
+    """(nodes, inits): ``image`` (N, 3, S, S) also seen at every extra input size of ``sizes``: resized
+    to it, through a copy of the backbone (``backbone_nodes``), the neck and the head (reading the
+    head's weights under the prefix ``weights``, or its own), the mirrored photo too with ``flip``,
+    the logits resized to the main grid and summed -> ``segscale/logits`` (N, C, G, G)."""
+    nodes, inits, outs = [], [], []
+    for size in sizes:
+        prefix = f"segscale/{size}/"
+        small = SegNeck(size=size, stride=neck.stride, levels=neck.levels, pyramid=neck.pyramid)
+        resized = prefix + "image"
+        nodes += _resize_to(image, size, resized, prefix + "in/", inits)
+        source = resized
+        if flip:
+            nodes.append(_reverse_width(resized, prefix + "mirror", prefix, inits))
+            source = prefix + "both"
+            nodes.append(
+                helper.make_node("Concat", [resized, prefix + "mirror"], [source], name=source, axis=0)
+            )
+        nodes += _copy_nodes(backbone_nodes, image, source, prefix + "bb/")  # the backbone's own names
+        n_nodes, n_inits = neck_nodes(
+            small,
+            prefix + "neck/",
+            maps={level: prefix + "bb/" + level for level in small.inputs()},
+            output=prefix + "f",
+        )
+        logits = prefix + ("logits2" if flip else "logits")
+        h_nodes, h_inits = head_nodes(layers, prefix + "f", logits, prefix + "head/", weights=weights)
+        nodes += n_nodes + h_nodes
+        inits += n_inits + h_inits
+        if flip:
+            nodes += _mirror_mean(logits, prefix + "logits", prefix + "flip/", inits)
+        nodes += _resize_to(prefix + "logits", neck.grid, prefix + "up", prefix + "out/", inits)
+        outs.append(prefix + "up")
+    nodes.append(helper.make_node("Sum", outs, [SCALED], name=SCALED))
+    return nodes, inits
+
+
+def scale_model(
+    backbone: Backbone, neck: SegNeck, sizes, layers, graph_dir, *, flip: bool
+) -> onnx.ModelProto:
+    """A graph: ``image`` (N, 3, S, S) -> ``segscale/logits``, the extra sizes' part of the exported
+    graph alone (training's path: the main size's logits come from the cached maps)."""
+    model = backbone.load_onnx(graph_dir)
+    graph = model.graph
+    nodes, inits = scale_nodes(list(graph.node), backbone.input_name, neck, sizes, layers, flip=flip)
+    del graph.node[:]
+    del graph.value_info[:]
+    graph.node.extend(nodes)
+    graph.initializer.extend(inits)
+    del graph.output[:]
+    n_classes = len(np.asarray(layers[-1][1]))
+    graph.output.append(
+        helper.make_tensor_value_info(SCALED, TensorProto.FLOAT, ["N", n_classes, neck.grid, neck.grid])
+    )
+    return model
+
+
+def mean_of_scales(main: np.ndarray, scaled: np.ndarray, n_sizes: int) -> np.ndarray:
+    """numpy twin of the graph's average of the main logits and the extra sizes' sum."""
+    return ((main + scaled) * np.float32(1.0 / (1 + n_sizes))).astype(np.float32)
+
+
 def build_segmentation_graph(
     backbone: Backbone,
     neck: SegNeck,
@@ -269,11 +389,17 @@ def build_segmentation_graph(
     *,
     flip: bool = False,
     refine: bool = False,
+    sizes=(),
 ) -> onnx.ModelProto:
-    """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> ``mask``, ``class_scores``."""
+    """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> ``mask``, ``class_scores``;
+    ``sizes``: extra input sizes whose logits are averaged in (see :func:`scale_nodes`)."""
     model = backbone.load_onnx(graph_dir)
     graph = model.graph
     name = backbone.input_name
+    original = []
+    for node in graph.node:  # the backbone as it came, for the extra sizes' copies
+        original.append(onnx.NodeProto())
+        original[-1].CopyFrom(node)
     inits: list = []
     if flip:  # the photo and its mirror image as one batch of 2N through the backbone
         both = "segflip/both"
@@ -281,23 +407,21 @@ def build_segmentation_graph(
             node.input[:] = [both if i == name else i for i in node.input]
         graph.node.insert(0, _reverse_width(name, "segflip/mirror", "segflip/", inits))
         graph.node.insert(1, helper.make_node("Concat", [name, "segflip/mirror"], [both], name=both, axis=0))
+    main = "segscale/main" if sizes else LOGITS
     n_nodes, n_inits = neck_nodes(neck)
-    h_nodes, h_inits = head_nodes(layers, FEATURES, "segflip/logits2" if flip else LOGITS)
+    h_nodes, h_inits = head_nodes(layers, FEATURES, "segflip/logits2" if flip else main)
     graph.node.extend(n_nodes + h_nodes)
     inits += n_inits + h_inits
     if flip:
+        graph.node.extend(_mirror_mean("segflip/logits2", main, "segflip/", inits))
+    if sizes:
+        s_nodes, s_inits = scale_nodes(original, name, neck, sizes, layers, flip=flip, weights="seghead/")
+        graph.node.extend(s_nodes)
+        inits += s_inits
+        inits.append(numpy_helper.from_array(np.array(1.0 / (1 + len(sizes)), np.float32), "segscale/share"))
+        graph.node.append(helper.make_node("Add", [main, SCALED], ["segscale/total"], name="segscale/total"))
         graph.node.append(
-            helper.make_node(
-                "Split", ["segflip/logits2"], ["segflip/a", "segflip/b"], name="segflip/split", axis=0
-            )
-        )
-        graph.node.append(_reverse_width("segflip/b", "segflip/b_back", "segflip/", inits))
-        graph.node.append(
-            helper.make_node("Add", ["segflip/a", "segflip/b_back"], ["segflip/sum"], name="segflip/sum")
-        )
-        inits.append(numpy_helper.from_array(np.array(0.5, np.float32), "segflip/half"))
-        graph.node.append(
-            helper.make_node("Mul", ["segflip/sum", "segflip/half"], [LOGITS], name="segflip/mean")
+            helper.make_node("Mul", ["segscale/total", "segscale/share"], [LOGITS], name="segscale/mean")
         )
     if refine:
         r_nodes, r_inits = refine_nodes(neck, name)
@@ -316,6 +440,7 @@ def build_segmentation_graph(
 
 __all__ = [
     "LOGITS",
+    "SCALED",
     "MASK_OUTPUT",
     "SCORES_OUTPUT",
     "SIZE_INPUT",
@@ -323,5 +448,7 @@ __all__ = [
     "head_layers",
     "head_logits",
     "head_nodes",
+    "mean_of_scales",
+    "scale_model",
     "tail_model",
 ]

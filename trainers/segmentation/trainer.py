@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from modeldesk.deploy.mask_output import slot_color
-from modeldesk.deploy.mask_tiles import blend_tiles, grid_to_mask
-from modeldesk.deploy.preprocess import image_size, preprocess_image
+from modeldesk.deploy.mask_tiles import blend_tiles, grid_to_mask, tile_tensor
+from modeldesk.deploy.preprocess import image_size, image_to_tensor, load_image
 from modeldesk.deploy.runtime import create_session
 from modeldesk.errors import UserError
 from modeldesk.trainers.backbones import get_backbone
@@ -32,17 +32,21 @@ from modeldesk.trainers.detection.features import maps_feature_spec
 from modeldesk.trainers.features import plan_feature_extraction, staged_estimate
 from modeldesk.trainers.heads.linear import LogisticRegressionHead
 from modeldesk.trainers.heads.mlp import MLPHead
+from modeldesk.trainers.segmentation.calibration import class_offsets, with_offsets
 from modeldesk.trainers.segmentation.evaluation import confusion, evaluate_segmentation, mean_iou, truth_mask
 from modeldesk.trainers.segmentation.features import FeatureGrid, edge_points, extract_maps, label_grid
 from modeldesk.trainers.segmentation.graph import (
     IMAGE,
     LOGITS,
     MASK_OUTPUT,
+    SCALED,
     SCORES_OUTPUT,
     SIZE_INPUT,
     build_segmentation_graph,
     head_layers,
     head_logits,
+    mean_of_scales,
+    scale_model,
     tail_model,
 )
 from modeldesk.trainers.segmentation.tiles import TILES, TiledPhotos, unit_keys
@@ -182,7 +186,10 @@ class _Fitted:
     rows: int  # grid points the head learned from
     epochs: int
     refine: bool = False
-    held_scores: dict = field(default_factory=dict)  # refine -> mean IoU on the held-out photos
+    held_scores: dict = field(default_factory=dict)  # (scaled, refine) -> mean IoU on the held-out photos
+    scaled: bool = False  # the extra input sizes are averaged in
+    scale_session: object = None  # the extra sizes' part of the graph (``graph.scale_model``)
+    offsets: list = field(default_factory=list)  # per class, folded into the head's last bias
 
 
 def class_color_field(labeled, labels) -> dict:
@@ -263,7 +270,8 @@ class SegmentationTrainer(TaskTrainer):
         fit_s = min(self._fit_flops(template, backbone, len(keys)) / ESTIMATE_FLOPS, 0.6 * budget)
         # rows: the neck on every photo and view; evaluation: a third of the photos through the graph
         grid_s = 0.02 * len(keys) * len(template.views) * (4 if template.neck.stride == 4 else 1)
-        eval_s = len(keys) / 3 * SECONDS_PER_IMAGE * (2 if template.flip_test else 1) * 1.5
+        sizes = 1 + sum((s / template.neck.size) ** 2 for s in template.extra_sizes)  # backbone passes
+        eval_s = len(keys) / 3 * SECONDS_PER_IMAGE * (2 if template.flip_test else 1) * 1.5 * sizes
         parts = {
             "features": features_s,
             "head": fit_s,
@@ -409,38 +417,121 @@ class SegmentationTrainer(TaskTrainer):
             for refine in ((False, True) if template.refine else (False,))
         }
         fitted = _Fitted(layers, tails, rows=int(len(y)), epochs=int(getattr(head, "n_iter_", 0)))
-        held_scores = {}
-        if held:
-            truths = [truth_mask(s, classes) for s in held]
-            for refine in tails:
-                total = sum(
-                    confusion(t, self._app_mask(run, fitted, s, refine), len(classes))
-                    for s, t in zip(held, truths)
-                )
-                held_scores[refine] = round(mean_iou(total), 4)
-        fitted.refine = bool(held_scores) and held_scores.get(True, -1.0) > held_scores[False]
-        fitted.held_scores = held_scores
+        choices = [(False, refine) for refine in tails]
+        if held and template.extra_sizes:
+            fitted.scale_session = self._scale_session(run, layers)
+            choices += [(True, refine) for refine in tails]
+        self._choose(run, fitted, choices)
+        if fitted.scaled:  # the extra sizes' graph with the offsets folded in, as the export has it
+            fitted.scale_session = self._scale_session(run, fitted.layers)
+        else:
+            fitted.scale_session = None
         return fitted
 
     @staticmethod
-    def _app_mask(run: Run, fitted: _Fitted, sample, refine: bool) -> np.ndarray:
-        """The mask the training path gives: cached maps -> neck -> head -> the graph's tail."""
-        template, features, layers = run.template, run.data.features, fitted.layers
+    def _scale_session(run: Run, layers):
+        template, photos = run.template, run.data
+        model = scale_model(
+            photos.backbone,
+            template.neck,
+            template.extra_sizes,
+            layers,
+            photos.cache.root / "graphs",
+            flip=template.flip_test,
+        )
+        return create_session(model.SerializeToString(), device="cpu")
+
+    def _choose(self, run: Run, fitted: _Fitted, choices) -> None:
+        """Set ``fitted``'s offsets (with ``template.calibrate``), extra sizes and refinement to the
+        choice with the best mean IoU on the held-out photos (the first, simplest, on a tie)."""
+        template, held, classes = run.template, run.data.held, run.labels
+        if not held:
+            return
+        truths = [truth_mask(s, classes) for s in held]
+        grid = template.neck.grid
+        logits = {False: [], True: []}  # scaled -> per held photo: [(unit, logits (1, C, G, G))]
+        for sample in held:
+            main = self._unit_logits(run, fitted, sample, scaled=False)
+            logits[False].append(main)
+            if any(scaled for scaled, _ in choices):
+                logits[True].append(self._unit_logits(run, fitted, sample, scaled=True, main=main))
+        best, scores, offsets_of = None, {}, {}
+        for scaled, refine in choices:
+            if scaled not in offsets_of:
+                offsets = np.zeros(len(classes), np.float32)
+                if template.calibrate:
+                    pairs = [pair for photo in logits[scaled] for pair in photo]
+                    offsets, before, after = class_offsets(
+                        [lg[0] for _, lg in pairs],
+                        [label_grid(unit.target.read(), grid) for unit, _ in pairs],
+                        len(classes),
+                    )
+                    log.info("class offsets %s: grid mean IoU %.4f -> %.4f", offsets.round(2), before, after)
+                offsets_of[scaled] = offsets.reshape(1, -1, 1, 1)
+            total = sum(
+                confusion(
+                    truth,
+                    self._mask(
+                        run, fitted, sample, [(u, lg + offsets_of[scaled]) for u, lg in photo], refine
+                    ),
+                    len(classes),
+                )
+                for sample, truth, photo in zip(held, truths, logits[scaled])
+            )
+            scores[scaled, refine] = round(mean_iou(total), 4)
+            if best is None or scores[scaled, refine] > scores[best]:
+                best = (scaled, refine)
+        fitted.scaled, fitted.refine = best
+        fitted.held_scores = scores
+        fitted.offsets = [round(float(v), 4) for v in offsets_of[best[0]].ravel()]
+        fitted.layers = with_offsets(fitted.layers, offsets_of[best[0]].ravel())
+
+    @staticmethod
+    def _inputs(run: Run, sample) -> list:
+        """The model's input tensors (3, S, S) of a photo: the whole one, or each of its tiles."""
+        spec = run.template.neck.spec
+        plan = run.data.tiles.plans.get(sample.key) if run.data.tiles is not None else None
+        image = load_image(sample.path)
+        if plan is None:
+            return [image_to_tensor(image, spec)]
+        return [tile_tensor(image, box, spec) for box in plan.boxes]
+
+    def _unit_logits(self, run: Run, fitted: _Fitted, sample, *, scaled=None, main=None) -> list:
+        """[(unit, logits (1, C, G, G))] of a photo, or of each of its tiles, as the exported graph
+        computes them: the cached maps' (``main``, when already computed), the extra sizes' averaged in."""
+        template, features = run.template, run.data.features
+        units = run.data.units([sample])
+        if main is None:
+            main = [(unit, _logits(template, fitted.layers, features, unit)) for unit in units]
+        if not (fitted.scaled if scaled is None else scaled):
+            return main
+        tensors = self._inputs(run, sample)
+        n = len(template.extra_sizes)
+        return [
+            (unit, mean_of_scales(lg, fitted.scale_session.run([SCALED], {IMAGE: tensor[None]})[0], n))
+            for (unit, lg), tensor in zip(main, tensors)
+        ]
+
+    def _mask(self, run: Run, fitted: _Fitted, sample, unit_logits, refine: bool) -> np.ndarray:
+        """A photo's mask from its (or its tiles') logits, as the exported graph's tail (or the
+        predictor's blending of tiles) makes it."""
         plan = run.data.tiles.plans.get(sample.key) if run.data.tiles is not None else None
         if plan is not None:  # a large photo: its tiles' probabilities blended as the predictor does
-            scores = [
-                softmax(_logits(template, layers, features, unit))[0] for unit in run.data.units([sample])
-            ]
+            scores = [softmax(lg)[0] for _, lg in unit_logits]
             return grid_to_mask(blend_tiles(plan, scores), plan.width, plan.height)
-        logits = _logits(template, layers, features, sample)
         width, height = image_size(sample.path)
         feeds = {
-            LOGITS: np.ascontiguousarray(logits, np.float32),
+            LOGITS: np.ascontiguousarray(unit_logits[0][1], np.float32),
             SIZE_INPUT: np.array([[width, height]], np.float32),
         }
         if refine:
-            feeds[IMAGE] = preprocess_image(sample.path, template.neck.spec)[None]
+            feeds[IMAGE] = self._inputs(run, sample)[0][None]
         return fitted.tails[refine].run([MASK_OUTPUT], feeds)[0][0]
+
+    def _app_mask(self, run: Run, fitted: _Fitted, sample, refine: bool) -> np.ndarray:
+        """The mask the training path gives: cached maps -> neck -> head (the extra sizes' part of the
+        graph averaged in) -> the graph's tail."""
+        return self._mask(run, fitted, sample, self._unit_logits(run, fitted, sample), refine)
 
     def build_graph(self, run: Run):
         template, photos, fitted = run.template, run.data, run.fitted
@@ -452,6 +543,7 @@ class SegmentationTrainer(TaskTrainer):
             photos.cache.root / "graphs",
             flip=template.flip_test,
             refine=fitted.refine,
+            sizes=template.extra_sizes if fitted.scaled else (),
         )
 
     def card_fields(self, run: Run) -> dict:
@@ -466,6 +558,7 @@ class SegmentationTrainer(TaskTrainer):
             "grid": template.neck.grid,
             "flip_test": template.flip_test,
             "refined": run.fitted.refine,
+            "extra_sizes": list(run.template.extra_sizes) if run.fitted.scaled else [],
             **class_color_field(run.labeled, run.labels),
             "tiles": dict(TILES),
         }
@@ -474,7 +567,7 @@ class SegmentationTrainer(TaskTrainer):
         """The saved graph on the test photos (0.85 .. 0.98), and its masks against the training path's
         on a few of them (a warning below ``PARITY_AGREEMENT``)."""
         test, fitted = run.data.test, run.fitted
-        refine, held_scores = fitted.refine, fitted.held_scores
+        refine, scaled, held_scores = fitted.refine, fitted.scaled, fitted.held_scores
         metrics = evaluate_segmentation(
             artifact_dir,
             test,
@@ -485,10 +578,15 @@ class SegmentationTrainer(TaskTrainer):
             if any(s.split == "test" for s in test)
             else ("val" if any(s.split == "val" for s in test) else "train")
         )
-        metrics["held_out_miou"] = held_scores.get(refine)
+        metrics["held_out_miou"] = held_scores.get((scaled, refine))
         metrics["refined"] = refine
-        if len(held_scores) > 1:
-            metrics["held_out_miou_unrefined"] = held_scores[False]
+        if (scaled, not refine) in held_scores:
+            metrics["held_out_miou_unrefined"] = held_scores[scaled, False]
+        if run.template.extra_sizes and held_scores:
+            metrics["extra_sizes"] = list(run.template.extra_sizes) if scaled else []
+            metrics["held_out_miou_one_size"] = held_scores.get((False, refine))
+        if run.template.calibrate:
+            metrics["class_offsets"] = dict(zip(run.labels, fitted.offsets))
         # the app's masks against the exported graph's, on a few test photos
         from modeldesk.deploy import Predictor
 

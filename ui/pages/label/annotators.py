@@ -27,9 +27,13 @@ class Annotator(QObject):
     edited(object)
         The user changed the current sample's annotation on the view itself (boxes drawn or moved);
         carries the new value. Class keys and buttons go through :meth:`choose` instead.
+    colors_changed(object)
+        The colours the classes are drawn in changed: ``{class name: "#rrggbb"}`` (empty: none), for
+        the class buttons' swatches.
     """
 
     edited = Signal(object)
+    colors_changed = Signal(object)
 
     target = "label"
     #: Under the classes title.

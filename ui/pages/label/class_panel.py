@@ -8,8 +8,8 @@ changes what an existing key does.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QPainter
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QLabel, QLineEdit, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from ...settings import settings
@@ -48,8 +48,25 @@ def assign_keys(labels, previous: dict | None = None) -> dict[str, str]:
     return {label: keys[label] for label in labels if label in keys}
 
 
+SWATCH = 12  # px, the side of a class's colour square
+
+
+def swatch_icon(color: str) -> QIcon:
+    """A small rounded square in ``color`` (a class's colour on its button)."""
+    pixmap = QPixmap(SWATCH, SWATCH)
+    pixmap.fill(Qt.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.Antialiasing)
+    painter.setPen(QColor(0, 0, 0, 96))
+    painter.setBrush(QColor(color))
+    painter.drawRoundedRect(0.5, 0.5, SWATCH - 1, SWATCH - 1, 3, 3)
+    painter.end()
+    return QIcon(pixmap)
+
+
 class ClassButton(QPushButton):
-    """A class on a button: its key and name on the left, how many examples it has on the right."""
+    """A class on a button: its key and name on the left (after its colour, where classes have one),
+    how many examples it has on the right."""
 
     def __init__(self, key: str, name: str, parent=None):
         super().__init__(f"{key}    {name}" if key else f"      {name}", parent)
@@ -58,6 +75,13 @@ class ClassButton(QPushButton):
         self.setFocusPolicy(Qt.NoFocus)
         self.key, self.name, self.count, self.noun = key, name, 0, "example"
         self.setToolTip(f"Key {key}" if key else "No key: click it")
+        self.color = ""
+
+    def set_color(self, color: str | None) -> None:
+        """Show ``color`` (``#rrggbb``) as a swatch before the key, or no swatch."""
+        self.color = color or ""
+        self.setIcon(swatch_icon(color) if color else QIcon())
+        self.setIconSize(QSize(SWATCH, SWATCH))
 
     def set_count(self, count: int, noun: str = "example") -> None:
         self.count, self.noun = int(count), noun
@@ -99,6 +123,7 @@ class ClassPanel(QWidget):
         self.labels: list[str] = []
         self.keys: dict[str, str] = {}
         self.buttons: list[ClassButton] = []
+        self.colors: dict[str, str] = {}  # class name -> "#rrggbb", where the classes are drawn in colours
         self.title = QLabel("Classes")
         self.title.setStyleSheet("font-weight: 600; font-size: 15px;")
         self.hint = QLabel()
@@ -141,6 +166,7 @@ class ClassPanel(QWidget):
         self.buttons = []
         for label in self.labels:
             button = ClassButton(self.keys.get(label, ""), label)
+            button.set_color(self.colors.get(label))
             button.clicked.connect(lambda _checked=False, name=label: self.chosen.emit(name))
             button.setContextMenuPolicy(Qt.CustomContextMenu)
             button.customContextMenuRequested.connect(lambda pos, b=button: self._menu(b, pos))
@@ -166,6 +192,12 @@ class ClassPanel(QWidget):
     def set_counts(self, counts: dict[str, int], noun: str = "example") -> None:
         for button in self.buttons:
             button.set_count(counts.get(button.name, 0), noun)
+
+    def set_colors(self, colors: dict) -> None:
+        """The classes' colours (``{name: "#rrggbb"}``; empty: the classes have none) as swatches."""
+        self.colors = dict(colors or {})
+        for button in self.buttons:
+            button.set_color(self.colors.get(button.name))
 
     def set_checked(self, names: set[str]) -> None:
         for button in self.buttons:

@@ -78,6 +78,7 @@ class MaskAnnotator(Annotator):
 
     def deactivate(self) -> None:
         self._active = False
+        self.colors_changed.emit({})
         self.show_proposal(None)
         self.editor.deactivate()
 
@@ -106,7 +107,10 @@ class MaskAnnotator(Annotator):
             if name not in self.slots:
                 used = {self.slots[n] for n in labels if n in self.slots}
                 self.slots[name] = next(k for k in range(len(used) + 1) if k not in used)
-        set_class_colors([slot_color(self.slots[name]) for name in labels])
+        colors = [slot_color(self.slots[name]) for name in labels]
+        set_class_colors(colors)
+        if self._active:
+            self.colors_changed.emit(dict(zip(labels, colors)))
         if self.current not in self.labels:
             self.current = self.labels[0] if self.labels else ""
         index = self.labels.index(self.current) if self.current else 0

@@ -122,7 +122,7 @@ class LabelPage(Page):
         self.prev_button.clicked.connect(self.previous)
         self.next_button = QPushButton("Next  ›")
         self.next_button.clicked.connect(self.next)
-        self.position = ElidedLabel()
+        self.position = ElidedLabel(breaks="  ·  ")  # a narrow window: two lines before "…"
         self.position.setAlignment(Qt.AlignCenter)
         self.position.setObjectName("Muted")
         self.position.setMinimumWidth(10)
@@ -246,6 +246,7 @@ class LabelPage(Page):
         if (kind, target) not in self.annotators:
             annotator = ANNOTATORS[target](view, self)
             annotator.edited.connect(lambda value: self._apply(value))
+            annotator.colors_changed.connect(self.panel.set_colors)
             self.annotators[kind, target] = annotator
         annotator = self.annotators[kind, target]
         if annotator is not self.annotator and self.annotator is not None:
