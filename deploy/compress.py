@@ -337,7 +337,7 @@ def compress_artifact(
         Largest accepted accuracy drop against fp32 (0.01 = 1 point), proven at ``confidence`` (one-
         sided upper bound); with too few images both are widened (``deploy.verdict.honest_level``).
     noun : str
-        What the images are called in the claim ("photos").
+        What the images are called in the claim ("photos"); a metric's own ``noun`` replaces it.
     candidates : list of str or Candidate, optional
         Restrict the search (names as in the result, e.g. ``"int8-qdq-pertensor-160"``).
     progress : callable, optional
@@ -449,7 +449,7 @@ def compress_artifact(
         examples=len(validation),
         max_loss=max_loss,
         confidence=confidence,
-        noun=noun,
+        noun=getattr(metric, "noun", noun),  # a detector's: "photos it was not trained on"
         score=getattr(metric, "score_words", "accuracy"),
     )
     chosen = _save(
