@@ -63,9 +63,9 @@ def test_a_copys_map50_loss_gets_a_paired_bootstrap_bound():
 
 def test_a_copy_is_judged_only_on_photos_the_head_was_not_fitted_on():
     """The copies keep the trained head: a photo it was fitted on would compare the copy with an original
-    that learned that photo, so only the validation, test and unassigned photos judge."""
+    that learned that photo, so only the validation and test photos judge."""
     box = (Box("cat", 0, 0, 5, 5),)
-    splits = ["train"] * 40 + ["val"] * 12 + ["test"] * 15 + [None] * 3
+    splits = ["train"] * 40 + ["val"] * 12 + ["test"] * 18
     samples = [LabeledSample(f"k{i}", f"p{i}.png", box, split) for i, split in enumerate(splits)]
     samples.append(LabeledSample("u", "u.png", (), "val"))  # no boxes: nothing to judge with
     photos = judging_photos(samples)

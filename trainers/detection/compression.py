@@ -3,8 +3,8 @@
 A compressed copy keeps the detector's trained head (its 1x1 cell head and box refiner cannot be
 re-fitted from the copy's features without the trainer's whole fitting recipe), so it is judged only
 on the labeled photos that head was not fitted on: every photo with boxes outside the training split
-(the validation photos, which chose the head's settings and score threshold but did not fit it, the
-test photos, and photos labeled later). Judged on the training photos too, a copy was compared with
+(the validation photos, which chose the head's settings and score threshold but did not fit it, and
+the test photos). Judged on the training photos too, a copy was compared with
 an original that had learned those very photos: on raccoon_voc (accurate template) an int8 per-tensor
 copy lost 3.2 points there and 8.1 on the test photos (90% [-22, +7]).
 
