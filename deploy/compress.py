@@ -162,9 +162,9 @@ def one_view_candidates(base_size: int, *, refit: bool) -> list[Candidate]:
     sizes too.
 
     Measured with views judged on their own photos' rows (best template, sign_digits, 779 photos across
-    folds, loaded 2-core machine): re-fitted 8-bit one-pass 3.2x faster at 2 threads, 0.4 points below
-    the original, bound 1.39: refused, where the re-fitted 8-bit copy with every view (1.8x, bound
-    0.30) passed; the 192 px one-pass copy (3.9x, 1.2 points below) was then not tested."""
+    folds, 2 threads, quiet 2-core machine): re-fitted 8-bit one-pass 4.7x faster, 0.4 points below
+    the original, bound 1.39: refused, where the re-fitted 8-bit copy with every view (2.15x, bound
+    0.30) passed; the 192 px one-pass copy (6.4x, 1.2 points below) was then not tested."""
     out = [Candidate(one_view=True)]
     out += [Candidate(quant=q, per_channel=True, one_view=True) for q in ("qdq", "qop")]
     if refit:
