@@ -489,7 +489,7 @@ def _compression_data(ws, artifact):
     samples = labeled_samples(ws.store, project)
     training = [(s.path, s.target) for s in samples if s.split == "train"]
     validation = [(s.path, s.target) for s in samples if s.split in ("val", "test")]
-    if artifact.target == "boxes":  # a detector's copy is judged against the original on every labeled photo
+    if artifact.target == "boxes":  # a detector's copy: against the original, on photos it was not trained on
         from modeldesk.trainers.detection.compression import judging_photos
 
         validation = judging_photos(samples)

@@ -1,5 +1,5 @@
-"""Compression's judgement of a detector's smaller copy: against the original's boxes on every labeled
-photo, and refused on too few photos."""
+"""Compression's judgement of a detector's smaller copy: against the original's boxes on the labeled
+photos its head was not fitted on, and refused on too few photos."""
 
 from __future__ import annotations
 
@@ -61,13 +61,20 @@ def test_a_copys_map50_loss_gets_a_paired_bootstrap_bound():
     assert judge.reference is None  # scoring records nothing: the verdict may resample freely
 
 
-def test_too_few_labeled_photos_are_refused_in_plain_words(tmp_path):
-    samples = [
-        LabeledSample(f"k{i}", f"p{i}.png", (Box("cat", 0, 0, 5, 5),), "train") for i in range(MIN_PHOTOS)
-    ]
-    assert len(judging_photos(samples + [LabeledSample("u", "u.png", (), "train")])) == MIN_PHOTOS
-    with pytest.raises(UserError, match=f"label at least {MIN_PHOTOS} photos"):
-        judging_photos(samples[:12])
+def test_a_copy_is_judged_only_on_photos_the_head_was_not_fitted_on():
+    """The copies keep the trained head: a photo it was fitted on would compare the copy with an original
+    that learned that photo, so only the validation and test photos judge."""
+    box = (Box("cat", 0, 0, 5, 5),)
+    splits = ["train"] * 40 + ["val"] * 12 + ["test"] * 18
+    samples = [LabeledSample(f"k{i}", f"p{i}.png", box, split) for i, split in enumerate(splits)]
+    samples.append(LabeledSample("u", "u.png", (), "val"))  # no boxes: nothing to judge with
+    photos = judging_photos(samples)
+    assert [path for path, _ in photos] == [f"p{i}.png" for i in range(40, 70)]
+    with pytest.raises(UserError, match=f"at least {MIN_PHOTOS} labeled photos in the validation and test"):
+        judging_photos(samples[:60])  # 20 photos outside training
+    assert len(judging_photos(samples[:60], minimum=20)) == 20
+    with pytest.raises(UserError, match="trained on every labeled photo"):
+        judging_photos([LabeledSample(f"k{i}", f"p{i}.png", box, "val") for i in range(40)])
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +99,7 @@ def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path
         artifact,
         tmp_path / "int8",
         calibration=[s.path for s in samples if s.split == "train"],
-        validation=judging_photos(samples),
+        validation=judging_photos(samples, minimum=10),  # 12 of the 30 made photos are outside training
         candidates=["int8-qdq-perchannel"],
         threads=(1,),
         max_loss=1.0,
@@ -109,5 +116,6 @@ def test_compression_keeps_the_original_when_the_judge_refuses(trained, tmp_path
     # what export --compress --json and the Deploy page state: the bound proven (none lost: the original),
     # at what confidence, on how many photos, of the detector's own score
     assert out["loss_bound"] == 0 and 0.5 < out["confidence"] <= 0.95
-    assert out["judged_examples"] == len(judging_photos(samples))
-    assert "box score (mAP50)" in out["claim"] and f"{out['judged_examples']} photos" in out["claim"]
+    assert out["judged_examples"] == sum(s.split != "train" for s in samples) == 12
+    assert "box score (mAP50)" in out["claim"]
+    assert f"{out['judged_examples']} photos it was not trained on" in out["claim"]
