@@ -74,8 +74,9 @@ class ExportCard(QObject):
         self.export_button.clicked.connect(lambda: self.export(compress=False, bundle=False))
         self.compress_button = QPushButton("Make smaller && faster")
         self.compress_tip = (
-            "Tries 8-bit and smaller-input versions on every labeled photo; keeps the fastest "
-            "proven to lose at most 1 point of accuracy (95% sure)."
+            "Tries 8-bit and smaller-input versions, each judged on labeled examples it was not "
+            "fitted on; keeps the fastest proven to lose at most 1 point (95% sure), or says what "
+            "it could prove."
         )
         self.compress_button.setToolTip(self.compress_tip)
         self.compress_button.clicked.connect(lambda: self.export(compress=True, bundle=False))
