@@ -24,18 +24,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-def bilinear_matrix(out: int, src: int) -> np.ndarray:
-    """(out, src): half-pixel bilinear resize along one axis (ONNX Resize ``linear``, ``half_pixel``)."""
-    m = np.zeros((out, src))
-    for i in range(out):
-        x = min(max((i + 0.5) * src / out - 0.5, 0), src - 1)
-        lo = int(np.floor(x))
-        hi = min(lo + 1, src - 1)
-        m[i, lo] += 1 - (x - lo)
-        m[i, hi] += x - lo
-    return m
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workspace", type=Path, required=True, help="a train_segment.py workspace")
@@ -152,7 +140,9 @@ def main(argv=None) -> int:
         folds.append((fit, held, inner))
 
     G = necks["main"].grid
-    small_up = bilinear_matrix(G, necks["small"].grid)
+    from modeldesk.trainers.views import resize_matrix
+
+    small_up = resize_matrix(necks["small"].grid, G).astype(np.float64)
     variants = {
         "base": dict(balance=0.5, edge=0.0, hidden=256),
         "bal25": dict(balance=0.25, edge=0.0, hidden=256),

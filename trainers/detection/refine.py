@@ -341,6 +341,15 @@ def _accumulate(sums, blocks):
     return gram, cross, total + X.sum(axis=0), total_y + Y.sum(axis=0), n + len(X)
 
 
+def _near_copies(truth: np.ndarray, spec, copies: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """``copies`` jittered copies of each true box and the box each copies, kept where they still
+    overlap it by ``spec.min_iou`` (what a regression step is fitted on)."""
+    boxes = _jittered(truth, spec.jitter, copies, rng)
+    target = np.repeat(truth, copies, axis=0)
+    near = _paired_iou(boxes, target) >= spec.min_iou
+    return boxes[near], target[near]
+
+
 def _jittered(truth: np.ndarray, jitter: float, copies: int, rng) -> np.ndarray:
     """(M * copies, 4) copies of ``truth`` with each side moved by ``jitter`` x its box's width/height."""
     wh = np.maximum(truth[:, 2:] - truth[:, :2], 1.0)
@@ -384,12 +393,10 @@ class BoxRefiner:
             truth = np.asarray(truth, np.float64).reshape(-1, 4)
             if not len(truth):
                 continue
-            boxes = _jittered(truth, spec.jitter, copies, rng)
-            target = np.repeat(truth, copies, axis=0)
-            near = _paired_iou(boxes, target) >= spec.min_iou
-            if near.any():
-                blocks.append((computer.features(flat, boxes[near]), side_moves(boxes[near], target[near])))
-                rows += int(near.sum())
+            boxes, target = _near_copies(truth, spec, copies, rng)
+            if len(boxes):
+                blocks.append((computer.features(flat, boxes), side_moves(boxes, target)))
+                rows += len(boxes)
             if spec.rescore > 0:
                 wide = _jittered(truth, spec.rescore_jitter, copies, rng)
                 if spec.rescore_background:
@@ -431,10 +438,7 @@ class BoxRefiner:
             truth = np.asarray(truth, np.float64).reshape(-1, 4)
             if not len(truth):
                 continue
-            boxes = _jittered(truth, spec.jitter, copies, rng)
-            target = np.repeat(truth, copies, axis=0)
-            near = _paired_iou(boxes, target) >= spec.min_iou
-            boxes, target = boxes[near], target[near]
+            boxes, target = _near_copies(truth, spec, copies, rng)
             if not len(boxes):
                 continue
             for weight, bias in self.stages:
