@@ -57,10 +57,11 @@ def calibrated_seconds(cache_dir, what: str, raw_s: float, factor: float | None 
     return float(raw_s) * correction(cache_dir, what) * PRIOR_SLOWDOWN * load_factor(factor)
 
 
-def measure_load() -> float:
-    """The slowdown now; from here on this process keeps what it measures (a trainer's estimate probing
-    its encoder, say) in the priors' units, so that :func:`calibrate` scales it only once."""
-    factor = slowdown()
+def measure_load(threads: int | None = None) -> float:
+    """The slowdown now for a job of ``threads`` threads (None: every core); from here on this process
+    keeps what it measures (a trainer's estimate probing its encoder, say) in the priors' units, so that
+    :func:`calibrate` scales it only once."""
+    factor = slowdown(threads=threads)
     set_measurement_scale(load_factor(factor))
     return factor
 

@@ -114,8 +114,10 @@ def estimate(ws, project, template_name: str, *, device: str = "auto", cluster: 
 
     samples = labeled_samples(ws.store, project)
     options = {"cluster": cluster} if cluster else {}
-    factor = measure_load()  # before the trainer's estimate, which may time a probe of its own
-    estimate = get_trainer(project.task).estimate(
+    trainer = get_trainer(project.task)
+    # before the trainer's estimate, which may time a probe of its own
+    factor = measure_load(getattr(trainer, "threads", None))
+    estimate = trainer.estimate(
         samples, get_template(template_name), feature_cache_dir(ws), device=device, **options
     )
     # every stage the run performs: the worker starting and the scoring for label suggestions too

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
+from threadpoolctl import threadpool_limits
+
 from modeldesk.app import pipeline
 from modeldesk.app.anomaly_masks import defect_mask_options
 from modeldesk.app.calibration import calibrated_seconds, learn, load_factor
@@ -14,7 +16,7 @@ from modeldesk.app.tables import train_options
 from modeldesk.app.workspace import Workspace
 from modeldesk.datasets.kinds import sample_kind
 from modeldesk.scheduler.cost import set_measurement_scale
-from modeldesk.scheduler.speed import slowdown
+from modeldesk.scheduler.speed import free_cores, slowdown
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,8 @@ def run_training(params: dict, ctx) -> dict:
         scored = scoring_count(ws.store, project)
         trainer = get_trainer(project.task)
         cache_dir = pipeline.feature_cache_dir(ws)
-        speed = slowdown()  # this machine, as busy as it is now (the ETAs and the lesson learned use it)
+        # this machine, as busy as it is now (the ETAs and the lesson learned use it)
+        speed = slowdown(threads=getattr(trainer, "threads", None))
         set_measurement_scale(load_factor(speed))  # what this run measures, kept in the priors' units
         bar = RunProgress(
             ctx.progress,
@@ -51,18 +54,19 @@ def run_training(params: dict, ctx) -> dict:
         options.update(train_options(ws.store, project))  # a table's target column and column types
         options.update(defect_mask_options(ws.store, project, trainer))  # pixel AUROC saved at training
         started = time.monotonic()
-        result = trainer.train(
-            samples,
-            template,
-            out_dir,
-            pipeline.feature_cache_dir(ws),
-            time_budget=params.get("time_budget"),
-            device=params.get("device") or "auto",
-            progress=bar.training,
-            should_stop=ctx.should_stop,
-            model_id=model_id,
-            **options,
-        )
+        with threadpool_limits(free_cores()):  # numpy's fits leave the cores other programs use
+            result = trainer.train(
+                samples,
+                template,
+                out_dir,
+                pipeline.feature_cache_dir(ws),
+                time_budget=params.get("time_budget"),
+                device=params.get("device") or "auto",
+                progress=bar.training,
+                should_stop=ctx.should_stop,
+                model_id=model_id,
+                **options,
+            )
         metrics = dict(result.metrics)
         if params.get("auto"):  # "Improve as I label": the pickers keep the user's own model as default
             metrics[ORIGIN_KEY] = ORIGIN

@@ -28,7 +28,7 @@ REUSE_S = 30.0
 LIMITS = (0.25, 30.0)
 
 _lock = threading.Lock()
-_last: tuple[float, float] | None = None  # (when, slowdown)
+_last: tuple[float, float, float | None] | None = None  # (when, timed pass / reference, busy threads)
 _data = np.random.default_rng(0).standard_normal(60_000).astype(np.float32)
 
 
@@ -66,25 +66,43 @@ def busy_threads(samples: int = 15, gap_s: float = 0.003, path: str = "/proc/loa
     return max(statistics.median(counts) - 1.0, 0.0)
 
 
-def contention(busy: float | None, cores: int | None = None) -> float:
-    """How much longer a job on every core takes beside ``busy`` ready threads: they share the cores."""
-    if not cores:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return 1.0 if busy is None else (busy + cores) / cores
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def slowdown(*, now=time.monotonic, probe=measure, busy=busy_threads) -> float:
+def contention(busy: float | None, cores: int | None = None, threads: int | None = None) -> float:
+    """How much longer a job of ``threads`` threads (None: one on every core) takes beside ``busy``
+    ready threads: all of them share the cores fairly, and a job that leaves a core idle on a quiet
+    machine loses nothing until the others need it (one thread beside two busy ones on 2 cores: 1.5x)."""
+    cores = cores or _cores()
+    if busy is None:
+        return 1.0
+    threads = cores if threads is None else max(1, threads)
+    return max(1.0, min(threads, cores) * (busy + threads) / (threads * cores))
+
+
+def slowdown(*, now=time.monotonic, probe=measure, busy=busy_threads, threads: int | None = None) -> float:
     """This machine's time for a piece of work against the reference machine's (2.0: twice as long):
-    the timed pass, or the share of the cores other programs leave when that is the larger, measured at
-    most every :data:`REUSE_S` seconds in this process."""
+    the timed pass, or the share of the cores other programs leave a job of ``threads`` threads (None:
+    one on every core) when that is the larger. Both are measured at most every :data:`REUSE_S`
+    seconds in this process."""
     global _last
     with _lock:
-        if _last is not None and now() - _last[0] < REUSE_S:
-            return _last[1]
-        factor = max(probe() / REFERENCE_S, contention(busy()))
-        factor = min(max(factor, LIMITS[0]), LIMITS[1])
-        _last = (now(), factor)
-        return factor
+        if _last is None or now() - _last[0] >= REUSE_S:
+            _last = (now(), probe() / REFERENCE_S, busy())
+        _, timed, ready = _last
+    factor = max(timed, contention(ready, threads=threads))
+    return min(max(factor, LIMITS[0]), LIMITS[1])
+
+
+def free_cores(*, now=time.monotonic, probe=measure, busy=busy_threads) -> int:
+    """The cores other programs leave free now, at least one: the threads a numpy fit should use. Beside
+    busy cores a parallel product waits for its slowest thread: a head's products ran 1.8x faster on one
+    thread than on two beside two busy processes on 2 cores (2026-12-04)."""
+    slowdown(now=now, probe=probe, busy=busy)  # measures, or reuses the last measurement
+    ready = _last[2] if _last is not None else None
+    cores = _cores()
+    return cores if ready is None else max(1, min(cores, cores - round(ready)))
 
 
 def forget() -> None:

@@ -115,6 +115,8 @@ class TaskTrainer:
         instead of on the training path before the export (``measure``).
     stage_at : where the progress bar stands when the skeleton's "Evaluating" and "Exporting" stages
         begin, for a task whose own stages leave them elsewhere (default: ``EXPORT_STAGES``).
+    threads : the threads a run keeps busy (None: one on every core), so that its estimate counts the
+        share of the cores other programs leave it (``scheduler.speed.contention``).
     """
 
     evaluator = "modeldesk.trainers.evaluation:evaluate_labels"
@@ -122,6 +124,7 @@ class TaskTrainer:
     train_options: dict = {}
     evaluates_export = False
     stage_at: dict = {}
+    threads: int | None = None
     #: the default ``stage_at``, by ``evaluates_export``
     EXPORT_STAGES = {
         False: {"Evaluating": 0.95, "Exporting": 0.97},

@@ -123,7 +123,7 @@ def test_a_probe_an_estimate_times_is_kept_in_the_priors_units(tmp_path, monkeyp
     from modeldesk.scheduler import CostModel
     from modeldesk.scheduler.cost import set_measurement_scale
 
-    monkeypatch.setattr("modeldesk.app.calibration.slowdown", lambda: 6.0)
+    monkeypatch.setattr("modeldesk.app.calibration.slowdown", lambda **_: 6.0)
     try:
         factor = measure_load()
         CostModel(tmp_path).measure("text-embed", "cpu", 1, 1, lambda *_: 0.5)  # 0.5 s a text, measured now
@@ -157,3 +157,35 @@ def test_a_quick_pass_that_reads_quiet_does_not_hide_busy_cores():
         assert speed.slowdown(probe=lambda: 3 * speed.REFERENCE_S, busy=lambda: None) == 3.0  # a slow CPU
     finally:
         speed.forget()
+
+
+def test_a_one_thread_job_shares_the_cores_less_than_one_on_every_core():
+    """Beside two busy threads on 2 cores a job on both cores runs twice as long, but a one-thread job
+    (a table's fits) gets a core and a half's worth of turns shared three ways: 1.5x; beside one busy
+    thread it still has a core of its own."""
+    assert speed.contention(2.0, cores=2) == 2.0
+    assert speed.contention(2.0, cores=2, threads=1) == 1.5
+    assert speed.contention(1.0, cores=2, threads=1) == 1.0
+    assert speed.contention(0.0, cores=2, threads=1) == 1.0
+    assert speed.contention(None, cores=2, threads=1) == 1.0
+    speed.forget()
+    try:
+        quiet_pass = lambda: speed.REFERENCE_S  # noqa: E731
+        assert speed.slowdown(probe=quiet_pass, busy=lambda: 2.0, threads=1) == 1.5
+        # the measurement is reused; the job's own threads still count
+        assert speed.slowdown(probe=quiet_pass, busy=lambda: 0.0) == 2.0
+    finally:
+        speed.forget()
+
+
+def test_a_fit_leaves_the_cores_other_programs_use(monkeypatch):
+    """numpy's products run on the cores left free (one at least): beside busy cores a parallel product
+    waits for its slowest thread."""
+    monkeypatch.setattr(speed, "_cores", lambda: 2)
+    quiet_pass = lambda: speed.REFERENCE_S  # noqa: E731
+    for ready, threads in ((0.0, 2), (1.0, 1), (2.0, 1), (5.0, 1), (None, 2)):
+        speed.forget()
+        try:
+            assert speed.free_cores(probe=quiet_pass, busy=lambda: ready) == threads
+        finally:
+            speed.forget()

@@ -59,11 +59,15 @@ FLOPS = 4e9  # numpy's multiply-adds per second in the head's fit, until measure
 HELD_SHARE = 0.15  # of each sequence's training frames, when there is no validation split
 PARITY_AGREEMENT = 0.999  # share of pixels the exported graph's masks must share with training's
 VAL_ROWS = 20_000
-#: the head's planned multiply-adds (rows x features x width x 6 x epochs) a second, for the estimate, in
-#: the priors' units (app.calibration): the fast recipe's 9.1e11 took 3.8-5.8 s with the points chosen and
-#: the accurate one's 7.9e11 took 5.8 s at probe slowdown 0.93 (1.0-1.6e11 and 0.9e11 in those units;
-#: bench/estimates.py --stages, 2026-12-04): patience stops it well before its last epoch
-ESTIMATE_FLOPS = 1.0e11
+#: the head's multiply-adds a second, for the estimate, in the priors' units (app.calibration): 20 CamVid
+#: photos, 2026-12-04, load 4 (slowdown 1.27 in those units): a fast pass over the points (3.6e10) took
+#: 1.56 s, an accurate one (3.1e10) 1.34 s, and the accurate recipe's principal directions (1.9e11) 4.0 s
+ESTIMATE_FLOPS = 3.0e10
+#: the share of its passes a head makes: patience stops it early (6 of 25 in every run above)
+PASSES_SHARE = 0.25
+#: choosing the points: seconds per photo and view at a 64 x 64 grid, in the priors' units (1.9 s for
+#: 20 photos mirrored at 64 x 64, 2.5 s at 80 x 80, 2026-12-04)
+ROWS_S = 0.045
 #: the held-out check and the export, in the priors' units: 0.3-1.6 s at probe slowdown 0.93 (2026-12-04)
 EXPORT_S = 1.5
 
@@ -267,11 +271,16 @@ class SegmentationTrainer(TaskTrainer):
         )
         budget = float(time_budget or template.time_budget_s)
         # in the priors' units: a time measured now (measured_flops) would count the load twice (app.calibration)
-        fit_s = min(self._fit_flops(template, backbone, len(keys)) / ESTIMATE_FLOPS, 0.6 * budget)
+        passes = PASSES_SHARE * self._fit_flops(template, backbone, len(keys))
+        fit_s = min(
+            (passes + self._projection_flops(template, backbone, len(keys))) / ESTIMATE_FLOPS, 0.6 * budget
+        )
         # rows: the neck on every photo and view; evaluation: a third of the photos through the graph
-        grid_s = 0.02 * len(keys) * len(template.views) * (4 if template.neck.stride == 4 else 1)
+        area = (template.neck.grid / 64) ** 2
+        grid_s = ROWS_S * len(keys) * (2 if template.flip_train else 1) * area
         sizes = 1 + sum((s / template.neck.size) ** 2 for s in template.extra_sizes)  # backbone passes
-        eval_s = len(keys) / 3 * SECONDS_PER_IMAGE * (2 if template.flip_test else 1) * 1.5 * sizes
+        passes_per_photo = (2 if template.flip_test else 1) * (1.5 if template.refine else 1) * sizes
+        eval_s = len(keys) / 3 * SECONDS_PER_IMAGE * (template.neck.size / 512) ** 2 * 1.5 * passes_per_photo
         parts = {
             "features": features_s,
             "head": fit_s,
@@ -288,6 +297,15 @@ class SegmentationTrainer(TaskTrainer):
         width = template.hidden or len(backbone.outputs)
         dim = min(template.neck.dim(backbone), template.components or 10**9)
         return rows * dim * width * 6 * template.epochs
+
+    @staticmethod
+    def _projection_flops(template, backbone, n_photos: int) -> float:
+        """Multiply-adds of the principal directions the head learns on (none without ``components``)."""
+        dim = template.neck.dim(backbone)
+        if not template.components or template.components >= dim:
+            return 0.0
+        rows = min(template.rows, n_photos * template.neck.grid**2)
+        return rows * dim * (dim + template.components)
 
     @classmethod
     def _fit_seconds(cls, template, backbone, n_photos: int) -> float:

@@ -100,6 +100,7 @@ class TabularClassificationTrainer(TaskTrainer):
     classes = True
     train_options = {"column_types": None, "target_column": None}
     stage_at = {"Evaluating": 0.75, "Exporting": 0.95}
+    threads = 1  # its fits and its encoding graph run on one thread (models.py)
 
     def check(self, samples) -> None:
         self._checked(samples)
