@@ -54,7 +54,10 @@ from modeldesk.trainers.templates import get_template
 
 log = logging.getLogger(__name__)
 
-SECONDS_PER_IMAGE = 0.06  # backbone at 512 px on a CPU, before anything was measured here
+#: the backbone at 512 px on a CPU, before anything was measured here, in the priors' units: 40 views of
+#: 20 CamVid photos took 3.7 s at 512 px and 5.2 s at 640 px at probe slowdown 2.0 (2.9 and 4.1 s in
+#: those units; 2026-12-04)
+SECONDS_PER_IMAGE = 0.07
 FLOPS = 4e9  # numpy's multiply-adds per second in the head's fit, until measured here (``measured_flops``)
 HELD_SHARE = 0.15  # of each sequence's training frames, when there is no validation split
 PARITY_AGREEMENT = 0.999  # share of pixels the exported graph's masks must share with training's
@@ -266,9 +269,8 @@ class SegmentationTrainer(TaskTrainer):
             device=device,
             batch_size=8,
         )
-        features_s = (
-            plan.eta_s if plan.eta_s is not None else len(missing) * len(template.views) * SECONDS_PER_IMAGE
-        )
+        per_image = SECONDS_PER_IMAGE * (template.neck.size / 512) ** 2  # until measured here
+        features_s = plan.eta_s if plan.eta_s is not None else len(missing) * len(template.views) * per_image
         budget = float(time_budget or template.time_budget_s)
         # in the priors' units: a time measured now (measured_flops) would count the load twice (app.calibration)
         passes = PASSES_SHARE * self._fit_flops(template, backbone, len(keys))
