@@ -16,14 +16,16 @@ from modeldesk.scheduler import CostModel
 
 # Cost-model key: samples scored per second after training (decoding + the whole exported graph).
 SCORING_WORK = "label-suggestions"
-# Seconds per sample before anything was measured here: decoding plus the whole graph on 2 busy cores.
-SCORING_PRIOR_S = 0.012
+# Seconds per sample before anything was measured here, in the priors' units (app.calibration): decoding
+# plus the whole graph; with the session's start below, 100 sign digits were scored in 0.95 s and 100
+# spoken digits in 0.47 s in those units (bench/estimates.py --stages, 2026-12-04; it was 0.012 and 0.5).
+SCORING_PRIOR_S = 0.008
 # Seconds for the scorer's session to be created, once per run.
-SCORING_START_S = 0.5
+SCORING_START_S = 0.25
 # The worker process starting (Python, numpy, ONNX Runtime) and opening the workspace: 0.5-0.6 s from
-# "running" to the trainer's first event at probe slowdown 0.9-1.2 (bench/estimates.py, 2026-12-04),
-# ~0.8 s in the priors' units (app.calibration).
-JOB_START_S = 0.8
+# "running" to the trainer's first event at probe slowdown 0.9-1.2 and 0.4-1.1 s beside a benchmark (0.4-0.6
+# s in the priors' units; bench/estimates.py, 2026-12-04): 0.7 s in those units.
+JOB_START_S = 0.7
 
 
 def scoring_key(project, template: str | None = None) -> str:
