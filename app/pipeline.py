@@ -388,8 +388,8 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     planned = n_samples = None
     started = time.monotonic()
     if compress:
-        calibration, validation, training = _compression_data(ws, artifact)
-        metric = compression_metric(artifact, validation)
+        calibration, validation, training, metric = _compression_data(ws, artifact)
+        metric = metric or compression_metric(artifact, validation)
         n_samples = len(validation) + len(training or ())
         factor = slowdown()  # this machine, as busy as it is now
         planned = compression_seconds(
@@ -475,8 +475,8 @@ def compression_refusal(artifact) -> str:
 
 
 def _compression_data(ws, artifact):
-    """Calibration images, labeled validation images and labeled training images (for re-fitted
-    heads), from the model's project."""
+    """Calibration images, labeled validation images, labeled training images (for re-fitted heads),
+    from the model's project, and the metric that judges a detector's copies (else None)."""
     refusal = compression_refusal(artifact)
     if refusal:
         raise UserError(f"{refusal} Export it without compression (no --compress).")
@@ -491,10 +491,11 @@ def _compression_data(ws, artifact):
     samples = labeled_samples(ws.store, project)
     training = [(s.path, s.target) for s in samples if s.split == "train"]
     validation = [(s.path, s.target) for s in samples if s.split in ("val", "test")]
-    if artifact.target == "boxes":  # a detector's copy: against the original, on photos it was not trained on
-        from modeldesk.trainers.detection.compression import judging_photos
+    judge = None
+    if artifact.target == "boxes":  # every labeled photo, by detection heads fitted across folds
+        from modeldesk.trainers.detection.compression import detection_judging
 
-        validation = judging_photos(samples)
+        judge, validation = detection_judging(artifact, samples, feature_cache_dir(ws))
     if artifact.target == "anomaly":  # judged on the photos that did not fill the memory bank
         from modeldesk.trainers.anomaly.compression import judging_photos as anomaly_judging_photos
 
@@ -527,4 +528,4 @@ def _compression_data(ws, artifact):
         from modeldesk.trainers.anomaly.compression import CALIBRATION_PHOTOS as calibrating
     if artifact.target == "mask":
         from modeldesk.trainers.segmentation.compression import CALIBRATION_PHOTOS as calibrating
-    return [path for path, _ in training[:calibrating]], validation, refit
+    return [path for path, _ in training[:calibrating]], validation, refit, judge

@@ -15,15 +15,15 @@ prints
 
 With ``--template object-detection/fast`` (or ``/accurate``) the same is done for a detector on
 /work/shared/benchdata/raccoon_voc, judged as the app judges it (``trainers.detection.compression``: on
-the photos its head was not fitted on);
+every labeled photo, each by a detection head fitted across folds without it);
 with ``--template sound-classification/fast`` (or ``/accurate``) for a sound model on
 /work/shared/benchdata/fsdd_audio (fp32 against int8, judged as the app does: every labeled clip, by
 heads fitted across folds).
 
 3. the check of the verdict on data compression never saw: the model is trained and compressed on the
    other three quarters only, judged there exactly as the app judges (a classifier on all of them, by
-   heads fitted across folds; a detector on those outside the training split, which its head was not
-   fitted on: raccoon_voc's three quarters leave 9, under the 30 the app asks, and it refuses), and
+   heads fitted across folds; a detector too, by detection heads fitted across folds: raccoon_voc's
+   three quarters give 78 photos, where the photos outside its training split, 9, were too few), and
    the kept copy's loss against the original is then measured on the held-out quarter, paired, with a 95% interval, next to the bound
    the app claimed. ``--repeats 3`` repeats it on three different held-out quarters (the first is the
    usual one) and counts how often the claim held. A claim is about the copy's true loss, and a quarter
@@ -325,7 +325,7 @@ def run(args, work: Path, repeat: int = 0, cache: Path | None = None) -> dict:
     from modeldesk.deploy import compress_artifact, load_artifact
     from modeldesk.errors import UserError
     from modeldesk.trainers.compression import head_refitter
-    from modeldesk.trainers.detection.compression import judging_photos
+    from modeldesk.trainers.detection.compression import boxed_photos, detection_judging
     from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
     from modeldesk.trainers.image.classification import train_image_classifier
 
@@ -376,17 +376,22 @@ def run(args, work: Path, repeat: int = 0, cache: Path | None = None) -> dict:
     t0 = time.perf_counter()
     # Judged as the app judges (app.pipeline): the held-out quarter is a part compression never sees.
     metric = compression_metric(load_artifact(result.artifact_dir))
-    if detector:  # on the photos of the project its head was not fitted on
+    if detector:  # on every labeled photo, by detection heads fitted across folds (app.pipeline)
         try:
-            unseen = judging_photos(training)
+            metric, judging = detection_judging(load_artifact(result.artifact_dir), training, cache)
         except UserError as exc:  # the app refuses: the original is what the user keeps
             print(f"\ncompression refused, as the app refuses it: {exc}")
-            return refused(held_out, sum(s.split != "train" for s in training))
+            return refused(held_out, len(boxed_photos(training)))
+        if metric.folds is not None:
+            print(
+                f"\ndetection heads fitted across {len(metric.folds.heads)} folds of "
+                f"{len(metric.folds.samples)} photos in {metric.folds.seconds:.1f} s"
+            )
         report = compress_artifact(
             result.artifact_dir,
             work / "compressed",
             calibration=calibration,
-            validation=unseen,
+            validation=judging,
             threads=(1, 2),
             metric=metric,
             **search,

@@ -370,7 +370,10 @@ def compress_artifact(
         makes a copy of the float graph that only the task knows how to make (a smaller memory bank),
         tried as candidates named ``<recipe>+<name>``; and ``adjust(blob) -> (blob, card fields)``,
         asked after each copy it scored, which may change that copy's graph and card (an anomaly copy
-        re-chooses its own threshold from its own scores).
+        re-chooses its own threshold from its own scores). And ``fold_of`` and ``fold_heads`` (a
+        detector's judge has them): each validation item's fold and, per fold, a head's initializers
+        fitted without that fold, put in place of each copy's own of the same name to answer it (so
+        every item is judged by a head it did not train, and the items may be the training ones).
 
     Returns
     -------
@@ -457,9 +460,8 @@ def compress_artifact(
         noun=getattr(metric, "noun", noun),  # a detector's: "photos it was not trained on"
         score=getattr(metric, "score_words", "accuracy"),
     )
-    chosen = _save(
-        artifact, out_dir, results, models, decision, len(calibration), runner.folds, runner.card_changes
-    )
+    folds = runner.folds or len(getattr(metric, "fold_heads", None) or ())
+    chosen = _save(artifact, out_dir, results, models, decision, len(calibration), folds, runner.card_changes)
     chosen["metric"] = getattr(metric, "__name__", "metric") if metric is not None else "accuracy"
     return chosen
 
@@ -789,6 +791,8 @@ class _Runner:
             if self.folds:
                 right = self.across_folds(candidate, blob, size)
                 row["accuracy"], self.answers[candidate.name] = float(np.mean(right)), right
+            elif getattr(self.metric, "fold_heads", None):
+                row["accuracy"], self.answers[candidate.name] = self.score_by_fold_heads(blob, size)
             else:
                 session = create_session(blob, device="cpu", threads=self.threads[-1], spin=False)
                 row["accuracy"], self.answers[candidate.name] = self.score(
@@ -823,10 +827,34 @@ class _Runner:
                 self.truth
             )
             return float(np.mean(right)), right
+        predictions = _format_all(session, self.scored_output(size), feeds)
+        return float(self.metric(predictions, [t for _, t in self.data.validation])), predictions
+
+    def scored_output(self, size: int):
+        """The card's output reader at ``size``, keeping every score (its ``threshold`` at 0)."""
         output = output_for({**self.card, "preprocessing": replace(self.spec, size=size).to_dict()})
         if hasattr(output, "threshold"):
             output.threshold = 0.0
-        predictions = _format_all(session, output, feeds)
+        return output
+
+    def score_by_fold_heads(self, blob: bytes, size: int) -> tuple[float, list]:
+        """The metric of ``blob`` with the metric's own heads fitted across folds of the judging
+        images (``metric.fold_of``, each image's fold; ``metric.fold_heads``, per fold the head's
+        initializers fitted without it, put in place of the graph's of the same name): each image
+        answered by the head of its fold on this copy's own features, then scored all together."""
+        model = onnx.load_from_string(blob)
+        feeds = self.data.feeds("validation", size)
+        fold_of = np.asarray(self.metric.fold_of)
+        output = self.scored_output(size)
+        predictions: list = [None] * len(fold_of)
+        for fold, inits in enumerate(self.metric.fold_heads):
+            judged = np.flatnonzero(fold_of == fold)
+            session = create_session(
+                self.with_head(model, inits), device="cpu", threads=self.threads[-1], spin=False
+            )
+            answers = _format_all(session, output, {k: v[judged] for k, v in feeds.items()})
+            for i, answer in zip(judged, answers):
+                predictions[i] = answer
         return float(self.metric(predictions, [t for _, t in self.data.validation])), predictions
 
     def loss_bounds(self) -> dict:
