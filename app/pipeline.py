@@ -19,6 +19,9 @@ from modeldesk.errors import UserError
 
 log = logging.getLogger(__name__)
 
+#: what the Deploy page says while a detector's heads are fitted across folds, before its copies are judged
+FOLD_FITS_MESSAGE = "Learning the detector's head again, each time without a fifth of the photos"
+
 
 def labeled_samples(store, project) -> list:
     """The project's labeled samples as the trainers' neutral input type (``LabeledSample``)."""
@@ -387,8 +390,14 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     calibration = validation = training = metric = None
     planned = n_samples = None
     started = time.monotonic()
+
+    def fold_fits(done, total):  # a detector's heads, fitted across folds before the copies are judged
+        elapsed = time.monotonic() - started
+        if progress is not None:
+            progress(done, total, FOLD_FITS_MESSAGE, elapsed / done * (total - done) if done else None)
+
     if compress:
-        calibration, validation, training, metric = _compression_data(ws, artifact)
+        calibration, validation, training, metric = _compression_data(ws, artifact, progress=fold_fits)
         metric = metric or compression_metric(artifact, validation)
         n_samples = len(validation) + len(training or ())
         factor = slowdown()  # this machine, as busy as it is now
@@ -474,7 +483,7 @@ def compression_refusal(artifact) -> str:
     return ""
 
 
-def _compression_data(ws, artifact):
+def _compression_data(ws, artifact, progress=None):
     """Calibration images, labeled validation images, labeled training images (for re-fitted heads),
     from the model's project, and the metric that judges a detector's copies (else None)."""
     refusal = compression_refusal(artifact)
@@ -495,7 +504,7 @@ def _compression_data(ws, artifact):
     if artifact.target == "boxes":  # every labeled photo, by detection heads fitted across folds
         from modeldesk.trainers.detection.compression import detection_judging
 
-        judge, validation = detection_judging(artifact, samples, feature_cache_dir(ws))
+        judge, validation = detection_judging(artifact, samples, feature_cache_dir(ws), progress=progress)
     if artifact.target == "anomaly":  # judged on the photos that did not fill the memory bank
         from modeldesk.trainers.anomaly.compression import judging_photos as anomaly_judging_photos
 

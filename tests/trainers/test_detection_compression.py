@@ -154,10 +154,18 @@ def fold_heads(trained, shared_cache_dir):
         return real_fit(self, indices, params)
 
     trainer._Fitter.fit = spying_fit
+    reported = []
     try:
-        folds = fit_fold_heads(load_artifact(result.artifact_dir), samples, shared_cache_dir, template=SMALL)
+        folds = fit_fold_heads(
+            load_artifact(result.artifact_dir),
+            samples,
+            shared_cache_dir,
+            template=SMALL,
+            progress=lambda done, total: reported.append((done, total)),
+        )
     finally:
         trainer._Fitter.fit = real_fit
+    assert reported == [(k, 5) for k in range(1, 6)]  # the Deploy page's bar moves while the folds fit
     return folds, fitted_on
 
 

@@ -86,11 +86,14 @@ class FoldHeads:
     seconds: float = 0.0
 
 
-def fit_fold_heads(artifact, samples, cache_dir, *, template=None, folds: int = FOLDS) -> FoldHeads:
+def fit_fold_heads(
+    artifact, samples, cache_dir, *, template=None, folds: int = FOLDS, progress=None
+) -> FoldHeads:
     """The detector's head fitted :data:`FOLDS` times, each on the photos of ``samples`` (with boxes)
     outside one fold, as the detection trainer fits it (``trainer._Fitter``: cell head with hard
     negatives, then the box refiner) with the model's own head settings, on the original backbone's
-    maps from the feature cache in ``cache_dir`` (computed there for photos not cached yet).
+    maps from the feature cache in ``cache_dir`` (computed there for photos not cached yet);
+    ``progress(done, folds)`` after each fold.
 
     Raises
     ------
@@ -154,6 +157,8 @@ def fit_fold_heads(artifact, samples, cache_dir, *, template=None, folds: int = 
         )[1]
         out.heads.append(_fitted_only(inits, trained))
         out.fitted.append((head, refiner))
+        if progress is not None:
+            progress(fold + 1, folds)
     if not any(init.name.endswith("head/W") for init in out.heads[0]):
         raise FoldsUnavailable("the model's graph does not name its head as this version does")
     out.seconds = time.monotonic() - started
@@ -177,11 +182,14 @@ def _fitted_only(inits: list, trained: dict) -> list:
     return out
 
 
-def detection_judging(artifact, samples, cache_dir, *, template=None, minimum: int = MIN_PHOTOS):
+def detection_judging(
+    artifact, samples, cache_dir, *, template=None, minimum: int = MIN_PHOTOS, progress=None
+):
     """``(judge, photos)``: the :class:`DetectionJudge` of a detector's compressed copies and the
     ``(path, boxes)`` it judges them on: every labeled photo with boxes, each by the head fitted
     across folds without it (:func:`fit_fold_heads`); where those heads cannot be fitted, the photos
-    outside the training split, by the trained head (:func:`judging_photos`).
+    outside the training split, by the trained head (:func:`judging_photos`). ``progress(done, folds)``
+    follows the fold fits.
 
     Raises
     ------
@@ -197,7 +205,7 @@ def detection_judging(artifact, samples, cache_dir, *, template=None, minimum: i
             f"{minimum} photos, or export without compression"
         )
     try:
-        judge.use_folds(fit_fold_heads(artifact, photos, cache_dir, template=template))
+        judge.use_folds(fit_fold_heads(artifact, photos, cache_dir, template=template, progress=progress))
     except FoldsUnavailable as exc:
         log.warning("judging the compressed copies on the photos outside training: %s", exc)
         return judge, judging_photos(samples, minimum)

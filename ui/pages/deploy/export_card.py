@@ -241,8 +241,8 @@ class ExportCard(QObject):
             self.candidates.hide()
             self.details.hide()
 
-        def describe(message):
-            return f"tried {message}" if compress else str(message)
+        def describe(message):  # a candidate's name, or a sentence of its own
+            return f"tried {message}" if compress and not message[:1].isupper() else str(message)
 
         def work(state):
             return ws.export_model(
