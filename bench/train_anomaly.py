@@ -51,6 +51,7 @@ import numpy as np
 
 DEFAULT_DATA = Path("/work/shared/benchdata/magnetic_tile")
 TEMPLATES = ("anomaly-detection/accurate", "anomaly-detection/fast")
+RATES = (0.01, 0.02, 0.05)  # false-alarm rates asked of the threshold, in the before/after sweep
 
 
 def _bucket(name: str, n: int) -> int:
@@ -326,6 +327,17 @@ def measure(name, artifact_dir, samples, masks, boot, out_of_fold=None):
             },
             "held_above": (card.get("threshold_photos") or {}).get("out_of_fold_above_held"),
         }
+        # the rate the user can move: each rule's threshold at a few rates, on the same scores
+        pooled = np.r_[oof, np.asarray(held_scores, np.float64)]
+        row["rates"] = {}
+        for asked in RATES:
+            for rule, chosen in (("before", held_scores), ("after", pooled)):
+                cut = false_alarm_threshold(chosen, asked)
+                row["rates"][asked, rule] = {
+                    "promise": false_alarm_plan(len(chosen), asked)["promised"],
+                    "false_alarm": float((test_good >= cut).mean()),
+                    "catch": float((scores[defect] >= cut).mean()),
+                }
     return row
 
 
@@ -491,9 +503,14 @@ def main(argv=None) -> int:
             c = r["check"]
             print(
                 f"  check: P(out-of-fold score > test good's against the final model) {c['above']:.3f} "
-                f"[{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]; > held-back good's {c['held_above']}; quantiles "
+                f"[{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]; > held-back good's {c['held_above'] or float('nan'):.3f}; quantiles "
                 "(out of fold / test goods) "
                 + ", ".join(f"{q:.0%} {a:.3g}/{t:.3g}" for q, (a, t) in c["quantiles"].items())
+            )
+        for (asked, rule), x in r.get("rates", {}).items():
+            print(
+                f"  asked {asked:.0%}, {rule:6}: promised {x['promise']:.3f}, false alarms on the test goods "
+                f"{x['false_alarm']:.3f}, catch {x['catch']:.3f}"
             )
     for r in rows:
         if r["kinds"]:
