@@ -124,3 +124,18 @@ def test_the_estimate_counts_the_folds(tmp_path, shared_cache_dir):
         assert estimate["eta_s"] == pytest.approx(sum(seconds.values()), abs=0.1)
         few = trainer.estimate(_goods(root)[:6], template, shared_cache_dir)  # too few photos for folds
         assert "threshold folds" not in few["plan"]["seconds"]
+
+
+def test_a_per_position_gaussian_too_large_to_fit_per_fold_falls_back(
+    tmp_path, shared_cache_dir, monkeypatch
+):
+    from modeldesk.trainers.anomaly import trainer as anomaly_trainer
+
+    root = write_inspection_folder(tmp_path / "photos", n_good=20, n_defect=0, seed=8)
+    monkeypatch.setattr(anomaly_trainer, "MAX_FOLD_BYTES", 90 << 20)  # the fast template's sums: 90 MiB
+    run, fitted = _fit(_goods(root), "anomaly-detection/fast", shared_cache_dir, tmp_path)
+    assert fitted.threshold_photos["out_of_fold"] == 16
+    monkeypatch.setattr(anomaly_trainer, "MAX_FOLD_BYTES", (90 << 20) - 1)
+    run, fitted = _fit(_goods(root), "anomaly-detection/fast", shared_cache_dir, tmp_path)
+    assert fitted.scores["out_of_fold"] is None and fitted.promise["photos"] == 4
+    assert any("too large to fit 5 times in memory" in w for w in run.warnings)

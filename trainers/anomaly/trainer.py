@@ -69,6 +69,8 @@ FIXED_S = 1.0
 #: photo scored once more by its fold's model (as the export's 0.01 s a photo evaluated)
 FOLD_WHITENING_S = 0.15
 OUT_OF_FOLD_S_PER_PHOTO = 0.01
+#: the folds' running sums of a per-position Gaussian may take this much memory (the fast template's: 90 MiB)
+MAX_FOLD_BYTES = 512 << 20
 PARITY_TOLERANCE = 1e-3  # relative: the exported graph's scores against training's
 CROSS_FIT_STAGE = "Checking the threshold on every good photo"
 NO_HELD_OUT = (
@@ -243,6 +245,13 @@ class AnomalyDetectionTrainer(TaskTrainer):
         width = dim if projection is None else projection.shape[1]
         computer = PatchComputer(template.neck, photos.backbone, projection)
         folds = fold_numbers([s.key for s in photos.bank])
+        sums = FOLDS * template.neck.grid**2 * width**2 * 8  # a per-position Gaussian's running sums per fold
+        if folds is not None and template.method == "position-gaussian" and sums > MAX_FOLD_BYTES:
+            folds = None
+            run.warnings.append(
+                f"a Gaussian per spot in {width} dimensions is too large to fit {FOLDS} times in memory: "
+                f"the held-back good photos alone set the threshold"
+            )
         fitter = NormalFitter(
             template,
             computer,
