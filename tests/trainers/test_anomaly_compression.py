@@ -200,6 +200,8 @@ def test_a_copy_whose_scores_all_shift_is_kept_with_its_own_threshold(model, mon
     assert result["chosen"] == CANDIDATES[0], result["candidates"][1]["reason"]
     kept = load_artifact(result["path"])
     assert kept.card["threshold"] == pytest.approx(1.3 * artifact.card["threshold"], rel=1e-3)
+    # the original's threshold was set on its bank photos' out-of-fold scores too: the copy kept its margin
+    assert artifact.card["threshold_photos"]["out_of_fold"] > 0
     assert kept.card["heatmap_range"][1] == pytest.approx(kept.card["threshold"])
     original, copy = _answers(artifact.path, samples), _answers(kept.path, samples)
     assert [p["anomalous"] for p in copy] == [p["anomalous"] for p in original]

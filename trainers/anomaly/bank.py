@@ -83,7 +83,22 @@ class PositionGaussian:
         by_position = X.transpose(1, 0, 2)  # (P, n, D)
         self.outer += by_position.transpose(0, 2, 1) @ by_position
 
-    def whitening(self, shrink: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    @classmethod
+    def merged(cls, parts) -> PositionGaussian:
+        """One Gaussian fitted on the photos of every one of ``parts`` (exactly: the sums add up)."""
+        out = cls()
+        for part in parts:
+            if part.sum is None:
+                continue
+            out.count += part.count
+            out.sum = part.sum.copy() if out.sum is None else out.sum + part.sum
+            out.outer = part.outer.copy() if out.outer is None else out.outer + part.outer
+        return out
+
+    def whitening(self, shrink: float = 0.05, *, cholesky: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``cholesky``: W from the Cholesky factor of the covariance (cov = L L^T, W = L^-T), a tenth
+        of the eigendecomposition's time and the same distances while the shrinkage keeps every
+        eigenvalue above the floor the eigendecomposition applies (shrink > 1e-6 * D)."""
         if self.count < 2:
             raise ValueError("a Gaussian per position needs at least 2 photos")
         mean = self.sum / self.count
@@ -91,6 +106,12 @@ class PositionGaussian:
         dim = cov.shape[-1]
         average = np.trace(cov, axis1=1, axis2=2) / dim
         cov = (1 - shrink) * cov + shrink * average[:, None, None] * np.eye(dim)
+        if cholesky:
+            try:
+                whiten = np.linalg.inv(np.linalg.cholesky(cov)).transpose(0, 2, 1)
+                return mean.astype(np.float32), whiten.astype(np.float32)
+            except np.linalg.LinAlgError:  # not positive definite after all: the eigenvalue floor below
+                pass
         values, vectors = np.linalg.eigh(cov)
         values = np.maximum(values, 1e-6 * values.max(axis=1, keepdims=True))
         return mean.astype(np.float32), (vectors / np.sqrt(values)[:, None, :]).astype(np.float32)

@@ -6,7 +6,9 @@ the smoothing and the threshold stay in float: ``deploy.quantize.FLOAT_PREFIXES`
 to half (:func:`smaller_bank`; a per-position Gaussian model gets half its dimensions instead,
 :func:`fewer_dimensions`), and both together. Each copy re-chooses its own threshold, by the trainer's
 rule, on its own scores of the good photos held back for the original's (its scores are not the
-original's: an 8-bit backbone shifts them all a little). A copy is kept only if, on the project's photos
+original's: an 8-bit backbone shifts them all a little). A cross-fitted original's threshold was set
+on its bank photos' out-of-fold scores too, which a copy has no fold models to redo: the copy keeps
+the ratio of the original's threshold to the one the held-back photos alone give it. A copy is kept only if, on the project's photos
 that did not fill the memory bank (the good ones held back and every defect photo),
 
 1. the upper bound of its image AUROC loss against the original is within the limit (a paired
@@ -191,8 +193,13 @@ class AnomalyJudge:
         false_alarm_rate: float = 0.01,
         held: int | None = None,
         variants: dict | None = None,
+        cross_fitted: bool = False,
     ):
         self.threshold = float(threshold)
+        #: the original's threshold over the one its held-back photos alone give (``cross_fitted``: the
+        #: original's threshold was set on its bank photos' out-of-fold scores too), set on scoring it
+        self.cross_fitted = cross_fitted
+        self.margin = 1.0
         self.min_agreement = float(min_agreement)
         self.false_alarm_rate = float(false_alarm_rate)
         self.held = held
@@ -211,12 +218,20 @@ class AnomalyJudge:
             false_alarm_rate=card.get("false_alarm_rate_planned", 0.01),
             held=getattr(photos, "held", None),
             variants=variants_for(card),
+            cross_fitted=bool((card.get("threshold_photos") or {}).get("out_of_fold")),
         )
 
     def __call__(self, predictions, targets) -> float:
         """Image AUROC of one candidate's ``predictions`` (the predictor's format) on ``targets`` (labels)."""
         scores = np.array([p["score"] for p in predictions], np.float64)
-        threshold = self.threshold if self.reference is None else self._rechoose(scores, predictions, targets)
+        if self.reference is None:
+            threshold = self.threshold
+            if self.cross_fitted:
+                held_rule = self._rechoose(scores, predictions, targets)
+                self.margin = self.threshold / held_rule if held_rule > 0 else 1.0
+                self.chosen = {}  # the original keeps its own threshold
+        else:
+            threshold = self._rechoose(scores, predictions, targets)
         right = (scores >= threshold) == np.array([not is_good(t) for t in targets], bool)
         if self.reference is None:
             self.reference = right
@@ -231,7 +246,7 @@ class AnomalyJudge:
             chosen[: self.held] = True
         else:
             chosen = np.array([is_good(t) for t in targets], bool)
-        threshold = false_alarm_threshold(scores[chosen], self.false_alarm_rate)
+        threshold = false_alarm_threshold(scores[chosen], self.false_alarm_rate) * self.margin
         heat = [p["heatmap"] for p, c in zip(predictions, chosen) if c and "heatmap" in p]
         low = float(np.median(np.stack(heat))) if heat else 0.0
         self.chosen = {"threshold": threshold, "heatmap_range": [low, max(threshold, low + 1e-6)]}

@@ -160,17 +160,27 @@ def _percent(rate: float) -> str:
 
 
 def promise_sentence(plan: dict) -> str:
-    """One sentence on the false-alarm rate a threshold can promise (a :func:`false_alarm_plan`)."""
+    """One sentence on the false-alarm rate a threshold can promise (a :func:`false_alarm_plan`; with
+    ``out_of_fold`` and ``held``, the trainer's cross-fitted count of the good photos that set it)."""
     sure = f"{plan['confidence']:.0%} sure"
+    checked = plan.get("out_of_fold") or 0
+    unseen = (
+        f", each scored by a model that had not learned from it "
+        f"({plan.get('held', plan['photos'] - checked):,} held back, {checked:,} checked in turns)"
+    )
     if plan["promised"] > plan["asked"]:
-        needed = (
-            f"; {_percent(plan['asked'])} needs {plan['needed']:,} held back" if plan.get("needed") else ""
-        )
+        if checked:
+            lead, needs = f"With {plan['photos']:,} good photos setting the threshold{unseen}", "good photos"
+        else:
+            lead, needs = f"With {plan['photos']:,} good photos held back to set the threshold", "held back"
+        needed = f"; {_percent(plan['asked'])} needs {plan['needed']:,} {needs}" if plan.get("needed") else ""
         return (
-            f"With {plan['photos']:,} good photos held back to set the threshold, the lowest false-alarm "
-            f"rate it can promise is {_percent(plan['lowest'])} ({sure}){needed}: label more good photos."
+            f"{lead}, the lowest false-alarm rate it can promise is {_percent(plan['lowest'])} ({sure})"
+            f"{needed}: label more good photos."
         )
+    photos = (
+        f"{plan['photos']:,} good photos{unseen}" if checked else f"{plan['photos']:,} held-back good photos"
+    )
     return (
-        f"False alarms stay at or under {_percent(plan['asked'])} of good parts ({sure}), as set on "
-        f"{plan['photos']:,} held-back good photos."
+        f"False alarms stay at or under {_percent(plan['asked'])} of good parts ({sure}), as set on {photos}."
     )

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from modeldesk.errors import UserError
-from modeldesk.trainers.anomaly.bank import (
-    MAX_POOL,
-    PositionGaussian,
-    fit_gaussian,
-    greedy_coreset,
-    sample_pool,
+from modeldesk.trainers.anomaly.bank import MAX_POOL
+from modeldesk.trainers.anomaly.crossfit import (
+    FOLDS,
+    FOLDS_END,
+    MIN_BANK,
+    NormalFitter,
+    fold_numbers,
+    out_of_fold_scores,
 )
 from modeldesk.trainers.anomaly.evaluation import evaluate_anomaly, is_good, predict_scores
 from modeldesk.trainers.anomaly.features import PatchComputer, extract_maps, weighted_projection
@@ -36,7 +39,12 @@ from modeldesk.trainers.anomaly.graph import (
     build_anomaly_graph,
     scoring_model,
 )
-from modeldesk.trainers.anomaly.scoring import false_alarm_plan, false_alarm_threshold, promise_sentence
+from modeldesk.trainers.anomaly.scoring import (
+    auroc,
+    false_alarm_plan,
+    false_alarm_threshold,
+    promise_sentence,
+)
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer
 from modeldesk.trainers.detection.features import maps_feature_spec
@@ -56,8 +64,19 @@ POSITION_GAUSSIAN_S_PER_PHOTO = 0.01
 #: choosing the threshold, exporting and setting up the evaluation, in the priors' units: with 0.01 s a
 #: photo evaluated, 0.5-0.9 s for 50 tiles at probe slowdown 0.93 (0.8-1.4 s in those units; 2026-12-04)
 FIXED_S = 1.0
+#: the cross-fitted threshold (``crossfit``), in the priors' units: a fold's per-position Gaussian
+#: whitened (Cholesky, 1024 x 48 x 48: 0.13 s on the loaded 2-core machine, 2026-12-04) and each bank
+#: photo scored once more by its fold's model (as the export's 0.01 s a photo evaluated)
+FOLD_WHITENING_S = 0.15
+OUT_OF_FOLD_S_PER_PHOTO = 0.01
+#: the folds' running sums of a per-position Gaussian may take this much memory (the fast template's: 90 MiB)
+MAX_FOLD_BYTES = 512 << 20
 PARITY_TOLERANCE = 1e-3  # relative: the exported graph's scores against training's
-MAX_BANK_BYTES = 64 << 20  # the bank as a graph constant stays under this
+CROSS_FIT_STAGE = "Checking the threshold on every good photo"
+NO_HELD_OUT = (
+    "too few good photos to hold some back: the threshold was set on the training photos, "
+    "so it will raise more false alarms than planned"
+)
 
 
 def split_roles(samples) -> tuple[list, list, list, list[str]]:
@@ -76,10 +95,7 @@ def split_roles(samples) -> tuple[list, list, list, list[str]]:
         bank = [s for s in bank if s not in held]
     if not held:
         held = list(bank)
-        warnings.append(
-            "too few good photos to hold some back: the threshold was set on the training photos, "
-            "so it will raise more false alarms than planned"
-        )
+        warnings.append(NO_HELD_OUT)
     if defects and not test_goods:
         test_goods = held
         warnings.append(
@@ -116,6 +132,8 @@ class _Normal:
     threshold: float
     heat_range: list
     promise: dict  # the false-alarm rate the threshold can promise (``scoring.false_alarm_plan``)
+    threshold_photos: dict  # the good photos that set the threshold, by kind, and the folds' seconds
+    scores: dict  # {"held": the held-out photos' scores, "out_of_fold": the bank's (aligned) or None}
 
 
 class AnomalyDetectionTrainer(TaskTrainer):
@@ -156,20 +174,26 @@ class AnomalyDetectionTrainer(TaskTrainer):
             batch_size=16,
         )
         features_s = plan.eta_s if plan.eta_s is not None else len(missing) * SECONDS_PER_IMAGE
-        fit_s = 0.0
+        fit_s = folds_s = 0.0
         if template.method == "memory-bank":
             patches = len(keys) * template.neck.grid**2
             pool = min(MAX_POOL, patches)
             bank = min(template.bank_size, max(1000, int(template.coreset_share * patches)), pool)
             fit_s = pool * bank / 1e6 * CORESET_S_PER_MILLION
+            # a fold searches 4/5 of the pool for 4/5 of the bank (``crossfit.NormalFitter``)
+            folds_s = FOLDS * ((FOLDS - 1) / FOLDS) ** 2 * fit_s
         elif template.method == "position-gaussian":
             fit_s = len(keys) * POSITION_GAUSSIAN_S_PER_PHOTO
+            folds_s = FOLDS * FOLD_WHITENING_S
         budget = float(time_budget or template.time_budget_s)
         parts = {
             "features": features_s,
             "bank": min(fit_s, 0.7 * budget),
             "export": 0.01 * len(keys) + FIXED_S,
         }
+        if len(keys) >= MIN_BANK:  # each bank photo scored again, by its fold's model; cut at FOLDS_END
+            folds_s += OUT_OF_FOLD_S_PER_PHOTO * len(keys)
+            parts["threshold folds"] = min(folds_s, max(FOLDS_END * budget - features_s - parts["bank"], 0.0))
         return staged_estimate(plan, parts, len(missing))
 
     def evaluate(self, artifact_path, samples, *, progress=None, masks=None) -> dict:
@@ -210,57 +234,95 @@ class AnomalyDetectionTrainer(TaskTrainer):
         return _Photos(backbone, cache, extracted.features, row, usable, bank, held, measured)
 
     def fit(self, run: Run) -> _Normal:
-        """The model of normal (0.6 .. 0.85), then the threshold on the held-out good photos."""
+        """The model of normal on every bank photo (0.6 .. 0.72), each bank photo's score against a model
+        fitted without its fold (.. 0.85, ``crossfit``), then the threshold on those and the held-out
+        good photos' scores (the held-out ones alone when the time budget runs out first)."""
         template, photos = run.template, run.data
         run.report("Learning the good parts", 0.62)
         dim = template.neck.dim(photos.backbone)
         first = photos.backbone.outputs[template.neck.levels[0]]  # the finest map's channels come first
         projection = weighted_projection(dim, template.projection, first, template.stride8_weight)
+        width = dim if projection is None else projection.shape[1]
         computer = PatchComputer(template.neck, photos.backbone, projection)
-        rng = np.random.default_rng(0)
-        if template.method == "position-gaussian":  # fitted batch by batch: memory stays P * D * D
-            gaussian = PositionGaussian()
-            for start in range(0, len(photos.bank), 32):
-                gaussian.add(computer(photos.maps_of(photos.bank[start : start + 32])))
-            mean, whiten = gaussian.whitening(template.shrink)
-            normal = {"mean": mean, "whiten": whiten}
-            patches = None
-        else:
-            patches = computer(photos.maps_of(photos.bank))
-            patches = patches.reshape(-1, patches.shape[-1])
-        if template.method == "memory-bank":
-            pool, cut = sample_pool(patches, MAX_POOL, rng)
-            size = min(
-                template.bank_size,
-                max(1000, int(template.coreset_share * len(patches))),
-                MAX_BANK_BYTES // (4 * patches.shape[1]),
+        folds = fold_numbers([s.key for s in photos.bank])
+        sums = FOLDS * template.neck.grid**2 * width**2 * 8  # a per-position Gaussian's running sums per fold
+        if folds is not None and template.method == "position-gaussian" and sums > MAX_FOLD_BYTES:
+            folds = None
+            run.warnings.append(
+                f"a Gaussian per spot in {width} dimensions is too large to fit {FOLDS} times in memory: "
+                f"the held-back good photos alone set the threshold"
             )
-            chosen = greedy_coreset(pool, size, rng, deadline=run.deadline(0.8))
-            # kept in the order chosen: any first part is a coreset too (compression's smaller bank)
-            normal = {"bank": pool[chosen]}
-            if cut:
-                run.warnings.append(
-                    f"the good photos have {len(patches):,} patches: {len(pool):,} drawn at random were "
-                    f"searched for the {len(chosen):,} that cover them best (memory kept bounded)"
-                )
-            if len(chosen) < min(size, len(pool)):
-                run.warnings.append(f"the time budget allowed a bank of {len(chosen):,} of {size:,} patches")
-        elif template.method == "gaussian":
-            mean, whiten = fit_gaussian(patches)
-            normal = {"mean": mean, "whiten": whiten}
+        fitter = NormalFitter(
+            template,
+            computer,
+            photos.maps_of,
+            photos.bank,
+            np.zeros(len(photos.bank), int) if folds is None else folds,
+        )
+        normal, notes = fitter.fit(np.random.default_rng(0), deadline=run.deadline(0.8))
+        run.warnings += notes
+        scorer = _Scorer(template, normal, width, computer)
+        out_of_fold, started = None, time.monotonic()
+        if folds is not None:
+            out_of_fold = out_of_fold_scores(
+                fitter,
+                photos.bank,
+                lambda fold_normal, chosen: _Scorer(template, fold_normal, width, computer)(
+                    photos.maps_of(chosen)
+                )[0],
+                deadline=run.deadline(FOLDS_END),
+                report=lambda done, total: run.report(CROSS_FIT_STAGE, 0.72 + 0.12 * done / total),
+            )
+        folds_s = round(time.monotonic() - started, 2)
         run.report("Choosing the threshold", 0.85)
-        scorer = _Scorer(template, normal, dim if projection is None else projection.shape[1], computer)
         held_scores, held_grids = scorer(photos.maps_of(photos.held))
-        threshold = false_alarm_threshold(held_scores, template.false_alarm_rate)
         # photos of the bank itself (too few good ones to hold some back) promise nothing
         banked = {s.key for s in photos.bank}
-        unseen = sum(1 for s in photos.held if s.key not in banked)
-        promise = false_alarm_plan(unseen, template.false_alarm_rate)
+        unseen = held_scores[[s.key not in banked for s in photos.held]]
+        if out_of_fold is not None:
+            threshold_scores = np.concatenate([out_of_fold, unseen])
+            if NO_HELD_OUT in run.warnings:  # every bank photo was scored out of fold instead
+                run.warnings.remove(NO_HELD_OUT)
+        else:
+            threshold_scores = held_scores if not len(unseen) else unseen
+            if folds is not None:
+                run.warnings.append(
+                    f"the time budget ran out before every good photo could be checked by a model that "
+                    f"had not learned from it: the threshold was set on the {len(unseen)} held-back good "
+                    f"photos alone (with a longer time budget all {len(unseen) + len(photos.bank)} set it)"
+                )
+        threshold = false_alarm_threshold(threshold_scores, template.false_alarm_rate)
+        checked = 0 if out_of_fold is None else len(out_of_fold)
+        promise = {
+            **false_alarm_plan(len(unseen) + checked, template.false_alarm_rate),
+            "held": len(unseen),
+            "out_of_fold": checked,
+        }
         if promise["promised"] > promise["asked"]:
             run.warnings.append(promise_sentence(promise))
+        photos_used = {
+            "held": len(unseen),
+            "out_of_fold": checked,
+            "folds": FOLDS if out_of_fold is not None else 0,
+            "seconds": folds_s,
+            # the crossfit module's check: 0.5 or more when out-of-fold scores run at or above the final
+            # model's scores of photos it never saw
+            "out_of_fold_above_held": (
+                auroc([True] * checked + [False] * len(unseen), threshold_scores) if checked else None
+            ),
+        }
         # a defect's heat is full at the threshold; the usual patch of a good photo is no heat at all
         low = float(np.median(held_grids))
-        return _Normal(projection, normal, scorer, threshold, [low, max(threshold, low + 1e-6)], promise)
+        return _Normal(
+            projection,
+            normal,
+            scorer,
+            threshold,
+            [low, max(threshold, low + 1e-6)],
+            promise,
+            photos_used,
+            {"held": held_scores, "out_of_fold": out_of_fold},
+        )
 
     def build_graph(self, run: Run):
         template, photos, fitted = run.template, run.data, run.fitted
@@ -287,6 +349,7 @@ class AnomalyDetectionTrainer(TaskTrainer):
             "threshold": float(fitted.threshold),
             "false_alarm_rate_planned": template.false_alarm_rate,
             "false_alarm_promise": fitted.promise,
+            "threshold_photos": fitted.threshold_photos,
             "heatmap_range": fitted.heat_range,
             "input_name": photos.backbone.input_name,
             "size_input": SIZE_INPUT,
