@@ -186,6 +186,6 @@ def test_a_fit_leaves_the_cores_other_programs_use(monkeypatch):
     for ready, threads in ((0.0, 2), (1.0, 1), (2.0, 1), (5.0, 1), (None, 2)):
         speed.forget()
         try:
-            assert speed.free_cores(probe=quiet_pass, busy=lambda: ready) == threads
+            assert speed.free_cores(probe=quiet_pass, busy=lambda ready=ready: ready) == threads
         finally:
             speed.forget()
