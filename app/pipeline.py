@@ -390,17 +390,21 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     calibration = validation = training = metric = None
     planned = n_samples = None
     started = time.monotonic()
+    factor = slowdown() if compress else None  # this machine, as busy as it is now
 
-    def fold_fits(done, total):  # a detector's heads, fitted across folds before the copies are judged
-        elapsed = time.monotonic() - started
+    def fold_fits(done, total, photos):  # a detector's heads, fitted across folds before the copies
+        copies = compression_seconds(
+            feature_cache_dir(ws), artifact.input_kind, photos, factor, artifact.target
+        )
+        left = (time.monotonic() - started) / done * (total - done) if done else None
         if progress is not None:
-            progress(done, total, FOLD_FITS_MESSAGE, elapsed / done * (total - done) if done else None)
+            progress(done, total, FOLD_FITS_MESSAGE, None if left is None else left + copies)
 
     if compress:
         calibration, validation, training, metric = _compression_data(ws, artifact, progress=fold_fits)
+        started = time.monotonic()  # the copies' plan (COMPRESSION_PRIORS) starts after the fold fits
         metric = metric or compression_metric(artifact, validation)
         n_samples = len(validation) + len(training or ())
-        factor = slowdown()  # this machine, as busy as it is now
         planned = compression_seconds(
             feature_cache_dir(ws), artifact.input_kind, n_samples, factor, artifact.target
         )

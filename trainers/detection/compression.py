@@ -188,8 +188,8 @@ def detection_judging(
     """``(judge, photos)``: the :class:`DetectionJudge` of a detector's compressed copies and the
     ``(path, boxes)`` it judges them on: every labeled photo with boxes, each by the head fitted
     across folds without it (:func:`fit_fold_heads`); where those heads cannot be fitted, the photos
-    outside the training split, by the trained head (:func:`judging_photos`). ``progress(done, folds)``
-    follows the fold fits.
+    outside the training split, by the trained head (:func:`judging_photos`). ``progress(done, folds,
+    photos)`` follows the fold fits.
 
     Raises
     ------
@@ -205,7 +205,8 @@ def detection_judging(
             f"{minimum} photos, or export without compression"
         )
     try:
-        judge.use_folds(fit_fold_heads(artifact, photos, cache_dir, template=template, progress=progress))
+        folds = (lambda done, total: progress(done, total, len(photos))) if progress else None
+        judge.use_folds(fit_fold_heads(artifact, photos, cache_dir, template=template, progress=folds))
     except FoldsUnavailable as exc:
         log.warning("judging the compressed copies on the photos outside training: %s", exc)
         return judge, judging_photos(samples, minimum)
