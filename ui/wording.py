@@ -155,6 +155,14 @@ def few_examples(info: dict) -> int:
     return int(info.get("few_examples") or MIN_PER_CLASS)
 
 
+def learned_classes(info: dict, labels: dict[str, int]) -> dict[str, int]:
+    """The classes whose size training depends on: all of them, except for an anomaly project, whose
+    model learns from the good photos alone (its defect photos only test it, and are rare by nature)."""
+    if info.get("annotation") == "defect":
+        return {name: count for name, count in labels.items() if name == "good"}
+    return labels
+
+
 def small_classes(labels: dict[str, int], minimum: int = MIN_PER_CLASS) -> list[tuple[str, int]]:
     """(label, count) for the classes with fewer than ``minimum`` examples, smallest first."""
     return sorted(((n, c) for n, c in labels.items() if c < minimum), key=lambda nc: (nc[1], nc[0]))
