@@ -251,3 +251,12 @@ def test_every_page_opens_a_segmentation_project(qtbot, ws, show_widget, segment
             lambda page=page: not getattr(page, "tasks", None) or not page.tasks.busy, timeout=60000
         )
         assert page.isVisible()
+
+
+def test_one_test_photo_gets_no_interval_and_is_said_to_be_rough():
+    """ "on 1 photos … (95% interval 51% to 51%)" read as a precise figure."""
+    _, detail, _ = segmentation_words(
+        {"miou": 0.51, "pixel_accuracy": 0.91, "miou_interval": [0.51, 0.51], "n": 1, "per_class": {}}
+    )
+    assert "on 1 photo it never saw" in detail and "interval" not in detail
+    assert "rough" in detail
