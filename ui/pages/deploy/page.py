@@ -68,7 +68,7 @@ class DeployPage(Page):
         ):
             layout.addWidget(frame)
         layout.addStretch(1)
-        scroll = QScrollArea()
+        self.scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setWidget(content)
@@ -127,6 +127,7 @@ class DeployPage(Page):
     def project_changed(self) -> None:
         self.model_id = None
         self.try_it.clear()
+        self.scroll.verticalScrollBar().setValue(0)  # not left at the last project's export card
 
     def load(self, project: str) -> dict:
         ws = self.ws

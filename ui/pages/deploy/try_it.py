@@ -204,10 +204,13 @@ class TryIt:
     def show_prediction(self, prediction: dict, path: str | None = None) -> None:
         """The answer in words and the top scores as bars (a detector's boxes drawn on the photo)."""
         if "anomalous" in prediction:  # an anomaly model: the photo with its heatmap, a yes/no
-            if prediction.get("overlay"):
-                self.drop.show_image(prediction["overlay"])
+            if prediction.get("overlay"):  # the heatmap needs room to be read, as a mask does
+                self.drop.show_image(prediction["overlay"], roomy=True)
             self.answer.setText(anomaly_answer(prediction))
-            self.scores.set_rows([(prediction["label"], (prediction.get("confidence", 1.0),))])
+            # how sure the yes/no is: what "Put to work" rules compare with ("at least 80% sure")
+            self.scores.set_rows(
+                [(f"sure it is {prediction['label']}", (prediction.get("confidence", 1.0),))]
+            )
             return
         if "areas" in prediction:  # a segmentation model: the photo with its mask, the share of each class
             if prediction.get("overlay"):
@@ -260,4 +263,4 @@ def anomaly_answer(prediction: dict) -> str:
             "Looks defective  <span style='font-size:15px; font-weight:400'>unlike the good parts where "
             f"it is shaded red ({how})</span>"
         )
-    return f"Looks good  <span style='font-size:15px; font-weight:400'>like the good parts ({how})</span>"
+    return f"Looks good  <span style='font-size:15px; font-weight:400'>as the good parts do ({how})</span>"
