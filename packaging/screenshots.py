@@ -191,47 +191,56 @@ def _mouse(widget, kind, at, buttons=None) -> None:
     QApplication.sendEvent(widget, event)
 
 
-def shoot_mask_tools(window, page, out: Path, short: str, tag: str) -> None:
-    """The segmentation Label page with each tool at work: a polygon being drawn, then filled, a brush
-    stroke with the brush's outline, and the assist's region after a click. Each edit is undone."""
+#: the Label page's annotators that paint, and the tools shot at work on each
+PAINTED = {"mask": ("polygon", "brush", "assist"), "defect": ("brush",)}
+
+
+def shoot_mask_tools(window, page, out: Path, short: str, tag: str, tools=PAINTED["mask"]) -> None:
+    """The Label page with each of ``tools`` at work: a polygon being drawn, then filled, a brush stroke
+    with the brush's outline, and the assist's region after a click. Each edit is undone."""
     editor = page.annotator.editor
     viewport = page.annotator.canvas.viewport()
     w, h = viewport.width(), viewport.height()
     at = lambda fx, fy: QPointF(w * fx, h * fy)  # noqa: E731
+    if "polygon" in tools:
+        _shoot_polygon(window, editor, viewport, at, out / f"{short}-02-label-polygon-{tag}.png")
+    if "brush" in tools:
+        editor.set_tool("brush")
+        editor.set_size(24)
+        _mouse(viewport, QEvent.MouseButtonPress, at(0.25, 0.30))
+        for step in range(1, 11):
+            _mouse(viewport, QEvent.MouseMove, at(0.25 + 0.04 * step, 0.30 + 0.015 * step))
+        _mouse(viewport, QEvent.MouseButtonRelease, at(0.65, 0.45), Qt.NoButton)
+        _mouse(viewport, QEvent.MouseMove, at(0.70, 0.47), Qt.NoButton)
+        settle(linger=0.5)
+        shoot(window, out / f"{short}-02-label-brush-{tag}.png")
+        editor.undo()
+    if "assist" in tools:
+        editor.set_tool("assist")
+        editor.set_size(40)
+        before = editor.history.can_undo
+        _mouse(viewport, QEvent.MouseButtonPress, at(0.5, 0.35))
+        _mouse(viewport, QEvent.MouseButtonRelease, at(0.5, 0.35), Qt.NoButton)
+        settle(lambda: not editor.busy and editor.history.can_undo != before, timeout=60, linger=0.5)
+        shoot(window, out / f"{short}-02-label-assist-{tag}.png")
+        editor.undo()
+    editor.set_tool("brush")
+    settle(linger=0.5)
 
+
+def _shoot_polygon(window, editor, viewport, at, path: Path) -> None:
+    """Four corners of a polygon clicked (shot), then filled (shot ``...-filled``), then undone."""
     editor.set_tool("polygon")
     for fx, fy in ((0.30, 0.55), (0.55, 0.50), (0.62, 0.75), (0.38, 0.80)):
         _mouse(viewport, QEvent.MouseButtonPress, at(fx, fy))
         _mouse(viewport, QEvent.MouseButtonRelease, at(fx, fy), Qt.NoButton)
     _mouse(viewport, QEvent.MouseMove, at(0.33, 0.70), Qt.NoButton)
     settle(linger=0.5)
-    shoot(window, out / f"{short}-02-label-polygon-{tag}.png")
+    shoot(window, path)
     editor.close_polygon()
     settle(linger=0.5)
-    shoot(window, out / f"{short}-02-label-polygon-filled-{tag}.png")
+    shoot(window, path.with_name(path.stem.replace("-polygon-", "-polygon-filled-") + path.suffix))
     editor.undo()
-
-    editor.set_tool("brush")
-    editor.set_size(24)
-    _mouse(viewport, QEvent.MouseButtonPress, at(0.25, 0.30))
-    for step in range(1, 11):
-        _mouse(viewport, QEvent.MouseMove, at(0.25 + 0.04 * step, 0.30 + 0.015 * step))
-    _mouse(viewport, QEvent.MouseButtonRelease, at(0.65, 0.45), Qt.NoButton)
-    _mouse(viewport, QEvent.MouseMove, at(0.70, 0.47), Qt.NoButton)
-    settle(linger=0.5)
-    shoot(window, out / f"{short}-02-label-brush-{tag}.png")
-    editor.undo()
-
-    editor.set_tool("assist")
-    editor.set_size(40)
-    before = editor.history.can_undo
-    _mouse(viewport, QEvent.MouseButtonPress, at(0.5, 0.35))
-    _mouse(viewport, QEvent.MouseButtonRelease, at(0.5, 0.35), Qt.NoButton)
-    settle(lambda: not editor.busy and editor.history.can_undo != before, timeout=60, linger=0.5)
-    shoot(window, out / f"{short}-02-label-assist-{tag}.png")
-    editor.undo()
-    editor.set_tool("brush")
-    settle(linger=0.5)
 
 
 def try_model(page, given) -> None:
@@ -278,12 +287,9 @@ def shoot_tasks(ws, args) -> int:
                     try_model(page, try_input(short))
                 shoot(window, args.out / f"{short}-{number:02d}-{key}-{tag}.png")
                 annotator = getattr(page, "annotator", None)
-                if (
-                    key == "label"
-                    and getattr(annotator, "target", "") == "mask"
-                    and annotator.canvas.isVisible()
-                ):
-                    shoot_mask_tools(window, page, args.out, short, tag)
+                painted = PAINTED.get(getattr(annotator, "target", ""))
+                if key == "label" and painted and annotator.canvas.isVisible():
+                    shoot_mask_tools(window, page, args.out, short, tag, painted)
                 if key == "deploy":  # the export card with "Make smaller & faster" sits below the fold
                     _scroll_to(page.export_card.frame)
                     settle(linger=0.5)

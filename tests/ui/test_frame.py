@@ -310,3 +310,19 @@ def test_the_welcome_screen_shows_no_step_of_the_last_project(qtbot, ws, make_wi
     qtbot.waitUntil(lambda: window.sidebar.step_state("data")[0] == "done", timeout=10_000)
     window.set_project(None)  # e.g. the last project was deleted
     assert all(window.sidebar.step_state(key) == ("todo", "") for key in ("data", "label", "train"))
+
+
+def test_a_cut_project_name_ends_in_an_ellipsis(qtbot, ws, make_window):
+    """At 760x540 the switcher showed "Tile inspectic", cut mid-letter."""
+    name = "Tile inspection, second line"
+    ws.create_project(name, "anomaly-detection")
+    window = make_window()
+    window.resize(760, 540)
+    window.set_project(name)
+    switcher = window.sidebar.switcher
+    qtbot.waitUntil(lambda: switcher.currentText() == name)
+    shown = switcher.shown_text()
+    assert shown.endswith("…") and name.startswith(shown[:-1])
+    window.resize(1600, 1000)
+    switcher.setMinimumWidth(switcher.fontMetrics().horizontalAdvance(name) + 80)
+    qtbot.waitUntil(lambda: switcher.shown_text() == name)

@@ -208,9 +208,7 @@ class TryIt:
                 self.drop.show_image(prediction["overlay"], roomy=True)
             self.answer.setText(anomaly_answer(prediction))
             # how sure the yes/no is: what "Put to work" rules compare with ("at least 80% sure")
-            self.scores.set_rows(
-                [(f"sure it is {prediction['label']}", (prediction.get("confidence", 1.0),))]
-            )
+            self.scores.set_rows([("how sure", (prediction.get("confidence", 1.0),))])
             return
         if "areas" in prediction:  # a segmentation model: the photo with its mask, the share of each class
             if prediction.get("overlay"):
