@@ -267,7 +267,8 @@ def most_confused(report: dict) -> tuple[str, str, int] | None:
 def score_words(metrics: dict) -> str:
     """The sidebar's one figure for a model, the same the Evaluate page's headline gives: how often it is
     right, for a detector how many objects of 100 it finds, for an anomaly detector how many defects it
-    catches, for a tags model on how many examples it gets every tag right."""
+    catches, for a tags model on how many examples it gets every tag right, for a segmentation model how
+    much its outlines overlap the true ones (mean IoU)."""
     if isinstance(metrics.get("catch_rate"), (int, float)):  # its accuracy mixes defects and good parts
         return f"Catches {metrics['catch_rate']:.0%}"
     if isinstance(metrics.get("accuracy"), (int, float)):
@@ -278,6 +279,8 @@ def score_words(metrics: dict) -> str:
         return f"All tags right {metrics['exact_match']:.0%}"
     if isinstance(metrics.get("micro_f1"), (int, float)):
         return f"Tags right {metrics['micro_f1']:.0%}"
+    if isinstance(metrics.get("miou"), (int, float)):  # a segmentation model: the headline's mean IoU
+        return f"Overlap {metrics['miou']:.0%}"
     return "Latest model"
 
 

@@ -156,6 +156,7 @@ def test_the_sidebar_gives_the_figure_the_headline_gives():
     detector = {"map50": 0.85, "map": 0.31, "recall": 0.75, "precision": 0.8, "n": 26, "boxes": 30}
     assert detection_words(detector)[0].startswith(score_words(detector))  # "Finds 75 of 100"
     assert score_words({"accuracy": 0.93, "macro_f1": 0.9}) == "Right 93%"
+    assert score_words({"miou": 0.5089, "pixel_accuracy": 0.91}) == "Overlap 51%"  # was "Latest model"
     assert score_words({"micro_f1": 1.0, "map": 0.97}) == "Tags right 100%"
     # the headlines' own figures: "Every tag right on 50% of the photos", "Catches 6 of 10 defects"
     assert score_words({"micro_f1": 0.73, "exact_match": 0.5}) == "All tags right 50%"
