@@ -127,17 +127,18 @@ def try_input(short: str, data: Path = BENCHDATA) -> Path | str | None:
     on, a text, or None (a table model's form is shown as it is)."""
     if short == "text":
         return "WINNER!! You have been selected for a free holiday. Call now to claim your prize."
-    found = {
-        "image": lambda: (data / "sign_digits" / "7").glob("*.jpg"),
-        "tags": lambda: (data / "sign_digits" / "7").glob("*.jpg"),
-        "boxes": lambda: (data / "raccoon_voc").glob("*.jpg"),
-        "sound": lambda: (data / "fsdd_audio" / "7").glob("*.wav"),
-        "anomaly": lambda: (data / "magnetic_tile" / "defect" / "crack").glob("*.jpg"),
-        "masks": lambda: (data / "camvid" / "CamVid" / "val").glob("*.png"),
-    }.get(short)
-    if found is None:
+    folder, suffix = {
+        "image": ("sign_digits/7", ".jpg"),
+        "tags": ("sign_digits/7", ".jpg"),
+        "boxes": ("raccoon_voc", ".jpg"),
+        "sound": ("fsdd_audio/7", ".wav"),
+        "anomaly": ("magnetic_tile/defect/crack", ".jpg"),
+        "masks": ("camvid/CamVid/val", ".png"),
+    }.get(short, (None, None))
+    if folder is None:
         return None
-    picked = sorted(found(), key=lambda p: hashlib.sha1(p.name.encode()).hexdigest())
+    found = [p for p in (data / folder).iterdir() if p.suffix.lower() == suffix]  # IMG_1179.JPG too
+    picked = sorted(found, key=lambda p: hashlib.sha1(p.name.encode()).hexdigest())
     return picked[-1] if picked else None  # the end of the order make_project picks from
 
 

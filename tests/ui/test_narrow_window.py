@@ -71,3 +71,19 @@ def test_a_detectors_photo_gets_room_for_its_boxes(qtbot, tmp_path):
     assert drop.minimumHeight() == 160
     drop.show_image(str(tmp_path / "p.png"), [{"label": "cat", "score": 0.9, "box": [4, 4, 30, 30]}])
     assert drop.minimumHeight() >= 320
+
+
+def test_the_label_card_s_buttons_fit_its_narrow_width(qtbot):
+    """At 760x540 a text project's Label card was cut at the right: "Clear label" beside
+    "Undo  (Ctrl+Z)" needed more than the 248 px the card has on a narrow window."""
+    from modeldesk.ui.pages.label.annotators import ANNOTATORS
+    from modeldesk.ui.pages.label.side_panel import NARROW, SidePanel
+
+    panel = SidePanel()
+    qtbot.addWidget(panel)
+    panel.setFixedWidth(NARROW)
+    panel.show()
+    for annotator in ANNOTATORS.values():
+        panel.clear_button.setText(annotator.clear_text)
+        QApplication.processEvents()
+        assert panel.widget().minimumSizeHint().width() <= panel.viewport().width(), annotator.clear_text
