@@ -326,3 +326,22 @@ def test_a_cut_project_name_ends_in_an_ellipsis(qtbot, ws, make_window):
     window.resize(1600, 1000)
     switcher.setMinimumWidth(switcher.fontMetrics().horizontalAdvance(name) + 80)
     qtbot.waitUntil(lambda: switcher.shown_text() == name)
+
+
+def test_no_task_sentence_in_the_new_project_dialog_is_clipped(qtbot, ws, make_window):
+    """The nine tasks' sentences need more than the two thirds of the screen a dialog gets by default:
+    each was squeezed to one line, its second line cut through the middle."""
+    from PySide6.QtWidgets import QLabel
+
+    window = make_window()
+    dialog = window.new_project()
+    qtbot.waitUntil(dialog.isVisible)
+    sentences = [
+        label
+        for label in dialog.findChildren(QLabel)
+        if label.objectName() == "Muted" and label.wordWrap() and label.text()
+    ]
+    assert len(sentences) >= 9
+    for label in sentences:
+        assert label.height() >= label.heightForWidth(label.width()), label.text()
+    dialog.reject()
