@@ -132,7 +132,7 @@ def try_input(short: str, data: Path = BENCHDATA) -> Path | str | None:
         "tags": ("sign_digits/7", ".jpg"),
         "boxes": ("raccoon_voc", ".jpg"),
         "sound": ("fsdd_audio/7", ".wav"),
-        "anomaly": ("magnetic_tile/defect/crack", ".jpg"),
+        "anomaly": ("magnetic_tile/defect/break", ".jpg"),
         "masks": ("camvid/CamVid/val", ".png"),
     }.get(short, (None, None))
     if folder is None:

@@ -147,6 +147,11 @@ def test_try_it_draws_the_mask_over_the_photo(qtbot, trained):
         photo = QImage(str(probe))
         y, x = np.argwhere(disk)[len(np.argwhere(disk)) // 2]
         assert overlay.pixelColor(int(x), int(y)) != photo.pixelColor(int(x), int(y))  # drawn over the disk
+        # the bars are the overlay's legend: each class's bar in its colour on the photo
+        from modeldesk.app.mask_views import model_colors
+
+        expected = dict(zip(CLASSES, model_colors(list(CLASSES))))
+        assert {k: v.name() for k, v in page.scores.row_colors.items()} == expected
     finally:
         _close(qtbot, page)
 

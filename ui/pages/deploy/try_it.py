@@ -214,7 +214,9 @@ class TryIt:
             if prediction.get("overlay"):
                 self.drop.show_image(prediction["overlay"], roomy=True)
             self.answer.setText(area_words(prediction["areas"]))
-            self.scores.set_rows(top_scores({"scores": prediction["areas"]}, 10))
+            self.scores.set_rows(
+                top_scores({"scores": prediction["areas"]}, 10), prediction.get("overlay_colors")
+            )
             return
         if "boxes" in prediction:  # a detector: the boxes on the photo, one row per box
             if path:
