@@ -30,10 +30,15 @@ class DropArea(QLabel):
         super().__init__(parent)
         self.setAcceptDrops(True)
         self.setAlignment(Qt.AlignCenter)
-        self.setMinimumSize(200, 160)
         self.setWordWrap(True)
         self.setObjectName("DropArea")
         self._idle_style()
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty, at its first size: the last project's photo and a mask's or boxes' room do not stay."""
+        self.clear()
+        self.setMinimumSize(200, 160)
         self.setText("Drop a photo here")
 
     def _idle_style(self, hover: bool = False) -> None:
@@ -197,6 +202,7 @@ class TryIt:
 
     def clear(self) -> None:
         self.live.stop()
+        self.drop.reset()
         self.answer.setText("")
         self.scores.set_rows([])
         self.scores.show()
