@@ -244,13 +244,19 @@ def _shoot_polygon(window, editor, viewport, at, path: Path) -> None:
 
 
 def try_model(page, given) -> None:
-    """Try the Deploy page's model on ``given`` (a file or a text; None: nothing) and wait for its answer."""
+    """Try the Deploy page's model on ``given`` (a file, a text or a table row; None: nothing) and wait
+    for its answer."""
     if given is None or page.model_id is None:
         return
     page.last_prediction = None
     if isinstance(given, str):  # typed into the text box and classified, as a user would
         page.try_it.text_try.editor.setPlainText(given)
         page.try_it.text_try.submit()
+    elif isinstance(given, dict):  # a row typed into the form's fields (its columns arrive first)
+        form = page.try_it.row_form
+        settle(lambda: bool(form.fields), timeout=20)
+        form.fill(given)
+        form.submit()
     else:
         page.try_file(str(given))
     settle(lambda: page.last_prediction is not None, timeout=60, linger=1.0)

@@ -122,11 +122,13 @@ TASKS = {
 }
 
 
-def try_input(short: str, data: Path = BENCHDATA) -> Path | str | None:
+def try_input(short: str, data: Path = BENCHDATA) -> Path | str | dict | None:
     """What to try the model of task ``short`` with on the Deploy page: a photo or clip it did not train
-    on, a text, or None (a table model's form is shown as it is)."""
+    on, a text, or a table row (a passenger not among the 120 the project has)."""
     if short == "text":
         return "WINNER!! You have been selected for a free holiday. Call now to claim your prize."
+    if short == "table":
+        return {"Pclass": 1, "Name": "Smith, Mrs. Ada", "Sex": "female", "Age": 34, "Fare": 80.0}
     folder, suffix = {
         "image": ("sign_digits/7", ".jpg"),
         "tags": ("sign_digits/7", ".jpg"),
