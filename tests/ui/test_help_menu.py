@@ -38,6 +38,10 @@ def test_the_guide_opens_on_the_current_page_and_lists_every_shortcut(qtbot, win
     assert dialog.tabs.tabText(dialog.tabs.currentIndex()) == "Keyboard shortcuts"
     sheet = dialog.tabs.currentWidget().widget().text()
     assert all(keys in sheet for _where, keys, _what in SHORTCUTS)
+    from modeldesk.ui.pages.label.mask_editor import TOOLS
+
+    painting = {k.strip() for where, keys, _what in SHORTCUTS if "masks" in where for k in keys.split(",")}
+    assert {key for _name, key in TOOLS.values()} <= painting  # every painting tool's key is on the sheet
     dialog.close()
 
 

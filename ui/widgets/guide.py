@@ -65,6 +65,10 @@ SHORTCUTS = (
     ("Label", "Left, Right", "previous, next example"),
     ("Label", "Ctrl+Z", "undo the last label"),
     ("Label", "Delete, Backspace", "remove the selected box"),
+    ("Label, masks", "B, E, P, F, A", "brush, eraser, polygon, fill, assist"),
+    ("Label, masks", "[  ]", "smaller, larger brush"),
+    ("Label, masks", "Ctrl+Shift+Z", "redo"),
+    ("Label, masks", "Wheel, right-drag", "zoom, move the photo"),
     ("Data, Deploy", "Ctrl+Enter", "add or try the text you typed"),
 )
 
