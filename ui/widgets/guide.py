@@ -107,7 +107,7 @@ class GuideDialog(QDialog):
     def __init__(self, page: str | None, parent=None):
         super().__init__(parent)
         self.setWindowTitle("ModelDesk guide")
-        self.resize(620, 440)
+        self.resize(640, 500)  # the shortcut sheet whole, without scrolling
         self.tabs = QTabWidget()
         for key, (title, _todo, _numbers) in PAGES.items():
             self.tabs.addTab(_text(guide_html(key)), title)
