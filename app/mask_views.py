@@ -38,6 +38,13 @@ def model_colors(labels, colors=None) -> list[str]:
     return ["#{:02x}{:02x}{:02x}".format(*rgb) for rgb in class_colors(labels, colors)]
 
 
+def label_colors(ws, model) -> dict[str, str]:
+    """Each class of ``model`` and its ``#rrggbb`` on the overlays: the legend of a try-it answer."""
+    predictor = ws._predictor(model)
+    labels = [str(x) for x in predictor.labels]
+    return dict(zip(labels, model_colors(labels, predictor.artifact.card.get("colors"))))
+
+
 def _predictor_colors(predictor) -> list:
     return class_colors([str(x) for x in predictor.labels], predictor.artifact.card.get("colors"))
 

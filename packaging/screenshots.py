@@ -12,7 +12,7 @@ Usage::
 ``--text TABLE`` makes a text classification project from a CSV/JSONL/TXT file (the pages of a text
 project: texts listed, one text to label, its evaluation and a text box to try the model).
 
-``--tasks image,tags,boxes,text,sound,anomaly`` (or ``all``) makes a small project of each task from
+``--tasks image,tags,boxes,text,sound,anomaly,masks,table`` (or ``all``) makes a small project of each task from
 the shared benchmark data (``packaging/shot_projects.py``; ``--train`` trains each), and shoots for each
 size of ``--sizes``: the welcome screen, the New project dialog, the guide (F1) and the shortcut
 sheet, then every page of every project, the Deploy page twice (the top with the try-it card and its
@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QSettings
+from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QPointF, QSettings, Qt
 from PySide6.QtWidgets import QApplication
 
 PAGES = ("data", "label", "train", "evaluate", "deploy")
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workspace", type=Path, help="use this folder instead of a temporary one")
     parser.add_argument("--text", type=Path, help="a file of texts: shoot a text classification project")
     parser.add_argument(
-        "--tasks", default="", help="comma-separated: image,tags,boxes,text,sound,anomaly or all"
+        "--tasks", default="", help="comma-separated: image,tags,boxes,text,sound,anomaly,masks,table or all"
     )
     parser.add_argument(
         "--sizes", default="", help="with --tasks: comma-separated WIDTHxHEIGHT (default --size)"
@@ -180,6 +180,88 @@ def _scroll_to(widget) -> None:
         area.ensureWidgetVisible(widget)
 
 
+def _mouse(widget, kind, at, buttons=None) -> None:
+    """Send one mouse event of ``kind`` at ``at`` (a QPointF in ``widget``), the left button held
+    unless ``buttons`` says otherwise."""
+    from PySide6.QtGui import QMouseEvent
+
+    held = Qt.LeftButton if buttons is None else buttons
+    button = Qt.NoButton if kind == QEvent.MouseMove else Qt.LeftButton
+    event = QMouseEvent(kind, at, widget.mapToGlobal(at), button, held, Qt.NoModifier)
+    QApplication.sendEvent(widget, event)
+
+
+#: the Label page's annotators that paint, and the tools shot at work on each
+PAINTED = {"mask": ("polygon", "brush", "assist"), "defect": ("brush",)}
+
+
+def shoot_mask_tools(window, page, out: Path, short: str, tag: str, tools=PAINTED["mask"]) -> None:
+    """The Label page with each of ``tools`` at work: a polygon being drawn, then filled, a brush stroke
+    with the brush's outline, and the assist's region after a click. Each edit is undone."""
+    editor = page.annotator.editor
+    viewport = page.annotator.canvas.viewport()
+    w, h = viewport.width(), viewport.height()
+    at = lambda fx, fy: QPointF(w * fx, h * fy)  # noqa: E731
+    if "polygon" in tools:
+        _shoot_polygon(window, editor, viewport, at, out / f"{short}-02-label-polygon-{tag}.png")
+    if "brush" in tools:
+        editor.set_tool("brush")
+        editor.set_size(24)
+        _mouse(viewport, QEvent.MouseButtonPress, at(0.25, 0.30))
+        for step in range(1, 11):
+            _mouse(viewport, QEvent.MouseMove, at(0.25 + 0.04 * step, 0.30 + 0.015 * step))
+        _mouse(viewport, QEvent.MouseButtonRelease, at(0.65, 0.45), Qt.NoButton)
+        _mouse(viewport, QEvent.MouseMove, at(0.70, 0.47), Qt.NoButton)
+        settle(linger=0.5)
+        shoot(window, out / f"{short}-02-label-brush-{tag}.png")
+        editor.undo()
+    if "assist" in tools:
+        editor.set_tool("assist")
+        editor.set_size(40)
+        before = editor.history.can_undo
+        _mouse(viewport, QEvent.MouseButtonPress, at(0.5, 0.35))
+        _mouse(viewport, QEvent.MouseButtonRelease, at(0.5, 0.35), Qt.NoButton)
+        settle(lambda: not editor.busy and editor.history.can_undo != before, timeout=60, linger=0.5)
+        shoot(window, out / f"{short}-02-label-assist-{tag}.png")
+        editor.undo()
+    editor.set_tool("brush")
+    settle(linger=0.5)
+
+
+def _shoot_polygon(window, editor, viewport, at, path: Path) -> None:
+    """Four corners of a polygon clicked (shot), then filled (shot ``...-filled``), then undone."""
+    editor.set_tool("polygon")
+    for fx, fy in ((0.30, 0.55), (0.55, 0.50), (0.62, 0.75), (0.38, 0.80)):
+        _mouse(viewport, QEvent.MouseButtonPress, at(fx, fy))
+        _mouse(viewport, QEvent.MouseButtonRelease, at(fx, fy), Qt.NoButton)
+    _mouse(viewport, QEvent.MouseMove, at(0.33, 0.70), Qt.NoButton)
+    settle(linger=0.5)
+    shoot(window, path)
+    editor.close_polygon()
+    settle(linger=0.5)
+    shoot(window, path.with_name(path.stem.replace("-polygon-", "-polygon-filled-") + path.suffix))
+    editor.undo()
+
+
+def try_model(page, given) -> None:
+    """Try the Deploy page's model on ``given`` (a file, a text or a table row; None: nothing) and wait
+    for its answer."""
+    if given is None or page.model_id is None:
+        return
+    page.last_prediction = None
+    if isinstance(given, str):  # typed into the text box and classified, as a user would
+        page.try_it.text_try.editor.setPlainText(given)
+        page.try_it.text_try.submit()
+    elif isinstance(given, dict):  # a row typed into the form's fields (its columns arrive first)
+        form = page.try_it.row_form
+        settle(lambda: bool(form.fields), timeout=20)
+        form.fill(given)
+        form.submit()
+    else:
+        page.try_file(str(given))
+    settle(lambda: page.last_prediction is not None, timeout=60, linger=1.0)
+
+
 def _dialog(dialog, path: Path) -> None:
     settle(linger=0.6)
     shoot(dialog, path)
@@ -189,7 +271,7 @@ def _dialog(dialog, path: Path) -> None:
 def shoot_tasks(ws, args) -> int:
     """Every page of a project of each task in ``args.tasks``, at each size, and the dialogs."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from shot_projects import TASKS, make_project
+    from shot_projects import TASKS, make_project, try_input
 
     shorts = list(TASKS) if args.tasks == "all" else [t for t in args.tasks.split(",") if t]
     made = Path(tempfile.mkdtemp(prefix="modeldesk-shots-data-"))
@@ -207,7 +289,13 @@ def shoot_tasks(ws, args) -> int:
                 window.show_page(key)
                 page = window.pages.get(key)
                 settle(lambda page=page: page_ready(page), linger=2.5)
+                if key == "deploy":
+                    try_model(page, try_input(short))
                 shoot(window, args.out / f"{short}-{number:02d}-{key}-{tag}.png")
+                annotator = getattr(page, "annotator", None)
+                painted = PAINTED.get(getattr(annotator, "target", ""))
+                if key == "label" and painted and annotator.canvas.isVisible():
+                    shoot_mask_tools(window, page, args.out, short, tag, painted)
                 if key == "deploy":  # the export card with "Make smaller & faster" sits below the fold
                     _scroll_to(page.export_card.frame)
                     settle(linger=0.5)

@@ -72,6 +72,33 @@ def _tiles(data: Path, tmp: Path) -> Path:
     return dst
 
 
+def _masks(data: Path, tmp: Path) -> Path:
+    """A dozen CamVid frames with their index masks, laid out as CamVid is (train/, trainannot/)."""
+    src, dst = data / "camvid" / "CamVid", tmp / "camvid"
+    (dst / "train").mkdir(parents=True, exist_ok=True)
+    (dst / "trainannot").mkdir(exist_ok=True)
+    shutil.copy2(src / "classes.txt", dst / "classes.txt")
+    for frame in _pick(list((src / "train").glob("*.png")), 12):
+        shutil.copy2(frame, dst / "train" / frame.name)
+        shutil.copy2(src / "trainannot" / frame.name, dst / "trainannot" / frame.name)
+    return dst
+
+
+def _table(data: Path, tmp: Path) -> Path:
+    """120 Titanic passengers, every column as the shared file has it (the project predicts Survived)."""
+    with open(data / "titanic" / "data.csv", encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns, rows = reader.fieldnames, list(reader)
+    rows.sort(key=lambda r: hashlib.sha1(r["PassengerId"].encode()).hexdigest())
+    tmp.mkdir(parents=True, exist_ok=True)
+    out = tmp / "passengers.csv"
+    with open(out, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows[:120])
+    return out
+
+
 def _tag(ws, name: str) -> None:
     """Two tags per digit photo: even or odd, low (0-4) or high (5-9)."""
     for sample in ws.store.samples(ws.project(name)):
@@ -82,7 +109,7 @@ def _tag(ws, name: str) -> None:
         ws.store.delete_label(ws.project(name), label)
 
 
-# short name -> (project name, task, data maker, after import)
+# short name -> (project name, task, data maker, after import[, the project's options])
 TASKS = {
     "image": ("Hand signs", "image-classification", _images, None),
     "tags": ("Sign tags", "image-multilabel", _images, _tag),
@@ -90,15 +117,39 @@ TASKS = {
     "text": ("Spam or not", "text-classification", _texts, None),
     "sound": ("Spoken digits", "sound-classification", _sounds, None),
     "anomaly": ("Tile inspection", "anomaly-detection", _tiles, None),
+    "masks": ("Street scenes", "segmentation", _masks, None),
+    "table": ("Titanic", "tabular-classification", _table, None, {"target_column": "Survived"}),
 }
+
+
+def try_input(short: str, data: Path = BENCHDATA) -> Path | str | dict | None:
+    """What to try the model of task ``short`` with on the Deploy page: a photo or clip it did not train
+    on, a text, or a table row (a passenger not among the 120 the project has)."""
+    if short == "text":
+        return "WINNER!! You have been selected for a free holiday. Call now to claim your prize."
+    if short == "table":
+        return {"Pclass": 1, "Name": "Smith, Mrs. Ada", "Sex": "female", "Age": 34, "Fare": 80.0}
+    folder, suffix = {
+        "image": ("sign_digits/7", ".jpg"),
+        "tags": ("sign_digits/7", ".jpg"),
+        "boxes": ("raccoon_voc", ".jpg"),
+        "sound": ("fsdd_audio/7", ".wav"),
+        "anomaly": ("magnetic_tile/defect/break", ".jpg"),
+        "masks": ("camvid/CamVid/val", ".png"),
+    }.get(short, (None, None))
+    if folder is None:
+        return None
+    found = [p for p in (data / folder).iterdir() if p.suffix.lower() == suffix]  # IMG_1179.JPG too
+    picked = sorted(found, key=lambda p: hashlib.sha1(p.name.encode()).hexdigest())
+    return picked[-1] if picked else None  # the end of the order make_project picks from
 
 
 def make_project(ws, short: str, tmp: Path, *, train: bool, data: Path = BENCHDATA) -> str:
     """The project of task ``short`` (a key of :data:`TASKS`), made unless the workspace has it; its name."""
-    name, task, make_data, after = TASKS[short]
+    name, task, make_data, after, *options = TASKS[short]
     if name in [p["name"] for p in ws.list_projects()]:
         return name
-    ws.create_project(name, task)
+    ws.create_project(name, task, **(options[0] if options else {}))
     ws.import_data(name, make_data(data, tmp / short))
     if after is not None:
         after(ws, name)

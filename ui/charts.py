@@ -255,12 +255,15 @@ class BarChart(QWidget):
         self.series = tuple(series)
         self.empty_text = empty_text
         self.rows: list[tuple[str, tuple[float, ...]]] = []
+        self.row_colors: dict[str, QColor] = {}
         self.highlight_first = highlight_first
         self.setAccessibleName(" and ".join(self.series))
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
 
-    def set_rows(self, rows) -> None:
-        """``rows``: iterable of ``(label, values)`` with one value in 0..1 per series."""
+    def set_rows(self, rows, colors: dict | None = None) -> None:
+        """``rows``: iterable of ``(label, values)`` with one value in 0..1 per series; ``colors``: a
+        row's own colour by label (a segmentation model's class colours, so the bars are the legend)."""
+        self.row_colors = {str(k): QColor(v) for k, v in (colors or {}).items()}
         cleaned = []
         for label, values in rows:
             values = tuple(float(v) for v in (values if isinstance(values, (list, tuple)) else (values,)))
@@ -330,6 +333,7 @@ class BarChart(QWidget):
                 color = series_color(index)
                 if self.highlight_first and row_index > 0:
                     color = QColor(theme.current().muted)
+                color = self.row_colors.get(label, color)
                 track = QRectF(bar_x, y + 4 + index * bar_h, bar_w, bar_h - 2)
                 painter.setPen(Qt.NoPen)
                 painter.setBrush(_grid(self))

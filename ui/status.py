@@ -6,7 +6,7 @@ training rules themselves: the sidebar never keeps its own copy of "needs two cl
 
 from __future__ import annotations
 
-from .wording import few_examples, nouns, plural, score_words, small_classes
+from .wording import few_examples, learned_classes, nouns, plural, score_words, small_classes
 
 
 def mark_deployed(project: str | None) -> None:
@@ -47,7 +47,7 @@ def project_status(
         status["label"] = ("active", f"{labeled:,} of {samples:,} labeled")
     elif missing and not models:
         status["label"] = ("warn", "Not enough to train yet", missing)
-    elif small_classes(stats["labels"], few_examples(info)):
+    elif small_classes(learned_classes(info, stats["labels"]), few_examples(info)):
         status["label"] = (
             "warn",
             "Some classes are small",

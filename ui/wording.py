@@ -155,6 +155,14 @@ def few_examples(info: dict) -> int:
     return int(info.get("few_examples") or MIN_PER_CLASS)
 
 
+def learned_classes(info: dict, labels: dict[str, int]) -> dict[str, int]:
+    """The classes whose size training depends on: all of them, except for an anomaly project, whose
+    model learns from the good photos alone (its defect photos only test it, and are rare by nature)."""
+    if info.get("annotation") == "defect":
+        return {name: count for name, count in labels.items() if name == "good"}
+    return labels
+
+
 def small_classes(labels: dict[str, int], minimum: int = MIN_PER_CLASS) -> list[tuple[str, int]]:
     """(label, count) for the classes with fewer than ``minimum`` examples, smallest first."""
     return sorted(((n, c) for n, c in labels.items() if c < minimum), key=lambda nc: (nc[1], nc[0]))
@@ -259,7 +267,8 @@ def most_confused(report: dict) -> tuple[str, str, int] | None:
 def score_words(metrics: dict) -> str:
     """The sidebar's one figure for a model, the same the Evaluate page's headline gives: how often it is
     right, for a detector how many objects of 100 it finds, for an anomaly detector how many defects it
-    catches, for a tags model on how many examples it gets every tag right."""
+    catches, for a tags model on how many examples it gets every tag right, for a segmentation model how
+    much its outlines overlap the true ones (mean IoU)."""
     if isinstance(metrics.get("catch_rate"), (int, float)):  # its accuracy mixes defects and good parts
         return f"Catches {metrics['catch_rate']:.0%}"
     if isinstance(metrics.get("accuracy"), (int, float)):
@@ -270,6 +279,8 @@ def score_words(metrics: dict) -> str:
         return f"All tags right {metrics['exact_match']:.0%}"
     if isinstance(metrics.get("micro_f1"), (int, float)):
         return f"Tags right {metrics['micro_f1']:.0%}"
+    if isinstance(metrics.get("miou"), (int, float)):  # a segmentation model: the headline's mean IoU
+        return f"Overlap {metrics['miou']:.0%}"
     return "Latest model"
 
 

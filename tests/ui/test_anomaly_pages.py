@@ -78,3 +78,34 @@ def test_the_promise_of_the_threshold_is_said_at_the_threshold_as_trained(qtbot)
     assert card.promise.isHidden()  # another threshold: the promise is not its
     card.slider.setValue(start)
     assert not card.promise.isHidden()
+
+
+def test_the_test_photos_are_square_tiles_whatever_their_shape(qtbot, tmp_path):
+    """A wide and a tall heatmap on one grid: each icon is the same square, so the captions line up."""
+    from PySide6.QtCore import QSize
+    from PySide6.QtGui import QImage
+
+    from modeldesk.ui.pages.anomaly_evaluation import THUMB
+
+    shapes = {"wide.png": (160, 40), "tall.png": (40, 160)}
+    for name, (w, h) in shapes.items():
+        image = QImage(w, h, QImage.Format_RGB32)
+        image.fill(0xFF0000)
+        image.save(str(tmp_path / name))
+    pictures = [tmp_path / name for name in shapes] * 3  # five photos in the report
+    card = AnomalyCard(lambda files, done: done(list(zip(files, pictures))), lambda *w: None)
+    qtbot.addWidget(card.frame)
+    card.set_report(REPORT)
+    sizes = {card.photos.item(i).icon().availableSizes()[0] for i in range(card.photos.count())}
+    assert sizes == {QSize(THUMB, THUMB)}
+
+
+def test_an_anomaly_project_s_small_defect_kinds_are_no_warning():
+    """It learns from good photos only: two photos of a defect kind are normal, few good ones are not."""
+    from modeldesk.ui.wording import learned_classes, small_class_warning
+
+    anomaly = {"annotation": "defect"}
+    counts = {"good": 24, "crack": 2, "defect": 0}
+    assert small_class_warning(learned_classes(anomaly, counts)) == ""
+    assert "good" in small_class_warning(learned_classes(anomaly, {"good": 3, "crack": 2}))
+    assert "crack" in small_class_warning(learned_classes({"annotation": "label"}, counts))

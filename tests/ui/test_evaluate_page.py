@@ -156,6 +156,7 @@ def test_the_sidebar_gives_the_figure_the_headline_gives():
     detector = {"map50": 0.85, "map": 0.31, "recall": 0.75, "precision": 0.8, "n": 26, "boxes": 30}
     assert detection_words(detector)[0].startswith(score_words(detector))  # "Finds 75 of 100"
     assert score_words({"accuracy": 0.93, "macro_f1": 0.9}) == "Right 93%"
+    assert score_words({"miou": 0.5089, "pixel_accuracy": 0.91}) == "Overlap 51%"  # was "Latest model"
     assert score_words({"micro_f1": 1.0, "map": 0.97}) == "Tags right 100%"
     # the headlines' own figures: "Every tag right on 50% of the photos", "Catches 6 of 10 defects"
     assert score_words({"micro_f1": 0.73, "exact_match": 0.5}) == "All tags right 50%"
@@ -190,3 +191,35 @@ def test_a_tags_model_reads_in_plain_words(qtbot, ws, open_page):
 
     assert per_class_rows(report) == [("sky", (0.95, 1.0)), ("sea", (0.8, 0.6))]
     assert page.mistakes_card.frame.isHidden()
+
+
+def test_an_anomaly_report_leaves_no_empty_advice_line(qtbot, ws, open_page):
+    """The anomaly card says what to do; the empty advice line under the headline left a gap."""
+    page = open_page(EvaluatePage, ws)
+    page._show_report(
+        {
+            "threshold": 5.0,
+            "auroc": 0.9,
+            "images": [
+                {"file": "a.png", "kind": "crack", "defect": True, "score": 9.0},
+                {"file": "b.png", "kind": "good", "defect": False, "score": 1.0},
+            ],
+        }
+    )
+    assert page.hero.text().startswith("Catches 1 of 1 defects")
+    assert page.advice.isHidden()
+    page._show_report({"labels": ["a", "b"], "confusion": [[3, 0], [0, 2]], "accuracy": 1.0})
+    assert not page.advice.isHidden() and "no mistake" in page.advice.text()
+
+
+def test_another_project_s_evaluation_starts_at_its_top(qtbot, open_page, trained):
+    ws, _first, _second = trained
+    page = open_page(EvaluatePage, ws)
+    page.resize(700, 400)
+    page.set_project("colors")
+    qtbot.waitUntil(lambda: page.report is not None, timeout=10000)
+    bar = page.scroll.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=5000)
+    bar.setValue(bar.maximum())
+    page.set_project(None)
+    assert bar.value() == 0

@@ -310,3 +310,38 @@ def test_the_welcome_screen_shows_no_step_of_the_last_project(qtbot, ws, make_wi
     qtbot.waitUntil(lambda: window.sidebar.step_state("data")[0] == "done", timeout=10_000)
     window.set_project(None)  # e.g. the last project was deleted
     assert all(window.sidebar.step_state(key) == ("todo", "") for key in ("data", "label", "train"))
+
+
+def test_a_cut_project_name_ends_in_an_ellipsis(qtbot, ws, make_window):
+    """At 760x540 the switcher showed "Tile inspectic", cut mid-letter."""
+    name = "Tile inspection, second line"
+    ws.create_project(name, "anomaly-detection")
+    window = make_window()
+    window.resize(760, 540)
+    window.set_project(name)
+    switcher = window.sidebar.switcher
+    qtbot.waitUntil(lambda: switcher.currentText() == name)
+    shown = switcher.shown_text()
+    assert shown.endswith("…") and name.startswith(shown[:-1])
+    window.resize(1600, 1000)
+    switcher.setMinimumWidth(switcher.fontMetrics().horizontalAdvance(name) + 80)
+    qtbot.waitUntil(lambda: switcher.shown_text() == name)
+
+
+def test_no_task_sentence_in_the_new_project_dialog_is_clipped(qtbot, ws, make_window):
+    """The nine tasks' sentences need more than the two thirds of the screen a dialog gets by default:
+    each was squeezed to one line, its second line cut through the middle."""
+    from PySide6.QtWidgets import QLabel
+
+    window = make_window()
+    dialog = window.new_project()
+    qtbot.waitUntil(dialog.isVisible)
+    sentences = [
+        label
+        for label in dialog.findChildren(QLabel)
+        if label.objectName() == "Muted" and label.wordWrap() and label.text()
+    ]
+    assert len(sentences) >= 9
+    for label in sentences:
+        assert label.height() >= label.heightForWidth(label.width()), label.text()
+    dialog.reject()

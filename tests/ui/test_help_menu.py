@@ -37,7 +37,13 @@ def test_the_guide_opens_on_the_current_page_and_lists_every_shortcut(qtbot, win
     window.help_menu.shortcuts_action.trigger()
     assert dialog.tabs.tabText(dialog.tabs.currentIndex()) == "Keyboard shortcuts"
     sheet = dialog.tabs.currentWidget().widget().text()
+    qtbot.waitUntil(lambda: dialog.tabs.currentWidget().viewport().height() > 100)
+    assert dialog.tabs.currentWidget().verticalScrollBar().maximum() == 0  # the whole sheet, unscrolled
     assert all(keys in sheet for _where, keys, _what in SHORTCUTS)
+    from modeldesk.ui.pages.label.mask_editor import TOOLS
+
+    painting = {k.strip() for where, keys, _what in SHORTCUTS if "masks" in where for k in keys.split(",")}
+    assert {key for _name, key in TOOLS.values()} <= painting  # every painting tool's key is on the sheet
     dialog.close()
 
 

@@ -71,3 +71,34 @@ def test_a_detectors_photo_gets_room_for_its_boxes(qtbot, tmp_path):
     assert drop.minimumHeight() == 160
     drop.show_image(str(tmp_path / "p.png"), [{"label": "cat", "score": 0.9, "box": [4, 4, 30, 30]}])
     assert drop.minimumHeight() >= 320
+
+
+def test_the_label_card_s_buttons_fit_its_narrow_width(qtbot):
+    """At 760x540 a text project's Label card was cut at the right: "Clear label" beside
+    "Undo  (Ctrl+Z)" needed more than the 248 px the card has on a narrow window."""
+    from modeldesk.ui.pages.label.annotators import ANNOTATORS
+    from modeldesk.ui.pages.label.side_panel import NARROW, SidePanel
+
+    panel = SidePanel()
+    qtbot.addWidget(panel)
+    panel.setFixedWidth(NARROW)
+    panel.show()
+    for annotator in ANNOTATORS.values():
+        panel.clear_button.setText(annotator.clear_text)
+        QApplication.processEvents()
+        assert panel.widget().minimumSizeHint().width() <= panel.viewport().width(), annotator.clear_text
+
+
+def test_a_new_project_s_try_it_starts_empty_at_its_first_size(qtbot, tmp_path):
+    """After a segmentation or anomaly project, the next project's try-it kept the photo and the
+    320 px room its mask needed."""
+    drop = DropArea()
+    qtbot.addWidget(drop)
+    photo = QPixmap(64, 48)
+    photo.fill()
+    photo.save(str(tmp_path / "p.png"))
+    drop.show_image(str(tmp_path / "p.png"), roomy=True)
+    assert drop.minimumHeight() >= 320 and drop.pixmap() is not None and not drop.pixmap().isNull()
+    drop.reset()
+    assert drop.minimumHeight() == 160 and drop.text() == "Drop a photo here"
+    assert drop.pixmap() is None or drop.pixmap().isNull()

@@ -194,3 +194,28 @@ def test_a_model_that_reads_no_pictures_is_offered_a_folder_only(qtbot, trained,
     assert offered == ["folder"]  # a video, a camera or a stream carries pictures only
     assert "clip" in card.address.placeholderText() and "clip" in card.about.text()
     assert card.rule_words.text() == "Note when it says"
+
+
+def test_an_anomaly_model_s_rule_starts_on_defect(qtbot, trained, open_page, monkeypatch):
+    """Its labels are good and defect: a rule noting each good part would be the wrong way round."""
+    ws, _model = trained
+    monkeypatch.setattr(
+        edge_launch,
+        "model_facts",
+        lambda ws, model_id: {"labels": ["good", "defect"], "pictures": True, "noun": "photo"},
+    )
+    page = open_page(DeployPage, ws)
+    page.set_project("Hand signs")
+    qtbot.waitUntil(lambda: page.loaded and page.put_to_work.label.count() > 0, timeout=10000)
+    assert page.put_to_work.label.currentText() == "defect"
+
+
+def test_another_project_s_deploy_page_starts_at_its_top(qtbot, page):
+    """Left scrolled down to the export card, the page showed the next project from the middle."""
+    page.resize(700, 400)
+    page.show()
+    bar = page.scroll.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=5000)
+    bar.setValue(bar.maximum())
+    page.set_project(None)
+    assert bar.value() == 0

@@ -147,6 +147,11 @@ def test_try_it_draws_the_mask_over_the_photo(qtbot, trained):
         photo = QImage(str(probe))
         y, x = np.argwhere(disk)[len(np.argwhere(disk)) // 2]
         assert overlay.pixelColor(int(x), int(y)) != photo.pixelColor(int(x), int(y))  # drawn over the disk
+        # the bars are the overlay's legend: each class's bar in its colour on the photo
+        from modeldesk.app.mask_views import model_colors
+
+        expected = dict(zip(CLASSES, model_colors(list(CLASSES))))
+        assert {k: v.name() for k, v in page.scores.row_colors.items()} == expected
     finally:
         _close(qtbot, page)
 
@@ -251,3 +256,12 @@ def test_every_page_opens_a_segmentation_project(qtbot, ws, show_widget, segment
             lambda page=page: not getattr(page, "tasks", None) or not page.tasks.busy, timeout=60000
         )
         assert page.isVisible()
+
+
+def test_one_test_photo_gets_no_interval_and_is_said_to_be_rough():
+    """ "on 1 photos … (95% interval 51% to 51%)" read as a precise figure."""
+    _, detail, _ = segmentation_words(
+        {"miou": 0.51, "pixel_accuracy": 0.91, "miou_interval": [0.51, 0.51], "n": 1, "per_class": {}}
+    )
+    assert "on 1 photo it never saw" in detail and "interval" not in detail
+    assert "rough" in detail

@@ -109,3 +109,25 @@ def test_sound_model_pages_play_record_and_classify(qtbot, ws, show_widget, tmp_
     evaluate.set_project("tones")
     qtbot.waitUntil(lambda: evaluate.report is not None, timeout=10_000)
     assert evaluate.sound and "clips" in evaluate.hero_detail.text()
+
+
+def test_the_waveform_is_dark_in_the_dark_theme(qtbot):
+    """It was a glaring near-white box on the dark Label and Deploy pages."""
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QApplication
+
+    from modeldesk.ui import theme
+    from modeldesk.ui.widgets.clip_player import Waveform
+
+    wave = Waveform()
+    qtbot.addWidget(wave)
+    wave.resize(200, 90)
+    wave.set_peaks(np.array([[-0.5, 0.5]] * 20, np.float32))
+    app = QApplication.instance()
+    try:
+        for choice, dark in (("dark", True), ("light", False)):
+            theme.apply_theme(app, choice)
+            corner = QColor(wave.grab().toImage().pixel(2, 2))
+            assert (corner.lightness() < 80) == dark, choice
+    finally:
+        theme.apply_theme(app, "light")

@@ -34,3 +34,11 @@ def test_typed_text_is_added_with_its_class_and_empty_text_is_refused(qtbot, tex
     assert ws.stats("reviews")["labels"]["praise"] == 4
     with pytest.raises(ValueError, match="empty"):
         ws.add_text("reviews", "   ")
+
+
+def test_the_empty_class_box_says_the_text_is_labeled_later(qtbot, text_page):
+    """An empty class box beside "Add text" said nothing about what leaving it empty does."""
+    page, _ws = text_page
+    qtbot.waitUntil(lambda: page.text_adder is not None and not page.text_adder.isHidden(), timeout=10_000)
+    box = page.text_adder.classes
+    assert box.currentText() == "" and "label later" in box.lineEdit().placeholderText()

@@ -13,11 +13,12 @@ import logging
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QColor, QIcon, QPixmap
+from PySide6.QtGui import QColor, QIcon, QImage, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidgetItem, QSlider
 
 from modeldesk.app.anomaly_formatting import catch_sentence, counts_from_images, promise_words, verdict
 
+from ..gallery import fit_square
 from ..page import card
 from ..widgets.mistakes import thumbnail_list
 
@@ -88,7 +89,7 @@ class AnomalyCard:
         self.legend.setObjectName("Muted")
         self.legend.setWordWrap(True)
         layout.addWidget(self.legend)
-        self.photos = thumbnail_list(THUMB, QSize(THUMB + 24, THUMB + 44), 2 * (THUMB + 44) + 12)
+        self.photos = thumbnail_list(THUMB, QSize(THUMB + 24, THUMB + 44))
         layout.addWidget(self.photos)
 
     @property
@@ -159,5 +160,5 @@ class AnomalyCard:
 
     def _show_thumbnails(self, found: list) -> None:
         for (_file, picture), item in zip(found, self._items):
-            if picture is not None:
-                item.setIcon(QIcon(QPixmap(str(picture))))
+            if picture is not None:  # on a square, so the captions line up whatever the photo's shape
+                item.setIcon(QIcon(QPixmap.fromImage(fit_square(QImage(str(picture)), THUMB))))

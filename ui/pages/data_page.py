@@ -26,7 +26,15 @@ from ..widgets.confirm import confirm
 from ..widgets.import_summary import ImportSummaryDialog
 from ..widgets.label_counts import LabelCountsChart, counts_card
 from ..widgets.progress_panel import ProgressPanel
-from ..wording import few_examples, merge_reports, nouns, plural, small_class_warning, summary_line
+from ..wording import (
+    few_examples,
+    learned_classes,
+    merge_reports,
+    nouns,
+    plural,
+    small_class_warning,
+    summary_line,
+)
 from .data_bars import DataBars
 
 log = logging.getLogger(__name__)
@@ -311,7 +319,7 @@ class DataPage(DataBars, Page):
         self.chart.minimum = few
         self.chart.set_counts(stats["labels"])
         noun = "boxes" if info.get("target") == "boxes" else many
-        warning = small_class_warning(stats["labels"], minimum=few, noun=noun)
+        warning = small_class_warning(learned_classes(info, stats["labels"]), minimum=few, noun=noun)
         self.warning.setText(warning)
         self.warning.setVisible(bool(warning))
         self._fit_width()

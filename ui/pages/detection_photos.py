@@ -187,7 +187,7 @@ class DetectionPhotosCard:
         )
         self.hint.setObjectName("Muted")
         self.hint.setWordWrap(True)
-        self.list = thumbnail_list(THUMB, QSize(THUMB + 24, THUMB + 40), 2 * (THUMB + 40) + 8)
+        self.list = thumbnail_list(THUMB, QSize(THUMB + 24, THUMB + 40))
         self.list.itemClicked.connect(self._clicked)
         self.none = QLabel("This model's evaluation does not list its test photos.")
         self.none.setObjectName("Muted")

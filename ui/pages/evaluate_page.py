@@ -31,6 +31,14 @@ from .value_evaluation import TableEvaluation, value_words
 log = logging.getLogger(__name__)
 
 
+class HidingLabel(QLabel):
+    """A label that is hidden while it has no text, so an empty line leaves no gap in its card."""
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt name)
+        super().setText(text)
+        self.setVisible(bool(text))
+
+
 class EvaluatePage(Page):
     """Evaluation of the project's models."""
 
@@ -69,7 +77,7 @@ class EvaluatePage(Page):
         self.hero_detail = QLabel()
         self.hero_detail.setObjectName("Muted")
         self.hero_detail.setWordWrap(True)
-        self.advice = QLabel()
+        self.advice = HidingLabel()  # empty (an anomaly model's card says it all): takes no room
         self.advice.setWordWrap(True)
         for widget in (self.hero, self.hero_detail, self.advice):
             hero_layout.addWidget(widget)
@@ -126,7 +134,7 @@ class EvaluatePage(Page):
         layout.addWidget(self.anomaly.frame)
         layout.addWidget(self.segmentation.frame)
         layout.addStretch(1)
-        scroll = QScrollArea()
+        self.scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setWidget(content)
@@ -146,6 +154,7 @@ class EvaluatePage(Page):
     def project_changed(self) -> None:
         self.model_id, self.report = None, None
         self.reports.cancel()
+        self.scroll.verticalScrollBar().setValue(0)  # the new project's page starts at its top
 
     def load(self, project: str) -> dict:
         ws = self.ws

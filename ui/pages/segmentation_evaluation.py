@@ -20,15 +20,20 @@ from modeldesk.app.mask_views import model_colors
 from ..charts import BarChart
 from ..page import card
 from ..widgets.mistakes import thumbnail_list
+from ..wording import plural
 
 log = logging.getLogger(__name__)
 
 SIDE = 200  # each of the two pictures, at most
 MAX_PHOTOS = 60
+ROUGH_BELOW = 5  # test photos: fewer, and the figures are said to be rough
 
 
 def _interval(values) -> str:
-    return f" (95% interval {values[0]:.0%} to {values[1]:.0%})" if values else ""
+    """The 95% interval in words; none when its two ends read the same (one test photo gives no spread)."""
+    if not values or f"{values[0]:.0%}" == f"{values[1]:.0%}":
+        return ""
+    return f" (95% interval {values[0]:.0%} to {values[1]:.0%})"
 
 
 def segmentation_words(report: dict) -> tuple[str, str, str]:
@@ -38,9 +43,11 @@ def segmentation_words(report: dict) -> tuple[str, str, str]:
     detail = (
         f"Pixel accuracy {float(report.get('pixel_accuracy') or 0.0):.0%}"
         f"{_interval(report.get('pixel_accuracy_interval'))}, mean IoU{_interval(report.get('miou_interval'))}"
-        f", on {n} photos it never saw during training. IoU: the pixels both it and the truth call a class, "
-        "over the pixels either calls it."
+        f", on {plural(n, 'photo')} it never saw during training. IoU: the pixels both it and the truth "
+        "call a class, over the pixels either calls it."
     )
+    if 0 < n < ROUGH_BELOW:
+        detail += f" With only {plural(n, 'test photo')} these numbers are rough: paint more photos."
     per_class = {k: v for k, v in (report.get("per_class") or {}).items() if v is not None}
     advice = ""
     if per_class:
@@ -87,7 +94,7 @@ class SegmentationCard:
         self.legend.setWordWrap(True)
         layout.addWidget(self.legend)
         self.cell = cell = QSize(2 * SIDE + 30, SIDE * 3 // 4 + 44)
-        self.photos = thumbnail_list(2 * SIDE + 6, cell, 2 * cell.height() + 12)
+        self.photos = thumbnail_list(2 * SIDE + 6, cell, max_rows=2)
         self.photos.setIconSize(QSize(2 * SIDE + 6, SIDE * 3 // 4))
         self.photos.itemClicked.connect(self._clicked)
         layout.addWidget(self.photos)

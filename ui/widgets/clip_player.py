@@ -15,6 +15,8 @@ from PySide6.QtCore import QRectF, QUrl
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from .. import theme
+
 log = logging.getLogger(__name__)
 
 COLUMNS = 400
@@ -39,6 +41,10 @@ def load_peaks(path, columns: int = COLUMNS, max_seconds: float = 30.0) -> tuple
     return np.array([[p.min(), p.max()] for p in parts], np.float32), frames / max(rate, 1)
 
 
+#: (background, centre line, peaks) on each theme: the light ones were a glaring white box in the dark
+WAVE_COLORS = {False: ("#eef2ff", "#a5b4fc", "#6366f1"), True: ("#2a2f38", "#4b5563", "#a5b4fc")}
+
+
 class Waveform(QWidget):
     """Paints min/max peaks, scaled to the loudest."""
 
@@ -52,15 +58,16 @@ class Waveform(QWidget):
         self.update()
 
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        background, line, peaks = (QColor(c) for c in WAVE_COLORS[theme.current().dark])
         painter = QPainter(self)
-        painter.fillRect(self.rect(), QColor(238, 242, 255))
+        painter.fillRect(self.rect(), background)
         middle, half = self.height() / 2, self.height() * 0.44
-        painter.setPen(QColor(165, 180, 252))
+        painter.setPen(line)
         painter.drawLine(0, int(middle), self.width(), int(middle))
         if len(self.peaks):
             scale = half / max(float(np.abs(self.peaks).max()), 1e-3)
             step = self.width() / len(self.peaks)
-            color = QColor(99, 102, 241)
+            color = peaks
             for i, (low, high) in enumerate(self.peaks):
                 top = middle - high * scale
                 painter.fillRect(

@@ -65,6 +65,10 @@ SHORTCUTS = (
     ("Label", "Left, Right", "previous, next example"),
     ("Label", "Ctrl+Z", "undo the last label"),
     ("Label", "Delete, Backspace", "remove the selected box"),
+    ("Label, masks", "B, E, P, F, A", "brush, eraser, polygon, fill, assist"),
+    ("Label, masks", "[  ]", "smaller, larger brush"),
+    ("Label, masks", "Ctrl+Shift+Z", "redo"),
+    ("Label, masks", "Wheel, right-drag", "zoom, move the photo"),
     ("Data, Deploy", "Ctrl+Enter", "add or try the text you typed"),
 )
 
@@ -103,7 +107,7 @@ class GuideDialog(QDialog):
     def __init__(self, page: str | None, parent=None):
         super().__init__(parent)
         self.setWindowTitle("ModelDesk guide")
-        self.resize(620, 440)
+        self.resize(640, 500)  # the shortcut sheet whole, without scrolling
         self.tabs = QTabWidget()
         for key, (title, _todo, _numbers) in PAGES.items():
             self.tabs.addTab(_text(guide_html(key)), title)

@@ -19,9 +19,36 @@ THUMB = 112
 MAX_MISTAKES = 200
 
 
-def thumbnail_list(thumb: int, cell: QSize, min_height: int) -> QListWidget:
-    """A static icon grid of ``thumb``-pixel thumbnails in ``cell``-sized cells that never scrolls sideways."""
-    view = QListWidget()
+class ThumbnailList(QListWidget):
+    """A static icon grid that never scrolls sideways and whose height fits its rows: one row at least
+    (an empty list is no large empty box), ``max_rows`` at most (then it scrolls), so a few photos leave
+    no gap and many do not push the page's other cards away."""
+
+    def __init__(self, max_rows: int):
+        super().__init__()
+        self.max_rows = max_rows
+        for signal in (self.model().rowsInserted, self.model().rowsRemoved, self.model().modelReset):
+            signal.connect(self._fit)
+
+    def rows_needed(self) -> int:
+        """The rows its items take at its width (the scroll bar's room kept free), within the limits."""
+        cell = self.gridSize()
+        width = self.width() - 2 * self.frameWidth() - self.verticalScrollBar().sizeHint().width()
+        per_row = max(1, width // max(cell.width(), 1))
+        return min(max(1, -(-self.count() // per_row)), self.max_rows)
+
+    def _fit(self, *_args) -> None:
+        # the height follows the width only: setting it here does not change the rows, so no loop
+        self.setFixedHeight(self.rows_needed() * self.gridSize().height() + 2 * self.frameWidth() + 8)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._fit()
+
+
+def thumbnail_list(thumb: int, cell: QSize, max_rows: int = 3) -> QListWidget:
+    """A :class:`ThumbnailList` of ``thumb``-pixel thumbnails in ``cell``-sized cells."""
+    view = ThumbnailList(max_rows)
     view.setObjectName("Gallery")
     view.setViewMode(QListView.IconMode)
     view.setIconSize(QSize(thumb, thumb))
@@ -29,8 +56,8 @@ def thumbnail_list(thumb: int, cell: QSize, min_height: int) -> QListWidget:
     view.setResizeMode(QListView.Adjust)
     view.setMovement(QListView.Static)
     view.setUniformItemSizes(True)
-    view.setMinimumHeight(min_height)
     view.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    view._fit()
     return view
 
 
@@ -62,7 +89,7 @@ class MistakesCard:
         self.hint = QLabel("Click one to check its label: a wrong label teaches the model wrong.")
         self.hint.setObjectName("Muted")
         self.hint.setWordWrap(True)
-        self.list = thumbnail_list(THUMB, QSize(THUMB + 36, THUMB + 44), THUMB + 70)
+        self.list = thumbnail_list(THUMB, QSize(THUMB + 36, THUMB + 44))
         self.list.setWordWrap(True)
         self.list.itemClicked.connect(self._clicked)
         self.list.itemDoubleClicked.connect(self._relabel)

@@ -8,12 +8,13 @@ from PySide6.QtWidgets import QComboBox
 from modeldesk.app.keep_up import is_auto_model
 
 from ..wording import model_title
+from .elided_combo import ElidedComboBox
 
 #: the most characters of a title the picker makes room for
 MAX_CHARS = 30
 
 
-class ModelPicker(QComboBox):
+class ModelPicker(ElidedComboBox):
     """The project's models, newest first, as "Accurate, 02 Dec 17:07, 99%".
 
     Signals

@@ -46,7 +46,7 @@ class NewProjectDialog(QDialog):
     def __init__(self, tasks: list[dict], existing=(), paths=None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("New project")
-        self.setMinimumWidth(520)
+        self.setMinimumWidth(600)  # most task sentences on one line: the dialog fits a small screen
         self._existing = {n.casefold() for n in existing}
         self.paths: list[Path] = [Path(p) for p in (paths or [])]
         self.kinds = {task["name"]: task.get("input_kind") for task in tasks}
@@ -119,6 +119,15 @@ class NewProjectDialog(QDialog):
             (self.source_files if many else self.source_folder).setChecked(True)
         self._source_changed()
         self._validate()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        """Take the height the sentences need at the dialog's width: a dialog gets at most two thirds of
+        the screen by default, which squeezed each task's sentence to one clipped line."""
+        super().showEvent(event)
+        need = self.layout().totalHeightForWidth(self.width())
+        screen = self.screen().availableGeometry().height() if self.screen() else need
+        if need > self.height():
+            self.resize(self.width(), min(need, screen - 40))  # the title bar's room kept
 
     # -- read back ---------------------------------------------------------------------------
 

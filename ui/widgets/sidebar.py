@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from .elided_combo import ElidedComboBox
+
 #: (key, title) of the steps, in order.
 STEPS = (
     ("data", "Data"),
@@ -156,7 +158,7 @@ class Sidebar(QWidget):
         title.setObjectName("AppTitle")
         project_caption = QLabel("PROJECT")
         project_caption.setObjectName("SidebarCaption")
-        self.switcher = QComboBox()
+        self.switcher = ElidedComboBox()  # a long name ends in "…", not cut mid-letter
         self.switcher.setObjectName("ProjectSwitcher")
         readable_popup(self.switcher)
         self.switcher.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)

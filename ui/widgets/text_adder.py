@@ -33,6 +33,7 @@ class TextAdder(QWidget):
         self.editor.setFixedHeight(64)
         self.classes = QComboBox()
         self.classes.setEditable(True)
+        self.classes.lineEdit().setPlaceholderText("none: label later")  # an empty box said nothing
         self.classes.setMinimumWidth(140)
         self.classes.setToolTip("The class of the text; leave empty to label it later")
         self.add_button = QPushButton("Add text")

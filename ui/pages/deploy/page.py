@@ -68,7 +68,7 @@ class DeployPage(Page):
         ):
             layout.addWidget(frame)
         layout.addStretch(1)
-        scroll = QScrollArea()
+        self.scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setWidget(content)
@@ -127,6 +127,7 @@ class DeployPage(Page):
     def project_changed(self) -> None:
         self.model_id = None
         self.try_it.clear()
+        self.scroll.verticalScrollBar().setValue(0)  # not left at the last project's export card
 
     def load(self, project: str) -> dict:
         ws = self.ws
@@ -218,9 +219,11 @@ class DeployPage(Page):
 
                 results[0]["overlay"] = str(overlay_file(ws, model_id, path)[1])
             elif "areas" in results[0]:  # a segmentation model: its mask drawn over the photo
+                from modeldesk.app.mask_views import label_colors
                 from modeldesk.app.mask_views import overlay_file as mask_overlay
 
                 results[0]["overlay"] = str(mask_overlay(ws, model_id, path, results[0]))
+                results[0]["overlay_colors"] = label_colors(ws, model_id)  # the bars in the mask's colours
             return results, (load_peaks(path) if sound else None)
 
         def done(result):

@@ -194,6 +194,8 @@ class PutToWorkCard(QObject):
                 self._kind_changed()
                 self.label.clear()
                 self.label.addItems(facts["labels"])
+                if set(facts["labels"]) == {"good", "defect"}:  # an anomaly model: the rule is for defects
+                    self.label.setCurrentText("defect")
                 self.show_state()
 
         self.run(

@@ -30,10 +30,15 @@ class DropArea(QLabel):
         super().__init__(parent)
         self.setAcceptDrops(True)
         self.setAlignment(Qt.AlignCenter)
-        self.setMinimumSize(200, 160)
         self.setWordWrap(True)
         self.setObjectName("DropArea")
         self._idle_style()
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty, at its first size: the last project's photo and a mask's or boxes' room do not stay."""
+        self.clear()
+        self.setMinimumSize(200, 160)
         self.setText("Drop a photo here")
 
     def _idle_style(self, hover: bool = False) -> None:
@@ -197,6 +202,7 @@ class TryIt:
 
     def clear(self) -> None:
         self.live.stop()
+        self.drop.reset()
         self.answer.setText("")
         self.scores.set_rows([])
         self.scores.show()
@@ -204,16 +210,19 @@ class TryIt:
     def show_prediction(self, prediction: dict, path: str | None = None) -> None:
         """The answer in words and the top scores as bars (a detector's boxes drawn on the photo)."""
         if "anomalous" in prediction:  # an anomaly model: the photo with its heatmap, a yes/no
-            if prediction.get("overlay"):
-                self.drop.show_image(prediction["overlay"])
+            if prediction.get("overlay"):  # the heatmap needs room to be read, as a mask does
+                self.drop.show_image(prediction["overlay"], roomy=True)
             self.answer.setText(anomaly_answer(prediction))
-            self.scores.set_rows([(prediction["label"], (prediction.get("confidence", 1.0),))])
+            # how sure the yes/no is: what "Put to work" rules compare with ("at least 80% sure")
+            self.scores.set_rows([("how sure", (prediction.get("confidence", 1.0),))])
             return
         if "areas" in prediction:  # a segmentation model: the photo with its mask, the share of each class
             if prediction.get("overlay"):
                 self.drop.show_image(prediction["overlay"], roomy=True)
             self.answer.setText(area_words(prediction["areas"]))
-            self.scores.set_rows(top_scores({"scores": prediction["areas"]}, 10))
+            self.scores.set_rows(
+                top_scores({"scores": prediction["areas"]}, 10), prediction.get("overlay_colors")
+            )
             return
         if "boxes" in prediction:  # a detector: the boxes on the photo, one row per box
             if path:
@@ -260,4 +269,4 @@ def anomaly_answer(prediction: dict) -> str:
             "Looks defective  <span style='font-size:15px; font-weight:400'>unlike the good parts where "
             f"it is shaded red ({how})</span>"
         )
-    return f"Looks good  <span style='font-size:15px; font-weight:400'>like the good parts ({how})</span>"
+    return f"Looks good  <span style='font-size:15px; font-weight:400'>as the good parts do ({how})</span>"

@@ -37,7 +37,8 @@ class SidePanel(QScrollArea):
         banner_layout.addWidget(self.accept_button)
         self.banner.hide()
         self.clear_button = QPushButton("Clear label")
-        self.undo_button = QPushButton("Undo  (Ctrl+Z)")
+        self.undo_button = QPushButton("Undo")  # "Undo  (Ctrl+Z)" cut the narrow card; the keys line says it
+        self.undo_button.setToolTip("Undo the last change (Ctrl+Z)")
         self.undo_button.setEnabled(False)
         actions = QHBoxLayout()
         actions.addWidget(self.clear_button)
