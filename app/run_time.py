@@ -191,8 +191,8 @@ class RunProgress:
 # still take: 43 s for 30 raccoon photos, 38 s for 50 tiles at probe slowdown 0.93, 64 and 57 s in the
 # priors' units). A photo classifier's took 29 s for 100 sign digits then (44 s in those units: 0.58 of
 # that prior), a sound model's 1.2 s for 100 clips (1.8 s; bench/estimates.py, 2026-12-04). A mask
-# model's checks run one whole photo at a time: 81 s for 20 CamVid photos on a quiet machine, 2.5x the
-# photo prior.
+# model's checks run one whole photo at a time: 76-85 s for 20 CamVid photos on a quiet machine and 153 s
+# beside two busy processes, where this prior's 33 + 3.5 a photo had planned 123 and 267 s (2026-12-04).
 COMPRESSION_PRIORS = {
     "image": (33.0, 0.42),
     # a detector's copies, after its heads are fitted across folds (timed apart, by their own pace): 43 s
@@ -200,7 +200,7 @@ COMPRESSION_PRIORS = {
     # a benchmark (2026-12-04)
     "image/boxes": (50.0, 0.5),
     "image/label": (19.0, 0.25),
-    "image/mask": (33.0, 3.5),
+    "image/mask": (23.0, 2.4),
     "audio": (1.0, 0.008),
 }
 COMPRESSION_PRIOR = (10.0, 0.1)
