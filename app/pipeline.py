@@ -375,6 +375,8 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     """
     import time
 
+    from threadpoolctl import threadpool_limits
+
     from modeldesk.app.run_time import (
         blended_eta,
         compression_fraction,
@@ -382,7 +384,7 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         record_compression,
     )
     from modeldesk.deploy import export_artifact, load_artifact
-    from modeldesk.scheduler.speed import slowdown
+    from modeldesk.scheduler.speed import free_cores, slowdown
     from modeldesk.trainers.compression import head_refitter
 
     # A bundle carries the copy in use (a kept compressed one); compression starts from the original.
@@ -416,20 +418,21 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
             progress(done, total, message, eta)
 
     report(0, 1, "")
-    result = export_artifact(
-        artifact,
-        out,
-        compress=compress,
-        bundle=bundle,
-        calibration=calibration,
-        validation=validation,
-        progress=report,
-        tmp_dir=ws.paths.tmp,
-        training=training,
-        refit_head=head_refitter(artifact.card) if compress else None,
-        metric=metric,
-        candidates=compression_candidates(artifact) if compress else None,
-    )
+    with threadpool_limits(free_cores()):  # numpy's head fits leave the cores other programs use
+        result = export_artifact(
+            artifact,
+            out,
+            compress=compress,
+            bundle=bundle,
+            calibration=calibration,
+            validation=validation,
+            progress=report,
+            tmp_dir=ws.paths.tmp,
+            training=training,
+            refit_head=head_refitter(artifact.card) if compress else None,
+            metric=metric,
+            candidates=compression_candidates(artifact) if compress else None,
+        )
     if compress:
         record_compression(
             feature_cache_dir(ws),

@@ -64,10 +64,13 @@ POSITION_GAUSSIAN_S_PER_PHOTO = 0.01
 #: choosing the threshold, exporting and setting up the evaluation, in the priors' units: with 0.01 s a
 #: photo evaluated, 0.5-0.9 s for 50 tiles at probe slowdown 0.93 (0.8-1.4 s in those units; 2026-12-04)
 FIXED_S = 1.0
+#: the same for a per-position Gaussian, whose evaluation is a product, not a search: 0.36 s for 50 tiles
+#: on a quiet machine (0.5 s in those units, of which 0.01 s a photo; 2026-12-04)
+GAUSSIAN_FIXED_S = 0.3
 #: the cross-fitted threshold (``crossfit``), in the priors' units: a fold's per-position Gaussian
 #: whitened (Cholesky, 1024 x 48 x 48: 0.13 s on the loaded 2-core machine, 2026-12-04) and each bank
 #: photo scored once more by its fold's model (as the export's 0.01 s a photo evaluated)
-FOLD_WHITENING_S = 0.15
+FOLD_WHITENING_S = 0.1  # 5 folds and 50 tiles' scores took 0.86 s in those units on a quiet machine
 OUT_OF_FOLD_S_PER_PHOTO = 0.01
 #: the folds' running sums of a per-position Gaussian may take this much memory (the fast template's: 90 MiB)
 MAX_FOLD_BYTES = 512 << 20
@@ -189,7 +192,8 @@ class AnomalyDetectionTrainer(TaskTrainer):
         parts = {
             "features": features_s,
             "bank": min(fit_s, 0.7 * budget),
-            "export": 0.01 * len(keys) + FIXED_S,
+            "export": 0.01 * len(keys)
+            + (GAUSSIAN_FIXED_S if template.method == "position-gaussian" else FIXED_S),
         }
         if len(keys) >= MIN_BANK:  # each bank photo scored again, by its fold's model; cut at FOLDS_END
             folds_s += OUT_OF_FOLD_S_PER_PHOTO * len(keys)

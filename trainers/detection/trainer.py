@@ -51,19 +51,23 @@ log = logging.getLogger(__name__)
 # 13,700 units a second (the old prior, 2,000, made a first ETA 3-5x too long). Kept a little low.
 #: decoding and the backbone at 320 px per image and view, in the priors' units (app.calibration), before
 #: anything was measured here: 30 raccoon photos x 3 views took 3.95 s at probe slowdown 0.93 (0.065 s in
-#: those units; the photos are large JPEGs, bench/estimates.py --stages, 2026-12-04)
-SECONDS_PER_IMAGE = 0.06
+#: those units; the photos are large JPEGs, bench/estimates.py --stages, 2026-12-04); 1.55 s in a later
+#: run on a quiet machine (0.025 s in those units): 0.04
+SECONDS_PER_IMAGE = 0.04
 #: head units a second before one was measured here, in the priors' units: the fast recipe's 30 photos
-#: (24,800 units) took 0.84 s at probe slowdown 0.93, i.e. 1.3 s in those units (2026-12-04)
-HEAD_UNITS_PER_S = 16000.0
+#: (24,800 units) took 0.84 s at probe slowdown 0.93, i.e. 1.3 s in those units, and 0.52 s in a later
+#: quiet run (0.73 s in those units; 2026-12-04)
+HEAD_UNITS_PER_S = 20000.0
 HEAD_WORK = "detection-head"  # cost-model key: thousands of (cell row x feature x fit) per second
 #: multiply-adds a second of the box refiner's normal equations (BLAS), in the priors' units: 1,600 rows of
-#: 3,800 features (4.2e10) took 2.4 s at probe slowdown 0.93, 3.6 s in those units (2026-12-04)
-REFINE_FLOPS_PER_S = 1.2e10
+#: 3,800 features (4.2e10) took 2.4 s at probe slowdown 0.93, 3.6 s in those units (2026-12-04); with the
+#: cascade's second step, the fast and accurate refiners planned 8.8 s took 5.5 and 4.5 s in those units
+#: (30 raccoon photos, quiet, bench/estimates.py --stages, 2026-12-04)
+REFINE_FLOPS_PER_S = 1.8e10
 REFINE_S_PER_BOX = 4e-5  # RoiAlign of one jittered box on the cached maps
 #: choosing the threshold, exporting and evaluating the exported graph, in the priors' units: 0.37-0.42 s
 #: for 30 photos at probe slowdown 0.93 (0.6 s in those units; 2026-12-04)
-EXPORT_S = 1.0
+EXPORT_S = 0.6
 PARITY_TOLERANCE = 0.05  # pixels: graph boxes against the numpy decoding of the same head
 
 
