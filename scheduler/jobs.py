@@ -276,6 +276,11 @@ class JobQueue:
         with self._lock:
             if self._processes.get(job_id) is process:
                 del self._processes[job_id]
+        if self._closed.is_set() and not self.db_path.exists():
+            # the queue was closed and its store removed (a throw-away workspace): reading it would
+            # create an empty database in a folder that is being deleted
+            log.info("job %d's worker exited after its queue was closed and its store removed", job_id)
+            return
         self._finish_dead(job_id, code, attempt)
         if self.autostart:
             self._dispatch()

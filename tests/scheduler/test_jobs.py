@@ -189,3 +189,20 @@ def test_submit_rejects_bad_targets_and_params(tmp_path):
         queue.submit("x", "pkg.mod:fn", {"bad": object()})
     with pytest.raises(ValueError):
         queue.resume(queue.submit("x", "pkg.mod:fn", {}))  # queued, not resumable
+
+
+def test_a_worker_that_exits_after_its_store_was_removed_leaves_no_database_behind(tmp_path):
+    """A throw-away workspace (a benchmark's) is closed and deleted while a worker is still exiting: the
+    monitor must not read the store, which would create an empty database in the folder being deleted."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    queue = JobQueue(folder / "workspace.db", autostart=False)
+    queue.close()
+    (folder / "workspace.db").unlink()
+
+    class Exited:
+        def wait(self):
+            return 0
+
+    queue._monitor(1, 1, Exited())
+    assert not (folder / "workspace.db").exists()
