@@ -163,6 +163,15 @@ def learned_classes(info: dict, labels: dict[str, int]) -> dict[str, int]:
     return labels
 
 
+def counted_classes(info: dict, labels: dict[str, int]) -> dict[str, int]:
+    """The classes the Data page's bars show: all of them, except an anomaly project's empty defect
+    keys (the catch-all "defect" stands ready on the Label page), which read as missing photos next to
+    the defect kinds that have some."""
+    if info.get("annotation") != "defect":
+        return labels
+    return {name: count for name, count in labels.items() if count or name == "good"}
+
+
 def small_classes(labels: dict[str, int], minimum: int = MIN_PER_CLASS) -> list[tuple[str, int]]:
     """(label, count) for the classes with fewer than ``minimum`` examples, smallest first."""
     return sorted(((n, c) for n, c in labels.items() if c < minimum), key=lambda nc: (nc[1], nc[0]))

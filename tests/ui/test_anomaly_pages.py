@@ -109,3 +109,14 @@ def test_an_anomaly_project_s_small_defect_kinds_are_no_warning():
     assert small_class_warning(learned_classes(anomaly, counts)) == ""
     assert "good" in small_class_warning(learned_classes(anomaly, {"good": 3, "crack": 2}))
     assert "crack" in small_class_warning(learned_classes({"annotation": "label"}, counts))
+
+
+def test_an_anomaly_project_s_bars_leave_out_its_empty_defect_key():
+    """The catch-all "defect" key with no photo is no bar beside the kinds that have some (it read as
+    "defect 0", missing photos); a classifier's empty class still shows."""
+    from modeldesk.ui.wording import counted_classes
+
+    counts = {"good": 24, "crack": 2, "defect": 0}
+    assert counted_classes({"annotation": "defect"}, counts) == {"good": 24, "crack": 2}
+    assert counted_classes({"annotation": "defect"}, {"good": 0}) == {"good": 0}
+    assert counted_classes({"annotation": "label"}, counts) == counts

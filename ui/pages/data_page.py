@@ -27,6 +27,7 @@ from ..widgets.import_summary import ImportSummaryDialog
 from ..widgets.label_counts import LabelCountsChart, counts_card
 from ..widgets.progress_panel import ProgressPanel
 from ..wording import (
+    counted_classes,
     few_examples,
     learned_classes,
     merge_reports,
@@ -317,7 +318,7 @@ class DataPage(DataBars, Page):
         self.gallery_stack.setCurrentWidget(shown if stats["samples"] else self.drop_hint)
         few = few_examples(info)
         self.chart.minimum = few
-        self.chart.set_counts(stats["labels"])
+        self.chart.set_counts(counted_classes(info, stats["labels"]))
         noun = "boxes" if info.get("target") == "boxes" else many
         warning = small_class_warning(learned_classes(info, stats["labels"]), minimum=few, noun=noun)
         self.warning.setText(warning)
