@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from modeldesk.datasets.masks import VOID, class_slots
 from modeldesk.deploy.mask_output import class_colors, overlay, slot_color
@@ -114,13 +114,27 @@ def comparison_file(ws, model, project, sample_id: int, *, side: int = 200) -> P
         truth = np.full(prediction["mask"].shape, VOID, np.uint8)
     colors = _predictor_colors(predictor)
     pictures = [overlay(photo, truth, colors=colors), overlay(photo, prediction["mask"], colors=colors)]
-    for picture in pictures:
+    for picture, words in zip(pictures, ("labeled", "model")):
         picture.thumbnail((side, side), Image.BILINEAR)
+        caption(picture, words)
     width, height = pictures[0].size
     both = Image.new("RGBA", (2 * width + GAP, height), (0, 0, 0, 0))  # the gap shows the page
     both.paste(pictures[0], (0, 0))
     both.paste(pictures[1], (width + GAP, 0))
     return _save(both, ws, "mask-comparisons", model, sample_id, side)
+
+
+def caption(picture: Image.Image, words: str) -> None:
+    """Write ``words`` on a dark tag in ``picture``'s top left corner (which half is which, without
+    reading the card's text)."""
+    try:
+        font = ImageFont.load_default(size=12)
+    except TypeError:  # Pillow before 10.1 has one bitmap size
+        font = ImageFont.load_default()
+    draw = ImageDraw.Draw(picture)
+    left, top, right, bottom = draw.textbbox((0, 0), words, font=font)
+    draw.rectangle((0, 0, right - left + 8, bottom - top + 6), fill=(32, 32, 32, 255))
+    draw.text((4 - left, 3 - top), words, fill=(255, 255, 255, 255), font=font)
 
 
 def comparison_thumbnails(ws, model, project, sample_ids, *, side: int = 200, should_stop=None) -> list:

@@ -171,3 +171,18 @@ def test_a_class_keeps_its_colour_when_classes_are_added_renamed_or_merged(ws, t
     assert class_color_field([sample], sample.target.classes)["colors"] == [
         final[name] for name in sample.target.classes
     ]
+
+
+def test_a_mask_comparison_half_says_which_it_is():
+    """Each half of the Evaluate page's pair carries a dark tag with its name in the top left corner;
+    the rest of the picture is left as it was."""
+    from PIL import Image
+
+    from modeldesk.app.mask_views import caption
+
+    picture = Image.new("RGBA", (120, 90), (200, 220, 240, 255))
+    caption(picture, "labeled")
+    pixels = np.asarray(picture)
+    assert tuple(pixels[1, 1]) == (32, 32, 32, 255)  # the tag
+    assert (pixels[:12, :50, :3] == 255).all(axis=-1).any()  # white letters on it
+    assert tuple(pixels[60, 100]) == (200, 220, 240, 255)  # the photo elsewhere
