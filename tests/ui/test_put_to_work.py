@@ -178,18 +178,20 @@ def test_a_refusal_from_the_server_is_shown(qtbot, page, fake_edge, monkeypatch)
     assert card.button.isEnabled() and card.button.text() == "Put to work"
 
 
-def test_a_model_that_reads_no_pictures_is_offered_a_folder_only(qtbot, trained, open_page, monkeypatch):
-    ws, model = trained
-    assert edge_launch.model_facts(ws, model)["pictures"]  # the trained model reads photos
-    monkeypatch.setattr(
-        edge_launch,
-        "model_facts",
-        lambda ws, model_id: {"labels": ["yes", "no"], "pictures": False, "noun": "clip"},
-    )
+def _put_to_work_for(facts: dict, qtbot, ws, open_page, monkeypatch):
+    """The Deploy page's "Put to work" card for a model with these ``facts`` (``edge_launch.model_facts``)."""
+    monkeypatch.setattr(edge_launch, "model_facts", lambda ws, model_id: facts)
     page = open_page(DeployPage, ws)
     page.set_project("Hand signs")
     qtbot.waitUntil(lambda: page.loaded and page.put_to_work.label.count() > 0, timeout=10000)
-    card = page.put_to_work
+    return page.put_to_work
+
+
+def test_a_model_that_reads_no_pictures_is_offered_a_folder_only(qtbot, trained, open_page, monkeypatch):
+    ws, model = trained
+    assert edge_launch.model_facts(ws, model)["pictures"]  # the trained model reads photos
+    facts = {"labels": ["yes", "no"], "pictures": False, "noun": "clip"}
+    card = _put_to_work_for(facts, qtbot, ws, open_page, monkeypatch)
     offered = [card.kind.itemData(i) for i in range(card.kind.count())]
     assert offered == ["folder"]  # a video, a camera or a stream carries pictures only
     assert "clip" in card.address.placeholderText() and "clip" in card.about.text()
@@ -199,15 +201,9 @@ def test_a_model_that_reads_no_pictures_is_offered_a_folder_only(qtbot, trained,
 def test_an_anomaly_model_s_rule_starts_on_defect(qtbot, trained, open_page, monkeypatch):
     """Its labels are good and defect: a rule noting each good part would be the wrong way round."""
     ws, _model = trained
-    monkeypatch.setattr(
-        edge_launch,
-        "model_facts",
-        lambda ws, model_id: {"labels": ["good", "defect"], "pictures": True, "noun": "photo"},
-    )
-    page = open_page(DeployPage, ws)
-    page.set_project("Hand signs")
-    qtbot.waitUntil(lambda: page.loaded and page.put_to_work.label.count() > 0, timeout=10000)
-    assert page.put_to_work.label.currentText() == "defect"
+    facts = {"labels": ["good", "defect"], "pictures": True, "noun": "photo"}
+    card = _put_to_work_for(facts, qtbot, ws, open_page, monkeypatch)
+    assert card.label.currentText() == "defect"
 
 
 def test_another_project_s_deploy_page_starts_at_its_top(qtbot, page):

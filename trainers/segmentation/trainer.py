@@ -282,7 +282,7 @@ class SegmentationTrainer(TaskTrainer):
         grid_s = ROWS_S * len(keys) * (2 if template.flip_train else 1) * area
         sizes = 1 + sum((s / template.neck.size) ** 2 for s in template.extra_sizes)  # backbone passes
         passes_per_photo = (2 if template.flip_test else 1) * (1.5 if template.refine else 1) * sizes
-        eval_s = len(keys) / 3 * SECONDS_PER_IMAGE * (template.neck.size / 512) ** 2 * 1.5 * passes_per_photo
+        eval_s = len(keys) / 3 * per_image * 1.5 * passes_per_photo
         parts = {
             "features": features_s,
             "head": fit_s,
@@ -293,21 +293,25 @@ class SegmentationTrainer(TaskTrainer):
         return staged_estimate(plan, parts, len(missing))
 
     @staticmethod
-    def _fit_flops(template, backbone, n_photos: int) -> float:
+    def _fit_rows(template, n_photos: int) -> int:
+        """The grid points the head is fitted on (``template.rows`` at most)."""
+        return min(template.rows, n_photos * template.neck.grid**2)
+
+    @classmethod
+    def _fit_flops(cls, template, backbone, n_photos: int) -> float:
         """Multiply-adds of the head's fit, all its epochs."""
-        rows = min(template.rows, n_photos * template.neck.grid**2)
+        rows = cls._fit_rows(template, n_photos)
         width = template.hidden or len(backbone.outputs)
         dim = min(template.neck.dim(backbone), template.components or 10**9)
         return rows * dim * width * 6 * template.epochs
 
-    @staticmethod
-    def _projection_flops(template, backbone, n_photos: int) -> float:
+    @classmethod
+    def _projection_flops(cls, template, backbone, n_photos: int) -> float:
         """Multiply-adds of the principal directions the head learns on (none without ``components``)."""
         dim = template.neck.dim(backbone)
         if not template.components or template.components >= dim:
             return 0.0
-        rows = min(template.rows, n_photos * template.neck.grid**2)
-        return rows * dim * (dim + template.components)
+        return cls._fit_rows(template, n_photos) * dim * (dim + template.components)
 
     @classmethod
     def _fit_seconds(cls, template, backbone, n_photos: int) -> float:
