@@ -415,7 +415,7 @@ def compress_artifact(
     spec = artifact.spec
     base = onnx.load(str(artifact.model_path))
     can_refit = bool(refit_head and training and artifact.card.get("features_output"))
-    views = len(artifact.card.get("views") or ["identity"])
+    views = len(artifact.card.get("test_views", artifact.card.get("views")) or ["identity"])
     if candidates is None:
         # With a re-fitted head available, the fixed-head 8-bit variants are left out: re-fitting wins
         # back most of what they lose, and each weaker copy in the verdict's sequence is one more
@@ -467,22 +467,33 @@ def compress_artifact(
 
 
 def one_view(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy of a classifier with test-time views that runs on its first view only (the photo as it
-    is): the views' ``Concat`` (``views/concat``) passes its first input on, and every reshape of the
-    stacked rows to (V, N, ...) (``views/...shape``: the mean over views, the novelty's first view)
-    reshapes to (1, N, ...). Raises ResizeError when the graph has no such views."""
+    """A copy of a model with test-time views that runs on its first view only (the photo as it
+    is). A classifier's views' ``Concat`` (``views/concat``) passes its first input on, and every
+    reshape of the stacked rows to (V, N, ...) (``views/...shape``: the mean over views, the
+    novelty's first view) reshapes to (1, N, ...). A detector's (``det/tta/``, see
+    ``trainers.detection.tta``) passes on the photo and its size, and its fusion counts one view, so
+    each box stays as that view gave it. Raises ResizeError when the graph has no such views."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
-    concat = next((n for n in copy.graph.node if n.name == "views/concat" and n.op_type == "Concat"), None)
-    shapes = [t for t in copy.graph.initializer if t.name.startswith("views/") and t.name.endswith("shape")]
-    if concat is None or not shapes:
+    nodes = {n.name: n for n in copy.graph.node if n.op_type == "Concat"}
+    if "det/tta/concat" in nodes:
+        concats, count = ["det/tta/concat", "det/tta/size_concat"], "det/tta/count"
+        shapes = [t for t in copy.graph.initializer if t.name == count]
+    else:
+        concats = ["views/concat"] if "views/concat" in nodes else []
+        shapes = [
+            t for t in copy.graph.initializer if t.name.startswith("views/") and t.name.endswith("shape")
+        ]
+    if not concats or not shapes:
         raise ResizeError("the model has no test-time views to drop")
-    concat.CopyFrom(
-        onnx.helper.make_node("Identity", [concat.input[0]], list(concat.output), name="views/only_first")
-    )
-    for shape in shapes:  # (V, N, ...) reshapes of the stacked views' rows: now (1, N, ...)
+    for name in concats:
+        concat = nodes[name]
+        concat.CopyFrom(
+            onnx.helper.make_node("Identity", [concat.input[0]], list(concat.output), name=f"{name}_first")
+        )
+    for shape in shapes:  # (V, N, ...) reshapes of the stacked views' rows, a detector's view count: now 1
         dims = onnx.numpy_helper.to_array(shape).copy()
-        dims[0] = 1
+        dims.reshape(-1)[0] = 1
         shape.CopyFrom(onnx.numpy_helper.from_array(dims, shape.name))
     return prune_unused(copy)
 
@@ -962,7 +973,9 @@ def _save(
     blob, size, candidate = models[best["name"]]
     card = dict(artifact.card)
     card.update((card_changes or {}).get(best["name"], {}))
-    if candidate.one_view:
+    if candidate.one_view and "test_views" in card:  # a detector's training views stay what they were
+        card["test_views"] = list(card["test_views"])[:1]
+    elif candidate.one_view:
         card["views"] = list(card.get("views") or ["identity"])[:1]
     card.update(
         {

@@ -16,9 +16,11 @@ from onnx import TensorProto, helper, numpy_helper
 from modeldesk.trainers.detection.metrics import box_iou
 
 
-def duplicate_nodes(rows: str, iou: float, prefix: str) -> tuple[list, list, str]:
+def duplicate_nodes(rows: str, iou: float, prefix: str, *, ties: bool = False) -> tuple[list, list, str]:
     """Nodes from detection rows (K, 7: image, x0, y0, x1, y1, score, class) to the rows no better
-    box of their image and class overlaps by more than ``iou`` (same order)."""
+    box of their image and class overlaps by more than ``iou`` (same order). With ``ties``, of two
+    such boxes with the same score the earlier row is the better one (fused boxes of one object
+    come out the same several times, ``detection.tta``)."""
     p = prefix
     nodes, inits = [], []
 
@@ -35,8 +37,63 @@ def duplicate_nodes(rows: str, iou: float, prefix: str) -> tuple[list, list, str
     def column(start, stop, name):
         return node("Slice", [rows, const(name + "_s", [start]), const(name + "_e", [stop]), axis], name)
 
-    boxes = column(1, 5, "boxes")  # (K, 4)
-    mine = node("Unsqueeze", [boxes, axis], "mine")  # (K, 1, 4)
+    overlap = iou_matrix_nodes(column(1, 5, "boxes"), axis, node, const)
+    close = node("Greater", [overlap, const("iou_threshold", iou, np.float32)], "close")
+
+    def pairs(start, name, op):  # [i, j]: op(column of j, column of i)
+        col = column(start, start + 1, name)  # (K, 1)
+        return node(op, [node("Transpose", [col], name + "_row", perm=[1, 0]), col], name + "_pairs")
+
+    same_image = pairs(0, "image", "Equal")
+    same_class = pairs(6, "class", "Equal")
+    better = pairs(5, "score", "Greater")  # j scores strictly higher than i
+    if ties:
+        order = node(
+            "Cast",
+            [
+                node(
+                    "Range",
+                    [
+                        const("zero_i", 0),
+                        node(
+                            "Squeeze",
+                            [
+                                node(
+                                    "Slice",
+                                    [node("Shape", [rows], "shape"), const("k_s", [0]), const("k_e", [1])],
+                                    "k1",
+                                )
+                            ],
+                            "k",
+                        ),
+                        const("one_i", 1),
+                    ],
+                    "order_i",
+                )
+            ],
+            "order",
+            to=TensorProto.FLOAT,
+        )
+        order = node("Unsqueeze", [order, axis], "order_col")  # (K, 1)
+        earlier = node("Less", [node("Transpose", [order], "order_row", perm=[1, 0]), order], "earlier")
+        equal = pairs(5, "score_eq", "Equal")
+        better = node("Or", [better, node("And", [equal, earlier], "tied_earlier")], "better_or_tied")
+    beaten = node(
+        "And",
+        [node("And", [close, better], "close_better"), node("And", [same_image, same_class], "same")],
+        "beaten",
+    )
+    beaten = node("Cast", [beaten], "beaten_f", to=TensorProto.FLOAT)
+    beaters = node("ReduceSum", [beaten, axis], "beaters", keepdims=0)  # (K,); a sum is defined at K = 0
+    keep = node("Less", [beaters, const("half", 0.5, np.float32)], "keep")
+    return nodes, inits, node("Compress", [rows, keep], "rows", axis=0)
+
+
+def iou_matrix_nodes(boxes: str, axis1: str, node, const) -> str:
+    """Nodes from boxes (K, 4) to their IoU matrix (K, K). ``axis1`` names the int64 [1] constant;
+    ``node(op, inputs, name, **attrs)`` and ``const(name, value, dtype)`` add a node and an
+    initializer under the caller's prefix."""
+    mine = node("Unsqueeze", [boxes, axis1], "mine")  # (K, 1, 4)
     theirs = node("Unsqueeze", [boxes, const("axis0", [0])], "theirs")  # (1, K, 4)
     axis2 = const("axis2", [2])
 
@@ -59,37 +116,19 @@ def duplicate_nodes(rows: str, iou: float, prefix: str) -> tuple[list, list, str
     mine_area = area(part(mine, 0, "m_lo2"), part(mine, 2, "m_hi2"), "mine_area")  # (K, 1)
     their_area = area(part(theirs, 0, "t_lo2"), part(theirs, 2, "t_hi2"), "their_area")  # (1, K)
     union = node("Sub", [node("Add", [mine_area, their_area], "sum"), inter], "union")
-    overlap = node("Div", [inter, node("Max", [union, const("eps", 1e-9, np.float32)], "union_pos")], "iou")
-    close = node("Greater", [overlap, const("iou_threshold", iou, np.float32)], "close")
-
-    def pairs(start, name, op):  # [i, j]: op(column of j, column of i)
-        col = column(start, start + 1, name)  # (K, 1)
-        return node(op, [node("Transpose", [col], name + "_row", perm=[1, 0]), col], name + "_pairs")
-
-    same_image = pairs(0, "image", "Equal")
-    same_class = pairs(6, "class", "Equal")
-    better = pairs(5, "score", "Greater")  # j scores strictly higher than i
-    beaten = node(
-        "And",
-        [node("And", [close, better], "close_better"), node("And", [same_image, same_class], "same")],
-        "beaten",
-    )
-    beaten = node("Cast", [beaten], "beaten_f", to=TensorProto.FLOAT)
-    beaters = node("ReduceSum", [beaten, axis], "beaters", keepdims=0)  # (K,); a sum is defined at K = 0
-    keep = node("Less", [beaters, const("half", 0.5, np.float32)], "keep")
-    return nodes, inits, node("Compress", [rows, keep], "rows", axis=0)
+    return node("Div", [inter, node("Max", [union, const("eps", 1e-9, np.float32)], "union_pos")], "iou")
 
 
-def drop_duplicates(predictions: list[dict], iou: float) -> list[dict]:
+def drop_duplicates(predictions: list[dict], iou: float, *, ties: bool = False) -> list[dict]:
     """The numpy twin of :func:`duplicate_nodes` for one image's ``{"label", "score", "box"}`` list."""
     if not predictions:
         return predictions
     boxes = np.array([p["box"] for p in predictions], np.float32)
     scores = np.array([p["score"] for p in predictions], np.float32)
     labels = np.array([str(p["label"]) for p in predictions], object)
-    beaten = (
-        (box_iou(boxes, boxes) > iou)
-        & (scores[None, :] > scores[:, None])
-        & (labels[None] == labels[:, None])
-    )
+    better = scores[None, :] > scores[:, None]
+    if ties:
+        order = np.arange(len(predictions))
+        better |= (scores[None, :] == scores[:, None]) & (order[None, :] < order[:, None])
+    beaten = (box_iou(boxes, boxes) > iou) & better & (labels[None] == labels[:, None])
     return [p for p, dropped in zip(predictions, beaten.any(axis=1)) if not dropped]

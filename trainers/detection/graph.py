@@ -19,6 +19,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from modeldesk.trainers.backbones import Backbone
+from modeldesk.trainers.detection import tta
 from modeldesk.trainers.detection.duplicates import duplicate_nodes
 from modeldesk.trainers.detection.features import CELLS, DetectionNeck, neck_nodes
 from modeldesk.trainers.detection.head import cell_points
@@ -56,8 +57,11 @@ def decode_nodes(
     dedupe_iou: float | None = DEDUPE_IOU,
     refiner=None,
     prefix: str = "det/",
+    sizes: str = SIZE_INPUT,
+    output: str = OUTPUT_NAME,
 ) -> tuple[list, list]:
-    """Nodes from ``cells`` and ``image_size`` to ``detections`` and ``sizes``.
+    """Nodes from ``cells`` and the images' ``sizes`` to the ``output`` rows and (for the graph's
+    own ``image_size``) the ``sizes`` output.
 
     With ``vote_iou``, each box kept by NMS is replaced by the score-weighted mean of the boxes of
     its class's cells (score above ``min_score``) that overlap it by at least ``vote_iou`` (box
@@ -119,13 +123,11 @@ def decode_nodes(
         ],
         "lb_boxes",
     )
-    longer = node("ReduceMax", [SIZE_INPUT], "longer", axes=[1], keepdims=1)  # (N, 1)
+    longer = node("ReduceMax", [sizes], "longer", axes=[1], keepdims=1)  # (N, 1)
     inverse = node("Div", [longer, _const(inits, p + "size", float(neck.size))], "inverse")
     inverse = node("Unsqueeze", [inverse, _const(inits, p + "axis2", [2], np.int64)], "inverse3")
     boxes = node("Mul", [lb_boxes, inverse], "boxes_raw")
-    upper = node(
-        "Unsqueeze", [node("Concat", [SIZE_INPUT, SIZE_INPUT], "upper2", axis=1), p + "axis1"], "upper"
-    )
+    upper = node("Unsqueeze", [node("Concat", [sizes, sizes], "upper2", axis=1), p + "axis1"], "upper")
     boxes = node("Min", [node("Max", [boxes, _const(inits, p + "zero", 0.0)], "boxes_pos"), upper], "boxes")
     selected = node(
         "NonMaxSuppression",
@@ -152,7 +154,7 @@ def decode_nodes(
             refiner.bias_,
             picked,
             image_index,
-            SIZE_INPUT,
+            sizes,
             p + "refine/",
             quality=getattr(refiner, "quality_", None),
             later=tuple(getattr(refiner, "later_", ())),
@@ -171,15 +173,16 @@ def decode_nodes(
     )
     if dedupe_iou is None:
         nodes.append(
-            helper.make_node("Concat", [image, picked, score, label], [OUTPUT_NAME], name=p + "out", axis=1)
+            helper.make_node("Concat", [image, picked, score, label], [output], name=p + "out", axis=1)
         )
     else:
         rows = node("Concat", [image, picked, score, label], "rows", axis=1)
         u_nodes, u_inits, rows = duplicate_nodes(rows, dedupe_iou, p + "dedupe/")
         nodes.extend(u_nodes)
         inits.extend(u_inits)
-        nodes.append(helper.make_node("Identity", [rows], [OUTPUT_NAME], name=p + "out"))
-    nodes.append(helper.make_node("Identity", [SIZE_INPUT], [SIZES_OUTPUT], name=p + "sizes"))
+        nodes.append(helper.make_node("Identity", [rows], [output], name=p + "out"))
+    if sizes == SIZE_INPUT:
+        nodes.append(helper.make_node("Identity", [SIZE_INPUT], [SIZES_OUTPUT], name=p + "sizes"))
     return nodes, inits
 
 
@@ -246,14 +249,29 @@ def build_detector_graph(
     graph_dir,
     refiner=None,
     dedupe_iou: float | None = DEDUPE_IOU,
+    test_views=("identity",),
 ) -> onnx.ModelProto:
     """One graph: ``image`` + ``image_size`` -> backbone -> neck -> head -> decoding -> NMS [-> box
-    refinement] [-> duplicates dropped] -> ``detections``."""
+    refinement] [-> duplicates dropped] -> ``detections``; with more than one of ``test_views``,
+    the photo in each view as one batch and their boxes fused (``detection.tta``)."""
     model = backbone.load_onnx(graph_dir)
     graph = model.graph
     n_nodes, n_inits = neck_nodes(neck)
     weight, bias = head.folded()
-    d_nodes, d_inits = decode_nodes(neck, n_classes, weight, bias, refiner=refiner, dedupe_iou=dedupe_iou)
+    if len(test_views) > 1:
+        _looking_in_views(graph, backbone.input_name, neck, test_views)
+        sizes, output = tta.PREFIX + "sizes", tta.PREFIX + "rows"
+    else:
+        sizes, output = SIZE_INPUT, OUTPUT_NAME
+    d_nodes, d_inits = decode_nodes(
+        neck, n_classes, weight, bias, refiner=refiner, dedupe_iou=dedupe_iou, sizes=sizes, output=output
+    )
+    if len(test_views) > 1:
+        f_nodes, f_inits = tta.fuse_nodes(
+            output, SIZE_INPUT, test_views, dedupe_iou or DEDUPE_IOU, OUTPUT_NAME
+        )
+        d_nodes += f_nodes + [helper.make_node("Identity", [SIZE_INPUT], [SIZES_OUTPUT], name="det/sizes")]
+        d_inits += f_inits
     graph.node.extend(n_nodes + d_nodes)
     graph.initializer.extend(n_inits + d_inits)
     graph.input.append(helper.make_tensor_value_info(SIZE_INPUT, TensorProto.FLOAT, ["N", 2]))
@@ -267,3 +285,18 @@ def build_detector_graph(
     graph.name = "modeldesk_detector"
     onnx.checker.check_model(model)
     return model
+
+
+def _looking_in_views(graph, image: str, neck: DetectionNeck, test_views) -> None:
+    """Make the backbone read the photo in every test view (``detection.tta``): the view nodes go
+    first, and the backbone's nodes read their batch instead of ``image``."""
+    batch = tta.PREFIX + "batch"
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name == image:
+                node.input[k] = batch
+    v_nodes, v_inits = tta.input_nodes(test_views, image, batch, SIZE_INPUT, tta.PREFIX + "sizes", neck.size)
+    backbone_nodes = list(graph.node)
+    del graph.node[:]
+    graph.node.extend(v_nodes + backbone_nodes)
+    graph.initializer.extend(v_inits)

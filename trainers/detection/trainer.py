@@ -28,6 +28,7 @@ from modeldesk.trainers.base import Run, TaskTrainer, evaluation_split, split_co
 from modeldesk.trainers.detection.duplicates import drop_duplicates
 from modeldesk.trainers.detection.features import CellComputer, extract_maps, maps_feature_spec
 from modeldesk.trainers.detection.graph import (
+    DEDUPE_IOU,
     IOU_THRESHOLD,
     MAX_PER_CLASS,
     MIN_SCORE,
@@ -40,6 +41,7 @@ from modeldesk.trainers.detection.graph import (
 from modeldesk.trainers.detection.head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
 from modeldesk.trainers.detection.metrics import best_threshold, box_iou, mean_ap
 from modeldesk.trainers.detection.refine import BoxRefiner, RefineComputer, feature_dim, rescore
+from modeldesk.trainers.detection.tta import fused_predictions, view_back, view_size
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import plan_feature_extraction, staged_estimate
 from modeldesk.trainers.templates import get_template
@@ -213,33 +215,44 @@ class _Fitter:
         return head
 
     def predictions(self, head: CellHead, indices) -> list[list[dict]]:
-        neck, out = self.photos.neck, []
+        """The boxes the exported graph gives each photo of ``indices``: looked at in every one of the
+        template's test views and fused (``detection.tta``), from the cached maps."""
+        views, out = self.template.test_views, []
         for i in indices:
-            scores, sides = head.predict(self.cells(i, "identity"))
-            boxes = detect_numpy(
-                scores,
-                sides,
-                self.points,
-                neck.stride,
-                neck.size,
-                *self.photos.sizes[i],
-                self.photos.labels,
+            per_view = [self._look(head, i, view) for view in views]
+            out.append(
+                per_view[0]
+                if len(views) == 1
+                else fused_predictions(per_view, self.template.dedupe_iou or DEDUPE_IOU)
             )
-            if self.refine_computer is not None and boxes:
-                moved, iou = self.refine_computer.refine_scored(
-                    self.photos.maps["identity"][i], [b["box"] for b in boxes], *self.photos.sizes[i]
-                )
-                scores = [b["score"] for b in boxes]
-                if iou is not None:
-                    scores = rescore(self.refiner.spec, scores, iou).tolist()
-                boxes = [
-                    {**b, "box": box.tolist(), "score": float(sc)} for b, box, sc in zip(boxes, moved, scores)
-                ]
-                boxes.sort(key=lambda p: -p["score"])
-            if self.template.dedupe_iou is not None:
-                boxes = drop_duplicates(boxes, self.template.dedupe_iou)
-            out.append(boxes)
         return out
+
+    def _look(self, head: CellHead, i: int, view: str) -> list[dict]:
+        """Photo ``i``'s boxes in one ``view``, brought back onto the photo."""
+        neck = self.photos.neck
+        width, height = self.photos.sizes[i]
+        view_width, view_height = view_size(view, width, height, neck.size)
+        scores, sides = head.predict(self.cells(i, view))
+        boxes = detect_numpy(
+            scores, sides, self.points, neck.stride, neck.size, view_width, view_height, self.photos.labels
+        )
+        if self.refine_computer is not None and boxes:
+            moved, iou = self.refine_computer.refine_scored(
+                self.photos.maps[view][i], [b["box"] for b in boxes], view_width, view_height
+            )
+            scores = [b["score"] for b in boxes]
+            if iou is not None:
+                scores = rescore(self.refiner.spec, scores, iou).tolist()
+            boxes = [
+                {**b, "box": box.tolist(), "score": float(sc)} for b, box, sc in zip(boxes, moved, scores)
+            ]
+            boxes.sort(key=lambda p: -p["score"])
+        if self.template.dedupe_iou is not None:
+            boxes = drop_duplicates(boxes, self.template.dedupe_iou)
+        if view != "identity" and boxes:
+            placed = view_back([b["box"] for b in boxes], view, width, height)
+            boxes = [{**b, "box": box.tolist()} for b, box in zip(boxes, placed)]
+        return boxes
 
     def truths(self, indices) -> list:
         return [_truth(self.photos.samples[i]) for i in indices]
@@ -431,6 +444,7 @@ class ObjectDetectionTrainer(TaskTrainer):
             graphs,
             refiner=run.data.fitter.refiner,
             dedupe_iou=template.dedupe_iou,
+            test_views=template.test_views,
         )
 
     def card_fields(self, run: Run) -> dict:
@@ -441,6 +455,7 @@ class ObjectDetectionTrainer(TaskTrainer):
             "backbone": backbone.key,
             "neck": template.neck.name,
             "views": list(template.views),
+            "test_views": list(template.test_views),
             "head": {"kind": "cell-heatmap", "params": chosen.params},
             "refine": template.to_dict()["refine"],
             "score_threshold": chosen.threshold,
