@@ -3,15 +3,17 @@
 Reads /work/shared/benchdata/raccoon_voc (Pascal VOC; or the folder given), holds out a quarter of
 the photos by a hash of the file name (never trained on, not even for the threshold), trains each
 template with a cold feature cache, and prints one table with a reference measured in the same run:
-the fast template's head on the stride 32 map alone (no stride 16 detail), and each template as it was
-before the cascade refiner and the duplicates dropped after refinement (``... before``). Every row
-has mAP50, AP75 (are the boxes on the object?) and COCO mAP 0.5:0.95. With ``--compress`` the
+the fast template's head on the stride 32 map alone (no stride 16 detail), and each template that looks
+at a photo in several test views (``detection.tta``) also cut back to one look (``..., one look``: the
+same trained model, as ``deploy.compress.one_view`` cuts it), so the views' gain and cost are paired.
+Every row has mAP50, AP75 (are the boxes on the object?) and COCO mAP 0.5:0.95. With ``--compress`` the
 accurate model is also compressed as the app does it (int8, judged against the original on every
 labeled photo: mAP50 within 1 point and the original's boxes reproduced) and its test mAP and speed-up
 are added, with each candidate's verdict.
 
 With ``--folds 4`` each template is also cross-validated over every photo (a 26-photo test split
-swings by 10 points between recipes that 103 pooled photos tell apart).
+swings by 10 points between recipes that 103 pooled photos tell apart), with and without its test
+views, and the paired difference with its 90% bootstrap interval.
 
 With ``--cv-dev`` the cross-validation covers only the photos outside the held-out quarter (what choices
 are made on; the held-out quarter then confirms them).
@@ -90,8 +92,9 @@ def intervals(artifact_dir, test, boots: int = 1000) -> dict:
     return pooled(test, all_boxes(artifact_dir, test), load_artifact(artifact_dir).labels, boots)
 
 
-def pooled(test, predictions, labels, boots: int = 1000) -> dict:
-    """mAP50, AP75 and COCO mAP of ``predictions`` on ``test`` with 90% bootstrap intervals over the photos."""
+def scorer(test, predictions, labels):
+    """``score(indices)``: (mAP50, COCO mAP, AP75) of ``predictions`` pooled over the photos ``indices``
+    of ``test`` (repeats allowed, for the bootstrap)."""
     from modeldesk.trainers.detection.metrics import IOU_75, IOU_THRESHOLDS, average_precision, match_image
 
     truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in s.target] for s in test]
@@ -121,6 +124,19 @@ def pooled(test, predictions, labels, boots: int = 1000) -> dict:
             maps.append(np.nanmean(aps))
         return maps[0], float(np.mean(maps)), maps[IOU_75]
 
+    return score
+
+
+def pooled(test, predictions, labels, boots: int = 1000, minus=None) -> dict:
+    """mAP50, AP75 and COCO mAP of ``predictions`` on ``test`` with 90% bootstrap intervals over the
+    photos; with ``minus`` (other predictions of the same photos), of the paired difference."""
+    score = scorer(test, predictions, labels)
+    if minus is not None:
+        first, second = score, scorer(test, minus, labels)
+
+        def score(idx):
+            return tuple(a - b for a, b in zip(first(idx), second(idx)))
+
     rng = np.random.default_rng(0)
     drawn = np.array([score(rng.integers(0, len(test), len(test))) for _ in range(boots)])
     low, high = np.percentile(drawn, 5, axis=0), np.percentile(drawn, 95, axis=0)
@@ -135,6 +151,29 @@ def pooled(test, predictions, labels, boots: int = 1000) -> dict:
     }
 
 
+def one_look(artifact_dir) -> Path:
+    """A copy of a detector artifact cut back to the photo as it is (``deploy.compress.one_view``)."""
+    import json
+    import shutil
+
+    import onnx
+
+    from modeldesk.deploy import load_artifact
+    from modeldesk.deploy.artifact import CARD_FILE
+    from modeldesk.deploy.compress import one_view
+
+    out = Path(f"{artifact_dir}-one-look")
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(artifact_dir, out)
+    artifact = load_artifact(out)
+    onnx.save(one_view(onnx.load(str(artifact.model_path))), str(artifact.model_path))
+    card_path = out / CARD_FILE
+    card = json.loads(card_path.read_text())
+    card["test_views"] = ["identity"]
+    card_path.write_text(json.dumps(card))
+    return out
+
+
 def cross_validate(name, template, samples, folds: int, tmp: Path) -> dict:
     """``folds``-fold cross-validation over every photo (test: one fold; validation: every 8th other photo;
     training: the rest), each photo predicted once by the exported graph of a model that never saw it;
@@ -144,7 +183,7 @@ def cross_validate(name, template, samples, folds: int, tmp: Path) -> dict:
     from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
 
     fold = [int(hashlib.sha1(Path(s.path).name.encode()).hexdigest(), 16) % folds for s in samples]
-    predictions = [None] * len(samples)
+    predictions, once = [None] * len(samples), [None] * len(samples)
     started = time.perf_counter()
     for f in range(folds):
         rest = [i for i in range(len(samples)) if fold[i] != f]
@@ -163,12 +202,21 @@ def cross_validate(name, template, samples, folds: int, tmp: Path) -> dict:
         test = [i for i in range(len(samples)) if fold[i] == f]
         for i, boxes in zip(test, all_boxes(result.artifact_dir, [samples[i] for i in test])):
             predictions[i] = boxes
+        if len(template.test_views) > 1:
+            for i, boxes in zip(test, all_boxes(one_look(result.artifact_dir), [samples[i] for i in test])):
+                once[i] = boxes
         labels = result.metrics["labels"]
-    out = pooled(samples, predictions, labels)
-    return {"name": name, "seconds": time.perf_counter() - started, **out}
+    out = {"name": name, "seconds": time.perf_counter() - started, **pooled(samples, predictions, labels)}
+    if len(template.test_views) > 1:
+        out["one_look"] = pooled(samples, once, labels)
+        out["gain"] = pooled(samples, predictions, labels, minus=once)
+    return out
 
 
-def train_row(name, template, samples, threads, tmp: Path) -> dict:
+def train_row(name, template, samples, threads, tmp: Path) -> list[dict]:
+    """The template trained on the training photos and measured on the test photos; with test views,
+    a second row for the same model cut back to one look."""
+    from modeldesk.trainers.detection.evaluation import evaluate_boxes
     from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer
 
     cache = tmp / f"cache-{name.replace('/', '-')}"
@@ -179,7 +227,7 @@ def train_row(name, template, samples, threads, tmp: Path) -> dict:
     seconds = time.perf_counter() - started
     m = result.metrics
     test = next(s for s in samples if s.split == "test")
-    return {
+    row = {
         "name": name,
         "map50": m["map50"],
         "map": m["map"],
@@ -194,6 +242,15 @@ def train_row(name, template, samples, threads, tmp: Path) -> dict:
         "artifact": result.artifact_dir,
         "parity_px": m.get("export_max_abs_diff_px"),
     }
+    if len(template.test_views) < 2:
+        return [row]
+    cut = one_look(result.artifact_dir)
+    tests = [s for s in samples if s.split == "test"]
+    once = {**evaluate_boxes(cut, tests), **intervals(cut, tests)}
+    once.update(
+        name=f"{name}, one look", train_s=None, eta_s=None, latency_ms=latency_ms(cut, test.path, threads)
+    )
+    return [once, row]
 
 
 def compress_row(row, samples, threads) -> dict:
@@ -260,7 +317,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from modeldesk.trainers.detection.features import DetectionNeck
-    from modeldesk.trainers.detection.refine import RefineSpec
     from modeldesk.trainers.detection.templates import TEMPLATES
 
     samples = load_voc(Path(args.data))
@@ -271,19 +327,15 @@ def main(argv=None) -> int:
         fast,
         name="reference: fast head on stride 32 alone",
         neck=DetectionNeck(size=fast.neck.size, stride=32, levels=("stride32",)),
+        test_views=("identity",),
     )
-    # each template as it was before the cascade and the duplicates dropped after refinement (2026-12-04)
-    before = [
-        dataclasses.replace(t, name=f"{t.name} before", refine=RefineSpec(rescore=0.5), dedupe_iou=None)
-        for t in TEMPLATES
-    ]
-    compared = (reference, *before, *TEMPLATES)
+    compared = (reference, *TEMPLATES)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-detect-") as tmp:
         for template in compared:
             if args.cv_only or (args.only and template.name not in args.only):
                 continue
-            rows.append(train_row(template.name, template, samples, args.threads, Path(tmp)))
+            rows += train_row(template.name, template, samples, args.threads, Path(tmp))
             print(
                 f"  trained {template.name}: mAP50 {rows[-1]['map50']:.3f} in {rows[-1]['train_s']:.0f} s",
                 file=sys.stderr,
@@ -328,6 +380,16 @@ def main(argv=None) -> int:
                     f"  mAP {cv['map_all']:.3f} [{cv['map_90'][0]:.3f}, {cv['map_90'][1]:.3f}]  ({cv['seconds']:.0f} s)",
                     flush=True,
                 )
+                for key, words in (("one_look", "one look"), ("gain", "views - one look")):
+                    if key in cv:
+                        c, f = cv[key], "+.3f" if key == "gain" else ".3f"
+                        print(
+                            f"    {words:<44} mAP50 {c['map50_all']:{f}} [{c['map50_90'][0]:{f}}, "
+                            f"{c['map50_90'][1]:{f}}]  AP75 {c['map75_all']:{f}} [{c['map75_90'][0]:{f}}, "
+                            f"{c['map75_90'][1]:{f}}]  mAP {c['map_all']:{f}} [{c['map_90'][0]:{f}}, "
+                            f"{c['map_90'][1]:{f}}]",
+                            flush=True,
+                        )
         for r in rows:
             if "speedup" in r:
                 print(

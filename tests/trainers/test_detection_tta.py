@@ -204,3 +204,42 @@ def test_test_views_must_be_training_views_after_the_photo_itself():
         dataclasses.replace(MIRROR, test_views=("hflip", "identity"))
     with pytest.raises(ValueError, match="cannot look in the 'zoom' view"):
         dataclasses.replace(MIRROR, views=("identity", "zoom"), test_views=("identity", "zoom"))
+
+
+def test_the_estimate_counts_each_look(samples, tmp_path):
+    from modeldesk.trainers.detection.trainer import estimate_detection
+
+    once = dataclasses.replace(MIRROR, test_views=("identity",))
+    seconds = [
+        estimate_detection(samples, template, tmp_path, device="cpu")["plan"]["seconds"]["export"]
+        for template in (once, MIRROR, THREE)
+    ]
+    assert seconds[1] == pytest.approx(2 * seconds[0]) and seconds[2] == pytest.approx(3 * seconds[0])
+
+
+def test_compression_keeps_a_one_look_copy_that_says_so(mirrored, samples, tmp_path, monkeypatch):
+    """The one-look copy is built and judged like any copy; kept (timed as faster here), its card looks once."""
+    from modeldesk.app.pipeline import compression_metric
+    from modeldesk.deploy import compress, compress_artifact
+    from modeldesk.trainers.detection.compression import judging_photos
+
+    def one_look_faster(runs, *, rounds=9):
+        return {key: 1.0 if "1view" in str(key) else 10.0 for key in runs}
+
+    monkeypatch.setattr(compress, "time_interleaved", one_look_faster)
+    artifact = load_artifact(mirrored.artifact_dir)
+    out = compress_artifact(
+        artifact,
+        tmp_path / "one-look",
+        calibration=[s.path for s in samples if s.split == "train"],
+        validation=judging_photos(samples, minimum=10),
+        candidates=["fp32-1view"],
+        threads=(1,),
+        max_loss=5.0,
+        metric=compression_metric(artifact),
+        latency_runs=2,
+    )
+    rows = {row["name"]: row for row in out["candidates"]}
+    assert out["chosen"] == "fp32-1view", rows["fp32-1view"].get("reason")
+    card = load_artifact(out["path"]).card
+    assert card["test_views"] == ["identity"] and card["views"] == list(MIRROR.views)

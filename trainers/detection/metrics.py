@@ -129,7 +129,9 @@ def counts_at(truths, predictions, threshold: float, iou_threshold: float = 0.5)
 
 
 def best_threshold(truths, predictions, *, floor: float = 0.05) -> float:
-    """The score threshold with the best F1 at IoU 0.5 (halfway down to the next lower score)."""
+    """The score threshold with the best F1 at IoU 0.5, halfway down to the next lower score (to
+    ``floor`` when none is lower: a cut exactly at the weakest true box would lose it to the graph's
+    float rounding)."""
     scores = sorted(
         {float(p["score"]) for preds in predictions for p in preds if p["score"] >= floor}, reverse=True
     )
@@ -141,7 +143,7 @@ def best_threshold(truths, predictions, *, floor: float = 0.05) -> float:
         if f1 > best_f1:
             best, best_f1 = score, f1
     lower = [s for s in scores if s < best]
-    return float((best + lower[0]) / 2 if lower else best)
+    return float((best + (lower[0] if lower else floor)) / 2)
 
 
 def image_errors(truth, predictions, threshold: float, iou_threshold: float = 0.5) -> dict:

@@ -284,7 +284,13 @@ def estimate_detection(samples, template, cache_dir, *, device: str = "auto", ti
     budget = float(time_budget or template.time_budget_s)
     head_s = min(0.8 * budget, units / (rate or HEAD_UNITS_PER_S))
     refine_s = _refine_seconds(samples, template, backbone)
-    parts = {"features": features_s, "refine": refine_s, "head": head_s, "export": EXPORT_S}
+    # the exported graph is evaluated once per test view of each photo (detection.tta)
+    parts = {
+        "features": features_s,
+        "refine": refine_s,
+        "head": head_s,
+        "export": EXPORT_S * len(template.test_views),
+    }
     return staged_estimate(plan, parts, len(missing))
 
 
