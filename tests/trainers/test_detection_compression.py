@@ -239,6 +239,7 @@ def test_a_fold_head_in_a_copy_answers_as_a_detector_built_with_it(trained, fold
         shared_cache_dir / "graphs",
         refiner=refiner,
         dedupe_iou=SMALL.dedupe_iou,
+        test_views=SMALL.test_views,
     )
     trained_graph = prune_unused(onnx.load(str(artifact.model_path)))
     photo = next(s for s, fold in zip(folds.samples, folds.fold_of) if fold == 2)
