@@ -206,7 +206,9 @@ def fuse_nodes(rows: str, sizes: str, test_views, dedupe_iou: float, output: str
         "joined",
     )
     their_score = node("Transpose", [score], "score_row", perm=[1, 0])  # (1, K)
-    their_view = node("Transpose", [view], "view_row", perm=[1, 0])
+    # a Reshape, not a Transpose: ONNX Runtime would move a Transpose past the comparison with a
+    # constant below, under a name outside det/, and the quantizer then warns about its bool input
+    their_view = node("Reshape", [view, const("row_shape", [1, -1])], "view_row")
     zero = const("zero_k", 0.0, np.float32)
     eps = const("fuse_eps", 1e-9, np.float32)
     total = weight = None
