@@ -105,7 +105,7 @@ TEMPLATES = (
         # the photo also looked at shrunk to 75%, boxes fused (detection.tta): 4-fold CV on the 78
         # photos outside the held-out quarter, paired bootstrap (90%): mAP 0.431 -> 0.462 (+0.031
         # [+0.015, +0.045]), mAP50 0.893 -> 0.905, AP75 0.405 -> 0.433, at twice the time per photo;
-        # the mirror alone: mAP50 +0.015 (not significant), AP75 -0.052 [-0.100, -0.003]
+        # mirrored too: mAP 0.470, mAP50 0.904, AP75 0.442, at three times (bench/train_detect.py, 2026-12-06)
         test_views=("identity", "shrink"),
     ),
     DetectionTemplate(
@@ -142,7 +142,8 @@ TEMPLATES = (
         # held-out quarter mAP 0.412 -> 0.471, mAP50 0.840 -> 0.948, AP75 0.455 -> 0.526
         refine=RefineSpec(rescore=0.5, steps=2, cascade=True),
         # mirrored and shrunk too, boxes fused (same CV): mAP 0.437 -> 0.466 (+0.029 [+0.016, +0.041]),
-        # mAP50 0.875 -> 0.888, AP75 0.421 -> 0.429, at three times the time per photo
+        # mAP50 0.875 -> 0.888, AP75 0.421 -> 0.431, at three times the time per photo; shrunk only:
+        # mAP 0.468, mAP50 0.885, AP75 0.436
         test_views=("identity", "hflip", "shrink"),
     ),
 )

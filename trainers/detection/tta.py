@@ -95,11 +95,10 @@ def fuse_views(per_view: list[list[dict]], fuse_iou: float = FUSE_IOU) -> list[d
         total += best_score[:, None] * best_box
         weight += best_score
     fused = total / np.maximum(weight, 1e-9)[:, None]
-    out = [
+    return [
         {"label": p["label"], "score": float(s), "box": box.tolist()}
         for (_, p), s, box in zip(rows, weight / np.float32(len(per_view)), fused)
     ]
-    return out
 
 
 def fused_predictions(per_view: list[list[dict]], dedupe_iou: float) -> list[dict]:
@@ -110,9 +109,18 @@ def fused_predictions(per_view: list[list[dict]], dedupe_iou: float) -> list[dic
 
 def input_nodes(test_views, image: str, batch: str, sizes: str, view_sizes: str, size: int):
     """Nodes from the ``image`` (N, 3, S, S) and ``sizes`` (N, 2) inputs to the views' ``batch``
-    (V * N, 3, S, S) and ``view_sizes`` (V * N, 2), view after view; (nodes, inits)."""
+    (V * N, 3, S, S) and ``view_sizes`` (V * N, 2, see :func:`view_size`), view after view; (nodes,
+    inits)."""
     nodes, inits, pictures, sized = [], [], [], []
-    longer = f"{PREFIX}longer"
+
+    def const(name, value, dtype=np.int64):
+        inits.append(numpy_helper.from_array(np.asarray(value, dtype), PREFIX + name))
+        return PREFIX + name
+
+    def node(op, inputs, name, **attrs):
+        nodes.append(helper.make_node(op, inputs, [PREFIX + name], name=PREFIX + name, **attrs))
+        return PREFIX + name
+
     for view in test_views:
         v_nodes, v_inits, picture = view_nodes(view, image, f"{PREFIX}{view}/", size)
         nodes += v_nodes
@@ -120,32 +128,17 @@ def input_nodes(test_views, image: str, batch: str, sizes: str, view_sizes: str,
         pictures.append(picture)
         if view == "identity":
             sized.append(sizes)
-        elif view == "hflip":  # (longer side, height)
-            if longer not in [n.output[0] for n in nodes]:
-                nodes.append(
-                    helper.make_node("ReduceMax", [sizes], [longer], name=longer, axes=[1], keepdims=1)
-                )
-            height = f"{PREFIX}hflip/height"
-            inits.append(numpy_helper.from_array(np.array([1], np.int64), f"{PREFIX}hflip/col1"))
-            inits.append(numpy_helper.from_array(np.array([2], np.int64), f"{PREFIX}hflip/col2"))
-            inits.append(numpy_helper.from_array(np.array([1], np.int64), f"{PREFIX}hflip/axis1"))
-            nodes.append(
-                helper.make_node(
-                    "Slice",
-                    [sizes, f"{PREFIX}hflip/col1", f"{PREFIX}hflip/col2", f"{PREFIX}hflip/axis1"],
-                    [height],
-                    name=height,
-                )
+        elif view == "hflip":  # (the letterbox's longer side, height)
+            longer = node("ReduceMax", [sizes], "hflip/longer", axes=[1], keepdims=1)
+            height = node(
+                "Slice",
+                [sizes, const("hflip/c1", [1]), const("hflip/c2", [2]), const("hflip/axis1", [1])],
+                "hflip/height",
             )
-            out = f"{PREFIX}hflip/sizes"
-            nodes.append(helper.make_node("Concat", [longer, height], [out], name=out, axis=1))
-            sized.append(out)
+            sized.append(node("Concat", [longer, height], "hflip/sizes", axis=1))
         else:
             grow = view_size(view, 1.0, 1.0, size)[0]
-            inits.append(numpy_helper.from_array(np.array(grow, np.float32), f"{PREFIX}{view}/grow"))
-            out = f"{PREFIX}{view}/sizes"
-            nodes.append(helper.make_node("Mul", [sizes, f"{PREFIX}{view}/grow"], [out], name=out))
-            sized.append(out)
+            sized.append(node("Mul", [sizes, const(f"{view}/grow", grow, np.float32)], f"{view}/sizes"))
     nodes.append(helper.make_node("Concat", pictures, [batch], name=f"{PREFIX}concat", axis=0))
     nodes.append(helper.make_node("Concat", sized, [view_sizes], name=f"{PREFIX}size_concat", axis=0))
     return nodes, inits
