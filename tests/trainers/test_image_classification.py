@@ -169,6 +169,7 @@ def test_templates_registry():
     assert {t.name for t in list_templates("object-detection")} == {
         "object-detection/fast",
         "object-detection/accurate",
+        "object-detection/small-objects",
     }
     with pytest.raises(ValueError, match="unknown template 'nope'"):
         get_template("nope")
