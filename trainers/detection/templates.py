@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from modeldesk.trainers.detection.features import DetectionNeck
 from modeldesk.trainers.detection.graph import DEDUPE_IOU
@@ -81,91 +81,87 @@ class DetectionTemplate:
         }
 
 
-TEMPLATES = (
-    DetectionTemplate(
-        name="object-detection/fast",
-        task="object-detection",
-        description="Finds and boxes objects that take up a fair part of the photo; the quickest to "
-        "train. Looks at each photo twice, as it is and smaller. Good for a first try.",
-        backbone="efficientnet-lite0",
-        neck=DetectionNeck(size=320, stride=16, levels=("stride16", "stride32"), context=3),
-        # 4-fold CV on raccoon_voc (103 photos pooled, 90% bootstrap), box voting on: + the shrunk view
-        # mAP50 0.773 -> 0.799, mAP 0.299 -> 0.328 (without either: 0.717 [0.65, 0.80], 0.260)
-        views=("identity", "hflip", "shrink"),
-        head_params={"l2": 1e-2, "max_iter": 60, "ridge": 0.1},
-        time_budget_s=60.0,
-        # scores weighed by the refined box's predicted IoU (4-fold CV on raccoon_voc, 103 photos pooled):
-        # mAP 0.449 -> 0.460, AP75 0.395 -> 0.445, mAP50 0.863 -> 0.861. A cascade's second regression,
-        # fitted on the first one's boxes (4-fold CV on the 78 photos outside the held-out quarter,
-        # duplicates dropped, paired bootstrap): mAP 0.401 -> 0.431 (+0.030 [+0.015, +0.046]), mAP50
-        # 0.873 -> 0.893, AP75 0.379 -> 0.405; a third step 0.427. bench/train_detect.py, cascade and
-        # duplicates dropped against neither: CV above mAP 0.392 -> 0.431, mAP50 0.800 -> 0.893; held-out
-        # quarter mAP 0.416 -> 0.479, mAP50 0.826 -> 0.948, AP75 0.453 -> 0.532
-        refine=RefineSpec(rescore=0.5, steps=2, cascade=True),
-        # the photo also looked at shrunk to 75%, boxes fused (detection.tta): 4-fold CV on the 78
-        # photos outside the held-out quarter, paired bootstrap (90%): mAP 0.431 -> 0.462 (+0.031
-        # [+0.015, +0.045]), mAP50 0.893 -> 0.905, AP75 0.405 -> 0.433, at twice the time per photo;
-        # mirrored too: mAP 0.470, mAP50 0.904, AP75 0.442, at three times (bench/train_detect.py, 2026-12-06)
-        test_views=("identity", "shrink"),
-    ),
-    DetectionTemplate(
-        name="object-detection/accurate",
-        task="object-detection",
-        description="Sees more detail, tunes itself on your held-out photos and looks at each photo "
-        "three times (as it is, mirrored and smaller); slower, usually finds more and boxes them "
-        "better.",
-        backbone="efficientnet-lite0",
-        neck=DetectionNeck(size=320, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
-        # + the photo shrunk to 75% (scale jitter): 4-fold CV on raccoon_voc, pooled over its 103 photos,
-        # 90% bootstrap intervals, box voting on: mAP50 0.749 -> 0.815 (+0.066 [+0.03, +0.11]),
-        # mAP 0.312 -> 0.335; with box voting against without (both views + shrink): mAP 0.299 -> 0.335
-        views=("identity", "hflip", "shrink"),
-        # earlier 4-fold CV: + stride 8 detail and ridge 0.3 -> mAP50 0.765, mAP 0.307 (fast's: 0.752, 0.290)
-        head_params={"l2": 1e-2, "max_iter": 80, "ridge": 0.3},
-        search_space={"ridge": [0.3, 0.1]},
-        time_budget_s=150.0,
-        # box refiner (ridge 3, one step): 4-fold CV on raccoon_voc, pooled over its 103 photos (accurate
-        # template's head): mAP 0.330 -> 0.427, AP75 0.218 -> 0.424, mAP50 0.831 -> 0.841; two steps
-        # 0.434 / 0.430 / 0.814; ridge 1: 0.424; jitter 0.2: 0.421 (see bench/train_detect.py --folds)
-        # + scores weighed by the refined box's predicted IoU (4-fold CV on raccoon_voc, 103 photos pooled,
-        # every other photo trained on, no head search): mAP 0.446 -> 0.463, AP75 0.421 -> 0.469, mAP50
-        # 0.860 -> 0.853 at rescore 0.5 (paired bootstrap: mAP +0.017 [+0.006, +0.028], AP75 +0.048
-        # [-0.002, +0.092]); 0.3: 0.460 / 0.463 / 0.854; 0.7: 0.464 / 0.472 / 0.843. Under
-        # bench/train_detect.py --folds 4 (head search on every 8th photo) the gain is smaller: mAP 0.425 ->
-        # 0.429, AP75 0.421 -> 0.424, mAP50 0.854 -> 0.857. A cascade's second regression (4-fold CV on
-        # the 78 photos outside the held-out quarter, duplicates dropped, paired bootstrap): mAP 0.415 ->
-        # 0.437 (+0.022 [+0.010, +0.037]), AP75 0.407 -> 0.421, mAP50 0.891 -> 0.875 (-0.015 [-0.044,
-        # +0.003]); a third step 0.436; its later steps' min IoU 0.5 / 0.7: 0.437 / 0.435; 8 or 32 boxes on
-        # no object per photo for the IoU regression (rescore_background): 0.443 / 0.438.
-        # bench/train_detect.py, cascade and duplicates dropped against neither: CV above mAP 0.393 ->
-        # 0.437, mAP50 0.823 -> 0.875;
-        # held-out quarter mAP 0.412 -> 0.471, mAP50 0.840 -> 0.948, AP75 0.455 -> 0.526
-        refine=RefineSpec(rescore=0.5, steps=2, cascade=True),
-        # mirrored and shrunk too, boxes fused (same CV): mAP 0.437 -> 0.466 (+0.029 [+0.016, +0.041]),
-        # mAP50 0.875 -> 0.888, AP75 0.421 -> 0.431, at three times the time per photo; shrunk only:
-        # mAP 0.468, mAP50 0.885, AP75 0.436
-        test_views=("identity", "hflip", "shrink"),
-    ),
-    DetectionTemplate(
-        name="object-detection/small-objects",
-        task="object-detection",
-        description="For small things in the photo (cells, people far away, parts on a board): the "
-        "accurate recipe on a sharper view of the photo; the slowest to train and to run.",
-        backbone="efficientnet-lite0",
-        # accurate's recipe at 480 px instead of 320. Small objects: CamVid's cars and pedestrians as
-        # boxes (bench/train_detect.py --camvid: 221 frames, median pedestrian 8 x 24 px at 320), 4-fold
-        # CV by contiguous frames: mAP50 0.075 [0.066, 0.090] -> 0.153 [0.139, 0.175], pedestrians 0.010 ->
-        # 0.070, cars 0.140 -> 0.237; a stride-8 grid at 320 instead: 0.109. On raccoon_voc (large
-        # objects, CV on the 78 photos outside the held-out quarter): mAP50 0.888 -> 0.872, mAP 0.466 ->
-        # 0.465. Looking in the mirror only at 480: 0.133; once: 0.136. Held out (CamVid's 49 val
-        # frames): mAP50 0.120 [0.083, 0.169] -> 0.255 [0.219, 0.308], mAP 0.036 -> 0.109, 36 -> 73 ms a
-        # photo; raccoon_voc's held-out quarter: mAP50 0.948 -> 0.884, mAP 0.481 -> 0.495 (2026-12-06)
-        neck=DetectionNeck(size=480, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
-        views=("identity", "hflip", "shrink"),
-        head_params={"l2": 1e-2, "max_iter": 80, "ridge": 0.3},
-        search_space={"ridge": [0.3, 0.1]},
-        time_budget_s=300.0,
-        refine=RefineSpec(rescore=0.5, steps=2, cascade=True),
-        test_views=("identity", "hflip", "shrink"),
-    ),
+FAST = DetectionTemplate(
+    name="object-detection/fast",
+    task="object-detection",
+    description="Finds and boxes objects that take up a fair part of the photo; the quickest to "
+    "train. Looks at each photo twice, as it is and smaller. Good for a first try.",
+    backbone="efficientnet-lite0",
+    neck=DetectionNeck(size=320, stride=16, levels=("stride16", "stride32"), context=3),
+    # 4-fold CV on raccoon_voc (103 photos pooled, 90% bootstrap), box voting on: + the shrunk view
+    # mAP50 0.773 -> 0.799, mAP 0.299 -> 0.328 (without either: 0.717 [0.65, 0.80], 0.260)
+    views=("identity", "hflip", "shrink"),
+    head_params={"l2": 1e-2, "max_iter": 60, "ridge": 0.1},
+    time_budget_s=60.0,
+    # scores weighed by the refined box's predicted IoU (4-fold CV on raccoon_voc, 103 photos pooled):
+    # mAP 0.449 -> 0.460, AP75 0.395 -> 0.445, mAP50 0.863 -> 0.861. A cascade's second regression,
+    # fitted on the first one's boxes (4-fold CV on the 78 photos outside the held-out quarter,
+    # duplicates dropped, paired bootstrap): mAP 0.401 -> 0.431 (+0.030 [+0.015, +0.046]), mAP50
+    # 0.873 -> 0.893, AP75 0.379 -> 0.405; a third step 0.427. bench/train_detect.py, cascade and
+    # duplicates dropped against neither: CV above mAP 0.392 -> 0.431, mAP50 0.800 -> 0.893; held-out
+    # quarter mAP 0.416 -> 0.479, mAP50 0.826 -> 0.948, AP75 0.453 -> 0.532
+    refine=RefineSpec(rescore=0.5, steps=2, cascade=True),
+    # the photo also looked at shrunk to 75%, boxes fused (detection.tta): 4-fold CV on the 78
+    # photos outside the held-out quarter, paired bootstrap (90%): mAP 0.431 -> 0.462 (+0.031
+    # [+0.015, +0.045]), mAP50 0.893 -> 0.905, AP75 0.405 -> 0.433, at twice the time per photo;
+    # mirrored too: mAP 0.470, mAP50 0.904, AP75 0.442, at three times (bench/train_detect.py, 2026-12-06)
+    test_views=("identity", "shrink"),
 )
+
+ACCURATE = DetectionTemplate(
+    name="object-detection/accurate",
+    task="object-detection",
+    description="Sees more detail, tunes itself on your held-out photos and looks at each photo "
+    "three times (as it is, mirrored and smaller); slower, usually finds more and boxes them "
+    "better.",
+    backbone="efficientnet-lite0",
+    neck=DetectionNeck(size=320, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
+    # + the photo shrunk to 75% (scale jitter): 4-fold CV on raccoon_voc, pooled over its 103 photos,
+    # 90% bootstrap intervals, box voting on: mAP50 0.749 -> 0.815 (+0.066 [+0.03, +0.11]),
+    # mAP 0.312 -> 0.335; with box voting against without (both views + shrink): mAP 0.299 -> 0.335
+    views=("identity", "hflip", "shrink"),
+    # earlier 4-fold CV: + stride 8 detail and ridge 0.3 -> mAP50 0.765, mAP 0.307 (fast's: 0.752, 0.290)
+    head_params={"l2": 1e-2, "max_iter": 80, "ridge": 0.3},
+    search_space={"ridge": [0.3, 0.1]},
+    time_budget_s=150.0,
+    # box refiner (ridge 3, one step): 4-fold CV on raccoon_voc, pooled over its 103 photos (accurate
+    # template's head): mAP 0.330 -> 0.427, AP75 0.218 -> 0.424, mAP50 0.831 -> 0.841; two steps
+    # 0.434 / 0.430 / 0.814; ridge 1: 0.424; jitter 0.2: 0.421 (see bench/train_detect.py --folds)
+    # + scores weighed by the refined box's predicted IoU (4-fold CV on raccoon_voc, 103 photos pooled,
+    # every other photo trained on, no head search): mAP 0.446 -> 0.463, AP75 0.421 -> 0.469, mAP50
+    # 0.860 -> 0.853 at rescore 0.5 (paired bootstrap: mAP +0.017 [+0.006, +0.028], AP75 +0.048
+    # [-0.002, +0.092]); 0.3: 0.460 / 0.463 / 0.854; 0.7: 0.464 / 0.472 / 0.843. Under
+    # bench/train_detect.py --folds 4 (head search on every 8th photo) the gain is smaller: mAP 0.425 ->
+    # 0.429, AP75 0.421 -> 0.424, mAP50 0.854 -> 0.857. A cascade's second regression (4-fold CV on
+    # the 78 photos outside the held-out quarter, duplicates dropped, paired bootstrap): mAP 0.415 ->
+    # 0.437 (+0.022 [+0.010, +0.037]), AP75 0.407 -> 0.421, mAP50 0.891 -> 0.875 (-0.015 [-0.044,
+    # +0.003]); a third step 0.436; its later steps' min IoU 0.5 / 0.7: 0.437 / 0.435; 8 or 32 boxes on
+    # no object per photo for the IoU regression (rescore_background): 0.443 / 0.438.
+    # bench/train_detect.py, cascade and duplicates dropped against neither: CV above mAP 0.393 ->
+    # 0.437, mAP50 0.823 -> 0.875;
+    # held-out quarter mAP 0.412 -> 0.471, mAP50 0.840 -> 0.948, AP75 0.455 -> 0.526
+    refine=RefineSpec(rescore=0.5, steps=2, cascade=True),
+    # mirrored and shrunk too, boxes fused (same CV): mAP 0.437 -> 0.466 (+0.029 [+0.016, +0.041]),
+    # mAP50 0.875 -> 0.888, AP75 0.421 -> 0.431, at three times the time per photo; shrunk only:
+    # mAP 0.468, mAP50 0.885, AP75 0.436
+    test_views=("identity", "hflip", "shrink"),
+)
+
+SMALL_OBJECTS = replace(
+    ACCURATE,
+    name="object-detection/small-objects",
+    description="For small things in the photo (cells, people far away, parts on a board): the "
+    "accurate recipe on a sharper view of the photo; the slowest to train and to run.",
+    # accurate's recipe at 480 px instead of 320. Small objects: CamVid's cars and pedestrians as
+    # boxes (bench/train_detect.py --camvid: 221 frames, median pedestrian 8 x 24 px at 320), 4-fold
+    # CV by contiguous frames: mAP50 0.075 [0.066, 0.090] -> 0.153 [0.139, 0.175], pedestrians 0.010 ->
+    # 0.070, cars 0.140 -> 0.237; a stride-8 grid at 320 instead: 0.109. On raccoon_voc (large
+    # objects, CV on the 78 photos outside the held-out quarter): mAP50 0.888 -> 0.872, mAP 0.466 ->
+    # 0.465. Looking in the mirror only at 480: 0.133; once: 0.136. Held out (CamVid's 49 val
+    # frames): mAP50 0.120 [0.083, 0.169] -> 0.255 [0.219, 0.308], mAP 0.036 -> 0.109, 36 -> 73 ms a
+    # photo; raccoon_voc's held-out quarter: mAP50 0.948 -> 0.884, mAP 0.481 -> 0.495 (2026-12-06)
+    neck=DetectionNeck(size=480, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
+    time_budget_s=300.0,
+)
+
+TEMPLATES = (FAST, ACCURATE, SMALL_OBJECTS)
