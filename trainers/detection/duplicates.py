@@ -11,9 +11,10 @@ box of the same image and class with a strictly higher score overlaps it by more
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
 
 from modeldesk.trainers.detection.metrics import box_iou
+from modeldesk.trainers.detection.onnx_parts import Parts
 
 
 def duplicate_nodes(rows: str, iou: float, prefix: str, *, ties: bool = False) -> tuple[list, list, str]:
@@ -21,21 +22,12 @@ def duplicate_nodes(rows: str, iou: float, prefix: str, *, ties: bool = False) -
     box of their image and class overlaps by more than ``iou`` (same order). With ``ties``, of two
     such boxes with the same score the earlier row is the better one (fused boxes of one object
     come out the same several times, ``detection.tta``)."""
-    p = prefix
-    nodes, inits = [], []
-
-    def const(name, value, dtype=np.int64):
-        inits.append(numpy_helper.from_array(np.asarray(value, dtype), p + name))
-        return p + name
-
-    def node(op, inputs, name, **attrs):
-        nodes.append(helper.make_node(op, inputs, [p + name], name=p + name, **attrs))
-        return p + name
-
+    parts = Parts(prefix)
+    const, node = parts.const, parts.node
     axis = const("axis1", [1])
 
     def column(start, stop, name):
-        return node("Slice", [rows, const(name + "_s", [start]), const(name + "_e", [stop]), axis], name)
+        return parts.columns(rows, start, stop, name, axis)
 
     overlap = iou_matrix_nodes(column(1, 5, "boxes"), axis, node, const)
     close = node("Greater", [overlap, const("iou_threshold", iou, np.float32)], "close")
@@ -86,7 +78,8 @@ def duplicate_nodes(rows: str, iou: float, prefix: str, *, ties: bool = False) -
     beaten = node("Cast", [beaten], "beaten_f", to=TensorProto.FLOAT)
     beaters = node("ReduceSum", [beaten, axis], "beaters", keepdims=0)  # (K,); a sum is defined at K = 0
     keep = node("Less", [beaters, const("half", 0.5, np.float32)], "keep")
-    return nodes, inits, node("Compress", [rows, keep], "rows", axis=0)
+    rows = node("Compress", [rows, keep], "rows", axis=0)
+    return parts.nodes, parts.inits, rows
 
 
 def iou_matrix_nodes(boxes: str, axis1: str, node, const) -> str:

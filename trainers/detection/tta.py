@@ -20,10 +20,11 @@ pass their first input on and ``det/tta/count`` becomes 1, which leaves each box
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from modeldesk.trainers.detection.duplicates import drop_duplicates, duplicate_nodes, iou_matrix_nodes
 from modeldesk.trainers.detection.metrics import box_iou
+from modeldesk.trainers.detection.onnx_parts import Parts
 from modeldesk.trainers.views import shrunk_size, view_nodes
 
 PREFIX = "det/tta/"
@@ -111,20 +112,12 @@ def input_nodes(test_views, image: str, batch: str, sizes: str, view_sizes: str,
     """Nodes from the ``image`` (N, 3, S, S) and ``sizes`` (N, 2) inputs to the views' ``batch``
     (V * N, 3, S, S) and ``view_sizes`` (V * N, 2, see :func:`view_size`), view after view; (nodes,
     inits)."""
-    nodes, inits, pictures, sized = [], [], [], []
-
-    def const(name, value, dtype=np.int64):
-        inits.append(numpy_helper.from_array(np.asarray(value, dtype), PREFIX + name))
-        return PREFIX + name
-
-    def node(op, inputs, name, **attrs):
-        nodes.append(helper.make_node(op, inputs, [PREFIX + name], name=PREFIX + name, **attrs))
-        return PREFIX + name
-
+    parts, pictures, sized = Parts(PREFIX), [], []
+    const, node = parts.const, parts.node
     for view in test_views:
         v_nodes, v_inits, picture = view_nodes(view, image, f"{PREFIX}{view}/", size)
-        nodes += v_nodes
-        inits += v_inits
+        parts.nodes += v_nodes
+        parts.inits += v_inits
         pictures.append(picture)
         if view == "identity":
             sized.append(sizes)
@@ -139,29 +132,20 @@ def input_nodes(test_views, image: str, batch: str, sizes: str, view_sizes: str,
         else:
             grow = view_size(view, 1.0, 1.0, size)[0]
             sized.append(node("Mul", [sizes, const(f"{view}/grow", grow, np.float32)], f"{view}/sizes"))
-    nodes.append(helper.make_node("Concat", pictures, [batch], name=f"{PREFIX}concat", axis=0))
-    nodes.append(helper.make_node("Concat", sized, [view_sizes], name=f"{PREFIX}size_concat", axis=0))
-    return nodes, inits
+    parts.nodes.append(helper.make_node("Concat", pictures, [batch], name=f"{PREFIX}concat", axis=0))
+    parts.nodes.append(helper.make_node("Concat", sized, [view_sizes], name=f"{PREFIX}size_concat", axis=0))
+    return parts.nodes, parts.inits
 
 
 def fuse_nodes(rows: str, sizes: str, test_views, dedupe_iou: float, output: str, fuse_iou: float = FUSE_IOU):
     """Nodes from the views' detection rows (K, 7; image index over the V * N views' pictures) and
     the photos' ``sizes`` (N, 2) to the fused rows ``output`` (K', 7) on the photos; (nodes, inits)."""
-    p = PREFIX
-    nodes, inits = [], []
-
-    def const(name, value, dtype=np.int64):
-        inits.append(numpy_helper.from_array(np.asarray(value, dtype), p + name))
-        return p + name
-
-    def node(op, inputs, name, **attrs):
-        nodes.append(helper.make_node(op, inputs, [p + name], name=p + name, **attrs))
-        return p + name
-
+    parts = Parts(PREFIX)
+    const, node = parts.const, parts.node
     axis1 = const("axis1", [1])
 
     def column(start, stop, name):
-        return node("Slice", [rows, const(name + "_s", [start]), const(name + "_e", [stop]), axis1], name)
+        return parts.columns(rows, start, stop, name, axis1)
 
     # which view and photo each row is: image = view * N + photo
     image = node("Cast", [column(0, 1, "image_f")], "image_i", to=TensorProto.INT64)  # (K, 1)
@@ -227,8 +211,8 @@ def fuse_nodes(rows: str, sizes: str, test_views, dedupe_iou: float, output: str
     fused_score = node("Div", [weight, const("count", float(len(test_views)), np.float32)], "fused_score")
     photo_f = node("Cast", [photo], "photo_f", to=TensorProto.FLOAT)
     fused_rows = node("Concat", [photo_f, fused, fused_score, label], "fused_rows", axis=1)
-    u_nodes, u_inits, kept = duplicate_nodes(fused_rows, dedupe_iou, p + "dedupe/", ties=True)
-    nodes += u_nodes
-    inits += u_inits
-    nodes.append(helper.make_node("Identity", [kept], [output], name=p + "out"))
-    return nodes, inits
+    u_nodes, u_inits, kept = duplicate_nodes(fused_rows, dedupe_iou, PREFIX + "dedupe/", ties=True)
+    parts.nodes += u_nodes
+    parts.inits += u_inits
+    parts.nodes.append(helper.make_node("Identity", [kept], [output], name=PREFIX + "out"))
+    return parts.nodes, parts.inits
