@@ -381,6 +381,7 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         blended_eta,
         compression_fraction,
         compression_seconds,
+        compression_work,
         record_compression,
     )
     from modeldesk.deploy import export_artifact, load_artifact
@@ -393,10 +394,11 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
     planned = n_samples = None
     started = time.monotonic()
     factor = slowdown() if compress else None  # this machine, as busy as it is now
+    work = compression_work(artifact.card)
 
     def fold_fits(done, total, photos):  # a detector's heads, fitted across folds before the copies
         copies = compression_seconds(
-            feature_cache_dir(ws), artifact.input_kind, photos, factor, artifact.target
+            feature_cache_dir(ws), artifact.input_kind, photos, factor, artifact.target, work
         )
         left = (time.monotonic() - started) / done * (total - done) if done else None
         if progress is not None:
@@ -408,7 +410,7 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
         metric = metric or compression_metric(artifact, validation)
         n_samples = len(validation) + len(training or ())
         planned = compression_seconds(
-            feature_cache_dir(ws), artifact.input_kind, n_samples, factor, artifact.target
+            feature_cache_dir(ws), artifact.input_kind, n_samples, factor, artifact.target, work
         )
 
     def report(done, total=0, message=""):
@@ -441,6 +443,7 @@ def export(ws, model, out, *, compress: bool, bundle: bool, progress=None) -> di
             time.monotonic() - started,
             factor,
             artifact.target,
+            work,
         )
     return result
 

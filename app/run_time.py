@@ -224,13 +224,29 @@ def compression_fraction(done: int, total: int) -> float:
     return COMPRESSION_SEARCH_SHARE * done / (total - 1)
 
 
-def compression_raw_seconds(input_kind: str, n_samples: int, target: str | None = None) -> float:
+#: the letterbox side of the detectors :data:`COMPRESSION_PRIORS` was measured on
+BOXES_PRIOR_SIZE = 320
+
+
+def compression_work(card: dict) -> float:
+    """How many times the priors' work compressing the model of ``card`` is: a detector's backbone and
+    fold heads run on every pixel of its letterbox, so its work grows with the letterbox's area."""
+    if card.get("target") != "boxes":
+        return 1.0
+    size = (card.get("preprocessing") or {}).get("size") or BOXES_PRIOR_SIZE
+    return (size / BOXES_PRIOR_SIZE) ** 2
+
+
+def compression_raw_seconds(
+    input_kind: str, n_samples: int, target: str | None = None, work: float = 1.0
+) -> float:
     """A compression's time on the reference machine, from the priors (see :data:`COMPRESSION_PRIORS`):
-    the one of ``input_kind/target`` where there is one, else of ``input_kind``."""
+    the one of ``input_kind/target`` where there is one, else of ``input_kind``; times ``work``
+    (:func:`compression_work`)."""
     fixed, per_sample = COMPRESSION_PRIORS.get(
         f"{input_kind}/{target}", COMPRESSION_PRIORS.get(input_kind, COMPRESSION_PRIOR)
     )
-    return fixed + per_sample * max(n_samples, 1)
+    return (fixed + per_sample * max(n_samples, 1)) * work
 
 
 def _compression_key(input_kind: str, target: str | None) -> str:
@@ -238,19 +254,30 @@ def _compression_key(input_kind: str, target: str | None) -> str:
 
 
 def compression_seconds(
-    cache_dir, input_kind: str, n_samples: int, factor: float | None = None, target: str | None = None
+    cache_dir,
+    input_kind: str,
+    n_samples: int,
+    factor: float | None = None,
+    target: str | None = None,
+    work: float = 1.0,
 ) -> float:
     """The time a compression will take here now: the prior scaled by this machine's slowdown
     (``factor``; measured when None) and by what compressions of this kind (and ``target``) taught here."""
-    raw = compression_raw_seconds(input_kind, n_samples, target)
+    raw = compression_raw_seconds(input_kind, n_samples, target, work)
     return calibrated_seconds(cache_dir, _compression_key(input_kind, target), raw, factor)
 
 
 def record_compression(
-    cache_dir, input_kind: str, n_samples: int, seconds: float, factor: float, target: str | None = None
+    cache_dir,
+    input_kind: str,
+    n_samples: int,
+    seconds: float,
+    factor: float,
+    target: str | None = None,
+    work: float = 1.0,
 ) -> None:
     """Teach the next estimate: this compression took ``seconds`` at slowdown ``factor``."""
-    raw = compression_raw_seconds(input_kind, n_samples, target)
+    raw = compression_raw_seconds(input_kind, n_samples, target, work)
     learn(cache_dir, _compression_key(input_kind, target), raw, factor, seconds)
 
 

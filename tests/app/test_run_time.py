@@ -174,3 +174,18 @@ def test_a_compression_estimate_and_its_lesson_belong_to_its_kind_of_model(tmp_p
     record_compression(tmp_path, "image", 100, 3 * label, 2.0, "label")  # a classifier took 3x its estimate
     assert compression_seconds(tmp_path, "image", 100, 2.0, "label") == pytest.approx(3 * label, rel=1e-6)
     assert compression_seconds(tmp_path, "image", 100, 2.0, "boxes") == pytest.approx(before)
+
+
+def test_a_sharper_detectors_compression_plans_for_its_larger_photos(tmp_path):
+    from modeldesk.app.run_time import compression_seconds, compression_work, record_compression
+
+    small, sharp = (
+        {"target": "boxes", "preprocessing": {"kind": "image", "size": size}} for size in (320, 480)
+    )
+    assert compression_work(small) == 1.0 and compression_work(sharp) == pytest.approx(2.25)
+    assert compression_work({"target": "label", "preprocessing": {"size": 480}}) == 1.0
+    plain = compression_seconds(tmp_path, "image", 60, 2.0, "boxes")
+    assert compression_seconds(tmp_path, "image", 60, 2.0, "boxes", 2.25) == pytest.approx(2.25 * plain)
+    # a 480 px one that took 2.25x a 320 px one's plan teaches nothing about the 320 px ones
+    record_compression(tmp_path, "image", 60, 2.25 * plain, 2.0, "boxes", 2.25)
+    assert compression_seconds(tmp_path, "image", 60, 2.0, "boxes") == pytest.approx(plain, rel=1e-6)
