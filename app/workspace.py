@@ -75,6 +75,11 @@ class Workspace(ProjectCalls, MaskCalls, TrainingCalls, ModelCalls, ServingCalls
         return removed
 
     def close(self) -> None:
+        """Stop the background work of this process: the clean-up, following jobs (their workers run
+        on, to be picked up by the next opening) and the store."""
         if self._cleanup is not None:
             self._cleanup.stop()
+        if self._jobs is not None:
+            # a job's monitor thread must not touch the database once the folder may be removed
+            self._jobs.close()
         self.store.close()
