@@ -105,13 +105,14 @@ def fit_fold_heads(
     from modeldesk.trainers.backbones import get_backbone
     from modeldesk.trainers.detection.features import CellComputer, extract_maps
     from modeldesk.trainers.detection.graph import decode_nodes
+    from modeldesk.trainers.detection.sizing import for_card
     from modeldesk.trainers.detection.trainer import _Fitter, _Photos
     from modeldesk.trainers.feature_cache import FeatureCache
     from modeldesk.trainers.templates import get_template
 
     card = artifact.card
     try:
-        template = get_template(template or card.get("template"))
+        template = for_card(get_template(template or card.get("template")), card)
     except UserError as exc:
         raise FoldsUnavailable(f"the model's template is not known here ({exc})") from None
     neck = template.neck

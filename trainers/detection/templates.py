@@ -32,6 +32,10 @@ class DetectionTemplate:
     refine : how kept boxes are refined on the finer maps (``detection.refine``); None: not refined.
     dedupe_iou : after refinement, a box that a better one of its class overlaps by more than this is
         dropped (``detection.duplicates``); None: kept.
+    small_objects_size : the input size to train at instead when some class's boxes are small at
+        ``neck.size`` (``detection.sizing``); None: always ``neck.size``.
+    small_classes : set by ``sizing.sized_for`` on the template it resized: (label, median box side in
+        pixels at the original size) of each class that was small.
     """
 
     name: str
@@ -49,6 +53,8 @@ class DetectionTemplate:
     refine: RefineSpec | None = None
     dedupe_iou: float | None = DEDUPE_IOU
     test_views: tuple = ("identity",)
+    small_objects_size: int | None = None
+    small_classes: tuple = ()
 
     def __post_init__(self):
         check_test_views(self.test_views, self.views)
@@ -61,6 +67,10 @@ class DetectionTemplate:
                 {**self.head_params, key: value} for value in values if value != self.head_params.get(key)
             ]
         return out
+
+    def at_size(self, size: int) -> DetectionTemplate:
+        """The same recipe on a ``size`` x ``size`` letterbox."""
+        return replace(self, neck=replace(self.neck, size=size))
 
     def to_dict(self) -> dict:
         return {
@@ -78,6 +88,7 @@ class DetectionTemplate:
             "refine": asdict(self.refine) if self.refine else None,
             "dedupe_iou": self.dedupe_iou,
             "test_views": list(self.test_views),
+            "small_objects_size": self.small_objects_size,
         }
 
 
@@ -112,8 +123,8 @@ ACCURATE = DetectionTemplate(
     name="object-detection/accurate",
     task="object-detection",
     description="Sees more detail, tunes itself on your held-out photos and looks at each photo "
-    "three times (as it is, mirrored and smaller); slower, usually finds more and boxes them "
-    "better.",
+    "three times (as it is, mirrored and smaller), more sharply when your objects are small; "
+    "slower, usually finds more and boxes them better.",
     backbone="efficientnet-lite0",
     neck=DetectionNeck(size=320, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
     # + the photo shrunk to 75% (scale jitter): 4-fold CV on raccoon_voc, pooled over its 103 photos,
@@ -145,6 +156,13 @@ ACCURATE = DetectionTemplate(
     # mAP50 0.875 -> 0.888, AP75 0.421 -> 0.431, at three times the time per photo; shrunk only:
     # mAP 0.468, mAP50 0.885, AP75 0.436
     test_views=("identity", "hflip", "shrink"),
+    # at 480 px when a class's median box is under 24 px at 320 (detection.sizing), as the
+    # small-objects recipe below. Defects of every size (bench/train_detect.py --tiles: 191 magnetic
+    # tiles, 220 boxes, 4-fold CV): 320 -> 480 px mAP50 0.366 [0.320, 0.431] -> 0.403 [0.364, 0.463],
+    # mAP 0.202 -> 0.220, AP75 0.203 -> 0.238; the small kind, blowholes (12 px at 320): AP50 0.289 ->
+    # 0.556; the others: break 0.430 -> 0.345, crack (thin, 31 boxes) 0.163 -> 0.033, fray 0.351 ->
+    # 0.408, uneven 0.594 -> 0.672 (2026-12-06)
+    small_objects_size=480,
 )
 
 SMALL_OBJECTS = replace(
@@ -162,6 +180,7 @@ SMALL_OBJECTS = replace(
     # photo; raccoon_voc's held-out quarter: mAP50 0.948 -> 0.884, mAP 0.481 -> 0.495 (2026-12-06)
     neck=DetectionNeck(size=480, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
     time_budget_s=300.0,
+    small_objects_size=None,
 )
 
 TEMPLATES = (FAST, ACCURATE, SMALL_OBJECTS)

@@ -41,6 +41,7 @@ from modeldesk.trainers.detection.graph import (
 from modeldesk.trainers.detection.head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
 from modeldesk.trainers.detection.metrics import best_threshold, box_iou, mean_ap
 from modeldesk.trainers.detection.refine import BoxRefiner, RefineComputer, feature_dim, rescore
+from modeldesk.trainers.detection.sizing import sized_for
 from modeldesk.trainers.detection.tta import fused_predictions, view_back, view_size
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import plan_feature_extraction, staged_estimate
@@ -260,10 +261,11 @@ class _Fitter:
 
 def estimate_detection(samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
     """ETA and plan before training: uncached maps (measured throughput, else a default) plus the head."""
-    template = get_template(template)
+    boxed = [s for s in samples if s.target and not isinstance(s.target, str)]
+    template = sized_for(get_template(template), boxed)
     backbone = get_backbone(template.backbone)
     cache = FeatureCache(cache_dir)
-    keys = [s.key for s in samples if s.target]
+    keys = [s.key for s in boxed]
     missing = set()
     for view in template.views:
         missing.update(cache.missing((backbone.key, template.neck.maps_name, view), keys))
@@ -357,7 +359,13 @@ class ObjectDetectionTrainer(TaskTrainer):
         return estimate_detection(samples, template, cache_dir, device=device, time_budget=time_budget)
 
     def prepare(self, run: Run, samples) -> tuple[list, list[str]]:
-        return check_box_samples(samples)
+        """The boxed samples and their labels; the template resized when its objects are small."""
+        boxed, labels = check_box_samples(samples)
+        sized = sized_for(run.template, boxed)
+        if run.budget == run.template.time_budget_s:  # the template's own budget, not one asked for
+            run.budget = sized.time_budget_s
+        run.template = sized
+        return boxed, labels
 
     def features(self, run: Run) -> _Boxed:
         """The backbone maps of every readable photo in every view (0 .. 0.6)."""
@@ -462,6 +470,7 @@ class ObjectDetectionTrainer(TaskTrainer):
             "neck": template.neck.name,
             "views": list(template.views),
             "test_views": list(template.test_views),
+            "small_classes": dict(template.small_classes),
             "head": {"kind": "cell-heatmap", "params": chosen.params},
             "refine": template.to_dict()["refine"],
             "score_threshold": chosen.threshold,
