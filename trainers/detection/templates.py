@@ -123,8 +123,8 @@ ACCURATE = DetectionTemplate(
     name="object-detection/accurate",
     task="object-detection",
     description="Sees more detail, tunes itself on your held-out photos and looks at each photo "
-    "three times (as it is, mirrored and smaller), more sharply when your objects are small; "
-    "slower, usually finds more and boxes them better.",
+    "three times, more sharply when your objects are small; slower, usually finds more and boxes "
+    "them better.",
     backbone="efficientnet-lite0",
     neck=DetectionNeck(size=320, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
     # + the photo shrunk to 75% (scale jitter): 4-fold CV on raccoon_voc, pooled over its 103 photos,
