@@ -54,7 +54,7 @@ def sized_for(template, samples):
     return replace(
         template.at_size(size),
         # the same search on more pixels: its default budget grows with the letterbox's area
-        time_budget_s=round(template.time_budget_s * (size / template.neck.size) ** 2),
+        time_budget_s=float(round(template.time_budget_s * (size / template.neck.size) ** 2)),
         small_objects_size=None,  # sized once: at the larger size its classes may still be small
         small_classes=tuple((label, round(side, 1)) for label, side in small.items()),
     )
