@@ -199,6 +199,7 @@ def train_text(result) -> str:
     if devices:
         lines.append(devices)
     lines += [f"note: {note}" for note in plan.get("notes", []) if "refused" in note or "lost" in note]
+    lines += [f"note: {note}" for note in result.get("notes", [])]
     lines += [f"warning: {w}" for w in result.get("warnings", [])]
     lines += [f"skipped {s['file']}: {s['reason']}" for s in result.get("skipped", [])]
     return "\n".join(lines)

@@ -93,6 +93,7 @@ def run_training(params: dict, ctx) -> dict:
             "metrics": pipeline.headline(result.metrics),
             "plan": plan,
             "warnings": list(result.warnings),
+            "notes": list(result.notes),
             "skipped": list(result.skipped),
         }
     finally:

@@ -50,6 +50,7 @@ class Run:
     options: dict  # the task's own keyword options (``TaskTrainer.train_options``)
     started: float = field(default_factory=time.monotonic)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the run chose that the user should know
     skipped: list[dict] = field(default_factory=list)  # [{file, reason}] left out as unreadable
     marks: dict = field(default_factory=dict)  # seconds into the run at which each stage began
     resources: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # closed at the end
@@ -216,6 +217,7 @@ class TaskTrainer:
                 warnings=run.warnings,
                 skipped=run.skipped,
                 plan={**self.result_plan(run), "actual_s": run.elapsed()},
+                notes=run.notes,
             )
 
     # -- the hooks of ``train``; a task overrides ``prepare``, ``features``, ``fit``, ``build_graph``,

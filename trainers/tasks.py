@@ -36,13 +36,15 @@ Progress = Callable[[str, float, "float | None", "dict | None"], None]
 
 @dataclass
 class TrainResult:
-    """What a training run produced: the artifact, its metrics, warnings, skipped files, the plan."""
+    """What a training run produced: the artifact, its metrics, warnings, skipped files, the plan and
+    notes (what the run chose that the user should know, e.g. a larger input for small objects)."""
 
     artifact_dir: Path
     metrics: dict
     warnings: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
     plan: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
 
 
 @runtime_checkable

@@ -48,6 +48,8 @@ def test_export_text_shows_skipped_candidates_without_numbers():
 def test_train_text_without_a_measured_plan():
     text = formatting.train_text({"model": "m-1", "metrics": {"accuracy": 0.5, "macro_f1": 0.4}, "plan": {}})
     assert "m-1" in text and "50.0%" in text and "?" in text
+    noted = formatting.train_text({"model": "m-1", "metrics": {}, "plan": {}, "notes": ["looked at 480 px"]})
+    assert "note: looked at 480 px" in noted.splitlines()
 
 
 def test_a_prediction_unlike_the_training_data_reads_not_sure():

@@ -179,3 +179,16 @@ def test_a_tags_project_counts_labeled_photos_not_tags(qtbot):
     qtbot.addWidget(banner)
     banner.show_data({"target": "tags"}, {"samples": 42, "labeled": 40, "labels": {"sky": 30, "sea": 26}}, "")
     assert banner.data_summary.text().startswith("40 labeled of 42 in 2 tags")
+
+
+def test_a_runs_notes_and_warnings_show_as_plain_text(qtbot, ws, open_page):
+    page = open_page(TrainPage, ws)
+    page.set_project("colors")
+    qtbot.waitUntil(lambda: page.loaded, timeout=20000)
+    note = "Some objects are small at 320 px: <b>cell</b> (about 9 px)."
+    page._on_finished(
+        {"result": {"metrics": {"accuracy": 0.9, "n": 10}, "notes": [note], "warnings": ["a & b"]}}
+    )
+    text = page.result_text.text()
+    assert "Some objects are small at 320 px: &lt;b&gt;cell&lt;/b&gt; (about 9 px)." in text
+    assert "a &amp; b" in text

@@ -60,6 +60,16 @@ def sized_for(template, samples):
     )
 
 
+def small_objects_note(small_classes, size: int, sized: int) -> str:
+    """One sentence telling the user why the model looks at ``sized`` px instead of ``size``."""
+    names = [f"{label} (about {side:.0f} px)" for label, side in small_classes]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return (
+        f"Some objects are small at {size} px: {listed}. This model looks at each photo at {sized} px "
+        "to see them, so it takes longer to train and to run."
+    )
+
+
 def for_card(template, card: dict):
     """The template as it trained the model of ``card``: at its small-objects size where the card's
     neck says so."""

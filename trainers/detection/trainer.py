@@ -41,7 +41,7 @@ from modeldesk.trainers.detection.graph import (
 from modeldesk.trainers.detection.head import CellHead, cell_points, decode_boxes, encode, nms, view_boxes
 from modeldesk.trainers.detection.metrics import best_threshold, box_iou, mean_ap
 from modeldesk.trainers.detection.refine import BoxRefiner, RefineComputer, feature_dim, rescore
-from modeldesk.trainers.detection.sizing import sized_for
+from modeldesk.trainers.detection.sizing import sized_for, small_objects_note
 from modeldesk.trainers.detection.tta import fused_predictions, view_back, view_size
 from modeldesk.trainers.feature_cache import FeatureCache
 from modeldesk.trainers.features import plan_feature_extraction, staged_estimate
@@ -362,8 +362,10 @@ class ObjectDetectionTrainer(TaskTrainer):
         """The boxed samples and their labels; the template resized when its objects are small."""
         boxed, labels = check_box_samples(samples)
         sized = sized_for(run.template, boxed)
-        if run.budget == run.template.time_budget_s:  # the template's own budget, not one asked for
-            run.budget = sized.time_budget_s
+        if sized.small_classes:
+            run.notes.append(small_objects_note(sized.small_classes, run.template.neck.size, sized.neck.size))
+            if run.budget == run.template.time_budget_s:  # the template's own budget, not one asked for
+                run.budget = sized.time_budget_s
         run.template = sized
         return boxed, labels
 

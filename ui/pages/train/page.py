@@ -8,6 +8,7 @@ its own. Hardware detection and the estimates run in the page's thread pool.
 
 from __future__ import annotations
 
+import html
 import logging
 from pathlib import Path
 
@@ -396,8 +397,10 @@ class TrainPage(Page):
         many = nouns(self.info.get("input_kind"))[1]
         metrics = self.last_result.get("metrics") or {}
         text = f"<b>Your model is ready.</b>{result_sentence(metrics, many)}"
+        for note in self.last_result.get("notes") or []:  # plain text: a label may hold '<'
+            text += f"<br>{html.escape(note)}"
         for warning in self.last_result.get("warnings") or []:
-            text += f"<br><span style='color:#c27c0e'>{warning}</span>"
+            text += f"<br><span style='color:#c27c0e'>{html.escape(warning)}</span>"
         self.run_view.show_result(text)
         if self.last_result.get("model"):
             self.model_trained.emit(str(self.last_result["model"]))
