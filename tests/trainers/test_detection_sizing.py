@@ -13,7 +13,13 @@ from modeldesk.datasets.records import Box
 from modeldesk.deploy import load_artifact
 from modeldesk.trainers.data import LabeledSample
 from modeldesk.trainers.detection.features import DetectionNeck
-from modeldesk.trainers.detection.sizing import SMALL_BOX_PX, for_card, median_box_sides, sized_for
+from modeldesk.trainers.detection.sizing import (
+    SMALL_BOX_PX,
+    for_card,
+    maps_bytes,
+    median_box_sides,
+    sized_for,
+)
 from modeldesk.trainers.detection.templates import TEMPLATES
 from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer, estimate_detection
 
@@ -25,7 +31,7 @@ QUICK = dataclasses.replace(
     name="object-detection/test-sizing",
     neck=DetectionNeck(size=160, stride=16, levels=("stride16", "stride32")),
     test_views=("identity",),
-    small_objects_size=320,
+    small_objects_sizes=(320,),
 )
 
 
@@ -63,7 +69,21 @@ def test_small_boxes_resize_the_template_and_large_ones_do_not(tmp_path):
     large = make_detection_samples(tmp_path, n=10)
     assert min(median_box_sides(large, 160).values()) > SMALL_BOX_PX
     assert sized_for(QUICK, large) is QUICK
-    assert sized_for(dataclasses.replace(QUICK, small_objects_size=None), small).neck.size == 160
+    assert sized_for(dataclasses.replace(QUICK, small_objects_sizes=()), small).neck.size == 160
+
+
+def test_the_first_size_that_makes_the_smallest_class_large_enough_and_fits_in_memory(tmp_path):
+    small = make_small_squares(tmp_path, n=10)  # ~7 px at 160: 15 at 320, 22 at 480, 29 at 640
+    ladder = dataclasses.replace(QUICK, small_objects_sizes=(320, 480, 640, 800))
+    assert sized_for(ladder, small, memory=2**40).neck.size == 640
+    assert sized_for(dataclasses.replace(ladder, small_objects_sizes=(320, 480)), small).neck.size == 480
+    # the maps of the ten photos at 640 px need more memory than there is: the next size down
+    tight = maps_bytes(ladder, 640, len(small)) - 1
+    assert maps_bytes(ladder, 480, len(small)) <= tight
+    assert sized_for(ladder, small, memory=tight).neck.size == 480
+    # none fits: the size is kept, the small classes still named (the trainer warns)
+    kept = sized_for(ladder, small, memory=1)
+    assert kept.neck.size == 160 and [label for label, _ in kept.small_classes] == ["square"]
 
 
 def test_only_the_photos_it_trains_on_decide(tmp_path):
@@ -81,7 +101,7 @@ def test_a_card_gives_back_the_size_the_model_trained_at(tmp_path):
 
 def test_the_estimate_plans_for_the_larger_photo(tmp_path):
     small = make_small_squares(tmp_path, n=10)
-    plain = dataclasses.replace(QUICK, small_objects_size=None)
+    plain = dataclasses.replace(QUICK, small_objects_sizes=())
     sized = estimate_detection(small, QUICK, tmp_path / "cache", device="cpu")
     unsized = estimate_detection(small, plain, tmp_path / "cache", device="cpu")
     assert (
@@ -93,7 +113,7 @@ def test_small_objects_are_found_better_at_the_larger_size(tmp_path, shared_cach
     samples = make_small_squares(tmp_path, n=30, seed=3)
     sized = ObjectDetectionTrainer().train(samples, QUICK, tmp_path / "sized", shared_cache_dir)
     plain = ObjectDetectionTrainer().train(
-        samples, dataclasses.replace(QUICK, small_objects_size=None), tmp_path / "plain", shared_cache_dir
+        samples, dataclasses.replace(QUICK, small_objects_sizes=()), tmp_path / "plain", shared_cache_dir
     )
     card = load_artifact(sized.artifact_dir).card
     assert card["preprocessing"]["size"] == 320 and set(card["small_classes"]) == {"square"}
@@ -102,3 +122,15 @@ def test_small_objects_are_found_better_at_the_larger_size(tmp_path, shared_cach
     assert plain.notes == []
     assert sized.metrics["map"] > plain.metrics["map"] + 0.2  # measured: 0.71 against 0.17
     assert sized.metrics["map50"] > 0.8
+
+
+def test_small_objects_without_the_memory_to_look_closer_get_a_warning(
+    tmp_path, shared_cache_dir, monkeypatch
+):
+    monkeypatch.setattr("modeldesk.trainers.detection.sizing.available_memory", lambda: 1)
+    result = ObjectDetectionTrainer().train(
+        make_small_squares(tmp_path, n=15), QUICK, tmp_path / "model", shared_cache_dir
+    )
+    assert load_artifact(result.artifact_dir).card["preprocessing"]["size"] == 160
+    assert result.notes == []
+    assert any("square (about" in w and "more memory" in w for w in result.warnings)

@@ -32,8 +32,8 @@ class DetectionTemplate:
     refine : how kept boxes are refined on the finer maps (``detection.refine``); None: not refined.
     dedupe_iou : after refinement, a box that a better one of its class overlaps by more than this is
         dropped (``detection.duplicates``); None: kept.
-    small_objects_size : the input size to train at instead when some class's boxes are small at
-        ``neck.size`` (``detection.sizing``); None: always ``neck.size``.
+    small_objects_sizes : larger input sizes to train at when some class's boxes are small at
+        ``neck.size`` (``detection.sizing``); empty: always ``neck.size``.
     small_classes : set by ``sizing.sized_for`` on the template it resized: (label, median box side in
         pixels at the original size) of each class that was small.
     """
@@ -53,7 +53,7 @@ class DetectionTemplate:
     refine: RefineSpec | None = None
     dedupe_iou: float | None = DEDUPE_IOU
     test_views: tuple = ("identity",)
-    small_objects_size: int | None = None
+    small_objects_sizes: tuple = ()
     small_classes: tuple = ()
 
     def __post_init__(self):
@@ -88,7 +88,7 @@ class DetectionTemplate:
             "refine": asdict(self.refine) if self.refine else None,
             "dedupe_iou": self.dedupe_iou,
             "test_views": list(self.test_views),
-            "small_objects_size": self.small_objects_size,
+            "small_objects_sizes": list(self.small_objects_sizes),
         }
 
 
@@ -156,13 +156,16 @@ ACCURATE = DetectionTemplate(
     # mAP50 0.875 -> 0.888, AP75 0.421 -> 0.431, at three times the time per photo; shrunk only:
     # mAP 0.468, mAP50 0.885, AP75 0.436
     test_views=("identity", "hflip", "shrink"),
-    # at 480 px when a class's median box is under 24 px at 320 (detection.sizing), as the
-    # small-objects recipe below. Defects of every size (bench/train_detect.py --tiles: 191 magnetic
-    # tiles, 220 boxes, 4-fold CV): 320 -> 480 px mAP50 0.366 [0.320, 0.431] -> 0.403 [0.364, 0.463],
-    # mAP 0.202 -> 0.220, AP75 0.203 -> 0.238; the small kind, blowholes (12 px at 320): AP50 0.289 ->
-    # 0.556; the others: break 0.430 -> 0.345, crack (thin, 31 boxes) 0.163 -> 0.033, fray 0.351 ->
-    # 0.408, uneven 0.594 -> 0.672 (2026-12-06)
-    small_objects_size=480,
+    # at 480 or 640 px when a class's median box is under 24 px at 320 (detection.sizing): the first
+    # size at which the smallest class's reaches 24 px, else 640. 4-fold CV, the same recipe at 320 /
+    # 480 / 640 px: CamVid's cars and pedestrians (bench/train_detect.py --camvid; pedestrians 12 px
+    # at 320) mAP50 0.075 / 0.153 / 0.224 [0.203, 0.249], pedestrians AP50 0.010 / 0.070 / 0.119,
+    # cars 0.140 / 0.237 / 0.329; defects of every size (--tiles: 191 magnetic tiles, 220 boxes)
+    # mAP50 0.366 [0.320, 0.431] / 0.403 [0.364, 0.463] / 0.406 [0.362, 0.464], mAP 0.202 / 0.220 /
+    # 0.223, the small kind, blowholes (11 px at 320), AP50 0.289 / 0.556 / 0.634, the others: break
+    # 0.430 / 0.345 / 0.297, crack (thin, 31 boxes) 0.163 / 0.033 / 0.047, fray 0.351 / 0.408 /
+    # 0.414, uneven 0.594 / 0.672 / 0.636. Raccoons (186 px) stay at 320 (2026-12-06)
+    small_objects_sizes=(480, 640),
 )
 
 SMALL_OBJECTS = replace(
@@ -180,7 +183,7 @@ SMALL_OBJECTS = replace(
     # photo; raccoon_voc's held-out quarter: mAP50 0.948 -> 0.884, mAP 0.481 -> 0.495 (2026-12-06)
     neck=DetectionNeck(size=480, stride=16, levels=("stride8", "stride16", "stride32"), context=3),
     time_budget_s=300.0,
-    small_objects_size=None,
+    small_objects_sizes=(640,),  # as sharp as accurate looks at objects this small
 )
 
 TEMPLATES = (FAST, ACCURATE, SMALL_OBJECTS)

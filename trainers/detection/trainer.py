@@ -362,7 +362,9 @@ class ObjectDetectionTrainer(TaskTrainer):
         """The boxed samples and their labels; the template resized when its objects are small."""
         boxed, labels = check_box_samples(samples)
         sized = sized_for(run.template, boxed)
-        if sized.small_classes:
+        if sized.small_classes and sized.neck.size == run.template.neck.size:
+            run.warnings.append(small_objects_note(sized.small_classes, sized.neck.size, None))
+        elif sized.small_classes:
             run.notes.append(small_objects_note(sized.small_classes, run.template.neck.size, sized.neck.size))
             if run.budget == run.template.time_budget_s:  # the template's own budget, not one asked for
                 run.budget = sized.time_budget_s
