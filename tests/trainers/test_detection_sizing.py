@@ -16,9 +16,9 @@ from modeldesk.trainers.detection.features import DetectionNeck
 from modeldesk.trainers.detection.sizing import (
     SMALL_BOX_PX,
     for_card,
-    maps_bytes,
     median_box_sides,
     sized_for,
+    training_bytes,
 )
 from modeldesk.trainers.detection.templates import TEMPLATES
 from modeldesk.trainers.detection.trainer import ObjectDetectionTrainer, estimate_detection
@@ -77,9 +77,9 @@ def test_the_first_size_that_makes_the_smallest_class_large_enough_and_fits_in_m
     ladder = dataclasses.replace(QUICK, small_objects_sizes=(320, 480, 640, 800))
     assert sized_for(ladder, small, memory=2**40).neck.size == 640
     assert sized_for(dataclasses.replace(ladder, small_objects_sizes=(320, 480)), small).neck.size == 480
-    # the maps of the ten photos at 640 px need more memory than there is: the next size down
-    tight = maps_bytes(ladder, 640, len(small)) - 1
-    assert maps_bytes(ladder, 480, len(small)) <= tight
+    # training on the ten photos at 640 px needs more memory than there is: the next size down
+    tight = training_bytes(ladder, 640, len(small)) - 1
+    assert training_bytes(ladder, 480, len(small)) <= tight
     assert sized_for(ladder, small, memory=tight).neck.size == 480
     # none fits: the size is kept, the small classes still named (the trainer warns)
     kept = sized_for(ladder, small, memory=1)
