@@ -47,7 +47,6 @@ import numpy as np
 def load_voc(root: Path):
     """``x.jpg`` + ``x.xml`` pairs as LabeledSample rows: 25% test / 10% val / 65% train by file name."""
     from modeldesk.datasets.records import Box
-    from modeldesk.trainers.data import LabeledSample
 
     samples = []
     for xml in sorted(root.glob("*.xml")):
@@ -62,12 +61,36 @@ def load_voc(root: Path):
             )
             for o in tree.iter("object")
         )
-        bucket = int(hashlib.sha1(image.name.encode()).hexdigest(), 16) % 20
-        split = "test" if bucket < 5 else "val" if bucket < 7 else "train"
-        samples.append(
-            LabeledSample(hashlib.sha256(image.read_bytes()).hexdigest(), str(image), boxes, split)
-        )
+        samples.append(labeled(image, boxes, split_by_name(image)))
     return samples
+
+
+def split_by_name(path: Path) -> str:
+    """25% test / 10% val / 65% train by a hash of the file name."""
+    bucket = int(hashlib.sha1(path.name.encode()).hexdigest(), 16) % 20
+    return "test" if bucket < 5 else "val" if bucket < 7 else "train"
+
+
+def labeled(path: Path, boxes, split: str):
+    """A LabeledSample of the photo at ``path`` (keyed by its content) with ``boxes``."""
+    from modeldesk.trainers.data import LabeledSample
+
+    return LabeledSample(hashlib.sha256(path.read_bytes()).hexdigest(), str(path), tuple(boxes), split)
+
+
+def region_boxes(mask: np.ndarray, label: str, min_area: int) -> list:
+    """A box labeled ``label`` around every connected region of the boolean ``mask`` of at least
+    ``min_area`` pixels."""
+    from scipy import ndimage
+
+    from modeldesk.datasets.records import Box
+
+    regions, _ = ndimage.label(mask)
+    return [
+        Box(label, float(xs.start), float(ys.start), float(xs.stop), float(ys.stop))
+        for k, (ys, xs) in enumerate(ndimage.find_objects(regions))
+        if (regions[ys, xs] == k + 1).sum() >= min_area
+    ]
 
 
 #: CamVid mask index -> box label (``--camvid``), and the smallest region that gets a box, in pixels
@@ -79,31 +102,20 @@ def load_camvid(root: Path):
     """CamVid frames as LabeledSample rows with a box per connected car or pedestrian region: the
     ``val`` frames are the test split, every tenth other frame validation, the rest training."""
     from PIL import Image
-    from scipy import ndimage
-
-    from modeldesk.datasets.records import Box
-    from modeldesk.trainers.data import LabeledSample
 
     root = root / "CamVid" if (root / "CamVid").is_dir() else root
     samples = []
     for n, line in enumerate(sorted(filter(None, (root / "pairs.txt").read_text().splitlines()))):
         image, mask = line.split()
         labels = np.array(Image.open(root / mask))
-        boxes = []
-        for index, name in CAMVID_CLASSES.items():
-            regions, _ = ndimage.label(labels == index)
-            for k, where in enumerate(ndimage.find_objects(regions)):
-                if (regions[where] == k + 1).sum() >= CAMVID_MIN_AREA:
-                    rows, cols = where
-                    boxes.append(
-                        Box(name, float(cols.start), float(rows.start), float(cols.stop), float(rows.stop))
-                    )
+        boxes = [
+            box
+            for index, name in CAMVID_CLASSES.items()
+            for box in region_boxes(labels == index, name, CAMVID_MIN_AREA)
+        ]
         split = "test" if image.startswith("val/") else "val" if n % 10 == 0 else "train"
-        path = root / image
         if boxes:
-            samples.append(
-                LabeledSample(hashlib.sha256(path.read_bytes()).hexdigest(), str(path), tuple(boxes), split)
-            )
+            samples.append(labeled(root / image, boxes, split))
     return samples
 
 
@@ -138,12 +150,17 @@ def intervals(artifact_dir, test, boots: int = 1000) -> dict:
     return pooled(test, all_boxes(artifact_dir, test), load_artifact(artifact_dir).labels, boots)
 
 
+def true_boxes(samples) -> list:
+    """Each sample's boxes as ``(label, x0, y0, x1, y1)`` rows, as the metrics take them."""
+    return [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in s.target] for s in samples]
+
+
 def scorer(test, predictions, labels):
     """``score(indices)``: (mAP50, COCO mAP, AP75) of ``predictions`` pooled over the photos ``indices``
     of ``test`` (repeats allowed, for the bootstrap)."""
     from modeldesk.trainers.detection.metrics import IOU_75, IOU_THRESHOLDS, average_precision, match_image
 
-    truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in s.target] for s in test]
+    truths = true_boxes(test)
     per_iou = []  # per IoU threshold and label: each photo's (tp flags, scores, true boxes)
     for t in IOU_THRESHOLDS:
         rows = {}
@@ -257,8 +274,7 @@ def cross_validate(name, template, samples, folds: int, tmp: Path, *, contiguous
                 once[i] = boxes
         labels = result.metrics["labels"]
     out = {"name": name, "seconds": time.perf_counter() - started, **pooled(samples, predictions, labels)}
-    truths = [[(str(b.label), b.x0, b.y0, b.x1, b.y1) for b in s.target] for s in samples]
-    out["per_class_ap50"] = mean_ap(truths, predictions, labels)[1]
+    out["per_class_ap50"] = mean_ap(true_boxes(samples), predictions, labels)[1]
     if len(template.test_views) > 1:
         out["one_look"] = pooled(samples, once, labels)
         out["gain"] = pooled(samples, predictions, labels, minus=once)
@@ -356,27 +372,14 @@ def load_tiles(root: Path):
     import csv
 
     from PIL import Image
-    from scipy import ndimage
-
-    from modeldesk.datasets.records import Box
-    from modeldesk.trainers.data import LabeledSample
 
     samples = []
     with open(root / "labels.csv", newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["label"] == "defect" and r["mask"]]
     for r in rows:
-        regions, _ = ndimage.label(np.array(Image.open(root / r["mask"])) > 127)
-        boxes = []
-        for k, (ys, xs) in enumerate(ndimage.find_objects(regions)):
-            if (regions[ys, xs] == k + 1).sum() >= TILE_MIN_AREA:
-                boxes.append(Box(r["kind"], float(xs.start), float(ys.start), float(xs.stop), float(ys.stop)))
-        path = root / r["image"]
-        bucket = int(hashlib.sha1(path.name.encode()).hexdigest(), 16) % 20
-        split = "test" if bucket < 5 else "val" if bucket < 7 else "train"
+        boxes = region_boxes(np.array(Image.open(root / r["mask"])) > 127, r["kind"], TILE_MIN_AREA)
         if boxes:
-            samples.append(
-                LabeledSample(hashlib.sha256(path.read_bytes()).hexdigest(), str(path), tuple(boxes), split)
-            )
+            samples.append(labeled(root / r["image"], boxes, split_by_name(root / r["image"])))
     return samples
 
 

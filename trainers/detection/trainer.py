@@ -25,6 +25,7 @@ from modeldesk.errors import UserError
 from modeldesk.scheduler import CostModel
 from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer, evaluation_split, split_counts
+from modeldesk.trainers.detection.compression import boxed_photos
 from modeldesk.trainers.detection.duplicates import drop_duplicates
 from modeldesk.trainers.detection.features import CellComputer, extract_maps, maps_feature_spec
 from modeldesk.trainers.detection.graph import (
@@ -76,7 +77,7 @@ PARITY_TOLERANCE = 0.05  # pixels: graph boxes against the numpy decoding of the
 
 def check_box_samples(samples) -> tuple[list, list[str]]:
     """(samples with boxes, sorted labels); UserError when there is nothing to learn from."""
-    boxed = [s for s in samples if s.target and not isinstance(s.target, str)]
+    boxed = boxed_photos(samples)
     if not boxed:
         raise UserError("none of the images has a box: draw boxes around the objects first")
     labels = sorted({str(box.label) for s in boxed for box in s.target})
@@ -261,7 +262,7 @@ class _Fitter:
 
 def estimate_detection(samples, template, cache_dir, *, device: str = "auto", time_budget=None) -> dict:
     """ETA and plan before training: uncached maps (measured throughput, else a default) plus the head."""
-    boxed = [s for s in samples if s.target and not isinstance(s.target, str)]
+    boxed = boxed_photos(samples)
     template = sized_for(get_template(template), boxed)
     backbone = get_backbone(template.backbone)
     cache = FeatureCache(cache_dir)
@@ -303,7 +304,7 @@ def _refine_seconds(samples, template, backbone) -> float:
     spec = template.refine
     if spec is None:
         return 0.0
-    boxes = sum(len(s.target) for s in samples if s.target and not isinstance(s.target, str))
+    boxes = sum(len(s.target) for s in boxed_photos(samples))
     rows = min(MAX_ROWS, boxes * len(template.views) * spec.copies)
     reads, fits = rows, rows
     if spec.rescore > 0:  # the IoU regression's own jittered boxes, read and fitted as many again
