@@ -192,3 +192,21 @@ def test_a_runs_notes_and_warnings_show_as_plain_text(qtbot, ws, open_page):
     text = page.result_text.text()
     assert "Some objects are small at 320 px: &lt;b&gt;cell&lt;/b&gt; (about 9 px)." in text
     assert "a &amp; b" in text
+
+
+def test_a_recipe_title_wraps_instead_of_being_cut_off_in_a_narrow_window(qtbot):
+    from modeldesk.trainers.templates import list_templates
+    from modeldesk.ui.pages.train.template_card import TemplateCards
+
+    cards = TemplateCards()
+    qtbot.addWidget(cards)
+    cards.set_templates([t.to_dict() for t in list_templates("object-detection")])
+    cards.resize(480, 400)  # three cards of about 150 px, as at 760 px with a scroll bar
+    cards.show()
+    qtbot.waitExposed(cards)
+    assert cards.title("object-detection/small-objects") == "Small objects"  # the runs table's recipe
+    title = cards.cards["object-detection/small-objects"].title
+    one_line = title.fontMetrics().horizontalAdvance(title.text())
+    assert title.width() < one_line  # the narrow case: it cannot stand on one line
+    for card in cards.cards.values():
+        assert card.title.height() >= card.title.heightForWidth(card.title.width())  # all of it shows

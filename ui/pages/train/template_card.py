@@ -29,10 +29,16 @@ class TemplateCard(QFrame):
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Minimum)
         self.setCursor(Qt.PointingHandCursor)
         self.setMinimumWidth(150)
-        self.button = QRadioButton(template_title(template))
-        self.button.setObjectName("CardTitle")
+        title = template_title(template)
+        # the title is a label beside an empty radio button: a label wraps in a narrow window, a
+        # button's text is cut off ("Small objects" lost its last letter at 760 px with a scroll bar)
+        self.button = QRadioButton()
+        self.button.setAccessibleName(title)
         self.button.setToolTip(template.get("description") or "")
         self.button.toggled.connect(self.set_selected)
+        self.title = QLabel(title)
+        self.title.setObjectName("CardTitle")
+        self.title.setWordWrap(True)
         self.description = QLabel(template.get("description") or "")
         self.description.setToolTip(explain(template.get("description") or ""))
         self.description.setWordWrap(True)
@@ -42,9 +48,13 @@ class TemplateCard(QFrame):
         self.eta = QLabel("Estimating the time on this computer…")
         self.eta.setWordWrap(True)
         self.set_selected(False)
+        heading = QHBoxLayout()
+        heading.setSpacing(6)
+        heading.addWidget(self.button, 0, Qt.AlignTop)
+        heading.addWidget(self.title, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 12, 12, 12)
-        layout.addWidget(self.button)
+        layout.addLayout(heading)
         layout.addWidget(self.description, 1)
         layout.addWidget(self.eta)
 
@@ -74,7 +84,7 @@ class TemplateCard(QFrame):
         border = f"2px solid {colors.accent}" if selected else f"1px solid {colors.border}"
         self.setStyleSheet(
             f"QFrame#Card {{ border: {border}; border-radius: 10px; background: {colors.base}; }}"
-            f"QRadioButton#CardTitle {{ font-size: 15px; font-weight: 600; color: {colors.text}; }}"
+            f"QLabel#CardTitle {{ font-size: 15px; font-weight: 600; color: {colors.text}; }}"
         )
 
 
@@ -126,7 +136,7 @@ class TemplateCards(QWidget):
 
     def title(self, name: str) -> str:
         """A recipe's title (its name when it has no card)."""
-        return self.cards[name].button.text() if name in self.cards else name
+        return self.cards[name].title.text() if name in self.cards else name
 
     def restyle(self) -> None:
         """Redraw the cards in the current theme's colours."""
