@@ -31,6 +31,7 @@ import onnx
 from . import verdict
 from .artifact import ModelArtifact, load_artifact, new_model_id, save_artifact
 from .graph import prune_unused
+from .image_input import looks
 from .inputs import input_class, input_for, output_for
 from .preprocess import ImageSpec
 from .quantize import Quantizer
@@ -200,7 +201,7 @@ def parse_candidate(name: str) -> Candidate:
     raise ValueError(f"unknown compression candidate {name!r}")
 
 
-def _run_all(session, input_name: str, output_name: str, tensors, batch: int = 32) -> np.ndarray:
+def _run_all(session, input_name: str, output_name: str, tensors, batch: int) -> np.ndarray:
     feeds = tensors if isinstance(tensors, dict) else {input_name: tensors}
     total = len(next(iter(feeds.values())))
     chunks = [
@@ -210,7 +211,7 @@ def _run_all(session, input_name: str, output_name: str, tensors, batch: int = 3
     return np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
 
 
-def _format_all(session, output, feeds: dict, batch: int = 32) -> list[dict]:
+def _format_all(session, output, feeds: dict, batch: int) -> list[dict]:
     """Every validation item's prediction as the predictor formats it."""
     total = len(next(iter(feeds.values())))
     if getattr(output, "one_per_run", False):  # a segmentation mask has its own photo's size
@@ -286,12 +287,19 @@ class _TensorCache:
                 if kind == "calibration"
                 else [p for p, _ in (self.validation if kind == "validation" else self.training)]
             )
-            # "tiles": None: every photo whole (a tiling segmentation model would otherwise keep each
-            # large photo decoded in full until the batch is made); copies are judged on the whole photos
-            card = {**self.card, "tiles": None, "preprocessing": replace(self.spec, size=size).to_dict()}
-            model_input = input_for(card)
+            model_input = input_for(self.card_at(size))
             self._cache[key] = model_input.feeds([model_input.load(s) for s in sources], self.input_name)
         return self._cache[key]
+
+    def card_at(self, size: int) -> dict:
+        """The card as a copy at ``size`` px would have it. ``"tiles": None``: every photo whole (a
+        tiling segmentation model would otherwise keep each large photo decoded in full until the
+        batch is made); copies are judged on the whole photos."""
+        return {**self.card, "tiles": None, "preprocessing": replace(self.spec, size=size).to_dict()}
+
+    def batch(self, size: int) -> int:
+        """Photos per ``session.run`` at ``size`` px: the predictor's own batch for the original."""
+        return input_for(self.card_at(size)).batch_size
 
     def same_images(self) -> bool:
         """Whether the judging images are the training images (the app judges on every labeled one)."""
@@ -415,7 +423,7 @@ def compress_artifact(
     spec = artifact.spec
     base = onnx.load(str(artifact.model_path))
     can_refit = bool(refit_head and training and artifact.card.get("features_output"))
-    views = len(artifact.card.get("test_views", artifact.card.get("views")) or ["identity"])
+    views = looks(artifact.card)
     if candidates is None:
         # With a re-fitted head available, the fixed-head 8-bit variants are left out: re-fitting wins
         # back most of what they lose, and each weaker copy in the verdict's sequence is one more
@@ -518,7 +526,7 @@ def deal_folds(truth: Sequence[str], labels: Sequence[str], folds: int = FOLDS) 
     return fold_of, folds
 
 
-def rows_view_after_view(session, feature: str, input_name: str, tensors: np.ndarray, batch: int = 32):
+def rows_view_after_view(session, feature: str, input_name: str, tensors: np.ndarray, batch: int):
     """Output ``feature`` of ``session`` for every image of ``tensors``, run ``batch`` images at a
     time, as the rows of a model with V views come for the whole set at once: view after view.
 
@@ -706,7 +714,9 @@ class _Runner:
         rows, view after view)."""
         blob, feature = with_features(model)
         session = create_session(blob, device="cpu", threads=self.threads[-1], spin=False)
-        return rows_view_after_view(session, feature, self.input_name, self.data.get(kind, size))
+        return rows_view_after_view(
+            session, feature, self.input_name, self.data.get(kind, size), self.data.batch(size)
+        )
 
     def fit_head(self, X: np.ndarray, labels: list[str]) -> list:
         """The initializers of a head re-fitted on features ``X`` of images labelled ``labels``."""
@@ -752,7 +762,11 @@ class _Runner:
                 self.with_head(model, inits), device="cpu", threads=self.threads[-1], spin=False
             )
             probabilities = _run_all(
-                session, self.input_name, self.output_name, {k: v[judged] for k, v in feeds.items()}
+                session,
+                self.input_name,
+                self.output_name,
+                {k: v[judged] for k, v in feeds.items()},
+                self.data.batch(size),
             )
             right[judged] = np.array(self.labels)[np.argmax(probabilities, axis=1)] == truth[judged]
         return right
@@ -833,12 +847,12 @@ class _Runner:
         """The validation metric of one candidate's session (accuracy unless a metric was given) and its
         answers: right or wrong per image, or the predictions the metric scored."""
         if self.metric is None:
-            probabilities = _run_all(session, self.input_name, self.output_name, feeds)
+            probabilities = _run_all(session, self.input_name, self.output_name, feeds, self.data.batch(size))
             right = np.array([self.labels[i] for i in np.argmax(probabilities, axis=1)]) == np.array(
                 self.truth
             )
             return float(np.mean(right)), right
-        predictions = _format_all(session, self.scored_output(size), feeds)
+        predictions = _format_all(session, self.scored_output(size), feeds, self.data.batch(size))
         return float(self.metric(predictions, [t for _, t in self.data.validation])), predictions
 
     def scored_output(self, size: int):
@@ -863,7 +877,9 @@ class _Runner:
             session = create_session(
                 self.with_head(model, inits), device="cpu", threads=self.threads[-1], spin=False
             )
-            answers = _format_all(session, output, {k: v[judged] for k, v in feeds.items()})
+            answers = _format_all(
+                session, output, {k: v[judged] for k, v in feeds.items()}, self.data.batch(size)
+            )
             for i, answer in zip(judged, answers):
                 predictions[i] = answer
         return float(self.metric(predictions, [t for _, t in self.data.validation])), predictions

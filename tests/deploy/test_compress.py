@@ -268,3 +268,16 @@ def test_a_model_with_views_gives_its_rows_view_after_view_over_every_batch():
     images = np.arange(70, dtype=np.float32).reshape(70, 1)
     rows = rows_view_after_view(TwoViews(), "features", "image", images, batch=32)
     np.testing.assert_array_equal(rows, np.concatenate([images, -images]))
+
+
+def test_copies_are_judged_in_the_batches_the_predictor_would_use():
+    """A 640 px detector that looks three times is judged a photo at a time, as it is served."""
+    from modeldesk.deploy.compress import _TensorCache
+    from modeldesk.deploy.preprocess import ImageSpec
+
+    card = {"labels": ["a"], "preprocessing": ImageSpec(size=640).to_dict(), "test_views": ["a", "b", "c"]}
+    data = _TensorCache(ImageSpec(size=640), [], [], card=card)
+    assert data.batch(640) == 1
+    assert data.batch(320) == 2
+    plain = _TensorCache(ImageSpec(size=224), [], [])
+    assert plain.batch(224) == 16

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from modeldesk.deploy import ImageDecodeError, Predictor, preprocess_image
+from modeldesk.deploy.image_input import image_batch_size, looks
+from modeldesk.deploy.inputs import input_for
 
 
 def test_predicts_the_synthetic_classes(standin_artifact, color_data):
@@ -50,3 +52,24 @@ def test_concurrent_calls_get_their_own_answers(standin_artifact, color_data):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda item: predictor.predict([item[0]])[0]["label"], items))
     assert results == [label for _, label in items]
+
+
+def test_larger_photos_and_more_looks_run_fewer_photos_at_a_time(standin_artifact):
+    assert image_batch_size(224) == 16  # a classifier at 224 px keeps its batch of 16
+    assert image_batch_size(224, looks=2) == 8
+    assert image_batch_size(320, looks=3) == 2
+    assert image_batch_size(640, looks=3) == image_batch_size(4096) == 1
+    assert image_batch_size(64) == 16  # never above 16
+    assert looks({"test_views": ["identity", "hflip", "shrink"]}) == 3
+    assert looks({"views": ["identity", "hflip"]}) == 2
+    assert looks({}) == 1
+
+    predictor = Predictor(standin_artifact, device="cpu")
+    card = predictor.input.card
+    assert predictor.batch_size == image_batch_size(card["preprocessing"]["size"])
+    detector = {
+        **card,
+        "preprocessing": {**card["preprocessing"], "size": 640},
+        "test_views": ["a", "b", "c"],
+    }
+    assert input_for(detector).batch_size == 1

@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from modeldesk.deploy.image_input import image_batch_size
 from modeldesk.deploy.preprocess import ImageSpec
 from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.backbones import Backbone
@@ -245,6 +246,12 @@ def maps_feature_spec(neck: DetectionNeck) -> FeatureSpec:
     return FeatureSpec(neck.maps_name, ())
 
 
+def maps_batch_size(neck: DetectionNeck) -> int:
+    """Photos per backbone run when caching maps: fewer as the input grows (at 640 px one at a time
+    was faster and held 0.8 GB less than 16 at a time, ``bench/image_batch.py``)."""
+    return image_batch_size(neck.size)
+
+
 def extract_maps(
     backbone: Backbone,
     neck: DetectionNeck,
@@ -264,7 +271,7 @@ def extract_maps(
         views=views,
         features=maps_feature_spec(neck),
         device=device,
-        batch_size=16,
+        batch_size=maps_batch_size(neck),
         progress=progress,
         should_stop=should_stop,
         make_extractor=partial(MapExtractor, neck=neck),

@@ -27,7 +27,12 @@ from modeldesk.trainers.backbones import get_backbone
 from modeldesk.trainers.base import Run, TaskTrainer, evaluation_split, split_counts
 from modeldesk.trainers.detection.compression import boxed_photos
 from modeldesk.trainers.detection.duplicates import drop_duplicates
-from modeldesk.trainers.detection.features import CellComputer, extract_maps, maps_feature_spec
+from modeldesk.trainers.detection.features import (
+    CellComputer,
+    extract_maps,
+    maps_batch_size,
+    maps_feature_spec,
+)
 from modeldesk.trainers.detection.graph import (
     DEDUPE_IOU,
     IOU_THRESHOLD,
@@ -277,7 +282,7 @@ def estimate_detection(samples, template, cache_dir, *, device: str = "auto", ti
         views=template.views,
         features=maps_feature_spec(template.neck),
         device=device,
-        batch_size=16,
+        batch_size=maps_batch_size(template.neck),
     )
     features_s = plan.eta_s
     if features_s is None:
