@@ -222,6 +222,22 @@ def _format_all(session, output, feeds: dict, batch: int) -> list[dict]:
     return out
 
 
+class _InBatches:
+    """A session whose ``run`` goes through its feeds ``batch`` items at a time, as the predictor
+    would: the latency of a large model is timed on the same items as the others', in its own batches."""
+
+    def __init__(self, session, batch: int):
+        self.session, self.batch = session, int(batch)
+
+    def run(self, output_names, feeds: dict):
+        total = len(next(iter(feeds.values())))
+        for start in range(0, total, self.batch):
+            self.session.run(output_names, {k: v[start : start + self.batch] for k, v in feeds.items()})
+
+    def close(self) -> None:
+        getattr(self.session, "close", lambda: None)()
+
+
 def _batch_of(feeds: dict, n: int) -> dict:
     """``n`` items of every feed, repeating the validation items as needed."""
     return {k: np.ascontiguousarray(np.resize(v, (n, *v.shape[1:]))) for k, v in feeds.items()}
@@ -669,7 +685,11 @@ class _Runner:
         key = (size, candidate.variant) if candidate.variant else size
         if key not in self.quantizers:
             self.quantizers[key] = Quantizer(
-                graph, self.data.feeds("calibration", size), input_name=self.input_name, tmp_dir=self.tmp_dir
+                graph,
+                self.data.feeds("calibration", size),
+                input_name=self.input_name,
+                tmp_dir=self.tmp_dir,
+                batch_size=self.data.batch(size),
             )
         return self.quantizers[key].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
 
@@ -699,7 +719,11 @@ class _Runner:
         key = ("one_view", size)
         if key not in self.quantizers:
             self.quantizers[key] = Quantizer(
-                graph, self.data.feeds("calibration", size), input_name=self.input_name, tmp_dir=self.tmp_dir
+                graph,
+                self.data.feeds("calibration", size),
+                input_name=self.input_name,
+                tmp_dir=self.tmp_dir,
+                batch_size=self.data.batch(size),
             )
         return self.quantizers[key].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
 
@@ -916,14 +940,17 @@ class _Runner:
             if size not in samples:
                 samples[size] = _batch_of(self.data.feeds("validation", size), LATENCY_BATCH)
         for t in self.threads:
-            runtimes = RUNTIMES if t > 1 else RUNTIMES[:1]
             runs = {}
             for name, (blob, size, _) in models.items():
-                for runtime in runtimes:
+                batch = self.data.batch(size)  # a large detector runs fewer photos at a time
+                # a batch of one is not split: the split runtime would time the plain session again
+                for runtime in RUNTIMES if t > 1 and batch > 1 else RUNTIMES[:1]:
                     session = create_runtime_session(blob, runtime, device="cpu", threads=t)
                     if runtime == "onnxruntime" or isinstance(
                         session, SplitBatchSession
                     ):  # else: not splittable
+                        if batch < LATENCY_BATCH:
+                            session = _InBatches(session, batch)
                         runs[(name, runtime)] = (session, self.output_name, samples[size])
             for (name, runtime), ms in time_interleaved(runs, rounds=self.latency_runs).items():
                 rows[name]["latency_ms_by_runtime"].setdefault(runtime, {})[str(t)] = round(ms, 4)

@@ -97,6 +97,9 @@ class Quantizer:
     tmp_dir : path-like, optional
         Where its scratch folder goes (the app passes the workspace's ``tmp/``, which it cleans on
         start, so a killed compression leaves nothing in the system's temp folder); default: system temp.
+    batch_size : int
+        Calibration images per run. The ranges do not depend on it (minimum and maximum over every
+        image); the memory does: a run holds every activation of its batch.
 
     Use as a context manager (or call :meth:`close`) to remove its temporary files.
     """
@@ -109,6 +112,7 @@ class Quantizer:
         input_name: str,
         keep_head_float: bool = True,
         tmp_dir=None,
+        batch_size: int = 8,
     ):
         if len(calibration if not isinstance(calibration, dict) else calibration[input_name]) == 0:
             raise ValueError("static quantization needs at least one calibration image")
@@ -116,6 +120,7 @@ class Quantizer:
         self.calibration = calibration
         self.input_name = input_name
         self.keep_head_float = keep_head_float
+        self.batch_size = int(batch_size)
         if tmp_dir is not None:
             Path(tmp_dir).mkdir(parents=True, exist_ok=True)
         self._tmp = Path(tempfile.mkdtemp(prefix="modeldesk-quant-", dir=tmp_dir))
@@ -174,7 +179,7 @@ class Quantizer:
         quantize_static(
             str(prepared),
             str(output),
-            TensorReader(self.input_name, self.calibration),
+            TensorReader(self.input_name, self.calibration, self.batch_size),
             quant_format=FORMATS[fmt],
             per_channel=per_channel,
             activation_type=QuantType.QUInt8,

@@ -194,6 +194,38 @@ def test_keep_first_layers_float_leaves_the_stem_in_float(deploy_helpers, color_
     assert count(mixed, "QLinearConv") == 1 and count(mixed, "Conv") == 1
 
 
+def test_calibrating_a_few_images_at_a_time_gives_the_same_int8_graph(deploy_helpers, color_data):
+    """Large models calibrate in small batches to bound memory; the ranges are the same."""
+    from modeldesk.deploy.preprocess import ImageSpec, preprocess_batch
+    from modeldesk.deploy.quantize import Quantizer
+
+    calibration = preprocess_batch([p for p, _ in color_data["train"]], ImageSpec())
+    graphs = []
+    for batch in (1, 8):
+        with Quantizer(
+            deploy_helpers.build_standin_model(), calibration, input_name="image", batch_size=batch
+        ) as quantizer:
+            graphs.append(quantizer.quantize("qdq", True))
+    assert len(calibration) > 8 and graphs[0] == graphs[1]
+
+
+def test_a_large_model_is_timed_in_its_own_batches_on_the_same_items():
+    import numpy as np
+
+    from modeldesk.deploy.compress import _InBatches
+
+    class Recording:
+        def __init__(self):
+            self.sizes = []
+
+        def run(self, names, feeds):
+            self.sizes.append(len(feeds["image"]))
+
+    session = Recording()
+    _InBatches(session, 3).run(["out"], {"image": np.zeros((8, 3, 4, 4), np.float32)})
+    assert session.sizes == [3, 3, 2]
+
+
 def test_grid_pooling_is_detected_behind_symbolic_input_dimensions(deploy_helpers):
     """Trained models declare (N, 3, H, W) with symbolic H and W; the size they were built for
     lets the check see the fixed grid anyway, so the reason is clear instead of an ORT error."""
