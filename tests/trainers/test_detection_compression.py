@@ -58,6 +58,21 @@ def test_judge_refuses_a_copy_that_loses_the_originals_boxes():
     assert judge.agreements[0] == 1.0 and len(judge.agreements) == 3
 
 
+def test_judge_refuses_a_copy_whose_boxes_slid_off_the_originals():
+    """A shift of a fifth of the box keeps every box at IoU 0.5 but not at 0.75: mAP50 cannot see it."""
+    targets = [(Box("cat", 0, 0, 20, 20),) for _ in range(10)]
+    original = [{"boxes": [_pred((0, 0, 20, 20))]} for _ in range(10)]
+    judge = DetectionJudge(["cat"], threshold=0.5)
+    judge(original, targets)
+    slid = [{"boxes": [_pred((4, 0, 24, 20), 0.8)]} if i < 4 else original[i] for i in range(10)]
+    assert judge(slid, targets) == pytest.approx(1.0) and judge.agreement == pytest.approx(1.0)
+    assert judge.agreement_75 == pytest.approx(0.6, abs=0.01)  # 101-point interpolated AP
+    assert "sit less exactly where the original's do: 60%" in judge.refusal()
+    nudged = [{"boxes": [_pred((1, 0, 21, 20))]} if i < 4 else original[i] for i in range(10)]
+    judge(nudged, targets)  # IoU 0.82: the same place at 0.75
+    assert judge.agreement_75 == pytest.approx(1.0) and judge.refusal() == ""
+
+
 def test_a_copys_map50_loss_gets_a_paired_bootstrap_bound():
     from modeldesk.deploy.verdict import bootstrap_loss_bound
 
