@@ -22,9 +22,10 @@ import time
 
 import numpy as np
 
-#: (size, looks): a photo classifier, one that also looks at the mirror image, and the detection
-#: templates (fast: 320 px, two looks; accurate: 320 / 480 / 640 px, three looks)
-ROWS = ((224, 1), (224, 2), (320, 2), (320, 3), (480, 3), (640, 3))
+#: (size, looks): a photo classifier, one that also looks at the mirror image, the detection templates
+#: (fast: 320 px, two looks; accurate: 320 / 480 / 640 px, three looks) and a detector's map cache at
+#: 640 px (one look per training view)
+ROWS = ((224, 1), (224, 2), (320, 2), (320, 3), (480, 3), (640, 3), (640, 1))
 
 
 def measure(size: int, looks: int, batch: int, photos: int, threads: int) -> dict:

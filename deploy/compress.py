@@ -8,11 +8,11 @@ caller can re-fit the model's head
 images, which wins back most of what a smaller input or int8 costs. Each candidate answers every
 judging image (with a re-fittable head: every labelled image, each by heads fitted across folds
 without it, the original's too), and its latency is measured on this machine, timed interleaved with the
-other candidates over several rounds and compared by median (batch 8, ms per image, at each thread
-count asked for), so that a busy moment cannot favour one candidate. Above one thread each candidate,
-fp32 too, is also timed with its batch split into one slice per thread (``onnxruntime-split``: small
-int8 graphs lose much of their gain to threads meeting after every operator) and keeps its faster
-runtime. The verdict is ``deploy.verdict.judge``, shared by every task: the fastest copy whose
+other candidates over several rounds and compared by median (8 images, in the predictor's batches,
+ms per image, at each thread count asked for), so that a busy moment cannot favour one candidate.
+Above one thread each candidate whose batches hold several images, fp32 too, is also timed with its
+batch split into one slice per thread (``onnxruntime-split``: small int8 graphs lose much of their gain
+to threads meeting after every operator) and keeps its faster runtime. The verdict is ``deploy.verdict.judge``, shared by every task: the fastest copy whose
 paired upper bound of loss against fp32 is within ``max_loss`` is kept, else fp32 is.
 """
 

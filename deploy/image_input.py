@@ -19,9 +19,9 @@ _DIRECT_TO_RGB = {"1", "L", "P", "RGB", "RGBA", "LA", "PA", "I;16", "I;16L", "I;
 #: hands Pillow a copy of the frame as bytes.
 _DECODER_BYTES = {"WEBP": 12}
 #: The most pixels one ``session.run`` is given, every look at a photo counted: 16 photos at 224 px.
-#: Larger batches are no faster on a CPU and hold more memory (``bench/image_batch.py``): a 320 px
-#: detector that looks three times took 50 ms a photo and 1.05 GB in batches of 16, 37 ms and 0.23 GB
-#: one photo at a time.
+#: Larger batches are no faster on a CPU and hold more memory (``bench/image_batch.py``, the backbone
+#: on 2 threads): at 320 px and three looks, 47.8 ms a photo and 1.93 GB in batches of 16 against 38.8 ms
+#: and 0.71 GB in batches of 2; at 640 px, 229 ms and 7.7 GB against 149 ms and 2.3 GB one at a time.
 BATCH_PIXELS = 16 * 224 * 224
 
 
