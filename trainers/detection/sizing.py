@@ -24,11 +24,11 @@ SMALL_BOX_PX = 24.0
 #: the share of the memory available when training starts that training may take
 MEMORY_SHARE = 0.8
 #: a training run's peak memory as (fixed bytes, times its maps' bytes), measured (the accurate recipe
-#: on 191 magnetic tiles, 3 training views, peak RSS): 1.9 / 4.0 / 6.6 GB at 320 / 480 / 640 px for 0.32 /
-#: 0.73 / 1.29 GB of maps, at its peak while the head is fitted: the cells computed from the maps (2.2x
-#: the maps) and the rows the head is fitted on. It was 3.4 / 7.0 / 12.5 GB while the test photos were
-#: predicted 16 at a time (``deploy.image_input.image_batch_size``) (2026-12-06)
-TRAINING_MEMORY = (0.4e9, 4.8)
+#: on 191 magnetic tiles, 3 training views, peak RSS): 1.7 / 2.5 / 3.8 GB at 320 / 480 / 640 px for 0.32 /
+#: 0.73 / 1.29 GB of maps, at its peak while the head or the box refiner is fitted. It was 3.4 / 7.0 /
+#: 12.5 GB while the test photos were predicted 16 at a time (``deploy.image_input.image_batch_size``),
+#: then 1.9 / 4.0 / 6.6 GB while every photo's cells were kept (2.2x the maps) (2026-12-07)
+TRAINING_MEMORY = (1.0e9, 2.15)
 
 
 def median_box_sides(samples, size: int) -> dict[str, float]:
