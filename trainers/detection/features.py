@@ -247,8 +247,9 @@ def maps_feature_spec(neck: DetectionNeck) -> FeatureSpec:
 
 
 def maps_batch_size(neck: DetectionNeck) -> int:
-    """Photos per backbone run when caching maps: fewer as the input grows (at 640 px one at a time
-    was faster and held 0.8 GB less than 16 at a time, ``bench/image_batch.py``)."""
+    """Photos per backbone run when caching maps: fewer as the input grows (``bench/image_batch.py``,
+    640 px: one at a time held 0.9 GB less than 16 at a time, at 41 ms a photo against 45 in two
+    repeats of three; the third took 62)."""
     return image_batch_size(neck.size)
 
 
