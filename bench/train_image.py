@@ -7,7 +7,8 @@ not for its own evaluation, not for the final refit. Each template trains on the
 hash into train / val / test, as the app would) with a cold feature cache; then its exported model is
 scored on the held-out quarter through the predictor. In the same run the baseline of issue 15:
 embedding + 2x2 and 3x3 grids of the stride 16 and 32 maps + logistic regression (l2 = 1/N, like
-scikit-learn's C=1) fitted on all the non-held-out photos.
+scikit-learn's C=1) fitted on all the non-held-out photos. Latency: each exported graph at batch 1,
+decoding excluded (the fastest of 20 runs), next to the bare backbone graph on the same photo.
 
     python bench/train_image.py [--threads 2] [--sets sign,spectro] [--budget SECONDS] [--benchdata DIR]
 """
@@ -76,6 +77,39 @@ def held_out(artifact_dir, held) -> np.ndarray:
     return np.array(predicted) == np.array([s.label for s in held])
 
 
+def latency_ms(artifact_dir, path: str, threads: int, runs: int = 20) -> float:
+    """Milliseconds per photo of the exported graph at batch 1 (the fastest of ``runs``), decoding excluded."""
+    from modeldesk.deploy import Predictor
+
+    predictor = Predictor(artifact_dir, threads=threads)
+    feeds = predictor.input.feeds([predictor.preprocess(path)], predictor.input_name)
+    return fastest(lambda: predictor.session.run(None, feeds), runs)
+
+
+def backbone_latency_ms(path: str, threads: int, tmp: Path, runs: int = 20) -> float:
+    """The reference: the bare backbone graph (every output) at batch 1 on the same photo."""
+    from modeldesk.deploy.preprocess import preprocess_image
+    from modeldesk.deploy.runtime import create_session
+    from modeldesk.trainers.backbones import get_backbone
+
+    backbone = get_backbone("efficientnet-lite0")
+    session = create_session(backbone.onnx_path(tmp / "graphs"), device="cpu", threads=threads)
+    feeds = {backbone.input_name: preprocess_image(path, backbone.spec)[None]}
+    return fastest(lambda: session.run(None, feeds), runs)
+
+
+def fastest(run, runs: int) -> float:
+    """Milliseconds of the fastest of ``runs`` calls of ``run``, after three warm-up calls."""
+    for _ in range(3):
+        run()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return 1000 * min(times)
+
+
 def interval(correct: np.ndarray) -> str:
     from modeldesk.trainers.metrics import accuracy_interval
 
@@ -98,7 +132,8 @@ def run_set(name: str, root: Path, threads: int, budget: float | None, tmp: Path
     )
     rows = []
     ok, seconds = baseline(dev, held, tmp / f"{name}-baseline", threads)
-    rows.append(("baseline: emb + s16/s32 2x2,3x3 grids + LR", ok, seconds, "-", "-"))
+    photo = held[0].source
+    rows.append(("baseline: emb + s16/s32 2x2,3x3 grids + LR", ok, seconds, "-", "-", None))
     print(f"  {rows[-1][0]}: {ok.mean():.2%} ({seconds:.0f} s)", flush=True)
     for template in list_templates("image-classification"):
         slug = template.name.replace("/", "-")
@@ -114,6 +149,7 @@ def run_set(name: str, root: Path, threads: int, budget: float | None, tmp: Path
         )
         seconds = time.perf_counter() - started
         ok = held_out(result.artifact_dir, held)
+        ms = latency_ms(result.artifact_dir, photo, threads)
         own = result.metrics["interval"]
         best = result.metrics.get("search", {}).get("best")
         chosen = f"{best['params']} views={best['views']}" if best else "-"
@@ -124,16 +160,26 @@ def run_set(name: str, root: Path, threads: int, budget: float | None, tmp: Path
                 seconds,
                 f"{own['text']} (n={own['n']}), ETA {result.plan['eta_s']:.0f} s",
                 chosen,
+                ms,
             )
         )
         print(f"  {template.name}: {ok.mean():.2%} ({seconds:.0f} s)", flush=True)
     width = max(len(r[0]) for r in rows)
+    reference = backbone_latency_ms(photo, threads, tmp)
     print(
-        f"\n{'model':<{width}}  held-out  90% interval  train s (cold)  its own test estimate / ETA   chosen"
+        f"\n{'model':<{width}}  held-out  90% interval  train s (cold)  ms/photo  "
+        "its own test estimate / ETA   chosen"
     )
-    for label, ok, seconds, own, chosen in rows:
-        print(f"{label:<{width}}  {ok.mean():8.2%}  {interval(ok):>12}  {seconds:14.0f}  {own:<30}  {chosen}")
-    print(f"(held-out = {len(held)} images; {threads} threads)", flush=True)
+    for label, ok, seconds, own, chosen, ms in rows:
+        latency = "-" if ms is None else f"{ms:.1f}"
+        print(
+            f"{label:<{width}}  {ok.mean():8.2%}  {interval(ok):>12}  {seconds:14.0f}  {latency:>8}  {own:<30}  {chosen}"
+        )
+    print(
+        f"(held-out = {len(held)} images; {threads} threads; ms/photo: the exported graph at batch 1, decoding "
+        f"excluded, fastest of 20; the bare backbone on the same photo: {reference:.1f} ms)",
+        flush=True,
+    )
 
 
 def main(argv=None) -> int:
