@@ -36,6 +36,8 @@ class Template:
     head_candidates : other heads the search tries last, with the best views, each a dict of
         changes such as ``{"head": "mlp", "hidden": 512}`` (``head`` names the kind).
     cv_folds : folds for that search (ignored when the space has a single point).
+    cv_repeats : how many times that cross-validation runs, each with other folds, its scores
+        averaged (one draw of folds can favour the worse choice).
     time_budget_s : default training time budget in seconds.
     """
 
@@ -49,6 +51,7 @@ class Template:
     search_space: dict = field(default_factory=dict)
     head_candidates: tuple = ()
     cv_folds: int = 3
+    cv_repeats: int = 1
     time_budget_s: float = 120.0
 
     def candidate_views(self) -> list[tuple[str, ...]]:
@@ -77,6 +80,7 @@ class Template:
             },
             "head_candidates": [dict(c) for c in self.head_candidates],
             "cv_folds": self.cv_folds,
+            "cv_repeats": self.cv_repeats,
             "time_budget_s": self.time_budget_s,
         }
 

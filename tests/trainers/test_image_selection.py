@@ -104,3 +104,29 @@ def test_an_mlp_candidate_is_tried_with_the_best_views_and_wins_only_by_cross_va
     assert tried[-1] == "mlp" and tried.count("mlp") == 1
     best = max(chosen.trials, key=lambda t: t["cv_accuracy"])
     assert chosen.config["head"] == best["params"]["head"] and chosen.cv_accuracy == best["cv_accuracy"]
+
+
+def test_repeated_cross_validation_scores_each_setting_by_the_mean_of_other_fold_draws(spy):
+    from modeldesk.trainers import heads
+
+    feats, y, split = made_features(seed=3)
+    dev = np.flatnonzero(split != "test")
+    chosen = select_evaluate_refit(spy_template(cv_repeats=2), feats, y, split)
+
+    fits = [ids for what, ids in spy if what == "fit"]
+    assert len(fits) == len(chosen.trials) * 3 * 2 + 2 == chosen.fits
+    # each search fit left out a third of the search photos, and the two draws left out other thirds
+    left_out = [tuple(sorted(set(dev.tolist()) - set(ids))) for ids in fits[:6]]
+    assert len(set(left_out[:3])) == 3 and set(left_out[:3]) != set(left_out[3:6])
+    first = chosen.trials[0]
+    draws = [
+        heads.cross_val_score(
+            lambda: SpyHead(max_iter=50, l2=first["params"]["l2"]),
+            feats.views(dev, first["views"]),
+            y[dev],
+            folds=3,
+            random_state=draw,
+        ).mean()
+        for draw in (0, 1)
+    ]
+    assert first["cv_accuracy"] == pytest.approx(np.mean(draws))

@@ -81,7 +81,8 @@ def planned_work(template) -> float:
             config = {**start, **change}
             if number == len(stages) - 1 and "views" not in change and len(stages) > 2:
                 config["views"] = widest  # the last stage runs with the best views, say the widest
-            work += config_work(template, config) * (folds - 1) if n_candidates(template) > 1 else 0.0
+            searching = n_candidates(template) > 1
+            work += config_work(template, config) * (folds - 1) * template.cv_repeats if searching else 0.0
     final = {**start, **(stages[0][0] if stages else {}), "views": widest}
     return work + 2 * config_work(template, final)
 
@@ -130,10 +131,16 @@ def select_evaluate_refit(template, feats: Features, y, split, *, deadline=None,
     if folds >= 2 and sum(len(s) for s in stages) > 1:
 
         def score(config):
-            out.work += config_work(template, config) * (folds - 1)
-            return heads.cross_val_score(
-                lambda: make_head(template, config), feats.views(dev, config["views"]), y[dev], folds=folds
-            ).mean()
+            out.work += config_work(template, config) * (folds - 1) * template.cv_repeats
+            X = feats.views(dev, config["views"])
+            return np.mean(
+                [
+                    heads.cross_val_score(
+                        lambda: make_head(template, config), X, y[dev], folds=folds, random_state=draw
+                    ).mean()
+                    for draw in range(template.cv_repeats)
+                ]
+            )
 
         result = heads.staged_search(
             stages,
@@ -153,7 +160,7 @@ def select_evaluate_refit(template, feats: Features, y, split, *, deadline=None,
             }
             for t in result.trials
         ]
-        out.fits = len(result.trials) * folds
+        out.fits = len(result.trials) * folds * template.cv_repeats
     else:
         out.config = {**start, **(stages[0][0] if stages else {})}
     views = out.config["views"]
