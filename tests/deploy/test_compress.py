@@ -194,6 +194,32 @@ def test_keep_first_layers_float_leaves_the_stem_in_float(deploy_helpers, color_
     assert count(mixed, "QLinearConv") == 1 and count(mixed, "Conv") == 1
 
 
+@pytest.mark.parametrize("saturates", [False, True])
+def test_per_channel_weights_get_seven_bits_where_eight_would_saturate(
+    deploy_helpers, color_data, monkeypatch, saturates
+):
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from modeldesk.deploy import quantize
+    from modeldesk.deploy.preprocess import ImageSpec, preprocess_batch
+
+    monkeypatch.setattr(quantize, "int8_products_may_saturate", lambda: saturates)
+    calibration = preprocess_batch([p for p, _ in color_data["train"]], ImageSpec())
+
+    def widest_weight(per_channel: bool) -> int:
+        with quantize.Quantizer(deploy_helpers.build_standin_model(), calibration, input_name="image") as q:
+            model = onnx.load_from_string(q.quantize("qop", per_channel))
+        weights = [
+            numpy_helper.to_array(i) for i in model.graph.initializer if i.data_type == onnx.TensorProto.INT8
+        ]
+        return max(int(np.abs(w.astype(int)).max()) for w in weights)
+
+    assert widest_weight(per_channel=True) == (64 if saturates else 127)
+    assert widest_weight(per_channel=False) == 127  # per tensor keeps its 8 bits
+
+
 def test_calibrating_a_few_images_at_a_time_gives_the_same_int8_graph(deploy_helpers, color_data):
     """Large models calibrate in small batches to bound memory; the ranges are the same."""
     from modeldesk.deploy.preprocess import ImageSpec, preprocess_batch
