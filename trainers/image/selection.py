@@ -73,7 +73,8 @@ def config_work(template, config: dict) -> float:
 def planned_work(template) -> float:
     """:func:`config_work` summed over a full search, the evaluation fit and the refit."""
     start, stages = search_stages(template)
-    folds = template.cv_folds
+    # a trial's folds, each fitted on (folds - 1) / folds of the photos, cost (folds - 1) whole fits
+    trial_cost = (template.cv_folds - 1) * template.cv_repeats if n_candidates(template) > 1 else 0
     widest = max(template.candidate_views(), key=len)
     work = 0.0
     for number, stage in enumerate(stages):
@@ -81,8 +82,7 @@ def planned_work(template) -> float:
             config = {**start, **change}
             if number == len(stages) - 1 and "views" not in change and len(stages) > 2:
                 config["views"] = widest  # the last stage runs with the best views, say the widest
-            searching = n_candidates(template) > 1
-            work += config_work(template, config) * (folds - 1) * template.cv_repeats if searching else 0.0
+            work += config_work(template, config) * trial_cost
     final = {**start, **(stages[0][0] if stages else {}), "views": widest}
     return work + 2 * config_work(template, final)
 
