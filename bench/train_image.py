@@ -78,7 +78,8 @@ def held_out(artifact_dir, held) -> np.ndarray:
 
 
 def latency_ms(artifact_dir, path: str, threads: int, runs: int = 20) -> float:
-    """Milliseconds per photo of the exported graph at batch 1 (the fastest of ``runs``), decoding excluded."""
+    """Milliseconds per photo of the exported graph at batch 1 (the fastest of ``runs``), decoding
+    excluded."""
     from modeldesk.deploy import Predictor
 
     predictor = Predictor(artifact_dir, threads=threads)
@@ -173,11 +174,12 @@ def run_set(name: str, root: Path, threads: int, budget: float | None, tmp: Path
     for label, ok, seconds, own, chosen, ms in rows:
         latency = "-" if ms is None else f"{ms:.1f}"
         print(
-            f"{label:<{width}}  {ok.mean():8.2%}  {interval(ok):>12}  {seconds:14.0f}  {latency:>8}  {own:<30}  {chosen}"
+            f"{label:<{width}}  {ok.mean():8.2%}  {interval(ok):>12}  {seconds:14.0f}  {latency:>8}  "
+            f"{own:<30}  {chosen}"
         )
     print(
-        f"(held-out = {len(held)} images; {threads} threads; ms/photo: the exported graph at batch 1, decoding "
-        f"excluded, fastest of 20; the bare backbone on the same photo: {reference:.1f} ms)",
+        f"(held-out = {len(held)} images; {threads} threads; ms/photo: the exported graph at batch 1, "
+        f"decoding excluded, fastest of 20; the bare backbone on the same photo: {reference:.1f} ms)",
         flush=True,
     )
 

@@ -12,8 +12,9 @@ other candidates over several rounds and compared by median (8 images, in the pr
 ms per image, at each thread count asked for), so that a busy moment cannot favour one candidate.
 Above one thread each candidate whose batches hold several images, fp32 too, is also timed with its
 batch split into one slice per thread (``onnxruntime-split``: small int8 graphs lose much of their gain
-to threads meeting after every operator) and keeps its faster runtime. The verdict is ``deploy.verdict.judge``, shared by every task: the fastest copy whose
-paired upper bound of loss against fp32 is within ``max_loss`` is kept, else fp32 is.
+to threads meeting after every operator) and keeps its faster runtime. The verdict is
+``deploy.verdict.judge``, shared by every task: the fastest copy whose paired upper bound of loss
+against fp32 is within ``max_loss`` is kept, else fp32 is.
 """
 
 from __future__ import annotations
@@ -683,6 +684,11 @@ class _Runner:
         if not candidate.quant:
             return graph.SerializeToString()
         key = (size, candidate.variant) if candidate.variant else size
+        return self.quantized(key, graph, size, candidate)
+
+    def quantized(self, key, graph: onnx.ModelProto, size: int, candidate: Candidate) -> bytes:
+        """``graph`` quantized as ``candidate`` says, by the quantizer kept under ``key`` (calibrated
+        once, on the calibration images at ``size``, in the predictor's batches)."""
         if key not in self.quantizers:
             self.quantizers[key] = Quantizer(
                 graph,
@@ -716,16 +722,7 @@ class _Runner:
         graph = self.one_views[size]
         if not candidate.quant:
             return graph.SerializeToString()
-        key = ("one_view", size)
-        if key not in self.quantizers:
-            self.quantizers[key] = Quantizer(
-                graph,
-                self.data.feeds("calibration", size),
-                input_name=self.input_name,
-                tmp_dir=self.tmp_dir,
-                batch_size=self.data.batch(size),
-            )
-        return self.quantizers[key].quantize(candidate.quant, candidate.per_channel, candidate.keep_first)
+        return self.quantized(("one_view", size), graph, size, candidate)
 
     def plan_folds(self, folds: int) -> None:
         """Deal the judging images into ``folds`` folds, class by class in a seeded order, so that

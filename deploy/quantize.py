@@ -9,6 +9,7 @@ the head kept in float).
 
 from __future__ import annotations
 
+import functools
 import logging
 import platform
 import shutil
@@ -55,6 +56,7 @@ FLOAT_PREFIXES = (
 FIRST_FLOAT_SHARE = 0.12
 
 
+@functools.cache
 def int8_products_may_saturate() -> bool:
     """True on an x86 processor without VNNI (AVX2 only, e.g. AMD Zen 1-3, Intel before Ice Lake).
 
