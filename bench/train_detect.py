@@ -136,11 +136,11 @@ def latency_ms(artifact_dir, path: str, threads: int, runs: int = 20) -> float:
 
 
 def all_boxes(artifact_dir, photos) -> list:
-    """The exported graph's boxes for ``photos``, down to its score floor (what mAP needs)."""
+    """Every box the exported graph gives ``photos`` (what mAP needs, as the app's evaluation reads them:
+    a box a better one overlaps may have been lowered below the graph's score floor, still ranked)."""
     from modeldesk.trainers.detection.evaluation import predict_boxes
-    from modeldesk.trainers.detection.graph import MIN_SCORE
 
-    return [p["boxes"] for p in predict_boxes(artifact_dir, photos, threshold=MIN_SCORE)]
+    return [p["boxes"] for p in predict_boxes(artifact_dir, photos, threshold=0.0)]
 
 
 def intervals(artifact_dir, test, boots: int = 1000) -> dict:

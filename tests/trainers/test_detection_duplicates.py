@@ -59,3 +59,30 @@ def test_numpy_twin_drops_the_same_boxes_per_image(session):
 
 def test_no_rows_in_no_rows_out(session):
     assert session.run(None, {"rows": np.zeros((0, 7), np.float32)})[0].shape == (0, 7)
+
+
+def test_a_box_a_better_one_overlaps_a_little_less_is_kept_ranked_lower():
+    rows = np.array(
+        [
+            [0, 10, 10, 50, 50, 0.9, 0],
+            [0, 20, 10, 60, 50, 0.8, 0],  # IoU 0.6 with the first: 0.8 * 0.4
+            [0, 11, 10, 51, 50, 0.7, 0],  # IoU 0.95 with the first: dropped
+            [0, 40, 10, 80, 50, 0.6, 0],  # IoU 0.33 at most (the second's): as it was
+        ],
+        np.float32,
+    )
+    nodes, inits, out = duplicate_nodes("rows", 0.9, "d/", decay=0.5)
+    graph = helper.make_graph(
+        nodes,
+        "decay",
+        [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["K", 7])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["J", 7])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    kept = create_session(model.SerializeToString(), device="cpu", threads=1).run(None, {"rows": rows})[0]
+    np.testing.assert_allclose(kept[:, 5], [0.9, 0.8 * 0.4, 0.6], rtol=1e-5)
+    np.testing.assert_array_equal(kept[:, 1:5], rows[[0, 1, 3], 1:5])
+    twin = drop_duplicates(_as_predictions(rows), 0.9, decay=0.5)
+    assert [p["score"] for p in twin] == pytest.approx(kept[:, 5].tolist(), rel=1e-6)

@@ -69,6 +69,21 @@ def test_fusion_weighs_each_views_best_box_and_counts_the_views():
     assert [p["label"] for p in kept] == ["cat", "dog"]  # the cat's fused boxes were one box three times
 
 
+def test_in_its_own_view_a_box_joins_only_itself():
+    # two cats side by side that one view tells apart (IoU 0.74 after the other view's box joins
+    # each): the second is not pulled onto the first, which would make it a duplicate
+    views = [
+        [_box("cat", 0.9, (10, 10, 50, 50)), _box("cat", 0.5, (16, 10, 56, 50))],
+        [_box("cat", 0.8, (12, 10, 53, 50))],
+    ]
+    fused = fuse_views(views)
+    second = fused[1]
+    assert second["score"] == pytest.approx((0.5 + 0.8) / 2)
+    assert second["box"][0] == pytest.approx((0.5 * 16 + 0.8 * 12) / 1.3)
+    kept = fused_predictions(views, 0.9, decay_iou=0.5)
+    assert len(kept) == 2 and kept[1]["score"] < second["score"]  # kept, ranked lower
+
+
 def test_views_sizes_bring_boxes_back_onto_the_photo():
     # a 200 x 100 photo in a 320 px letterbox: 1.6 px per photo pixel
     assert view_size("hflip", 200, 100, 320) == (200, 100)
@@ -79,8 +94,8 @@ def test_views_sizes_bring_boxes_back_onto_the_photo():
     assert view_back([[90, 5, 130, 25]], "shrink", 100, 200).tolist() == [[90, 5, 100, 25]]
 
 
-def _fusion_model(test_views):
-    nodes, inits = fuse_nodes("rows", "sizes", test_views, 0.6, "out")
+def _fusion_model(test_views, dedupe_iou=0.6, decay_iou=None):
+    nodes, inits = fuse_nodes("rows", "sizes", test_views, dedupe_iou, "out", decay_iou=decay_iou)
     graph = helper.make_graph(
         nodes,
         "fuse",
@@ -96,7 +111,8 @@ def _fusion_model(test_views):
     )
 
 
-def test_graph_fusion_is_its_numpy_twin():
+@pytest.mark.parametrize("dedupe_iou, decay_iou", [(0.6, None), (0.9, 0.5)])
+def test_graph_fusion_is_its_numpy_twin(dedupe_iou, decay_iou):
     test_views = ("identity", "hflip", "shrink")
     rng = np.random.default_rng(0)
     sizes = np.array([[200, 150], [120, 240]], np.float32)
@@ -116,15 +132,16 @@ def test_graph_fusion_is_its_numpy_twin():
                 back = view_back([box], view, width, height)[0]
                 per_photo[photo][v].append(_box(str(label), np.float32(score), back.astype(np.float32)))
     rows = np.array(rows, np.float32)
-    out = _fusion_model(test_views).run(None, {"rows": rows, "sizes": sizes})[0]
+    model = _fusion_model(test_views, dedupe_iou, decay_iou)
+    out = model.run(None, {"rows": rows, "sizes": sizes})[0]
     for photo in range(len(sizes)):
-        want = sorted(fused_predictions(per_photo[photo], 0.6), key=lambda p: -p["score"])
+        want = fused_predictions(per_photo[photo], dedupe_iou, decay_iou)
         got = sorted((r for r in out if r[0] == photo), key=lambda r: -r[5])
         assert len(got) == len(want) >= 2
         for row, p in zip(got, want):
             assert row[5] == pytest.approx(p["score"], abs=1e-5) and str(int(row[6])) == p["label"]
             assert np.allclose(row[1:5], p["box"], atol=1e-3)
-    empty = _fusion_model(test_views).run(None, {"rows": np.zeros((0, 7), np.float32), "sizes": sizes})[0]
+    empty = model.run(None, {"rows": np.zeros((0, 7), np.float32), "sizes": sizes})[0]
     assert empty.shape == (0, 7)
 
 

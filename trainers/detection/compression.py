@@ -160,7 +160,13 @@ def fit_fold_heads(
         refiner = fitter.fit_refiner(fitted_on)
         head = fitter.fit(fitted_on, params)
         inits = decode_nodes(
-            neck, len(labels), *head.folded(), refiner=refiner, dedupe_iou=template.dedupe_iou
+            neck,
+            len(labels),
+            *head.folded(),
+            refiner=refiner,
+            dedupe_iou=template.dedupe_iou,
+            # as the trained graph: lowered there when it looks once (and was made by a version that does)
+            decay_iou=template.decay_iou if "det/dedupe/decay" in trained else None,
         )[1]
         out.heads.append(_fitted_only(inits, trained))
         out.fitted.append((head, refiner))

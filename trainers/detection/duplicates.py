@@ -6,6 +6,11 @@ second one is then a false box with a high score (on raccoon_voc most high-scori
 such duplicates: IoU 0.8-0.97 with a better-scored kept box). After refinement, a box is dropped when a
 box of the same image and class with a strictly higher score overlaps it by more than ``iou``
 (Fast NMS, as YOLACT: every pair at once, so it is a handful of matrix nodes in the graph).
+
+With ``decay``, a box that a better one overlaps by more than ``decay`` but not more than ``iou`` is
+kept with its score multiplied by 1 - that overlap (the largest, linear Soft-NMS, Bodla et al. 2017):
+two neighbouring objects whose boxes the refiner widened toward each other both stay, the second one
+ranked lower, where a hard drop lost it.
 """
 
 from __future__ import annotations
@@ -17,11 +22,14 @@ from modeldesk.trainers.detection.metrics import box_iou
 from modeldesk.trainers.detection.onnx_parts import Parts
 
 
-def duplicate_nodes(rows: str, iou: float, prefix: str, *, ties: bool = False) -> tuple[list, list, str]:
+def duplicate_nodes(
+    rows: str, iou: float, prefix: str, *, ties: bool = False, decay: float | None = None
+) -> tuple[list, list, str]:
     """Nodes from detection rows (K, 7: image, x0, y0, x1, y1, score, class) to the rows no better
     box of their image and class overlaps by more than ``iou`` (same order). With ``ties``, of two
     such boxes with the same score the earlier row is the better one (fused boxes of one object
-    come out the same several times, ``detection.tta``)."""
+    come out the same several times, ``detection.tta``). With ``decay``, the scores of the kept rows
+    that a better one overlaps by more than ``decay`` are lowered (see the module's docstring)."""
     parts = Parts(prefix)
     const, node = parts.const, parts.node
     axis = const("axis1", [1])
@@ -70,14 +78,30 @@ def duplicate_nodes(rows: str, iou: float, prefix: str, *, ties: bool = False) -
         earlier = node("Less", [node("Transpose", [order], "order_row", perm=[1, 0]), order], "earlier")
         equal = pairs(5, "score_eq", "Equal")
         better = node("Or", [better, node("And", [equal, earlier], "tied_earlier")], "better_or_tied")
-    beaten = node(
-        "And",
-        [node("And", [close, better], "close_better"), node("And", [same_image, same_class], "same")],
-        "beaten",
-    )
+    rivals = node("And", [better, node("And", [same_image, same_class], "same")], "rivals")
+    beaten = node("And", [close, rivals], "beaten")
     beaten = node("Cast", [beaten], "beaten_f", to=TensorProto.FLOAT)
     beaters = node("ReduceSum", [beaten, axis], "beaters", keepdims=0)  # (K,); a sum is defined at K = 0
     keep = node("Less", [beaters, const("half", 0.5, np.float32)], "keep")
+    if decay is not None:
+        rival_overlap = node(
+            "Mul", [overlap, node("Cast", [rivals], "rivals_f", to=TensorProto.FLOAT)], "rival_overlap"
+        )
+        worst = node("ReduceMax", [rival_overlap], "worst", axes=[1], keepdims=1)  # (K, 1)
+        one = const("one", 1.0, np.float32)
+        factor = node(
+            "Where",
+            [
+                node("Greater", [worst, const("decay", decay, np.float32)], "decays"),
+                node("Sub", [one, worst], "left"),
+                one,
+            ],
+            "factor",
+        )
+        score = node("Mul", [column(5, 6, "score_col"), factor], "decayed")
+        rows = node(
+            "Concat", [column(0, 5, "before_score"), score, column(6, 7, "after_score")], "rescored", axis=1
+        )
     rows = node("Compress", [rows, keep], "rows", axis=0)
     return parts.nodes, parts.inits, rows
 
@@ -112,7 +136,9 @@ def iou_matrix_nodes(boxes: str, axis1: str, node, const) -> str:
     return node("Div", [inter, node("Max", [union, const("eps", 1e-9, np.float32)], "union_pos")], "iou")
 
 
-def drop_duplicates(predictions: list[dict], iou: float, *, ties: bool = False) -> list[dict]:
+def drop_duplicates(
+    predictions: list[dict], iou: float, *, ties: bool = False, decay: float | None = None
+) -> list[dict]:
     """The numpy twin of :func:`duplicate_nodes` for one image's ``{"label", "score", "box"}`` list."""
     if not predictions:
         return predictions
@@ -123,5 +149,13 @@ def drop_duplicates(predictions: list[dict], iou: float, *, ties: bool = False) 
     if ties:
         order = np.arange(len(predictions))
         better |= (scores[None, :] == scores[:, None]) & (order[None, :] < order[:, None])
-    beaten = (box_iou(boxes, boxes) > iou) & better & (labels[None] == labels[:, None])
-    return [p for p, dropped in zip(predictions, beaten.any(axis=1)) if not dropped]
+    rivals = better & (labels[None] == labels[:, None])
+    overlap = box_iou(boxes, boxes).astype(np.float32)
+    worst = np.where(rivals, overlap, np.float32(0)).max(axis=1)
+    decays = worst > decay if decay is not None else np.zeros(len(predictions), bool)
+    left = scores * (np.float32(1) - worst)
+    return [
+        {**p, "score": float(lowered)} if decayed else p
+        for p, lowered, decayed, dropped in zip(predictions, left, decays, worst > iou)
+        if not dropped
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from modeldesk.trainers.detection.features import DetectionNeck
-from modeldesk.trainers.detection.graph import DEDUPE_IOU
+from modeldesk.trainers.detection.graph import DECAY_IOU, DEDUPE_IOU
 from modeldesk.trainers.detection.refine import RefineSpec
 from modeldesk.trainers.detection.tta import check_test_views
 
@@ -32,6 +32,8 @@ class DetectionTemplate:
     refine : how kept boxes are refined on the finer maps (``detection.refine``); None: not refined.
     dedupe_iou : after refinement, a box that a better one of its class overlaps by more than this is
         dropped (``detection.duplicates``); None: kept.
+    decay_iou : ... and one it overlaps by more than this (but not ``dedupe_iou``) keeps 1 - that
+        overlap of its score; None: its score is kept.
     small_objects_sizes : larger input sizes to train at when some class's boxes are small at
         ``neck.size`` (``detection.sizing``); empty: always ``neck.size``.
     small_classes : set by ``sizing.sized_for`` on the template it resized: (label, median box side in
@@ -52,6 +54,7 @@ class DetectionTemplate:
     time_budget_s: float = 120.0
     refine: RefineSpec | None = None
     dedupe_iou: float | None = DEDUPE_IOU
+    decay_iou: float | None = DECAY_IOU
     test_views: tuple = ("identity",)
     small_objects_sizes: tuple = ()
     small_classes: tuple = ()
@@ -87,6 +90,7 @@ class DetectionTemplate:
             "time_budget_s": self.time_budget_s,
             "refine": asdict(self.refine) if self.refine else None,
             "dedupe_iou": self.dedupe_iou,
+            "decay_iou": self.decay_iou,
             "test_views": list(self.test_views),
             "small_objects_sizes": list(self.small_objects_sizes),
         }

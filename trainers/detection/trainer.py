@@ -229,7 +229,9 @@ class _Fitter:
             out.append(
                 per_view[0]
                 if len(views) == 1
-                else fused_predictions(per_view, self.template.dedupe_iou or DEDUPE_IOU)
+                else fused_predictions(
+                    per_view, self.template.dedupe_iou or DEDUPE_IOU, self.template.decay_iou
+                )
             )
         return out
 
@@ -254,7 +256,9 @@ class _Fitter:
             ]
             boxes.sort(key=lambda p: -p["score"])
         if self.template.dedupe_iou is not None:
-            boxes = drop_duplicates(boxes, self.template.dedupe_iou)
+            # with several views, scores are lowered once, after the views' boxes are fused
+            decay = self.template.decay_iou if len(self.template.test_views) == 1 else None
+            boxes = drop_duplicates(boxes, self.template.dedupe_iou, decay=decay)
         if view != "identity" and boxes:
             placed = view_back([b["box"] for b in boxes], view, width, height)
             boxes = [{**b, "box": box.tolist()} for b, box in zip(boxes, placed)]
@@ -467,6 +471,7 @@ class ObjectDetectionTrainer(TaskTrainer):
             graphs,
             refiner=run.data.fitter.refiner,
             dedupe_iou=template.dedupe_iou,
+            decay_iou=template.decay_iou,
             test_views=template.test_views,
         )
 

@@ -87,6 +87,7 @@ def fuse_views(per_view: list[list[dict]], fuse_iou: float = FUSE_IOU) -> list[d
     labels = np.array([str(p["label"]) for _, p in rows], object)
     views = np.array([v for v, _ in rows])
     joined = (labels[:, None] == labels[None]) & (box_iou(boxes, boxes) >= fuse_iou)
+    joined &= (views[:, None] != views[None]) | np.eye(len(rows), dtype=bool)  # itself in its own view
     total, weight = np.zeros((len(rows), 4), np.float32), np.zeros(len(rows), np.float32)
     for v in range(len(per_view)):
         w = np.where(joined & (views[None] == v), scores[None], np.float32(0))
@@ -102,9 +103,12 @@ def fuse_views(per_view: list[list[dict]], fuse_iou: float = FUSE_IOU) -> list[d
     ]
 
 
-def fused_predictions(per_view: list[list[dict]], dedupe_iou: float) -> list[dict]:
-    """:func:`fuse_views`, then the duplicates dropped (ties to the earlier box), best score first."""
-    fused = drop_duplicates(fuse_views(per_view), dedupe_iou, ties=True)
+def fused_predictions(
+    per_view: list[list[dict]], dedupe_iou: float, decay_iou: float | None = None
+) -> list[dict]:
+    """:func:`fuse_views`, then the duplicates dropped (ties to the earlier box) and the scores of close
+    boxes lowered (``detection.duplicates``), best score first."""
+    fused = drop_duplicates(fuse_views(per_view), dedupe_iou, ties=True, decay=decay_iou)
     return sorted(fused, key=lambda p: -p["score"])
 
 
@@ -137,7 +141,16 @@ def input_nodes(test_views, image: str, batch: str, sizes: str, view_sizes: str,
     return parts.nodes, parts.inits
 
 
-def fuse_nodes(rows: str, sizes: str, test_views, dedupe_iou: float, output: str, fuse_iou: float = FUSE_IOU):
+def fuse_nodes(
+    rows: str,
+    sizes: str,
+    test_views,
+    dedupe_iou: float,
+    output: str,
+    fuse_iou: float = FUSE_IOU,
+    *,
+    decay_iou: float | None = None,
+):
     """Nodes from the views' detection rows (K, 7; image index over the V * N views' pictures) and
     the photos' ``sizes`` (N, 2) to the fused rows ``output`` (K', 7) on the photos; (nodes, inits)."""
     parts = Parts(PREFIX)
@@ -174,18 +187,22 @@ def fuse_nodes(rows: str, sizes: str, test_views, dedupe_iou: float, output: str
         return node(op, [node("Transpose", [tensor], name + "_row", perm=[1, 0]), tensor], name + "_pairs")
 
     overlap = iou_matrix_nodes(boxes, axis1, node, const)
+    # a Reshape, not a Transpose: ONNX Runtime would move a Transpose past the comparison with a
+    # constant below, under a name outside det/, and the quantizer then warns about its bool input
+    their_view = node("Reshape", [view, const("row_shape", [1, -1])], "view_row")
+    # in its own view a box joins only itself (another box there is one it was not a duplicate of)
+    itself = node("Cast", [node("EyeLike", [overlap], "eye_f")], "itself", to=TensorProto.BOOL)
+    other_view = node("Not", [node("Equal", [their_view, view], "same_view")], "other_view")
     joined = node(
         "And",
         [
             node("And", [pairs(photo, "photo", "Equal"), pairs(label, "label", "Equal")], "same"),
             node("GreaterOrEqual", [overlap, const("fuse_iou", fuse_iou, np.float32)], "close"),
         ],
-        "joined",
+        "joined_any",
     )
+    joined = node("And", [joined, node("Or", [other_view, itself], "may_join")], "joined")
     their_score = node("Transpose", [score], "score_row", perm=[1, 0])  # (1, K)
-    # a Reshape, not a Transpose: ONNX Runtime would move a Transpose past the comparison with a
-    # constant below, under a name outside det/, and the quantizer then warns about its bool input
-    their_view = node("Reshape", [view, const("row_shape", [1, -1])], "view_row")
     zero = const("zero_k", 0.0, np.float32)
     eps = const("fuse_eps", 1e-9, np.float32)
     total = weight = None
@@ -211,7 +228,9 @@ def fuse_nodes(rows: str, sizes: str, test_views, dedupe_iou: float, output: str
     fused_score = node("Div", [weight, const("count", float(len(test_views)), np.float32)], "fused_score")
     photo_f = node("Cast", [photo], "photo_f", to=TensorProto.FLOAT)
     fused_rows = node("Concat", [photo_f, fused, fused_score, label], "fused_rows", axis=1)
-    u_nodes, u_inits, kept = duplicate_nodes(fused_rows, dedupe_iou, PREFIX + "dedupe/", ties=True)
+    u_nodes, u_inits, kept = duplicate_nodes(
+        fused_rows, dedupe_iou, PREFIX + "dedupe/", ties=True, decay=decay_iou
+    )
     parts.nodes += u_nodes
     parts.inits += u_inits
     parts.nodes.append(helper.make_node("Identity", [kept], [output], name=PREFIX + "out"))
