@@ -10,9 +10,8 @@ from modeldesk.deploy.runtime import create_session
 from modeldesk.trainers.detection.duplicates import drop_duplicates, duplicate_nodes
 
 
-@pytest.fixture(scope="module")
-def session():
-    nodes, inits, out = duplicate_nodes("rows", 0.6, "d/")
+def _session(iou: float, decay: float | None = None):
+    nodes, inits, out = duplicate_nodes("rows", iou, "d/", decay=decay)
     graph = helper.make_graph(
         nodes,
         "dedupe",
@@ -23,6 +22,11 @@ def session():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return create_session(model.SerializeToString(), device="cpu", threads=1)
+
+
+@pytest.fixture(scope="module")
+def session():
+    return _session(0.6)
 
 
 # image, x0, y0, x1, y1, score, class
@@ -71,17 +75,7 @@ def test_a_box_a_better_one_overlaps_a_little_less_is_kept_ranked_lower():
         ],
         np.float32,
     )
-    nodes, inits, out = duplicate_nodes("rows", 0.9, "d/", decay=0.5)
-    graph = helper.make_graph(
-        nodes,
-        "decay",
-        [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["K", 7])],
-        [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["J", 7])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    kept = create_session(model.SerializeToString(), device="cpu", threads=1).run(None, {"rows": rows})[0]
+    kept = _session(0.9, decay=0.5).run(None, {"rows": rows})[0]
     np.testing.assert_allclose(kept[:, 5], [0.9, 0.8 * 0.4, 0.6], rtol=1e-5)
     np.testing.assert_array_equal(kept[:, 1:5], rows[[0, 1, 3], 1:5])
     twin = drop_duplicates(_as_predictions(rows), 0.9, decay=0.5)
