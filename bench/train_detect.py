@@ -42,6 +42,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
+from timing import latency_ms  # bench/ is on sys.path when a bench runs as a script
 
 
 def load_voc(root: Path):
@@ -117,22 +118,6 @@ def load_camvid(root: Path):
         if boxes:
             samples.append(labeled(root / image, boxes, split))
     return samples
-
-
-def latency_ms(artifact_dir, path: str, threads: int, runs: int = 20) -> float:
-    """Milliseconds per photo of the exported graph at batch 1 (the fastest of ``runs``), decoding excluded."""
-    from modeldesk.deploy import Predictor
-
-    predictor = Predictor(artifact_dir, threads=threads)
-    feeds = predictor.input.feeds([predictor.preprocess(path)], predictor.input_name)
-    for _ in range(3):
-        predictor.session.run(None, feeds)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        predictor.session.run(None, feeds)
-        times.append(time.perf_counter() - start)
-    return 1000 * min(times)
 
 
 def all_boxes(artifact_dir, photos) -> list:

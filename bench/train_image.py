@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from benchdata import load_samples, spectrogram_images  # bench/ is on sys.path when a bench runs as a script
+from timing import fastest, latency_ms
 
 BASELINE_PARTS = (("embedding", 1), ("stride16", 2), ("stride16", 3), ("stride32", 2), ("stride32", 3))
 
@@ -77,16 +78,6 @@ def held_out(artifact_dir, held) -> np.ndarray:
     return np.array(predicted) == np.array([s.label for s in held])
 
 
-def latency_ms(artifact_dir, path: str, threads: int, runs: int = 20) -> float:
-    """Milliseconds per photo of the exported graph at batch 1 (the fastest of ``runs``), decoding
-    excluded."""
-    from modeldesk.deploy import Predictor
-
-    predictor = Predictor(artifact_dir, threads=threads)
-    feeds = predictor.input.feeds([predictor.preprocess(path)], predictor.input_name)
-    return fastest(lambda: predictor.session.run(None, feeds), runs)
-
-
 def backbone_latency_ms(path: str, threads: int, tmp: Path, runs: int = 20) -> float:
     """The reference: the bare backbone graph (every output) at batch 1 on the same photo."""
     from modeldesk.deploy.preprocess import preprocess_image
@@ -97,18 +88,6 @@ def backbone_latency_ms(path: str, threads: int, tmp: Path, runs: int = 20) -> f
     session = create_session(backbone.onnx_path(tmp / "graphs"), device="cpu", threads=threads)
     feeds = {backbone.input_name: preprocess_image(path, backbone.spec)[None]}
     return fastest(lambda: session.run(None, feeds), runs)
-
-
-def fastest(run, runs: int) -> float:
-    """Milliseconds of the fastest of ``runs`` calls of ``run``, after three warm-up calls."""
-    for _ in range(3):
-        run()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return 1000 * min(times)
 
 
 def interval(correct: np.ndarray) -> str:
